@@ -1,0 +1,145 @@
+//! Token bucket: continuous refill at `rate` per second up to `capacity`.
+//!
+//! Decisions never sleep: `try_take` says yes or no now, and `ready_at` says
+//! "not until T" so the driver can wake exactly then.
+
+use crate::time::{Duration, Instant};
+
+/// Floating-point slack when comparing token counts, so that waking at `ready_at`
+/// always finds the token that was promised there (rounding must never stall the queue).
+const SLACK: f64 = 1e-9;
+
+/// A continuously refilled token bucket.
+#[derive(Clone, Debug)]
+pub struct TokenBucket {
+    rate: f64,
+    capacity: f64,
+    tokens: f64,
+    updated: Instant,
+}
+
+impl TokenBucket {
+    /// A bucket that starts full, as the contract requires.
+    pub fn full(rate: f64, capacity: f64, now: Instant) -> TokenBucket {
+        TokenBucket {
+            rate,
+            capacity,
+            tokens: capacity,
+            updated: now,
+        }
+    }
+
+    /// A bucket that starts empty (used after a 429, when bursting again would be wrong).
+    pub fn empty(rate: f64, capacity: f64, now: Instant) -> TokenBucket {
+        TokenBucket {
+            rate,
+            capacity,
+            tokens: 0.0,
+            updated: now,
+        }
+    }
+
+    fn refill(&mut self, now: Instant) {
+        if now > self.updated {
+            let gained = now.since(self.updated).as_secs() * self.rate;
+            self.tokens = (self.tokens + gained).min(self.capacity);
+            self.updated = now;
+        }
+    }
+
+    /// Tokens available at `now`.
+    pub fn tokens(&mut self, now: Instant) -> f64 {
+        self.refill(now);
+        self.tokens
+    }
+
+    /// Whether a token is available at `now`, without taking it.
+    pub fn has_token(&mut self, now: Instant) -> bool {
+        self.tokens(now) + SLACK >= 1.0
+    }
+
+    /// Takes one token if one is available at `now`.
+    pub fn try_take(&mut self, now: Instant) -> bool {
+        if self.has_token(now) {
+            self.tokens = (self.tokens - 1.0).max(0.0);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// The earliest instant at which a token is available (`now` if one already is).
+    pub fn ready_at(&mut self, now: Instant) -> Instant {
+        if self.has_token(now) {
+            return now;
+        }
+        let missing_secs = (1.0 - self.tokens) / self.rate;
+        // Round up to the next microsecond so the token is really there on waking.
+        now + Duration::from_micros((missing_secs * 1e6).ceil() as u64)
+    }
+
+    /// The refill rate, in tokens per second.
+    pub fn rate(&self) -> f64 {
+        self.rate
+    }
+
+    /// Changes the rate from `now` on; tokens earned so far at the old rate are kept.
+    pub fn set_rate(&mut self, now: Instant, rate: f64) {
+        self.refill(now);
+        self.rate = rate;
+    }
+
+    /// Changes the capacity from `now` on. A larger capacity does not add tokens
+    /// (no burst from a settings change); a smaller one drops the excess.
+    pub fn set_capacity(&mut self, now: Instant, capacity: f64) {
+        self.refill(now);
+        self.capacity = capacity;
+        self.tokens = self.tokens.min(capacity);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(ms: f64) -> Instant {
+        Instant::from_millis(ms)
+    }
+
+    #[test]
+    fn starts_full_and_refills_continuously() {
+        let mut b = TokenBucket::full(0.25, 2.0, at(0.0));
+        assert!(b.try_take(at(0.0)) && b.try_take(at(0.0)));
+        assert!(!b.try_take(at(0.0)));
+        assert_eq!(b.ready_at(at(0.0)), at(4000.0));
+        assert!(!b.try_take(at(3999.0)));
+        assert!(b.try_take(at(4000.0)));
+    }
+
+    #[test]
+    fn never_exceeds_capacity() {
+        let mut b = TokenBucket::full(10.0, 3.0, at(0.0));
+        assert_eq!(b.tokens(at(1e9)), 3.0);
+    }
+
+    #[test]
+    fn larger_capacity_does_not_refill() {
+        let mut b = TokenBucket::full(1.0, 1.0, at(0.0));
+        assert!(b.try_take(at(0.0)));
+        b.set_capacity(at(0.0), 60.0);
+        assert!(!b.has_token(at(0.0)));
+        assert_eq!(b.ready_at(at(0.0)), at(1000.0));
+    }
+
+    #[test]
+    fn waking_at_ready_at_always_finds_a_token() {
+        for rate in [0.1, 0.3, 1.0 / 3.0, 7.0, 8.0, 1e6] {
+            let mut b = TokenBucket::full(rate, 1.0, at(0.0));
+            let mut now = at(0.0);
+            for _ in 0..1000 {
+                now = b.ready_at(now);
+                assert!(b.try_take(now), "rate {rate} stalled at {now:?}");
+            }
+        }
+    }
+}

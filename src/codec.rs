@@ -1,0 +1,190 @@
+//! How a batch travels in one LLM call: separator choice, joining, tolerant splitting.
+//!
+//! The separator is a line holding only a run of `%` (`\n\n%%\n\n` by default) that is
+//! longer than any run of `%` in the batch's texts, so it occurs in none of them. Replies
+//! are split on *lines* equal to that run, which tolerates the white space, CRLF, trailing
+//! separator and code fence that models add, while a paragraph that merely contains `%%`
+//! never splits. Anything the splitter is unsure about is reported as a mismatch, so the
+//! engine retries instead of guessing.
+
+/// The separator placed between texts, chosen so that it occurs in none of them.
+pub fn choose_separator<S: AsRef<str>>(texts: &[S]) -> String {
+    let longest_run = texts
+        .iter()
+        .map(|t| longest_percent_run(t.as_ref()))
+        .max()
+        .unwrap_or(0);
+    let token_len = longest_run.max(1) + 1;
+    let mut separator = String::with_capacity(token_len + 4);
+    separator.push_str("\n\n");
+    separator.extend(core::iter::repeat_n('%', token_len));
+    separator.push_str("\n\n");
+    separator
+}
+
+fn longest_percent_run(text: &str) -> usize {
+    let (mut best, mut run) = (0, 0);
+    for b in text.bytes() {
+        run = if b == b'%' { run + 1 } else { 0 };
+        best = best.max(run);
+    }
+    best
+}
+
+/// The texts joined with `separator`.
+pub fn join<S: AsRef<str>>(texts: &[S], separator: &str) -> String {
+    let total: usize = texts.iter().map(|t| t.as_ref().len()).sum::<usize>()
+        + separator.len() * texts.len().saturating_sub(1);
+    let mut joined = String::with_capacity(total);
+    for (i, text) in texts.iter().enumerate() {
+        if i > 0 {
+            joined.push_str(separator);
+        }
+        joined.push_str(text.as_ref());
+    }
+    joined
+}
+
+/// Why a reply could not be mapped back onto the batch's texts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Mismatch {
+    /// The reply holds this many segments instead of one per text.
+    Count { expected: usize, got: usize },
+    /// Segment `index` is empty although its text was not.
+    EmptySegment { index: usize },
+}
+
+/// Splits a batch reply on `separator` into exactly `expected` segments.
+pub fn split(reply: &str, separator: &str, expected: usize) -> Result<Vec<String>, Mismatch> {
+    let token = separator.trim();
+    let normalized;
+    let reply = if reply.contains('\r') {
+        normalized = reply.replace("\r\n", "\n").replace('\r', "\n");
+        normalized.as_str()
+    } else {
+        reply
+    };
+    let body = strip_code_fence(reply.trim());
+    let mut segments = Vec::with_capacity(expected);
+    let mut current = String::new();
+    for line in body.split('\n') {
+        if line.trim() == token {
+            segments.push(core::mem::take(&mut current));
+        } else {
+            if !current.is_empty() {
+                current.push('\n');
+            }
+            current.push_str(line);
+        }
+    }
+    segments.push(current);
+    // A trailing separator is tolerated; a leading one is not (it shifts every segment).
+    if segments.len() > 1 && segments.last().is_some_and(|s| s.trim().is_empty()) {
+        segments.pop();
+    }
+    let segments = segments.into_iter().map(|s| s.trim().to_owned()).collect();
+    check_segments(segments, expected)
+}
+
+/// Checks an array reply (one string per text).
+pub fn check_segments(segments: Vec<String>, expected: usize) -> Result<Vec<String>, Mismatch> {
+    if segments.len() != expected {
+        return Err(Mismatch::Count {
+            expected,
+            got: segments.len(),
+        });
+    }
+    match segments.iter().position(|s| s.trim().is_empty()) {
+        Some(index) => Err(Mismatch::EmptySegment { index }),
+        None => Ok(segments),
+    }
+}
+
+/// Removes one code fence wrapping the whole reply (```` ```lang … ``` ````).
+fn strip_code_fence(reply: &str) -> &str {
+    if !(reply.starts_with("```") && reply.ends_with("```") && reply.len() >= 6) {
+        return reply;
+    }
+    let inner = &reply[3..reply.len() - 3];
+    // The opening fence line may carry a language tag; the body starts after it.
+    match inner.find('\n') {
+        Some(newline) => inner[newline + 1..].trim(),
+        None => reply,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEP: &str = "\n\n%%\n\n";
+
+    #[test]
+    fn default_separator_unless_it_collides() {
+        assert_eq!(choose_separator(&["a", "b"]), SEP);
+        assert_eq!(choose_separator(&["50% off", "b"]), SEP);
+        assert_eq!(choose_separator(&["a\n%%\nb", "c"]), "\n\n%%%\n\n");
+        assert_eq!(choose_separator(&["x%%%%y"]), "\n\n%%%%%\n\n");
+        let texts = ["%%", "%%%", "a"];
+        let sep = choose_separator(&texts);
+        assert!(texts.iter().all(|t| !t.contains(sep.trim())));
+    }
+
+    #[test]
+    fn join_then_split_round_trips() {
+        let texts = ["one", "two\nlines", "three %% inline"];
+        let sep = choose_separator(&texts);
+        assert_eq!(split(&join(&texts, &sep), &sep, 3).unwrap(), texts);
+    }
+
+    #[test]
+    fn split_tolerates_what_models_add() {
+        let want = vec!["A".to_string(), "B".to_string()];
+        for reply in [
+            "A\n\n%%\n\nB",
+            "A\r\n\r\n%%\r\n\r\nB",
+            "A\n%%\nB",
+            "  A \n  %%  \n B  ",
+            "A\n\n%%\n\nB\n\n%%\n\n",
+            "A\n%%\nB\n%%",
+            "```\nA\n%%\nB\n```",
+            "```text\nA\n\n%%\n\nB\n```\n",
+        ] {
+            assert_eq!(split(reply, SEP, 2).as_ref(), Ok(&want), "reply {reply:?}");
+        }
+    }
+
+    #[test]
+    fn split_reports_what_it_cannot_trust() {
+        assert_eq!(split("A B", SEP, 2), Err(Mismatch::Count { expected: 2, got: 1 }));
+        assert_eq!(split("A %% B", SEP, 2), Err(Mismatch::Count { expected: 2, got: 1 }));
+        assert_eq!(
+            split("A\n%%\nB\n%%\nC", SEP, 2),
+            Err(Mismatch::Count { expected: 2, got: 3 })
+        );
+        assert_eq!(split("A\n%%\n\n%%\nC", SEP, 3), Err(Mismatch::EmptySegment { index: 1 }));
+        assert_eq!(split("%%\nA\n%%\nB", SEP, 2), Err(Mismatch::Count { expected: 2, got: 3 }));
+    }
+
+    #[test]
+    fn a_longer_separator_ignores_shorter_runs_in_the_reply() {
+        let sep = "\n\n%%%\n\n";
+        assert_eq!(
+            split("x\n%%\ny\n%%%\nz", sep, 2).unwrap(),
+            vec!["x\n%%\ny".to_string(), "z".to_string()]
+        );
+    }
+
+    #[test]
+    fn array_replies_are_checked() {
+        assert!(check_segments(vec!["a".into(), "b".into()], 2).is_ok());
+        assert_eq!(
+            check_segments(vec!["a".into()], 2),
+            Err(Mismatch::Count { expected: 2, got: 1 })
+        );
+        assert_eq!(
+            check_segments(vec!["a".into(), " ".into()], 2),
+            Err(Mismatch::EmptySegment { index: 1 })
+        );
+    }
+}

@@ -1,0 +1,293 @@
+//! Options, their defaults, and validation whose messages name the option and the value.
+//!
+//! Options arrive as `(name, value)` pairs so that the core, not the JS layer, decides
+//! every rule: unknown names, wrong types and out-of-range values are all rejected here,
+//! and a patch is validated as a whole before anything changes.
+
+use core::fmt;
+
+/// A value as it arrived from the caller, kept loose so validation can describe it.
+#[derive(Clone, Debug, PartialEq)]
+pub enum OptionValue {
+    /// JS `undefined`: the option is treated as not given.
+    Undefined,
+    /// JS `null`.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// A number (JS numbers are doubles).
+    Number(f64),
+    /// A string.
+    Text(String),
+    /// Anything else, described by its type name (`object`, `function`, ...).
+    Other(String),
+}
+
+impl fmt::Display for OptionValue {
+    /// Shows the value as JavaScript would write it, so messages read naturally to JS users.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            OptionValue::Undefined => f.write_str("undefined"),
+            OptionValue::Null => f.write_str("null"),
+            OptionValue::Bool(b) => write!(f, "{b}"),
+            OptionValue::Number(n) if n.is_nan() => f.write_str("NaN"),
+            OptionValue::Number(n) if n.is_infinite() => {
+                f.write_str(if *n > 0.0 { "Infinity" } else { "-Infinity" })
+            }
+            OptionValue::Number(n) => write!(f, "{n}"),
+            OptionValue::Text(s) => write!(f, "{s:?}"),
+            OptionValue::Other(kind) => f.write_str(kind),
+        }
+    }
+}
+
+/// A rejected option or patch; the message names the option and the value it got.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OptionsError {
+    /// Human-readable reason, e.g. `rate must be a finite number > 0 (got -1)`.
+    pub message: String,
+}
+
+impl fmt::Display for OptionsError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// The engine's settings. Field meanings are those of the public contract.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Options {
+    /// Provider calls started per second, on average.
+    pub rate: f64,
+    /// Token bucket size: the largest burst.
+    pub capacity: f64,
+    /// Most provider calls at once; 0 means no limit.
+    pub max_in_flight: u64,
+    /// Character limit of an LLM batch (UTF-16 code units, as JS `String.length`).
+    pub max_characters_per_batch: u64,
+    /// Item limit of an LLM batch.
+    pub max_items_per_batch: u64,
+    /// Collection window of a batch, from its first item, in milliseconds.
+    pub batch_delay_ms: f64,
+    /// Retries of a batch whose reply has the wrong item count.
+    pub max_batch_retries: u64,
+    /// After those retries, send the batch's items one by one.
+    pub fallback_to_individual: bool,
+    /// Per-call timeout in milliseconds; 0 means none.
+    pub timeout_ms: f64,
+    /// Retries of a failed call (network error, timeout, 408, 409, 5xx, bad reply).
+    pub max_retries: u64,
+    /// Exponential backoff base in milliseconds.
+    pub base_retry_delay_ms: f64,
+    /// Retries of a call answered 429, counted apart from `max_retries`.
+    pub max_rate_limit_retries: u64,
+    /// After a 429, slow that provider down by itself.
+    pub adaptive_rate: bool,
+    /// In-memory LRU size; 0 turns the cache off.
+    pub cache_entries: u64,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Options {
+            rate: 8.0,
+            capacity: 60.0,
+            max_in_flight: 0,
+            max_characters_per_batch: 1000,
+            max_items_per_batch: 4,
+            batch_delay_ms: 100.0,
+            max_batch_retries: 3,
+            fallback_to_individual: true,
+            timeout_ms: 20_000.0,
+            max_retries: 2,
+            base_retry_delay_ms: 1000.0,
+            max_rate_limit_retries: 10,
+            adaptive_rate: true,
+            cache_entries: 1000,
+        }
+    }
+}
+
+/// The option names the core validates, in contract order (JS-only options such as
+/// `clock`, `onEvent` and `cache` are handled by the binding layer).
+pub const OPTION_NAMES: [&str; 14] = [
+    "rate",
+    "capacity",
+    "maxInFlight",
+    "maxCharactersPerBatch",
+    "maxItemsPerBatch",
+    "batchDelayMs",
+    "maxBatchRetries",
+    "fallbackToIndividual",
+    "timeoutMs",
+    "maxRetries",
+    "baseRetryDelayMs",
+    "maxRateLimitRetries",
+    "adaptiveRate",
+    "cacheEntries",
+];
+
+fn reject(name: &str, rule: &str, got: &OptionValue) -> OptionsError {
+    OptionsError {
+        message: format!("{name} must be {rule} (got {got})"),
+    }
+}
+
+fn finite_above_zero(name: &str, value: &OptionValue) -> Result<f64, OptionsError> {
+    match value {
+        OptionValue::Number(n) if n.is_finite() && *n > 0.0 => Ok(*n),
+        _ => Err(reject(name, "a finite number > 0", value)),
+    }
+}
+
+fn finite_at_least_zero(name: &str, value: &OptionValue) -> Result<f64, OptionsError> {
+    match value {
+        // `+ 0.0` turns -0 into 0 so later arithmetic never sees a negative zero.
+        OptionValue::Number(n) if n.is_finite() && *n >= 0.0 => Ok(*n + 0.0),
+        _ => Err(reject(name, "a finite number >= 0", value)),
+    }
+}
+
+fn integer_at_least(name: &str, min: u64, value: &OptionValue) -> Result<u64, OptionsError> {
+    match value {
+        OptionValue::Number(n) if n.is_finite() && n.fract() == 0.0 && *n >= min as f64 => {
+            // Values beyond u64 saturate, which is "unlimited" for every integer option.
+            Ok(*n as u64)
+        }
+        _ => Err(reject(name, &format!("an integer >= {min}"), value)),
+    }
+}
+
+fn boolean(name: &str, value: &OptionValue) -> Result<bool, OptionsError> {
+    match value {
+        OptionValue::Bool(b) => Ok(*b),
+        _ => Err(reject(name, "a boolean", value)),
+    }
+}
+
+impl Options {
+    /// Returns these options with `patch` applied, or the first problem found.
+    /// Nothing is applied unless every entry is valid; `undefined` values are skipped.
+    pub fn patched<N: AsRef<str>>(
+        &self,
+        patch: &[(N, OptionValue)],
+    ) -> Result<Options, OptionsError> {
+        let mut next = self.clone();
+        for (name, value) in patch {
+            let name = name.as_ref();
+            if *value == OptionValue::Undefined && OPTION_NAMES.contains(&name) {
+                continue;
+            }
+            match name {
+                "rate" => next.rate = finite_above_zero(name, value)?,
+                "capacity" => next.capacity = integer_at_least(name, 1, value)? as f64,
+                "maxInFlight" => next.max_in_flight = integer_at_least(name, 0, value)?,
+                "maxCharactersPerBatch" => {
+                    next.max_characters_per_batch = integer_at_least(name, 1, value)?
+                }
+                "maxItemsPerBatch" => next.max_items_per_batch = integer_at_least(name, 1, value)?,
+                "batchDelayMs" => next.batch_delay_ms = finite_at_least_zero(name, value)?,
+                "maxBatchRetries" => next.max_batch_retries = integer_at_least(name, 0, value)?,
+                "fallbackToIndividual" => next.fallback_to_individual = boolean(name, value)?,
+                "timeoutMs" => next.timeout_ms = finite_at_least_zero(name, value)?,
+                "maxRetries" => next.max_retries = integer_at_least(name, 0, value)?,
+                "baseRetryDelayMs" => next.base_retry_delay_ms = finite_at_least_zero(name, value)?,
+                "maxRateLimitRetries" => {
+                    next.max_rate_limit_retries = integer_at_least(name, 0, value)?
+                }
+                "adaptiveRate" => next.adaptive_rate = boolean(name, value)?,
+                "cacheEntries" => next.cache_entries = integer_at_least(name, 0, value)?,
+                _ => {
+                    return Err(OptionsError {
+                        message: format!("unknown option {name:?} (got {value})"),
+                    })
+                }
+            }
+        }
+        Ok(next)
+    }
+
+    /// The options as `(name, value)` pairs in contract order, for `pacer.options`.
+    pub fn entries(&self) -> [(&'static str, OptionValue); 14] {
+        use OptionValue::{Bool, Number};
+        [
+            ("rate", Number(self.rate)),
+            ("capacity", Number(self.capacity)),
+            ("maxInFlight", Number(self.max_in_flight as f64)),
+            ("maxCharactersPerBatch", Number(self.max_characters_per_batch as f64)),
+            ("maxItemsPerBatch", Number(self.max_items_per_batch as f64)),
+            ("batchDelayMs", Number(self.batch_delay_ms)),
+            ("maxBatchRetries", Number(self.max_batch_retries as f64)),
+            ("fallbackToIndividual", Bool(self.fallback_to_individual)),
+            ("timeoutMs", Number(self.timeout_ms)),
+            ("maxRetries", Number(self.max_retries as f64)),
+            ("baseRetryDelayMs", Number(self.base_retry_delay_ms)),
+            ("maxRateLimitRetries", Number(self.max_rate_limit_retries as f64)),
+            ("adaptiveRate", Bool(self.adaptive_rate)),
+            ("cacheEntries", Number(self.cache_entries as f64)),
+        ]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::OptionValue::*;
+    use super::*;
+
+    fn err(patch: &[(&str, OptionValue)]) -> String {
+        Options::default().patched(patch).unwrap_err().message
+    }
+
+    #[test]
+    fn defaults_are_the_contract() {
+        let names: Vec<_> = Options::default().entries().iter().map(|e| e.0).collect();
+        assert_eq!(names, OPTION_NAMES);
+        let o = Options::default();
+        assert_eq!((o.rate, o.capacity, o.max_in_flight), (8.0, 60.0, 0));
+        assert_eq!((o.max_characters_per_batch, o.max_items_per_batch), (1000, 4));
+        assert_eq!((o.batch_delay_ms, o.max_batch_retries), (100.0, 3));
+        assert!(o.fallback_to_individual && o.adaptive_rate);
+        assert_eq!((o.timeout_ms, o.max_retries, o.base_retry_delay_ms), (20_000.0, 2, 1000.0));
+        assert_eq!((o.max_rate_limit_retries, o.cache_entries), (10, 1000));
+    }
+
+    #[test]
+    fn messages_name_option_and_value() {
+        assert_eq!(err(&[("rate", Number(-1.0))]), "rate must be a finite number > 0 (got -1)");
+        assert_eq!(err(&[("rate", Number(f64::NAN))]), "rate must be a finite number > 0 (got NaN)");
+        assert_eq!(
+            err(&[("capacity", Number(1.5))]),
+            "capacity must be an integer >= 1 (got 1.5)"
+        );
+        assert_eq!(
+            err(&[("maxInFlight", Text("2".into()))]),
+            "maxInFlight must be an integer >= 0 (got \"2\")"
+        );
+        assert_eq!(
+            err(&[("timeoutMs", Number(f64::INFINITY))]),
+            "timeoutMs must be a finite number >= 0 (got Infinity)"
+        );
+        assert_eq!(
+            err(&[("adaptiveRate", Null)]),
+            "adaptiveRate must be a boolean (got null)"
+        );
+        assert_eq!(err(&[("ratee", Number(5.0))]), "unknown option \"ratee\" (got 5)");
+        assert_eq!(
+            err(&[("cacheEntries", Other("object".into()))]),
+            "cacheEntries must be an integer >= 0 (got object)"
+        );
+    }
+
+    #[test]
+    fn patch_is_all_or_nothing_and_undefined_means_unchanged() {
+        let base = Options::default();
+        assert!(base
+            .patched(&[("rate", Number(2.0)), ("capacity", Number(0.0))])
+            .is_err());
+        let next = base
+            .patched(&[("rate", Number(0.25)), ("capacity", Undefined)])
+            .unwrap();
+        assert_eq!((next.rate, next.capacity), (0.25, 60.0));
+        assert!(base.patched(&[("nope", Undefined)]).is_err());
+    }
+}
