@@ -41,26 +41,26 @@ impl TokenBucket {
 
     fn refill(&mut self, now: Instant) {
         if now > self.updated {
-            let gained = now.since(self.updated).as_secs() * self.rate;
-            self.tokens = (self.tokens + gained).min(self.capacity);
+            self.tokens = self.tokens(now);
             self.updated = now;
         }
     }
 
     /// Tokens available at `now`.
-    pub fn tokens(&mut self, now: Instant) -> f64 {
-        self.refill(now);
-        self.tokens
+    pub fn tokens(&self, now: Instant) -> f64 {
+        let gained = now.since(self.updated).as_secs() * self.rate;
+        (self.tokens + gained).min(self.capacity)
     }
 
     /// Whether a token is available at `now`, without taking it.
-    pub fn has_token(&mut self, now: Instant) -> bool {
+    pub fn has_token(&self, now: Instant) -> bool {
         self.tokens(now) + SLACK >= 1.0
     }
 
     /// Takes one token if one is available at `now`.
     pub fn try_take(&mut self, now: Instant) -> bool {
-        if self.has_token(now) {
+        self.refill(now);
+        if self.tokens + SLACK >= 1.0 {
             self.tokens = (self.tokens - 1.0).max(0.0);
             true
         } else {
@@ -69,11 +69,12 @@ impl TokenBucket {
     }
 
     /// The earliest instant at which a token is available (`now` if one already is).
-    pub fn ready_at(&mut self, now: Instant) -> Instant {
-        if self.has_token(now) {
+    pub fn ready_at(&self, now: Instant) -> Instant {
+        let tokens = self.tokens(now);
+        if tokens + SLACK >= 1.0 {
             return now;
         }
-        let missing_secs = (1.0 - self.tokens) / self.rate;
+        let missing_secs = (1.0 - tokens) / self.rate;
         // Round up to the next microsecond so the token is really there on waking.
         now + Duration::from_micros((missing_secs * 1e6).ceil() as u64)
     }

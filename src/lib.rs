@@ -1,5 +1,41 @@
+//! batch-pacer's core: paces and batches translation requests for browser extensions.
+//!
+//! The core is sans-IO. It never reads a clock and never calls a provider; the driver
+//! (the wasm binding, or a test harness on virtual time) does both:
+//!
+//! 1. Feed inputs with the current time: [`Engine::handle_translate`] for a new item,
+//!    [`Engine::handle_response`] when a provider call ends, [`Engine::handle_timeout`]
+//!    when the wake-up time has come, [`Engine::handle_abort`], [`Engine::set_options`],
+//!    [`Engine::handle_dispose`].
+//! 2. Drain outputs: [`Engine::poll_call`] (start these provider calls),
+//!    [`Engine::poll_cancel`] (abort these calls' signals), [`Engine::poll_settled`]
+//!    (resolve or reject these items), [`Engine::poll_event`].
+//! 3. Sleep until [`Engine::poll_timeout`], or until a response or a new item arrives.
+//!
+//! The modules, bottom up: `time` (virtual instants), `options` (defaults, validation),
+//! `bucket` (token bucket), `batch` (assembly and due times), `codec` (separator, join,
+//! tolerant split), `retry` (classification, backoff), `key` (unambiguous SHA-256 keys),
+//! `cache` (LRU), `engine` (composition). `wasm` exists only on `wasm32`.
+
+pub mod batch;
 pub mod bucket;
+pub mod cache;
+pub mod call;
 pub mod codec;
+pub mod engine;
+mod hash;
 pub mod key;
 pub mod options;
+pub mod retry;
+pub mod settle;
+mod slab;
+pub mod stats;
 pub mod time;
+
+pub use call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
+pub use engine::{invalid_input, Engine, Item};
+pub use key::Compat;
+pub use options::{OptionValue, Options, OptionsError};
+pub use settle::{ErrorCode, PacerFailure, Settled, Ticket};
+pub use stats::{Event, RetryReason, Stats};
+pub use time::{Duration, Instant};

@@ -1,0 +1,187 @@
+//! Batch assembly: which items travel together, when a batch is due, and the retry
+//! budgets it carries once sealed.
+//!
+//! A batch collects compatible items until it is *due* (full by items or characters, or
+//! `batchDelayMs` after its first item), then waits for a token. It stays open to
+//! late-arriving compatible items until its call starts (late binding): at a slow rate
+//! this gives fuller batches rather than more of them.
+
+use core::cmp::Ordering;
+
+use crate::slab::Key;
+use crate::time::{Duration, Instant};
+
+/// Dispatch priority: higher goes first. Always finite (validated at the boundary).
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub struct Priority(f64);
+
+impl Priority {
+    /// A priority from a finite number; -0 is folded into 0 so equal priorities compare equal.
+    pub fn new(value: f64) -> Priority {
+        Priority(value + 0.0)
+    }
+}
+
+impl Eq for Priority {}
+
+impl PartialOrd for Priority {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Priority {
+    fn cmp(&self, other: &Self) -> Ordering {
+        self.0.total_cmp(&other.0)
+    }
+}
+
+/// Length in UTF-16 code units, the unit of JS `String.length` and of the character limit.
+pub fn utf16_len(text: &str) -> u64 {
+    let bytes = text.as_bytes();
+    // One unit per code point (every non-continuation byte), two for 4-byte sequences.
+    let starts = bytes.iter().filter(|b| (**b & 0xC0) != 0x80).count();
+    let astral = bytes.iter().filter(|b| **b >= 0xF0).count();
+    (starts + astral) as u64
+}
+
+/// The batch limits in force.
+#[derive(Copy, Clone, Debug)]
+pub struct Limits {
+    /// Most items in one LLM batch.
+    pub max_items: usize,
+    /// Most characters in one LLM batch.
+    pub max_chars: u64,
+    /// Collection window from a batch's first item.
+    pub delay: Duration,
+}
+
+/// Where a batch is in its life.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum State {
+    /// Collecting items, not yet due.
+    Collecting,
+    /// Due: waiting for a token (and still taking items if not sealed).
+    Ready,
+    /// Waiting out a retry backoff until the given instant.
+    Backoff(Instant),
+    /// A provider call with this id is running.
+    Running(u64),
+}
+
+/// What a batch needs to know of an item joining it.
+#[derive(Copy, Clone, Debug)]
+pub struct Member {
+    /// The item's job.
+    pub job: Key,
+    /// Its characters.
+    pub chars: u64,
+    /// Its priority.
+    pub priority: Priority,
+    /// Its arrival order.
+    pub seq: u64,
+}
+
+/// A unit of dispatch: one provider call's worth of items.
+#[derive(Debug)]
+pub struct Batch {
+    /// The items, in arrival order.
+    pub jobs: Vec<Key>,
+    /// Their total characters.
+    pub chars: u64,
+    /// Arrival of the first item (start of the collection window).
+    pub first_at: Instant,
+    /// Highest priority of its items.
+    pub priority: Priority,
+    /// Arrival order of its first item: FIFO among equal priorities.
+    pub seq: u64,
+    /// The compatibility group it belongs to.
+    pub compat: Key,
+    /// The provider it calls (index into the engine's providers).
+    pub provider: u32,
+    /// Sealed batches take no more items (their first call has started).
+    pub sealed: bool,
+    /// Life-cycle state.
+    pub state: State,
+    /// Calls started so far (the next call's `attempt`).
+    pub attempts: u32,
+    /// Replies with the wrong count so far.
+    pub mismatches: u32,
+    /// Transient failures so far.
+    pub errors: u32,
+    /// 429 answers so far.
+    pub rate_limits: u32,
+}
+
+impl Batch {
+    /// A batch holding one item.
+    pub fn new(first: &Member, compat: Key, provider: u32, first_at: Instant) -> Self {
+        Batch {
+            jobs: vec![first.job],
+            chars: first.chars,
+            first_at,
+            priority: first.priority,
+            seq: first.seq,
+            compat,
+            provider,
+            sealed: false,
+            state: State::Collecting,
+            attempts: 0,
+            mismatches: 0,
+            errors: 0,
+            rate_limits: 0,
+        }
+    }
+
+    /// Whether an item of `chars` characters may join without breaking a limit.
+    pub fn accepts(&self, chars: u64, limits: &Limits) -> bool {
+        !self.sealed
+            && self.jobs.len() < limits.max_items
+            && self.chars.saturating_add(chars) <= limits.max_chars
+    }
+
+    /// Adds an item; the batch takes the highest priority of its items.
+    pub fn push(&mut self, member: &Member) {
+        self.jobs.push(member.job);
+        self.chars = self.chars.saturating_add(member.chars);
+        self.priority = self.priority.max(member.priority);
+    }
+
+    /// Due by size: it holds the most items, or its characters reached the limit.
+    pub fn is_full(&self, limits: &Limits) -> bool {
+        self.jobs.len() >= limits.max_items || self.chars >= limits.max_chars
+    }
+
+    /// When the collection window closes.
+    pub fn due_at(&self, limits: &Limits) -> Instant {
+        self.first_at + limits.delay
+    }
+}
+
+/// Whether an item must travel alone: non-LLM items never batch, and an item longer than
+/// the character limit cannot share.
+pub fn travels_alone(llm: bool, chars: u64, limits: &Limits) -> bool {
+    !llm || chars > limits.max_chars
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn utf16_length_matches_js() {
+        assert_eq!(utf16_len("abc"), 3);
+        assert_eq!(utf16_len("héllo"), 5);
+        assert_eq!(utf16_len("日本"), 2);
+        assert_eq!(utf16_len("😀a"), 3);
+        for s in ["", "x😀y日", "\u{10FFFF}"] {
+            assert_eq!(utf16_len(s), s.encode_utf16().count() as u64);
+        }
+    }
+
+    #[test]
+    fn priorities_order_and_fold_negative_zero() {
+        assert_eq!(Priority::new(-0.0), Priority::new(0.0));
+        assert!(Priority::new(2.0) > Priority::new(1.5));
+    }
+}

@@ -1,0 +1,201 @@
+//! Least-recently-used cache of successful translations, keyed by item digest.
+
+use std::collections::HashMap;
+
+use crate::hash::DigestMap;
+
+const NIL: u32 = u32::MAX;
+
+#[derive(Debug)]
+struct Node {
+    key: u128,
+    value: Box<str>,
+    prev: u32,
+    next: u32,
+}
+
+/// A fixed-capacity LRU; capacity 0 stores nothing.
+#[derive(Debug)]
+pub struct Lru {
+    capacity: usize,
+    index: DigestMap<u32>,
+    nodes: Vec<Node>,
+    /// Most recently used node.
+    head: u32,
+    /// Least recently used node (evicted first).
+    tail: u32,
+}
+
+impl Lru {
+    /// An empty cache holding at most `capacity` entries.
+    pub fn new(capacity: usize) -> Lru {
+        Lru {
+            capacity,
+            index: HashMap::default(),
+            nodes: Vec::new(),
+            head: NIL,
+            tail: NIL,
+        }
+    }
+
+    /// Number of entries.
+    pub fn len(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Whether the cache is empty.
+    pub fn is_empty(&self) -> bool {
+        self.nodes.is_empty()
+    }
+
+    /// The cached value for `key`, marking it most recently used.
+    pub fn get(&mut self, key: u128) -> Option<&str> {
+        let at = *self.index.get(&key)?;
+        self.detach(at);
+        self.push_front(at);
+        Some(&self.nodes[at as usize].value)
+    }
+
+    /// Stores `value` under `key`, evicting the least recently used entry when full.
+    pub fn put(&mut self, key: u128, value: &str) {
+        if self.capacity == 0 {
+            return;
+        }
+        if let Some(&at) = self.index.get(&key) {
+            self.nodes[at as usize].value = value.into();
+            self.detach(at);
+            self.push_front(at);
+            return;
+        }
+        if self.nodes.len() >= self.capacity {
+            self.evict_tail();
+        }
+        let at = self.nodes.len() as u32;
+        self.nodes.push(Node {
+            key,
+            value: value.into(),
+            prev: NIL,
+            next: NIL,
+        });
+        self.index.insert(key, at);
+        self.push_front(at);
+    }
+
+    /// Changes the capacity, evicting the least recently used entries beyond it.
+    pub fn set_capacity(&mut self, capacity: usize) {
+        self.capacity = capacity;
+        while self.nodes.len() > capacity {
+            self.evict_tail();
+        }
+    }
+
+    fn detach(&mut self, at: u32) {
+        let (prev, next) = {
+            let node = &self.nodes[at as usize];
+            (node.prev, node.next)
+        };
+        match prev {
+            NIL => self.head = next,
+            p => self.nodes[p as usize].next = next,
+        }
+        match next {
+            NIL => self.tail = prev,
+            n => self.nodes[n as usize].prev = prev,
+        }
+    }
+
+    fn push_front(&mut self, at: u32) {
+        let old_head = self.head;
+        {
+            let node = &mut self.nodes[at as usize];
+            node.prev = NIL;
+            node.next = old_head;
+        }
+        if old_head != NIL {
+            self.nodes[old_head as usize].prev = at;
+        }
+        self.head = at;
+        if self.tail == NIL {
+            self.tail = at;
+        }
+    }
+
+    /// Removes the tail, then moves the last node into its slot so `nodes` stays dense.
+    fn evict_tail(&mut self) {
+        let victim = self.tail;
+        if victim == NIL {
+            return;
+        }
+        self.detach(victim);
+        let removed = self.nodes.swap_remove(victim as usize);
+        self.index.remove(&removed.key);
+        let moved_from = self.nodes.len() as u32;
+        if victim != moved_from {
+            let (key, prev, next) = {
+                let node = &self.nodes[victim as usize];
+                (node.key, node.prev, node.next)
+            };
+            self.index.insert(key, victim);
+            match prev {
+                NIL => self.head = victim,
+                p => self.nodes[p as usize].next = victim,
+            }
+            match next {
+                NIL => self.tail = victim,
+                n => self.nodes[n as usize].prev = victim,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn evicts_least_recently_used() {
+        let mut lru = Lru::new(2);
+        lru.put(1, "one");
+        lru.put(2, "two");
+        assert_eq!(lru.get(1), Some("one"));
+        lru.put(3, "three");
+        assert_eq!(lru.get(2), None);
+        assert_eq!(lru.get(1), Some("one"));
+        assert_eq!(lru.get(3), Some("three"));
+        lru.set_capacity(1);
+        assert_eq!(lru.len(), 1);
+        assert_eq!(lru.get(3), Some("three"));
+    }
+
+    #[test]
+    fn zero_capacity_stores_nothing() {
+        let mut lru = Lru::new(0);
+        lru.put(1, "one");
+        assert!(lru.is_empty());
+    }
+
+    #[test]
+    fn stays_consistent_under_churn() {
+        let mut lru = Lru::new(7);
+        let mut reference: Vec<u128> = Vec::new(); // most recent last
+        for i in 0..2000u128 {
+            let key = (i * 7919) % 23;
+            if i % 3 == 0 {
+                let hit = lru.get(key).is_some();
+                assert_eq!(hit, reference.contains(&key));
+                if hit {
+                    reference.retain(|k| *k != key);
+                    reference.push(key);
+                }
+            } else {
+                lru.put(key, "v");
+                reference.retain(|k| *k != key);
+                reference.push(key);
+                if reference.len() > 7 {
+                    reference.remove(0);
+                }
+            }
+            assert_eq!(lru.len(), reference.len());
+        }
+    }
+}

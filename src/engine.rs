@@ -1,0 +1,1193 @@
+//! The engine: composes bucket, batches, codec, retries, dedup and cache.
+//!
+//! Inputs are `handle_*` calls that carry the current time; outputs are polled:
+//! [`Engine::poll_call`] (start this provider call), [`Engine::poll_cancel`] (abort this
+//! call's signal), [`Engine::poll_settled`] (an item ended), [`Engine::poll_event`] and
+//! [`Engine::poll_timeout`] (call `handle_timeout` then). After every `handle_*`, drain
+//! the outputs, then sleep until `poll_timeout`.
+
+use core::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::rc::Rc;
+
+use sha2::Sha256;
+
+use crate::batch::{travels_alone, utf16_len, Batch, Limits, Member, Priority, State};
+use crate::bucket::TokenBucket;
+use crate::cache::Lru;
+use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
+use crate::codec::{self, Mismatch};
+use crate::hash::{DigestMap, IdMap};
+use crate::key::{finish_key, short, Compat};
+use crate::options::{OptionValue, Options};
+use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
+use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
+use crate::slab::{Key, Slab};
+use crate::stats::{Event, RetryReason, Stats};
+use crate::time::{Duration, Instant};
+
+/// One item to translate, borrowed from the caller.
+#[derive(Copy, Clone, Debug)]
+pub struct Item<'a> {
+    /// The text.
+    pub text: &'a str,
+    /// Its compatibility fields.
+    pub compat: Compat<'a>,
+    /// Higher is dispatched first.
+    pub priority: f64,
+}
+
+/// Rejects an item field, naming it and the value it got.
+pub fn invalid_input<C>(field: &str, rule: &str, got: &OptionValue) -> PacerFailure<C> {
+    PacerFailure::new(
+        ErrorCode::InvalidInput,
+        format!("{field} must be {rule} (got {got})"),
+    )
+}
+
+/// A provider item: one distinct text of one compatibility group, shared by every
+/// identical `translate` call while it is queued or running.
+#[derive(Debug)]
+struct Job {
+    key: u128,
+    text: Box<str>,
+    chars: u64,
+    waiters: Waiters,
+    priority: Priority,
+    seq: u64,
+    compat: Key,
+    batch: Key,
+}
+
+/// Tickets waiting on a job; one is the common case and needs no allocation.
+#[derive(Debug, Default)]
+struct Waiters {
+    first: Option<Ticket>,
+    more: Vec<Ticket>,
+}
+
+impl Waiters {
+    fn push(&mut self, ticket: Ticket) {
+        if self.first.is_none() {
+            self.first = Some(ticket);
+        } else {
+            self.more.push(ticket);
+        }
+    }
+
+    fn remove(&mut self, ticket: Ticket) {
+        if self.first == Some(ticket) {
+            self.first = self.more.pop();
+        } else {
+            self.more.retain(|t| *t != ticket);
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.first.is_none()
+    }
+
+    fn take(&mut self) -> Vec<Ticket> {
+        let mut all = core::mem::take(&mut self.more);
+        all.extend(self.first.take());
+        all
+    }
+}
+
+/// A compatibility group: its shared fields, a hasher primed with them, and the
+/// batch still open to new items.
+#[derive(Debug)]
+struct Group {
+    info: Rc<CompatInfo>,
+    encoded: Box<[u8]>,
+    hasher: Sha256,
+    provider: u32,
+    open: Option<Key>,
+    jobs: u64,
+}
+
+/// Slowing a provider down after a 429 (rule 6).
+#[derive(Debug)]
+struct Adaptive {
+    bucket: TokenBucket,
+    /// The rate that met the 429: growth slows down near it.
+    ceiling: f64,
+}
+
+#[derive(Debug)]
+struct Provider {
+    id: Rc<str>,
+    ready: BTreeSet<ReadyKey>,
+    paused_until: Instant,
+    adaptive: Option<Adaptive>,
+    /// When the current run of 429s began: a 429 for a call started before it
+    /// belongs to the same episode and does not slow the provider down again.
+    episode_start: Option<Instant>,
+}
+
+/// Order of due batches: highest priority first, then first come, first served.
+type ReadyKey = (Reverse<Priority>, u64, Key);
+
+#[derive(Debug)]
+struct Running {
+    batch: Key,
+    provider: u32,
+    started: Instant,
+    deadline: Option<Instant>,
+    separator: String,
+}
+
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Timer {
+    Due(Key),
+    Backoff(Key),
+    Deadline(CallId),
+    PauseEnd,
+}
+
+/// Growth of an adaptive rate per success: quick back to 3/4 of the rate that met the
+/// 429, then slow, so the provider converges just under its quota.
+const ADAPTIVE_FAST_GROWTH: f64 = 1.05;
+const ADAPTIVE_SLOW_GROWTH: f64 = 1.005;
+const ADAPTIVE_SLOW_ZONE: f64 = 0.75;
+
+/// The sans-IO pacer. `C` is the driver's error type, returned as `cause`.
+#[derive(Debug)]
+pub struct Engine<C> {
+    options: Options,
+    limits: Limits,
+    now: Instant,
+    bucket: TokenBucket,
+    jitter: Jitter,
+    jobs: Slab<Job>,
+    job_by_key: DigestMap<Key>,
+    job_by_ticket: IdMap<Key>,
+    batches: Slab<Batch>,
+    groups: Slab<Group>,
+    group_by_fields: HashMap<Box<[u8]>, Key>,
+    providers: Vec<Provider>,
+    provider_by_id: HashMap<Rc<str>, u32>,
+    running: IdMap<Running>,
+    timers: BinaryHeap<Reverse<(Instant, Timer)>>,
+    cache: Lru,
+    next_ticket: Ticket,
+    next_call: CallId,
+    next_seq: u64,
+    calls: VecDeque<Call>,
+    cancels: VecDeque<CallId>,
+    settled: VecDeque<Settled<C>>,
+    events: VecDeque<Event>,
+    stats: Stats,
+    scratch: Vec<u8>,
+    disposed: bool,
+}
+
+fn limits_of(options: &Options) -> Limits {
+    Limits {
+        max_items: usize::try_from(options.max_items_per_batch).unwrap_or(usize::MAX),
+        max_chars: options.max_characters_per_batch,
+        delay: Duration::from_millis(options.batch_delay_ms),
+    }
+}
+
+impl<C: Clone> Engine<C> {
+    /// A pacer with these options at time `now`; `seed` drives backoff jitter.
+    pub fn new(options: Options, now: Instant, seed: u64) -> Self {
+        Engine {
+            limits: limits_of(&options),
+            bucket: TokenBucket::full(options.rate, options.capacity, now),
+            cache: Lru::new(usize::try_from(options.cache_entries).unwrap_or(usize::MAX)),
+            options,
+            now,
+            jitter: Jitter::new(seed),
+            jobs: Slab::default(),
+            job_by_key: DigestMap::default(),
+            job_by_ticket: IdMap::default(),
+            batches: Slab::default(),
+            groups: Slab::default(),
+            group_by_fields: HashMap::new(),
+            providers: Vec::new(),
+            provider_by_id: HashMap::new(),
+            running: IdMap::default(),
+            timers: BinaryHeap::new(),
+            next_ticket: 1,
+            next_call: 1,
+            next_seq: 0,
+            calls: VecDeque::new(),
+            cancels: VecDeque::new(),
+            settled: VecDeque::new(),
+            events: VecDeque::new(),
+            stats: Stats::default(),
+            scratch: Vec::new(),
+            disposed: false,
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Counters and gauges.
+    pub fn stats(&self) -> Stats {
+        let mut stats = self.stats.clone();
+        stats.in_flight = self.running.len() as u64;
+        stats
+    }
+
+    /// Whether `handle_dispose` was called.
+    pub fn is_disposed(&self) -> bool {
+        self.disposed
+    }
+
+    // ----- inputs -----
+
+    /// Accepts an item. Its result comes out of `poll_settled` under the returned ticket
+    /// (at once for blank text, cache hits and a disposed pacer).
+    pub fn handle_translate(
+        &mut self,
+        now: Instant,
+        item: &Item<'_>,
+    ) -> Result<Ticket, PacerFailure<C>> {
+        validate(item)?;
+        self.advance(now);
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        if self.disposed {
+            self.settled.push_back(Settled {
+                ticket,
+                result: Err(disposed_error()),
+            });
+            return Ok(ticket);
+        }
+        self.stats.items += 1;
+        self.stats.pending += 1;
+        if item.text.trim().is_empty() {
+            self.resolve(ticket, item.text.to_owned());
+            return Ok(ticket);
+        }
+        let (group, key) = self.group_for(&item.compat, item.text);
+        if let Some(hit) = self.cache.get(key) {
+            let hit = hit.to_owned();
+            self.stats.cache_hits += 1;
+            self.resolve(ticket, hit);
+            self.release_group_if_idle(group);
+            return Ok(ticket);
+        }
+        let priority = Priority::new(item.priority);
+        if let Some(&job) = self.job_by_key.get(&key) {
+            self.stats.dedup_hits += 1;
+            self.job_by_ticket.insert(ticket, job);
+            if let Some(j) = self.jobs.get_mut(job) {
+                j.waiters.push(ticket);
+                if priority > j.priority {
+                    j.priority = priority;
+                    let batch = j.batch;
+                    self.raise_priority(batch, priority);
+                }
+            }
+            self.pump();
+            return Ok(ticket);
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let mut waiters = Waiters::default();
+        waiters.push(ticket);
+        let job = self.jobs.insert(Job {
+            key,
+            text: item.text.into(),
+            chars: utf16_len(item.text),
+            waiters,
+            priority,
+            seq,
+            compat: group,
+            batch: group,
+        });
+        self.job_by_key.insert(key, job);
+        self.job_by_ticket.insert(ticket, job);
+        if let Some(g) = self.groups.get_mut(group) {
+            g.jobs += 1;
+        }
+        self.stats.queued += 1;
+        self.place(job, now);
+        self.pump();
+        Ok(ticket)
+    }
+
+    /// Reports the end of call `id`. Unknown ids (a call that timed out, a second
+    /// answer, a call from before `dispose`) are ignored.
+    pub fn handle_response(&mut self, now: Instant, id: CallId, outcome: Result<Reply, Failure<C>>) {
+        self.advance(now);
+        if let Some(run) = self.running.remove(&id) {
+            match outcome {
+                Ok(reply) => self.on_reply(run, reply),
+                Err(failure) => self.on_failure(run, failure),
+            }
+        }
+        self.pump();
+    }
+
+    /// Lets time pass: due batches, ended backoffs and pauses, call timeouts.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+        self.pump();
+    }
+
+    /// Withdraws the item of `ticket` (its signal was aborted): it rejects with `aborted`
+    /// now, and leaves its batch unless its call is already running.
+    pub fn handle_abort(&mut self, now: Instant, ticket: Ticket) {
+        self.advance(now);
+        let Some(job_key) = self.job_by_ticket.remove(&ticket) else {
+            return;
+        };
+        self.stats.aborted += 1;
+        self.stats.pending -= 1;
+        self.settled.push_back(Settled {
+            ticket,
+            result: Err(PacerFailure::new(ErrorCode::Aborted, "the item was aborted")),
+        });
+        let Some(job) = self.jobs.get_mut(job_key) else {
+            return;
+        };
+        job.waiters.remove(ticket);
+        if !job.waiters.is_empty() {
+            return;
+        }
+        let batch_key = job.batch;
+        let running = self
+            .batches
+            .get(batch_key)
+            .is_some_and(|b| matches!(b.state, State::Running(_)));
+        if !running {
+            self.withdraw(job_key);
+        }
+        self.pump();
+    }
+
+    /// Validates the whole patch, then applies it to queued work at once.
+    pub fn set_options<N: AsRef<str>>(
+        &mut self,
+        now: Instant,
+        patch: &[(N, OptionValue)],
+    ) -> Result<(), PacerFailure<C>> {
+        let next = self
+            .options
+            .patched(patch)
+            .map_err(|e| PacerFailure::new(ErrorCode::InvalidOptions, e.message))?;
+        self.advance(now);
+        self.bucket.set_rate(self.now, next.rate);
+        self.bucket.set_capacity(self.now, next.capacity);
+        for provider in &mut self.providers {
+            if let Some(adaptive) = &mut provider.adaptive {
+                if adaptive.bucket.rate() >= next.rate {
+                    provider.adaptive = None;
+                } else {
+                    adaptive.ceiling = adaptive.ceiling.min(next.rate);
+                }
+            }
+        }
+        self.cache
+            .set_capacity(usize::try_from(next.cache_entries).unwrap_or(usize::MAX));
+        let limits = limits_of(&next);
+        let regroup = limits.max_items != self.limits.max_items
+            || limits.max_chars != self.limits.max_chars
+            || limits.delay != self.limits.delay;
+        self.options = next;
+        self.limits = limits;
+        if regroup {
+            self.regroup_open_batches();
+        }
+        self.pump();
+        Ok(())
+    }
+
+    /// Rejects every unsettled item with `disposed`, cancels running calls, and makes
+    /// later items reject with `disposed`.
+    pub fn handle_dispose(&mut self) {
+        if self.disposed {
+            return;
+        }
+        self.disposed = true;
+        for id in self.running.keys() {
+            self.cancels.push_back(*id);
+        }
+        self.running.clear();
+        for job in self.jobs.drain() {
+            let mut waiters = job.waiters;
+            for ticket in waiters.take() {
+                self.stats.disposed += 1;
+                self.stats.pending -= 1;
+                self.settled.push_back(Settled {
+                    ticket,
+                    result: Err(disposed_error()),
+                });
+            }
+        }
+        self.batches.drain();
+        self.groups.drain();
+        self.group_by_fields.clear();
+        self.job_by_key.clear();
+        self.job_by_ticket.clear();
+        self.providers.iter_mut().for_each(|p| p.ready.clear());
+        self.timers.clear();
+        self.calls.clear();
+        self.stats.queued = 0;
+    }
+
+    // ----- outputs -----
+
+    /// The next provider call to start.
+    pub fn poll_call(&mut self) -> Option<Call> {
+        self.calls.pop_front()
+    }
+
+    /// The next call whose signal must be aborted (timed out, or the pacer was disposed).
+    pub fn poll_cancel(&mut self) -> Option<CallId> {
+        self.cancels.pop_front()
+    }
+
+    /// The next item that ended.
+    pub fn poll_settled(&mut self) -> Option<Settled<C>> {
+        self.settled.pop_front()
+    }
+
+    /// The next notable event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When to call `handle_timeout` next; `None` when only a response or a new item
+    /// can move anything.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut next = self.timers.peek().map(|Reverse((at, _))| *at);
+        if self.disposed || self.at_call_limit() {
+            return next;
+        }
+        for provider in &self.providers {
+            if provider.ready.is_empty() || provider.paused_until > self.now {
+                continue;
+            }
+            let mut at = self.bucket.ready_at(self.now);
+            if let Some(adaptive) = &provider.adaptive {
+                at = at.max(adaptive.bucket.ready_at(self.now));
+            }
+            if at > self.now {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        next
+    }
+
+    // ----- internals -----
+
+    fn advance(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        while let Some(&Reverse((at, timer))) = self.timers.peek() {
+            if at > self.now {
+                break;
+            }
+            self.timers.pop();
+            match timer {
+                Timer::Due(key) => {
+                    let due = self.batches.get(key).is_some_and(|b| {
+                        b.state == State::Collecting && b.due_at(&self.limits) <= self.now
+                    });
+                    if due {
+                        self.make_ready(key);
+                    }
+                }
+                Timer::Backoff(key) => {
+                    let over = self
+                        .batches
+                        .get(key)
+                        .is_some_and(|b| matches!(b.state, State::Backoff(until) if until <= self.now));
+                    if over {
+                        self.make_ready(key);
+                    }
+                }
+                Timer::Deadline(id) => {
+                    let expired = self
+                        .running
+                        .get(&id)
+                        .is_some_and(|r| r.deadline.is_some_and(|d| d <= self.now));
+                    if let Some(run) = expired.then(|| self.running.remove(&id)).flatten() {
+                        self.cancels.push_back(id);
+                        if let Some(p) = self.providers.get(run.provider as usize) {
+                            self.events.push_back(Event::Timeout {
+                                provider_id: p.id.clone(),
+                            });
+                        }
+                        let failure = Failure {
+                            kind: FailureKind::Timeout,
+                            status: None,
+                            retry_after: None,
+                            message: format!(
+                                "provider call timed out after {} ms",
+                                self.options.timeout_ms
+                            ),
+                            cause: None,
+                        };
+                        self.on_failure(run, failure);
+                    }
+                }
+                Timer::PauseEnd => {}
+            }
+        }
+    }
+
+    fn at_call_limit(&self) -> bool {
+        self.options.max_in_flight > 0 && self.running.len() as u64 >= self.options.max_in_flight
+    }
+
+    /// The group of these fields (created on first use) and the item key of `text` in it.
+    fn group_for(&mut self, compat: &Compat<'_>, text: &str) -> (Key, u128) {
+        self.scratch.clear();
+        compat.encode(&mut self.scratch);
+        if let Some(&key) = self.group_by_fields.get(self.scratch.as_slice()) {
+            if let Some(group) = self.groups.get(key) {
+                return (key, short(&finish_key(group.hasher.clone(), text)));
+            }
+        }
+        let provider = self.provider_for(compat.provider_id);
+        let encoded: Box<[u8]> = self.scratch.as_slice().into();
+        let hasher = compat.hasher();
+        let item_key = short(&finish_key(hasher.clone(), text));
+        let key = self.groups.insert(Group {
+            info: Rc::new(CompatInfo {
+                provider_id: compat.provider_id.to_owned(),
+                source_lang: compat.source_lang.to_owned(),
+                target_lang: compat.target_lang.to_owned(),
+                context: compat.context.to_owned(),
+                llm: compat.llm,
+            }),
+            hasher,
+            encoded: encoded.clone(),
+            provider,
+            open: None,
+            jobs: 0,
+        });
+        self.group_by_fields.insert(encoded, key);
+        (key, item_key)
+    }
+
+    fn release_group_if_idle(&mut self, group: Key) {
+        let idle = self.groups.get(group).is_some_and(|g| g.jobs == 0);
+        if idle {
+            if let Some(g) = self.groups.remove(group) {
+                self.group_by_fields.remove(&g.encoded);
+            }
+        }
+    }
+
+    fn provider_for(&mut self, id: &str) -> u32 {
+        if let Some(&index) = self.provider_by_id.get(id) {
+            return index;
+        }
+        let index = self.providers.len() as u32;
+        let id: Rc<str> = id.into();
+        self.providers.push(Provider {
+            id: id.clone(),
+            ready: BTreeSet::new(),
+            paused_until: Instant::ZERO,
+            adaptive: None,
+            episode_start: None,
+        });
+        self.provider_by_id.insert(id, index);
+        index
+    }
+
+    /// Puts a new job into its group's open batch, or starts a new batch (rule 2).
+    fn place(&mut self, job_key: Key, first_at: Instant) {
+        let Some(job) = self.jobs.get(job_key) else {
+            return;
+        };
+        let member = Member {
+            job: job_key,
+            chars: job.chars,
+            priority: job.priority,
+            seq: job.seq,
+        };
+        let group_key = job.compat;
+        let Some(group) = self.groups.get(group_key) else {
+            return;
+        };
+        let (llm, provider, open) = (group.info.llm, group.provider, group.open);
+        if travels_alone(llm, member.chars, &self.limits) {
+            let batch = self.new_batch(&member, group_key, provider, first_at);
+            self.make_ready(batch);
+            return;
+        }
+        if let Some(open_key) = open {
+            let fits = self
+                .batches
+                .get(open_key)
+                .is_some_and(|b| b.accepts(member.chars, &self.limits));
+            if fits {
+                self.join(open_key, &member);
+                return;
+            }
+            // The item would break a limit: the open batch is due now, the item starts the next.
+            let collecting = self
+                .batches
+                .get(open_key)
+                .is_some_and(|b| b.state == State::Collecting);
+            if collecting {
+                self.make_ready(open_key);
+            }
+        }
+        let batch = self.new_batch(&member, group_key, provider, first_at);
+        if let Some(g) = self.groups.get_mut(group_key) {
+            g.open = Some(batch);
+        }
+        let due_at = self.batches.get(batch).map(|b| (b.is_full(&self.limits), b.due_at(&self.limits)));
+        match due_at {
+            Some((true, _)) => self.make_ready(batch),
+            Some((false, at)) if at <= self.now => self.make_ready(batch),
+            Some((false, at)) => self.timers.push(Reverse((at, Timer::Due(batch)))),
+            None => {}
+        }
+    }
+
+    fn new_batch(&mut self, member: &Member, group: Key, provider: u32, first_at: Instant) -> Key {
+        let batch = self.batches.insert(Batch::new(member, group, provider, first_at));
+        if let Some(job) = self.jobs.get_mut(member.job) {
+            job.batch = batch;
+        }
+        batch
+    }
+
+    fn join(&mut self, batch_key: Key, member: &Member) {
+        if let Some(job) = self.jobs.get_mut(member.job) {
+            job.batch = batch_key;
+        }
+        let Some(batch) = self.batches.get_mut(batch_key) else {
+            return;
+        };
+        let before = ready_key(batch_key, batch);
+        batch.push(member);
+        let after = ready_key(batch_key, batch);
+        let (state, full, provider) = (batch.state, batch.is_full(&self.limits), batch.provider);
+        match state {
+            State::Collecting if full => self.make_ready(batch_key),
+            State::Ready if before != after => {
+                if let Some(p) = self.providers.get_mut(provider as usize) {
+                    p.ready.remove(&before);
+                    p.ready.insert(after);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    fn raise_priority(&mut self, batch_key: Key, priority: Priority) {
+        let Some(batch) = self.batches.get_mut(batch_key) else {
+            return;
+        };
+        if priority <= batch.priority {
+            return;
+        }
+        let before = ready_key(batch_key, batch);
+        batch.priority = priority;
+        let after = ready_key(batch_key, batch);
+        if batch.state == State::Ready {
+            if let Some(p) = self.providers.get_mut(batch.provider as usize) {
+                p.ready.remove(&before);
+                p.ready.insert(after);
+            }
+        }
+    }
+
+    fn make_ready(&mut self, batch_key: Key) {
+        let Some(batch) = self.batches.get_mut(batch_key) else {
+            return;
+        };
+        batch.state = State::Ready;
+        let key = ready_key(batch_key, batch);
+        if let Some(p) = self.providers.get_mut(batch.provider as usize) {
+            p.ready.insert(key);
+        }
+    }
+
+    /// Starts as many calls as tokens, pauses and `maxInFlight` allow, best batch first.
+    fn pump(&mut self) {
+        while !self.disposed && !self.at_call_limit() && self.bucket.has_token(self.now) {
+            let now = self.now;
+            let best = self
+                .providers
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| {
+                    p.paused_until <= now && p.adaptive.as_ref().is_none_or(|a| a.bucket.has_token(now))
+                })
+                .filter_map(|(i, p)| p.ready.first().map(|k| (*k, i)))
+                .min();
+            let Some((ready, index)) = best else {
+                break;
+            };
+            let provider = &mut self.providers[index];
+            provider.ready.remove(&ready);
+            if let Some(adaptive) = &mut provider.adaptive {
+                adaptive.bucket.try_take(now);
+            }
+            self.bucket.try_take(now);
+            self.start(ready.2);
+        }
+    }
+
+    fn start(&mut self, batch_key: Key) {
+        let Some(batch) = self.batches.get_mut(batch_key) else {
+            return;
+        };
+        let id = self.next_call;
+        self.next_call += 1;
+        batch.sealed = true;
+        batch.state = State::Running(id);
+        let attempt = batch.attempts;
+        batch.attempts += 1;
+        let (group_key, provider) = (batch.compat, batch.provider);
+        let texts: Vec<String> = batch
+            .jobs
+            .iter()
+            .filter_map(|j| self.jobs.get(*j).map(|job| job.text.to_string()))
+            .collect();
+        let Some(group) = self.groups.get_mut(group_key) else {
+            return;
+        };
+        if group.open == Some(batch_key) {
+            group.open = None;
+        }
+        let is_batch = texts.len() > 1;
+        let separator = codec::choose_separator(&texts);
+        let text = if is_batch {
+            codec::join(&texts, &separator)
+        } else {
+            texts.first().cloned().unwrap_or_default()
+        };
+        self.stats.provider_calls += 1;
+        self.stats.batch_calls += u64::from(is_batch);
+        self.stats.retries += u64::from(attempt > 0);
+        self.stats.queued -= texts.len() as u64;
+        let timeout = (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms));
+        let deadline = timeout.map(|t| self.now + t);
+        if let Some(deadline) = deadline {
+            self.timers.push(Reverse((deadline, Timer::Deadline(id))));
+        }
+        self.running.insert(
+            id,
+            Running {
+                batch: batch_key,
+                provider,
+                started: self.now,
+                deadline,
+                separator: separator.clone(),
+            },
+        );
+        self.calls.push_back(Call {
+            id,
+            texts,
+            text,
+            separator,
+            is_batch,
+            compat: group.info.clone(),
+            attempt,
+            timeout,
+        });
+    }
+
+    fn on_reply(&mut self, run: Running, reply: Reply) {
+        let Some(batch) = self.batches.get(run.batch) else {
+            return;
+        };
+        let expected = batch.jobs.len();
+        let parsed = match reply {
+            Reply::Text(text) if expected == 1 => Ok(vec![text]),
+            Reply::Text(text) => codec::split(&text, &run.separator, expected),
+            Reply::Texts(texts) => codec::check_segments(texts, expected),
+        };
+        match parsed {
+            Ok(translations) => self.succeed(run, translations),
+            Err(mismatch) => self.on_mismatch(run, mismatch),
+        }
+    }
+
+    fn succeed(&mut self, run: Running, translations: Vec<String>) {
+        self.grow_adaptive_rate(run.provider);
+        let Some(batch) = self.batches.remove(run.batch) else {
+            return;
+        };
+        for (job_key, translation) in batch.jobs.into_iter().zip(translations) {
+            let Some(mut job) = self.jobs.remove(job_key) else {
+                continue;
+            };
+            self.job_by_key.remove(&job.key);
+            self.cache.put(job.key, &translation);
+            self.after_job_removed(job.compat);
+            for ticket in job.waiters.take() {
+                self.job_by_ticket.remove(&ticket);
+                self.resolve(ticket, translation.clone());
+            }
+        }
+    }
+
+    fn on_mismatch(&mut self, run: Running, mismatch: Mismatch) {
+        self.stats.count_mismatches += 1;
+        let provider_id = self.provider_id(run.provider);
+        let Some(batch) = self.batches.get_mut(run.batch) else {
+            return;
+        };
+        let expected = batch.jobs.len();
+        let got = match mismatch {
+            Mismatch::Count { got, .. } => got,
+            Mismatch::EmptySegment { .. } => expected,
+        };
+        self.events.push_back(Event::CountMismatch {
+            provider_id: provider_id.clone(),
+            expected,
+            got,
+        });
+        batch.mismatches += 1;
+        let tries = batch.mismatches;
+        if u64::from(tries) <= self.options.max_batch_retries {
+            let delay = backoff(self.base_delay(), tries - 1, &mut self.jitter);
+            self.retry_after(run.batch, delay, RetryReason::CountMismatch);
+        } else if expected > 1 && self.options.fallback_to_individual {
+            self.fall_back(run.batch);
+        } else {
+            let message = format!(
+                "the provider returned {got} segments for {expected} texts on {tries} tries"
+            );
+            self.fail(run.batch, PacerFailure::new(ErrorCode::CountMismatch, message));
+        }
+    }
+
+    fn on_failure(&mut self, run: Running, failure: Failure<C>) {
+        let class = match failure.kind {
+            FailureKind::Error => classify(failure.status),
+            FailureKind::BadReply | FailureKind::Timeout => FailureClass::Transient,
+        };
+        let too_long = failure.retry_after.is_some_and(|r| r > MAX_RETRY_AFTER);
+        let Some(batch) = self.batches.get_mut(run.batch) else {
+            return;
+        };
+        match class {
+            FailureClass::RateLimited => {
+                self.stats.rate_limited += 1;
+                batch.rate_limits += 1;
+                let tries = batch.rate_limits;
+                if too_long || u64::from(tries) > self.options.max_rate_limit_retries {
+                    self.fail(run.batch, final_error(failure, too_long));
+                    return;
+                }
+                let delay = failure
+                    .retry_after
+                    .unwrap_or_else(|| backoff(self.base_delay(), tries - 1, &mut self.jitter));
+                self.pause_provider(&run, delay, failure.retry_after);
+                self.retry_after(run.batch, Duration::ZERO, RetryReason::RateLimited);
+            }
+            FailureClass::Transient => {
+                batch.errors += 1;
+                let tries = batch.errors;
+                if too_long || u64::from(tries) > self.options.max_retries {
+                    self.fail(run.batch, final_error(failure, too_long));
+                    return;
+                }
+                let delay = failure
+                    .retry_after
+                    .unwrap_or_else(|| backoff(self.base_delay(), tries - 1, &mut self.jitter));
+                self.retry_after(run.batch, delay, RetryReason::Error);
+            }
+            FailureClass::Final => self.fail(run.batch, final_error(failure, false)),
+        }
+    }
+
+    fn base_delay(&self) -> Duration {
+        Duration::from_millis(self.options.base_retry_delay_ms)
+    }
+
+    fn provider_id(&self, index: u32) -> Rc<str> {
+        self.providers
+            .get(index as usize)
+            .map_or_else(|| Rc::from(""), |p| p.id.clone())
+    }
+
+    /// Rule 6: pause every call to the provider, and slow it down once per 429 episode.
+    fn pause_provider(&mut self, run: &Running, pause: Duration, retry_after: Option<Duration>) {
+        let now = self.now;
+        let adaptive_on = self.options.adaptive_rate;
+        let rate = self.options.rate;
+        let Some(provider) = self.providers.get_mut(run.provider as usize) else {
+            return;
+        };
+        let until = now + pause;
+        if until > provider.paused_until {
+            provider.paused_until = until;
+            self.timers.push(Reverse((until, Timer::PauseEnd)));
+        }
+        self.events.push_back(Event::RateLimited {
+            provider_id: provider.id.clone(),
+            retry_after,
+            paused_for: pause,
+        });
+        let new_episode = provider.episode_start.is_none_or(|start| run.started >= start);
+        if !new_episode {
+            return;
+        }
+        provider.episode_start = Some(now);
+        if adaptive_on {
+            let current = provider.adaptive.as_ref().map_or(rate, |a| a.bucket.rate());
+            let slower = current / 2.0;
+            provider.adaptive = Some(Adaptive {
+                bucket: TokenBucket::empty(slower, 1.0, now),
+                ceiling: current,
+            });
+            self.events.push_back(Event::AdaptiveRate {
+                provider_id: provider.id.clone(),
+                rate: Some(slower),
+            });
+        }
+    }
+
+    fn grow_adaptive_rate(&mut self, provider_index: u32) {
+        let (now, rate) = (self.now, self.options.rate);
+        let Some(provider) = self.providers.get_mut(provider_index as usize) else {
+            return;
+        };
+        let Some(adaptive) = &mut provider.adaptive else {
+            return;
+        };
+        let current = adaptive.bucket.rate();
+        let growth = if current < adaptive.ceiling * ADAPTIVE_SLOW_ZONE {
+            ADAPTIVE_FAST_GROWTH
+        } else {
+            ADAPTIVE_SLOW_GROWTH
+        };
+        let next = current * growth;
+        if next >= rate {
+            provider.adaptive = None;
+            self.events.push_back(Event::AdaptiveRate {
+                provider_id: provider.id.clone(),
+                rate: None,
+            });
+        } else {
+            adaptive.bucket.set_rate(now, next);
+        }
+    }
+
+    /// Sends the batch again after `delay` (and a token: rule 5).
+    fn retry_after(&mut self, batch_key: Key, delay: Duration, reason: RetryReason) {
+        let now = self.now;
+        let Some(batch) = self.batches.get_mut(batch_key) else {
+            return;
+        };
+        self.stats.queued += batch.jobs.len() as u64;
+        let attempt = batch.attempts;
+        let provider = batch.provider;
+        if delay == Duration::ZERO {
+            self.make_ready(batch_key);
+        } else {
+            let until = now + delay;
+            batch.state = State::Backoff(until);
+            self.timers.push(Reverse((until, Timer::Backoff(batch_key))));
+        }
+        let provider_id = self.provider_id(provider);
+        self.events.push_back(Event::Retry {
+            provider_id,
+            reason,
+            attempt,
+            delay,
+        });
+    }
+
+    /// Sends each item of a batch alone.
+    fn fall_back(&mut self, batch_key: Key) {
+        let Some(batch) = self.batches.remove(batch_key) else {
+            return;
+        };
+        self.stats.fallbacks += 1;
+        self.stats.queued += batch.jobs.len() as u64;
+        self.events.push_back(Event::Fallback {
+            provider_id: self.provider_id(batch.provider),
+            items: batch.jobs.len(),
+        });
+        for job_key in batch.jobs {
+            let Some(job) = self.jobs.get(job_key) else {
+                continue;
+            };
+            let member = Member {
+                job: job_key,
+                chars: job.chars,
+                priority: job.priority,
+                seq: job.seq,
+            };
+            let single = self.new_batch(&member, batch.compat, batch.provider, batch.first_at);
+            if let Some(b) = self.batches.get_mut(single) {
+                b.sealed = true;
+            }
+            self.make_ready(single);
+        }
+    }
+
+    /// Rejects every waiter of every item of a running batch.
+    fn fail(&mut self, batch_key: Key, error: PacerFailure<C>) {
+        let Some(batch) = self.batches.remove(batch_key) else {
+            return;
+        };
+        for job_key in batch.jobs {
+            let Some(mut job) = self.jobs.remove(job_key) else {
+                continue;
+            };
+            self.job_by_key.remove(&job.key);
+            self.after_job_removed(job.compat);
+            for ticket in job.waiters.take() {
+                self.job_by_ticket.remove(&ticket);
+                self.stats.failed += 1;
+                self.stats.pending -= 1;
+                self.settled.push_back(Settled {
+                    ticket,
+                    result: Err(error.clone()),
+                });
+            }
+        }
+    }
+
+    /// Removes a job nobody waits for from its (not running) batch.
+    fn withdraw(&mut self, job_key: Key) {
+        let Some(job) = self.jobs.remove(job_key) else {
+            return;
+        };
+        self.job_by_key.remove(&job.key);
+        self.stats.queued -= 1;
+        let batch_key = job.batch;
+        if let Some(batch) = self.batches.get_mut(batch_key) {
+            let before = ready_key(batch_key, batch);
+            batch.jobs.retain(|j| *j != job_key);
+            batch.chars = batch.chars.saturating_sub(job.chars);
+            if batch.jobs.is_empty() {
+                let (state, provider, group) = (batch.state, batch.provider, batch.compat);
+                self.batches.remove(batch_key);
+                if state == State::Ready {
+                    if let Some(p) = self.providers.get_mut(provider as usize) {
+                        p.ready.remove(&before);
+                    }
+                }
+                if let Some(g) = self.groups.get_mut(group) {
+                    if g.open == Some(batch_key) {
+                        g.open = None;
+                    }
+                }
+            }
+        }
+        self.after_job_removed(job.compat);
+    }
+
+    fn after_job_removed(&mut self, group: Key) {
+        if let Some(g) = self.groups.get_mut(group) {
+            g.jobs -= 1;
+        }
+        self.release_group_if_idle(group);
+    }
+
+    /// Rebuilds every batch that has not started, under the limits now in force.
+    fn regroup_open_batches(&mut self) {
+        let open: Vec<Key> = self
+            .batches
+            .iter()
+            .filter(|(_, b)| !b.sealed && matches!(b.state, State::Collecting | State::Ready))
+            .map(|(k, _)| k)
+            .collect();
+        let mut members: Vec<(u64, Key, Instant)> = Vec::new();
+        for batch_key in open {
+            let Some(batch) = self.batches.remove(batch_key) else {
+                continue;
+            };
+            if batch.state == State::Ready {
+                if let Some(p) = self.providers.get_mut(batch.provider as usize) {
+                    p.ready.remove(&ready_key(batch_key, &batch));
+                }
+            }
+            if let Some(g) = self.groups.get_mut(batch.compat) {
+                g.open = None;
+            }
+            for job_key in batch.jobs {
+                if let Some(job) = self.jobs.get(job_key) {
+                    members.push((job.seq, job_key, batch.first_at));
+                }
+            }
+        }
+        members.sort_unstable();
+        for (_, job_key, first_at) in members {
+            self.place(job_key, first_at);
+        }
+    }
+
+    fn resolve(&mut self, ticket: Ticket, translation: String) {
+        self.stats.succeeded += 1;
+        self.stats.pending -= 1;
+        self.settled.push_back(Settled {
+            ticket,
+            result: Ok(translation),
+        });
+    }
+}
+
+fn ready_key(key: Key, batch: &Batch) -> ReadyKey {
+    (Reverse(batch.priority), batch.seq, key)
+}
+
+fn disposed_error<C>() -> PacerFailure<C> {
+    PacerFailure::new(ErrorCode::Disposed, "the pacer was disposed")
+}
+
+/// The error an item ends with when its call failed for good.
+fn final_error<C>(failure: Failure<C>, retry_after_too_long: bool) -> PacerFailure<C> {
+    let code = if failure.kind == FailureKind::Timeout {
+        ErrorCode::Timeout
+    } else {
+        ErrorCode::ProviderError
+    };
+    let mut message = match failure.status {
+        Some(status) => format!("provider failed with status {status}"),
+        None => String::from("provider failed"),
+    };
+    if retry_after_too_long {
+        message.push_str(" and asked to wait more than 5 minutes (a daily quota?)");
+    }
+    if !failure.message.is_empty() {
+        message.push_str(": ");
+        message.push_str(&failure.message);
+    }
+    if code == ErrorCode::Timeout {
+        message = failure.message;
+    }
+    PacerFailure {
+        code,
+        message,
+        status: failure.status,
+        cause: failure.cause,
+    }
+}
+
+fn validate<C>(item: &Item<'_>) -> Result<(), PacerFailure<C>> {
+    let names = [
+        ("providerId", item.compat.provider_id),
+        ("sourceLang", item.compat.source_lang),
+        ("targetLang", item.compat.target_lang),
+    ];
+    for (field, value) in names {
+        if value.is_empty() {
+            return Err(invalid_input(
+                field,
+                "a non-empty string",
+                &OptionValue::Text(value.to_owned()),
+            ));
+        }
+    }
+    if !item.priority.is_finite() {
+        return Err(invalid_input(
+            "priority",
+            "a finite number",
+            &OptionValue::Number(item.priority),
+        ));
+    }
+    Ok(())
+}

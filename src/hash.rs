@@ -1,0 +1,39 @@
+//! Hashing for maps keyed by values that are already uniformly distributed
+//! (SHA-256 digests, sequential ids): no need to pay for SipHash on every lookup.
+
+use core::hash::{BuildHasherDefault, Hasher};
+use std::collections::HashMap;
+
+/// A hasher that folds its input with a multiply: enough for keys that are either
+/// cryptographic digests or small sequential integers.
+#[derive(Default, Clone, Copy)]
+pub struct FoldHasher(u64);
+
+impl Hasher for FoldHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for chunk in bytes.chunks(8) {
+            let mut word = [0u8; 8];
+            word[..chunk.len()].copy_from_slice(chunk);
+            self.write_u64(u64::from_le_bytes(word));
+        }
+    }
+
+    fn write_u64(&mut self, value: u64) {
+        self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+    }
+
+    fn write_u128(&mut self, value: u128) {
+        self.write_u64(value as u64);
+        self.write_u64((value >> 64) as u64);
+    }
+}
+
+/// A map keyed by digests or sequential ids.
+pub type DigestMap<V> = HashMap<u128, V, BuildHasherDefault<FoldHasher>>;
+
+/// A map keyed by sequential `u64` ids.
+pub type IdMap<V> = HashMap<u64, V, BuildHasherDefault<FoldHasher>>;

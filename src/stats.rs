@@ -1,0 +1,119 @@
+//! Counters and gauges for `pacer.stats()`, and the events for `onEvent`.
+
+use std::rc::Rc;
+
+use crate::time::Duration;
+
+/// Counters since construction, and current gauges.
+///
+/// Invariant: `items == succeeded + failed + aborted + disposed + pending`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Stats {
+    /// Accepted `translate` calls.
+    pub items: u64,
+    /// Items answered from the cache.
+    pub cache_hits: u64,
+    /// Items that shared an identical queued or running item.
+    pub dedup_hits: u64,
+    /// Provider calls started, retries included.
+    pub provider_calls: u64,
+    /// Provider calls that carried more than one text.
+    pub batch_calls: u64,
+    /// Provider calls that repeated an earlier call of the same texts.
+    pub retries: u64,
+    /// Replies whose segment count (or an empty segment) did not fit the batch.
+    pub count_mismatches: u64,
+    /// Batches sent again one item at a time.
+    pub fallbacks: u64,
+    /// 429 answers seen.
+    pub rate_limited: u64,
+    /// Items rejected with `provider_error`, `timeout` or `count_mismatch`.
+    pub failed: u64,
+    /// Items rejected with `aborted`.
+    pub aborted: u64,
+    /// Items resolved with a translation.
+    pub succeeded: u64,
+    /// Items rejected with `disposed`.
+    pub disposed: u64,
+    /// Gauge: accepted items not settled yet.
+    pub pending: u64,
+    /// Gauge: provider items waiting to be sent (dedup-shared items count once).
+    pub queued: u64,
+    /// Gauge: provider calls running.
+    pub in_flight: u64,
+}
+
+/// Why a call is tried again.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum RetryReason {
+    /// The reply did not map onto the texts.
+    CountMismatch,
+    /// Network error, timeout, bad reply, 408, 409 or 5xx.
+    Error,
+    /// 429.
+    RateLimited,
+}
+
+impl RetryReason {
+    /// Name for JS.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RetryReason::CountMismatch => "count_mismatch",
+            RetryReason::Error => "error",
+            RetryReason::RateLimited => "rate_limited",
+        }
+    }
+}
+
+/// A notable event, for `onEvent`.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// A call was answered 429; calls to the provider pause for `paused_for`.
+    RateLimited {
+        /// The provider.
+        provider_id: Rc<str>,
+        /// Its Retry-After, when given.
+        retry_after: Option<Duration>,
+        /// How long its calls are paused.
+        paused_for: Duration,
+    },
+    /// The provider's own rate changed (adaptive rate); `None` when it is back to `rate`.
+    AdaptiveRate {
+        /// The provider.
+        provider_id: Rc<str>,
+        /// Its new rate, calls per second.
+        rate: Option<f64>,
+    },
+    /// A call will be tried again after `delay`.
+    Retry {
+        /// The provider.
+        provider_id: Rc<str>,
+        /// Why.
+        reason: RetryReason,
+        /// The attempt number the retry will carry.
+        attempt: u32,
+        /// Backoff before it may start (it also needs a token).
+        delay: Duration,
+    },
+    /// A reply had the wrong count.
+    CountMismatch {
+        /// The provider.
+        provider_id: Rc<str>,
+        /// Texts sent.
+        expected: usize,
+        /// Segments found (`expected` when the count was right but a segment was empty).
+        got: usize,
+    },
+    /// A batch is sent again one item at a time.
+    Fallback {
+        /// The provider.
+        provider_id: Rc<str>,
+        /// Items in the batch.
+        items: usize,
+    },
+    /// A call took longer than `timeoutMs` and was cancelled.
+    Timeout {
+        /// The provider.
+        provider_id: Rc<str>,
+    },
+}

@@ -1,0 +1,255 @@
+//! A virtual-time harness around the engine: a scripted provider, `drive()` that jumps
+//! from one wake-up to the next, and records of every call and settlement.
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, HashMap};
+
+use batch_pacer::{
+    Call, CallId, Compat, Engine, Event, Failure, Instant, Item, OptionValue, Options,
+    PacerFailure, Reply, Ticket,
+};
+pub use batch_pacer::{Duration, ErrorCode};
+
+/// What the scripted provider does with one call.
+pub enum Answer {
+    /// Answer after `after` with this outcome.
+    After(Duration, Result<Reply, Failure<String>>),
+    /// Never answer.
+    Hang,
+}
+
+/// A record of a started call.
+#[derive(Clone, Debug)]
+pub struct CallRecord {
+    pub id: CallId,
+    pub at: Instant,
+    pub texts: Vec<String>,
+    pub separator: String,
+    pub is_batch: bool,
+    pub attempt: u32,
+    pub provider_id: String,
+}
+
+type Script = Box<dyn FnMut(&Call, Instant) -> Answer>;
+
+pub struct Sim {
+    pub engine: Engine<String>,
+    pub now: Instant,
+    provider: Script,
+    answers: BTreeMap<(Instant, u64), (CallId, Result<Reply, Failure<String>>)>,
+    answer_seq: u64,
+    pub calls: Vec<CallRecord>,
+    pub results: HashMap<Ticket, Result<String, PacerFailure<String>>>,
+    pub settle_counts: HashMap<Ticket, u32>,
+    pub events: Vec<(Instant, Event)>,
+    pub cancelled: Vec<CallId>,
+    /// Calls running at once, sampled at each start.
+    pub max_running: usize,
+    running: usize,
+}
+
+/// The reference translation of a text: the provider's reply for it.
+pub fn echo(text: &str) -> String {
+    format!("«{}»", text.trim())
+}
+
+/// A provider that answers every call correctly after `latency`.
+pub fn echo_provider(latency_ms: f64) -> impl FnMut(&Call, Instant) -> Answer {
+    move |call, _| Answer::After(Duration::from_millis(latency_ms), Ok(echo_reply(call)))
+}
+
+/// The correct reply to a call: the echoes joined by its separator.
+pub fn echo_reply(call: &Call) -> Reply {
+    let echoes: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();
+    Reply::Text(echoes.join(&call.separator))
+}
+
+/// A failure with an HTTP status and optional Retry-After in milliseconds.
+pub fn http_error(status: u16, retry_after_ms: Option<f64>) -> Failure<String> {
+    Failure::error(
+        Some(status),
+        retry_after_ms.map(Duration::from_millis),
+        &format!("HTTP {status}"),
+    )
+    .with_cause(format!("cause {status}"))
+}
+
+pub fn item(text: &str) -> Item<'_> {
+    item_for("p", text)
+}
+
+pub fn item_for<'a>(provider: &'a str, text: &'a str) -> Item<'a> {
+    Item {
+        text,
+        compat: Compat {
+            provider_id: provider,
+            source_lang: "en",
+            target_lang: "de",
+            context: "",
+            llm: true,
+        },
+        priority: 0.0,
+    }
+}
+
+pub fn ms(value: f64) -> Instant {
+    Instant::from_millis(value)
+}
+
+pub fn options(patch: &[(&str, f64)]) -> Options {
+    let patch: Vec<(&str, OptionValue)> = patch
+        .iter()
+        .map(|(k, v)| (*k, OptionValue::Number(*v)))
+        .collect();
+    Options::default().patched(&patch).expect("valid test options")
+}
+
+impl Sim {
+    pub fn new(options: Options, provider: impl FnMut(&Call, Instant) -> Answer + 'static) -> Sim {
+        Sim {
+            engine: Engine::new(options, Instant::ZERO, 42),
+            now: Instant::ZERO,
+            provider: Box::new(provider),
+            answers: BTreeMap::new(),
+            answer_seq: 0,
+            calls: Vec::new(),
+            results: HashMap::new(),
+            settle_counts: HashMap::new(),
+            events: Vec::new(),
+            cancelled: Vec::new(),
+            max_running: 0,
+            running: 0,
+        }
+    }
+
+    pub fn translate(&mut self, item: &Item<'_>) -> Ticket {
+        let ticket = self
+            .engine
+            .handle_translate(self.now, item)
+            .expect("valid item");
+        self.drain();
+        ticket
+    }
+
+    pub fn abort(&mut self, ticket: Ticket) {
+        self.engine.handle_abort(self.now, ticket);
+        self.drain();
+    }
+
+    /// Collects every output of the engine and schedules the provider's answers.
+    pub fn drain(&mut self) {
+        while let Some(call) = self.engine.poll_call() {
+            self.running += 1;
+            self.max_running = self.max_running.max(self.running);
+            self.calls.push(CallRecord {
+                id: call.id,
+                at: self.now,
+                texts: call.texts.clone(),
+                separator: call.separator.clone(),
+                is_batch: call.is_batch,
+                attempt: call.attempt,
+                provider_id: call.compat.provider_id.clone(),
+            });
+            assert!(
+                !call.separator.trim().is_empty()
+                    && call.texts.iter().all(|t| !t.contains(call.separator.trim())),
+                "separator {:?} occurs in a text",
+                call.separator
+            );
+            if !call.is_batch {
+                assert_eq!(call.text, call.texts[0]);
+            }
+            match (self.provider)(&call, self.now) {
+                Answer::After(after, outcome) => {
+                    self.answer_seq += 1;
+                    self.answers
+                        .insert((self.now + after, self.answer_seq), (call.id, outcome));
+                }
+                Answer::Hang => {}
+            }
+        }
+        while let Some(id) = self.engine.poll_cancel() {
+            self.cancelled.push(id);
+        }
+        while let Some(settled) = self.engine.poll_settled() {
+            *self.settle_counts.entry(settled.ticket).or_default() += 1;
+            self.results.insert(settled.ticket, settled.result);
+        }
+        while let Some(event) = self.engine.poll_event() {
+            self.events.push((self.now, event));
+        }
+    }
+
+    fn next_wake(&self) -> Option<Instant> {
+        let answer = self.answers.keys().next().map(|(at, _)| *at);
+        match (self.engine.poll_timeout(), answer) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// Runs until nothing more can happen, or until `limit`.
+    pub fn drive_until(&mut self, limit: Instant) {
+        self.drain();
+        let mut steps = 0u64;
+        while let Some(at) = self.next_wake() {
+            if at > limit {
+                break;
+            }
+            steps += 1;
+            assert!(steps < 10_000_000, "drive() does not converge");
+            assert!(at >= self.now, "time went backwards");
+            self.now = at;
+            while let Some(entry) = self.answers.first_entry() {
+                if entry.key().0 > self.now {
+                    break;
+                }
+                let (id, outcome) = entry.remove();
+                self.running = self.running.saturating_sub(1);
+                self.engine.handle_response(self.now, id, outcome);
+                self.drain();
+            }
+            self.engine.handle_timeout(self.now);
+            self.drain();
+        }
+        if limit != Instant::from_millis(f64::INFINITY) && self.now < limit {
+            self.now = limit;
+            self.engine.handle_timeout(self.now);
+            self.drain();
+        }
+    }
+
+    /// Runs until idle.
+    pub fn drive(&mut self) {
+        self.drive_until(Instant::from_millis(f64::INFINITY));
+    }
+
+    pub fn result(&self, ticket: Ticket) -> &Result<String, PacerFailure<String>> {
+        self.results.get(&ticket).expect("settled")
+    }
+
+    pub fn ok(&self, ticket: Ticket) -> &str {
+        match self.result(ticket) {
+            Ok(s) => s,
+            Err(e) => panic!("ticket {ticket} failed: {e}"),
+        }
+    }
+
+    pub fn code(&self, ticket: Ticket) -> ErrorCode {
+        match self.result(ticket) {
+            Ok(s) => panic!("ticket {ticket} succeeded with {s:?}"),
+            Err(e) => e.code,
+        }
+    }
+
+    /// Start times of calls, in ms.
+    pub fn starts_ms(&self) -> Vec<f64> {
+        self.calls.iter().map(|c| c.at.as_millis()).collect()
+    }
+
+    pub fn assert_settled_once(&self, tickets: &[Ticket]) {
+        for t in tickets {
+            assert_eq!(self.settle_counts.get(t), Some(&1), "ticket {t} settled wrongly");
+        }
+    }
+}
