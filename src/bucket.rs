@@ -119,7 +119,7 @@ mod tests {
 
     #[test]
     fn never_exceeds_capacity() {
-        let mut b = TokenBucket::full(10.0, 3.0, at(0.0));
+        let b = TokenBucket::full(10.0, 3.0, at(0.0));
         assert_eq!(b.tokens(at(1e9)), 3.0);
     }
 

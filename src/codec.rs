@@ -156,14 +156,38 @@ mod tests {
 
     #[test]
     fn split_reports_what_it_cannot_trust() {
-        assert_eq!(split("A B", SEP, 2), Err(Mismatch::Count { expected: 2, got: 1 }));
-        assert_eq!(split("A %% B", SEP, 2), Err(Mismatch::Count { expected: 2, got: 1 }));
+        assert_eq!(
+            split("A B", SEP, 2),
+            Err(Mismatch::Count {
+                expected: 2,
+                got: 1
+            })
+        );
+        assert_eq!(
+            split("A %% B", SEP, 2),
+            Err(Mismatch::Count {
+                expected: 2,
+                got: 1
+            })
+        );
         assert_eq!(
             split("A\n%%\nB\n%%\nC", SEP, 2),
-            Err(Mismatch::Count { expected: 2, got: 3 })
+            Err(Mismatch::Count {
+                expected: 2,
+                got: 3
+            })
         );
-        assert_eq!(split("A\n%%\n\n%%\nC", SEP, 3), Err(Mismatch::EmptySegment { index: 1 }));
-        assert_eq!(split("%%\nA\n%%\nB", SEP, 2), Err(Mismatch::Count { expected: 2, got: 3 }));
+        assert_eq!(
+            split("A\n%%\n\n%%\nC", SEP, 3),
+            Err(Mismatch::EmptySegment { index: 1 })
+        );
+        assert_eq!(
+            split("%%\nA\n%%\nB", SEP, 2),
+            Err(Mismatch::Count {
+                expected: 2,
+                got: 3
+            })
+        );
     }
 
     #[test]
@@ -180,7 +204,10 @@ mod tests {
         assert!(check_segments(vec!["a".into(), "b".into()], 2).is_ok());
         assert_eq!(
             check_segments(vec!["a".into()], 2),
-            Err(Mismatch::Count { expected: 2, got: 1 })
+            Err(Mismatch::Count {
+                expected: 2,
+                got: 1
+            })
         );
         assert_eq!(
             check_segments(vec!["a".into(), " ".into()], 2),

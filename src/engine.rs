@@ -316,7 +316,12 @@ impl<C: Clone> Engine<C> {
 
     /// Reports the end of call `id`. Unknown ids (a call that timed out, a second
     /// answer, a call from before `dispose`) are ignored.
-    pub fn handle_response(&mut self, now: Instant, id: CallId, outcome: Result<Reply, Failure<C>>) {
+    pub fn handle_response(
+        &mut self,
+        now: Instant,
+        id: CallId,
+        outcome: Result<Reply, Failure<C>>,
+    ) {
         self.advance(now);
         if let Some(run) = self.running.remove(&id) {
             match outcome {
@@ -344,7 +349,10 @@ impl<C: Clone> Engine<C> {
         self.stats.pending -= 1;
         self.settled.push_back(Settled {
             ticket,
-            result: Err(PacerFailure::new(ErrorCode::Aborted, "the item was aborted")),
+            result: Err(PacerFailure::new(
+                ErrorCode::Aborted,
+                "the item was aborted",
+            )),
         });
         let Some(job) = self.jobs.get_mut(job_key) else {
             return;
@@ -497,10 +505,9 @@ impl<C: Clone> Engine<C> {
                     }
                 }
                 Timer::Backoff(key) => {
-                    let over = self
-                        .batches
-                        .get(key)
-                        .is_some_and(|b| matches!(b.state, State::Backoff(until) if until <= self.now));
+                    let over = self.batches.get(key).is_some_and(
+                        |b| matches!(b.state, State::Backoff(until) if until <= self.now),
+                    );
                     if over {
                         self.make_ready(key);
                     }
@@ -639,7 +646,10 @@ impl<C: Clone> Engine<C> {
         if let Some(g) = self.groups.get_mut(group_key) {
             g.open = Some(batch);
         }
-        let due_at = self.batches.get(batch).map(|b| (b.is_full(&self.limits), b.due_at(&self.limits)));
+        let due_at = self
+            .batches
+            .get(batch)
+            .map(|b| (b.is_full(&self.limits), b.due_at(&self.limits)));
         match due_at {
             Some((true, _)) => self.make_ready(batch),
             Some((false, at)) if at <= self.now => self.make_ready(batch),
@@ -649,7 +659,9 @@ impl<C: Clone> Engine<C> {
     }
 
     fn new_batch(&mut self, member: &Member, group: Key, provider: u32, first_at: Instant) -> Key {
-        let batch = self.batches.insert(Batch::new(member, group, provider, first_at));
+        let batch = self
+            .batches
+            .insert(Batch::new(member, group, provider, first_at));
         if let Some(job) = self.jobs.get_mut(member.job) {
             job.batch = batch;
         }
@@ -717,7 +729,8 @@ impl<C: Clone> Engine<C> {
                 .iter()
                 .enumerate()
                 .filter(|(_, p)| {
-                    p.paused_until <= now && p.adaptive.as_ref().is_none_or(|a| a.bucket.has_token(now))
+                    p.paused_until <= now
+                        && p.adaptive.as_ref().is_none_or(|a| a.bucket.has_token(now))
                 })
                 .filter_map(|(i, p)| p.ready.first().map(|k| (*k, i)))
                 .min();
@@ -767,7 +780,8 @@ impl<C: Clone> Engine<C> {
         self.stats.batch_calls += u64::from(is_batch);
         self.stats.retries += u64::from(attempt > 0);
         self.stats.queued -= texts.len() as u64;
-        let timeout = (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms));
+        let timeout =
+            (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms));
         let deadline = timeout.map(|t| self.now + t);
         if let Some(deadline) = deadline {
             self.timers.push(Reverse((deadline, Timer::Deadline(id))));
@@ -856,7 +870,10 @@ impl<C: Clone> Engine<C> {
             let message = format!(
                 "the provider returned {got} segments for {expected} texts on {tries} tries"
             );
-            self.fail(run.batch, PacerFailure::new(ErrorCode::CountMismatch, message));
+            self.fail(
+                run.batch,
+                PacerFailure::new(ErrorCode::CountMismatch, message),
+            );
         }
     }
 
@@ -928,7 +945,9 @@ impl<C: Clone> Engine<C> {
             retry_after,
             paused_for: pause,
         });
-        let new_episode = provider.episode_start.is_none_or(|start| run.started >= start);
+        let new_episode = provider
+            .episode_start
+            .is_none_or(|start| run.started >= start);
         if !new_episode {
             return;
         }
@@ -987,7 +1006,8 @@ impl<C: Clone> Engine<C> {
         } else {
             let until = now + delay;
             batch.state = State::Backoff(until);
-            self.timers.push(Reverse((until, Timer::Backoff(batch_key))));
+            self.timers
+                .push(Reverse((until, Timer::Backoff(batch_key))));
         }
         let provider_id = self.provider_id(provider);
         self.events.push_back(Event::Retry {

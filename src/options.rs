@@ -214,7 +214,10 @@ impl Options {
             ("rate", Number(self.rate)),
             ("capacity", Number(self.capacity)),
             ("maxInFlight", Number(self.max_in_flight as f64)),
-            ("maxCharactersPerBatch", Number(self.max_characters_per_batch as f64)),
+            (
+                "maxCharactersPerBatch",
+                Number(self.max_characters_per_batch as f64),
+            ),
             ("maxItemsPerBatch", Number(self.max_items_per_batch as f64)),
             ("batchDelayMs", Number(self.batch_delay_ms)),
             ("maxBatchRetries", Number(self.max_batch_retries as f64)),
@@ -222,7 +225,10 @@ impl Options {
             ("timeoutMs", Number(self.timeout_ms)),
             ("maxRetries", Number(self.max_retries as f64)),
             ("baseRetryDelayMs", Number(self.base_retry_delay_ms)),
-            ("maxRateLimitRetries", Number(self.max_rate_limit_retries as f64)),
+            (
+                "maxRateLimitRetries",
+                Number(self.max_rate_limit_retries as f64),
+            ),
             ("adaptiveRate", Bool(self.adaptive_rate)),
             ("cacheEntries", Number(self.cache_entries as f64)),
         ]
@@ -244,17 +250,29 @@ mod tests {
         assert_eq!(names, OPTION_NAMES);
         let o = Options::default();
         assert_eq!((o.rate, o.capacity, o.max_in_flight), (8.0, 60.0, 0));
-        assert_eq!((o.max_characters_per_batch, o.max_items_per_batch), (1000, 4));
+        assert_eq!(
+            (o.max_characters_per_batch, o.max_items_per_batch),
+            (1000, 4)
+        );
         assert_eq!((o.batch_delay_ms, o.max_batch_retries), (100.0, 3));
         assert!(o.fallback_to_individual && o.adaptive_rate);
-        assert_eq!((o.timeout_ms, o.max_retries, o.base_retry_delay_ms), (20_000.0, 2, 1000.0));
+        assert_eq!(
+            (o.timeout_ms, o.max_retries, o.base_retry_delay_ms),
+            (20_000.0, 2, 1000.0)
+        );
         assert_eq!((o.max_rate_limit_retries, o.cache_entries), (10, 1000));
     }
 
     #[test]
     fn messages_name_option_and_value() {
-        assert_eq!(err(&[("rate", Number(-1.0))]), "rate must be a finite number > 0 (got -1)");
-        assert_eq!(err(&[("rate", Number(f64::NAN))]), "rate must be a finite number > 0 (got NaN)");
+        assert_eq!(
+            err(&[("rate", Number(-1.0))]),
+            "rate must be a finite number > 0 (got -1)"
+        );
+        assert_eq!(
+            err(&[("rate", Number(f64::NAN))]),
+            "rate must be a finite number > 0 (got NaN)"
+        );
         assert_eq!(
             err(&[("capacity", Number(1.5))]),
             "capacity must be an integer >= 1 (got 1.5)"
@@ -271,7 +289,10 @@ mod tests {
             err(&[("adaptiveRate", Null)]),
             "adaptiveRate must be a boolean (got null)"
         );
-        assert_eq!(err(&[("ratee", Number(5.0))]), "unknown option \"ratee\" (got 5)");
+        assert_eq!(
+            err(&[("ratee", Number(5.0))]),
+            "unknown option \"ratee\" (got 5)"
+        );
         assert_eq!(
             err(&[("cacheEntries", Other("object".into()))]),
             "cacheEntries must be an integer >= 0 (got object)"

@@ -33,7 +33,9 @@ pub fn classify(status: Option<u16>) -> FailureClass {
 /// half and all of `base · 2^retry`, capped at [`MAX_BACKOFF`]. Jitter keeps many tabs
 /// that failed together from retrying together.
 pub fn backoff(base: Duration, retry: u32, jitter: &mut Jitter) -> Duration {
-    let full = base.mul_f64(2f64.powi(retry.min(60) as i32)).min(MAX_BACKOFF);
+    let full = base
+        .mul_f64(2f64.powi(retry.min(60) as i32))
+        .min(MAX_BACKOFF);
     let half = full.mul_f64(0.5);
     half + half.mul_f64(jitter.next_unit())
 }

@@ -122,8 +122,17 @@ mod tests {
         assert_eq!(Instant::from_millis(-5.0), Instant::ZERO);
         assert_eq!(Instant::from_millis(f64::NAN), Instant::ZERO);
         assert_eq!(Duration::from_secs(f64::INFINITY).as_micros(), u64::MAX);
-        assert_eq!(Instant::from_millis(1e300) + Duration::from_secs(1.0), Instant(u64::MAX));
-        assert_eq!(Instant::ZERO.since(Instant::from_millis(3.0)), Duration::ZERO);
-        assert_eq!(Duration::from_millis(1000.0).mul_f64(2.5).as_millis(), 2500.0);
+        assert_eq!(
+            Instant::from_millis(1e300) + Duration::from_secs(1.0),
+            Instant(u64::MAX)
+        );
+        assert_eq!(
+            Instant::ZERO.since(Instant::from_millis(3.0)),
+            Duration::ZERO
+        );
+        assert_eq!(
+            Duration::from_millis(1000.0).mul_f64(2.5).as_millis(),
+            2500.0
+        );
     }
 }

@@ -13,7 +13,10 @@ fn single(text: &str) -> Item<'_> {
 
 #[test]
 fn bucket_starts_full_then_drains_at_rate() {
-    let mut sim = Sim::new(options(&[("rate", 2.0), ("capacity", 5.0)]), echo_provider(10.0));
+    let mut sim = Sim::new(
+        options(&[("rate", 2.0), ("capacity", 5.0)]),
+        echo_provider(10.0),
+    );
     let texts: Vec<String> = (0..12).map(|i| format!("t{i}")).collect();
     for t in &texts {
         sim.translate(&single(t));
@@ -22,12 +25,18 @@ fn bucket_starts_full_then_drains_at_rate() {
     let starts = sim.starts_ms();
     assert_eq!(&starts[..5], &[0.0; 5]);
     let later: Vec<f64> = starts[5..].to_vec();
-    assert_eq!(later, vec![500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0, 3500.0]);
+    assert_eq!(
+        later,
+        vec![500.0, 1000.0, 1500.0, 2000.0, 2500.0, 3000.0, 3500.0]
+    );
 }
 
 #[test]
 fn decimal_rates_work() {
-    let mut sim = Sim::new(options(&[("rate", 0.25), ("capacity", 1.0)]), echo_provider(10.0));
+    let mut sim = Sim::new(
+        options(&[("rate", 0.25), ("capacity", 1.0)]),
+        echo_provider(10.0),
+    );
     for t in ["a", "b", "c"] {
         sim.translate(&single(t));
     }
@@ -51,7 +60,10 @@ fn max_in_flight_caps_concurrency_and_zero_means_none() {
 
 #[test]
 fn equal_priorities_go_first_come_first_served_and_higher_priority_first() {
-    let mut sim = Sim::new(options(&[("rate", 1.0), ("capacity", 1.0)]), echo_provider(1.0));
+    let mut sim = Sim::new(
+        options(&[("rate", 1.0), ("capacity", 1.0)]),
+        echo_provider(1.0),
+    );
     let texts: Vec<String> = (0..12).map(|i| format!("item {i:02}")).collect();
     for t in &texts {
         sim.translate(&single(t));
@@ -81,7 +93,10 @@ fn batch_is_due_on_item_count_at_once() {
 
 #[test]
 fn batch_is_due_on_characters_and_an_item_that_would_overflow_starts_the_next() {
-    let mut sim = Sim::new(options(&[("maxCharactersPerBatch", 10.0)]), echo_provider(10.0));
+    let mut sim = Sim::new(
+        options(&[("maxCharactersPerBatch", 10.0)]),
+        echo_provider(10.0),
+    );
     sim.translate(&item("aaaa"));
     sim.translate(&item("bbbb"));
     assert!(sim.calls.is_empty());
@@ -95,10 +110,16 @@ fn batch_is_due_on_characters_and_an_item_that_would_overflow_starts_the_next() 
 
 #[test]
 fn characters_are_counted_as_js_string_length() {
-    let mut sim = Sim::new(options(&[("maxCharactersPerBatch", 4.0)]), echo_provider(10.0));
+    let mut sim = Sim::new(
+        options(&[("maxCharactersPerBatch", 4.0)]),
+        echo_provider(10.0),
+    );
     sim.translate(&item("😀")); // 2 UTF-16 units, 4 UTF-8 bytes
     sim.translate(&item("é"));
-    assert!(sim.calls.is_empty(), "3 characters are under the limit of 4");
+    assert!(
+        sim.calls.is_empty(),
+        "3 characters are under the limit of 4"
+    );
     sim.translate(&item("x")); // reaches 4
     assert_eq!(sim.calls.len(), 1);
     assert_eq!(sim.calls[0].texts.len(), 3);
@@ -117,12 +138,19 @@ fn batch_is_due_after_the_delay_from_its_first_item() {
 
 #[test]
 fn an_over_long_item_travels_alone_as_a_single_request() {
-    let mut sim = Sim::new(options(&[("maxCharactersPerBatch", 5.0)]), echo_provider(10.0));
+    let mut sim = Sim::new(
+        options(&[("maxCharactersPerBatch", 5.0)]),
+        echo_provider(10.0),
+    );
     sim.translate(&item("ab"));
     let long = sim.translate(&item("much too long"));
     sim.translate(&item("cd"));
     sim.drive();
-    let long_call = sim.calls.iter().find(|c| c.texts == ["much too long"]).unwrap();
+    let long_call = sim
+        .calls
+        .iter()
+        .find(|c| c.texts == ["much too long"])
+        .unwrap();
     assert!(!long_call.is_batch);
     assert_eq!(long_call.at, ms(0.0));
     assert!(sim.calls.iter().any(|c| c.texts == ["ab", "cd"]));
@@ -142,7 +170,10 @@ fn a_batch_of_one_is_a_single_request() {
 
 #[test]
 fn non_llm_items_are_never_batched_but_are_paced() {
-    let mut sim = Sim::new(options(&[("rate", 1.0), ("capacity", 2.0)]), echo_provider(10.0));
+    let mut sim = Sim::new(
+        options(&[("rate", 1.0), ("capacity", 2.0)]),
+        echo_provider(10.0),
+    );
     for t in ["a", "b", "c", "d"] {
         sim.translate(&single(t));
     }
@@ -171,7 +202,10 @@ fn only_compatible_items_share_a_batch() {
 
 #[test]
 fn late_binding_fills_a_batch_that_waits_for_a_token() {
-    let mut sim = Sim::new(options(&[("rate", 0.25), ("capacity", 1.0)]), echo_provider(10.0));
+    let mut sim = Sim::new(
+        options(&[("rate", 0.25), ("capacity", 1.0)]),
+        echo_provider(10.0),
+    );
     sim.translate(&single("spend the only token"));
     let texts: Vec<String> = (0..6).map(|i| format!("p{i}")).collect();
     for (i, t) in texts.iter().enumerate() {
@@ -205,7 +239,10 @@ fn array_replies_map_one_to_one() {
         let out = call.texts.iter().map(|t| echo(t)).collect();
         Answer::After(Duration::from_millis(5.0), Ok(Reply::Texts(out)))
     });
-    let ts: Vec<_> = ["x", "y", "z"].iter().map(|t| sim.translate(&item(t))).collect();
+    let ts: Vec<_> = ["x", "y", "z"]
+        .iter()
+        .map(|t| sim.translate(&item(t)))
+        .collect();
     sim.drive();
     assert_eq!(sim.calls.len(), 1);
     assert_eq!(sim.ok(ts[2]), echo("z"));
@@ -213,7 +250,10 @@ fn array_replies_map_one_to_one() {
 
 fn always_wrong_count(call: &Call, _: Instant) -> Answer {
     if call.is_batch {
-        Answer::After(Duration::from_millis(10.0), Ok(Reply::Text("one blob".into())))
+        Answer::After(
+            Duration::from_millis(10.0),
+            Ok(Reply::Text("one blob".into())),
+        )
     } else {
         Answer::After(Duration::from_millis(10.0), Ok(echo_reply(call)))
     }
@@ -243,8 +283,14 @@ fn count_mismatch_retries_with_backoff_then_falls_back_to_single_items() {
         assert_eq!(sim.ok(*t), echo(text));
     }
     let stats = sim.engine.stats();
-    assert_eq!((stats.count_mismatches, stats.fallbacks, stats.retries), (4, 1, 3));
-    assert_eq!((stats.provider_calls, stats.batch_calls, stats.items), (7, 4, 3));
+    assert_eq!(
+        (stats.count_mismatches, stats.fallbacks, stats.retries),
+        (4, 1, 3)
+    );
+    assert_eq!(
+        (stats.provider_calls, stats.batch_calls, stats.items),
+        (7, 4, 3)
+    );
 }
 
 #[test]
@@ -277,7 +323,10 @@ fn an_empty_segment_is_a_mismatch_not_a_translation() {
     let b = sim.translate(&item("b"));
     sim.drive();
     assert_eq!(sim.engine.stats().count_mismatches, 1);
-    assert_eq!((sim.ok(a), sim.ok(b)), (echo("a").as_str(), echo("b").as_str()));
+    assert_eq!(
+        (sim.ok(a), sim.ok(b)),
+        (echo("a").as_str(), echo("b").as_str())
+    );
 }
 
 #[test]
@@ -323,7 +372,10 @@ fn a_retry_after_wins_over_backoff() {
     let mut sim = Sim::new(Default::default(), move |call: &Call, _| {
         n += 1;
         if n == 1 {
-            Answer::After(Duration::from_millis(5.0), Err(http_error(503, Some(7000.0))))
+            Answer::After(
+                Duration::from_millis(5.0),
+                Err(http_error(503, Some(7000.0))),
+            )
         } else {
             Answer::After(Duration::from_millis(5.0), Ok(echo_reply(call)))
         }
@@ -336,7 +388,9 @@ fn a_retry_after_wins_over_backoff() {
 
 #[test]
 fn a_call_that_hangs_times_out_is_cancelled_retried_and_rejects_timeout() {
-    let mut sim = Sim::new(options(&[("timeoutMs", 1000.0)]), |_: &Call, _| Answer::Hang);
+    let mut sim = Sim::new(options(&[("timeoutMs", 1000.0)]), |_: &Call, _| {
+        Answer::Hang
+    });
     let t = sim.translate(&single("x"));
     sim.drive();
     assert_eq!(sim.calls.len(), 3);
@@ -347,9 +401,10 @@ fn a_call_that_hangs_times_out_is_cancelled_retried_and_rejects_timeout() {
 
 #[test]
 fn a_late_or_second_answer_is_ignored() {
-    let mut sim = Sim::new(options(&[("timeoutMs", 100.0), ("maxRetries", 0.0)]), |call: &Call, _| {
-        Answer::After(Duration::from_millis(500.0), Ok(echo_reply(call)))
-    });
+    let mut sim = Sim::new(
+        options(&[("timeoutMs", 100.0), ("maxRetries", 0.0)]),
+        |call: &Call, _| Answer::After(Duration::from_millis(500.0), Ok(echo_reply(call))),
+    );
     let t = sim.translate(&single("x"));
     sim.drive();
     assert_eq!(sim.code(t), ErrorCode::Timeout);
@@ -363,13 +418,19 @@ fn a_late_or_second_answer_is_ignored() {
 #[test]
 fn a_429_pauses_only_that_provider_and_keeps_the_queue() {
     let mut first = true;
-    let mut sim = Sim::new(options(&[("rate", 100.0), ("capacity", 100.0)]), move |call: &Call, _| {
-        if call.compat.provider_id == "a" && first {
-            first = false;
-            return Answer::After(Duration::from_millis(10.0), Err(http_error(429, Some(2000.0))));
-        }
-        Answer::After(Duration::from_millis(10.0), Ok(echo_reply(call)))
-    });
+    let mut sim = Sim::new(
+        options(&[("rate", 100.0), ("capacity", 100.0)]),
+        move |call: &Call, _| {
+            if call.compat.provider_id == "a" && first {
+                first = false;
+                return Answer::After(
+                    Duration::from_millis(10.0),
+                    Err(http_error(429, Some(2000.0))),
+                );
+            }
+            Answer::After(Duration::from_millis(10.0), Ok(echo_reply(call)))
+        },
+    );
     let single_for = |p: &'static str, t: &'static str| {
         let mut it = item_for(p, t);
         it.compat.llm = false;
@@ -386,9 +447,20 @@ fn a_429_pauses_only_that_provider_and_keeps_the_queue() {
         .map(|c| (c.texts[0].clone(), c.at.as_millis()))
         .collect();
     assert_eq!(starts[0], ("a1".into(), 0.0));
-    assert_eq!(starts[1], ("b1".into(), 50.0), "other providers are not paused");
-    let later: Vec<_> = starts[2..].iter().map(|(t, at)| (t.as_str(), *at >= 2010.0)).collect();
-    assert_eq!(later, vec![("a1", true), ("a2", true)], "a1 retried first after the pause");
+    assert_eq!(
+        starts[1],
+        ("b1".into(), 50.0),
+        "other providers are not paused"
+    );
+    let later: Vec<_> = starts[2..]
+        .iter()
+        .map(|(t, at)| (t.as_str(), *at >= 2010.0))
+        .collect();
+    assert_eq!(
+        later,
+        vec![("a1", true), ("a2", true)],
+        "a1 retried first after the pause"
+    );
     for t in [a1, a2, b1] {
         assert!(sim.result(t).is_ok());
     }
@@ -397,39 +469,65 @@ fn a_429_pauses_only_that_provider_and_keeps_the_queue() {
 
 #[test]
 fn rate_limit_retries_have_their_own_budget() {
-    let mut sim = Sim::new(options(&[("maxRateLimitRetries", 2.0), ("maxRetries", 0.0)]), |_: &Call, _| {
-        Answer::After(Duration::from_millis(1.0), Err(http_error(429, Some(100.0))))
-    });
+    let mut sim = Sim::new(
+        options(&[("maxRateLimitRetries", 2.0), ("maxRetries", 0.0)]),
+        |_: &Call, _| {
+            Answer::After(
+                Duration::from_millis(1.0),
+                Err(http_error(429, Some(100.0))),
+            )
+        },
+    );
     let t = sim.translate(&single("x"));
     sim.drive();
     assert_eq!(sim.calls.len(), 3);
     let err = sim.result(t).as_ref().unwrap_err();
-    assert_eq!((err.code, err.status), (ErrorCode::ProviderError, Some(429)));
+    assert_eq!(
+        (err.code, err.status),
+        (ErrorCode::ProviderError, Some(429))
+    );
 }
 
 #[test]
 fn a_retry_after_over_five_minutes_fails_at_once() {
     let mut sim = Sim::new(Default::default(), |_: &Call, _| {
-        Answer::After(Duration::from_millis(1.0), Err(http_error(429, Some(86_400_000.0))))
+        Answer::After(
+            Duration::from_millis(1.0),
+            Err(http_error(429, Some(86_400_000.0))),
+        )
     });
     let t = sim.translate(&single("x"));
     sim.drive();
     assert_eq!(sim.calls.len(), 1);
     let err = sim.result(t).as_ref().unwrap_err();
-    assert_eq!((err.code, err.status), (ErrorCode::ProviderError, Some(429)));
+    assert_eq!(
+        (err.code, err.status),
+        (ErrorCode::ProviderError, Some(429))
+    );
 }
 
 #[test]
 fn a_retry_waits_for_its_backoff_and_a_token() {
     let mut n = 0;
-    let mut sim = Sim::new(options(&[("rate", 0.1), ("capacity", 1.0), ("baseRetryDelayMs", 10.0)]), move |call: &Call, _| {
-        n += 1;
-        let outcome = if n == 1 { Err(http_error(500, None)) } else { Ok(echo_reply(call)) };
-        Answer::After(Duration::from_millis(1.0), outcome)
-    });
+    let mut sim = Sim::new(
+        options(&[("rate", 0.1), ("capacity", 1.0), ("baseRetryDelayMs", 10.0)]),
+        move |call: &Call, _| {
+            n += 1;
+            let outcome = if n == 1 {
+                Err(http_error(500, None))
+            } else {
+                Ok(echo_reply(call))
+            };
+            Answer::After(Duration::from_millis(1.0), outcome)
+        },
+    );
     sim.translate(&single("x"));
     sim.drive();
-    assert_eq!(sim.starts_ms(), vec![0.0, 10_000.0], "backoff is 10 ms but the next token is at 10 s");
+    assert_eq!(
+        sim.starts_ms(),
+        vec![0.0, 10_000.0],
+        "backoff is 10 ms but the next token is at 10 s"
+    );
 }
 
 #[test]
@@ -468,7 +566,13 @@ fn successes_are_cached_failures_are_not() {
     assert_eq!(sim.ok(good_again), echo("good"));
     assert_eq!(sim.ok(bad_again), echo("bad"));
     assert_eq!(sim.engine.stats().cache_hits, 1);
-    assert!(sim.calls.iter().filter(|c| c.texts.contains(&"good".to_string())).count() == 1);
+    assert!(
+        sim.calls
+            .iter()
+            .filter(|c| c.texts.contains(&"good".to_string()))
+            .count()
+            == 1
+    );
 }
 
 #[test]
@@ -503,7 +607,10 @@ fn invalid_items_are_rejected_with_a_message_naming_the_field() {
     it.compat.source_lang = "";
     let err = sim.engine.handle_translate(sim.now, &it).unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidInput);
-    assert_eq!(err.message, "sourceLang must be a non-empty string (got \"\")");
+    assert_eq!(
+        err.message,
+        "sourceLang must be a non-empty string (got \"\")"
+    );
     let mut it = item("x");
     it.priority = f64::NAN;
     let err = sim.engine.handle_translate(sim.now, &it).unwrap_err();
@@ -513,7 +620,10 @@ fn invalid_items_are_rejected_with_a_message_naming_the_field() {
 
 #[test]
 fn abort_removes_a_queued_item_and_rejects_only_that_item() {
-    let mut sim = Sim::new(options(&[("rate", 1.0), ("capacity", 1.0)]), echo_provider(1.0));
+    let mut sim = Sim::new(
+        options(&[("rate", 1.0), ("capacity", 1.0)]),
+        echo_provider(1.0),
+    );
     sim.translate(&single("first"));
     let gone = sim.translate(&item("gone"));
     let twin_a = sim.translate(&item("twin"));
@@ -522,7 +632,10 @@ fn abort_removes_a_queued_item_and_rejects_only_that_item() {
     sim.abort(twin_a);
     assert_eq!(sim.code(gone), ErrorCode::Aborted);
     sim.drive();
-    assert!(sim.calls.iter().all(|c| !c.texts.contains(&"gone".to_string())));
+    assert!(sim
+        .calls
+        .iter()
+        .all(|c| !c.texts.contains(&"gone".to_string())));
     assert_eq!(sim.code(twin_a), ErrorCode::Aborted);
     assert_eq!(sim.ok(twin_b), echo("twin"));
     sim.assert_settled_once(&[gone, twin_a, twin_b]);
@@ -532,7 +645,10 @@ fn abort_removes_a_queued_item_and_rejects_only_that_item() {
 
 #[test]
 fn dispose_rejects_everything_cancels_running_calls_and_later_items() {
-    let mut sim = Sim::new(options(&[("rate", 1.0), ("capacity", 1.0)]), echo_provider(5000.0));
+    let mut sim = Sim::new(
+        options(&[("rate", 1.0), ("capacity", 1.0)]),
+        echo_provider(5000.0),
+    );
     let running = sim.translate(&single("running"));
     let queued = sim.translate(&single("queued"));
     sim.engine.handle_dispose();
@@ -555,7 +671,10 @@ fn set_options_is_all_or_nothing_with_a_message_naming_option_and_value() {
         .engine
         .set_options(
             sim.now,
-            &[("rate", OptionValue::Number(1.0)), ("capacity", OptionValue::Number(-3.0))],
+            &[
+                ("rate", OptionValue::Number(1.0)),
+                ("capacity", OptionValue::Number(-3.0)),
+            ],
         )
         .unwrap_err();
     assert_eq!(err.code, ErrorCode::InvalidOptions);
@@ -570,7 +689,10 @@ fn set_options_is_all_or_nothing_with_a_message_naming_option_and_value() {
 
 #[test]
 fn a_larger_capacity_does_not_refill_a_drained_bucket() {
-    let mut sim = Sim::new(options(&[("rate", 1.0), ("capacity", 1.0)]), echo_provider(1.0));
+    let mut sim = Sim::new(
+        options(&[("rate", 1.0), ("capacity", 1.0)]),
+        echo_provider(1.0),
+    );
     let texts: Vec<String> = (0..5).map(|i| format!("t{i}")).collect();
     for t in &texts {
         sim.translate(&single(t));
@@ -584,7 +706,10 @@ fn a_larger_capacity_does_not_refill_a_drained_bucket() {
 
 #[test]
 fn a_new_rate_applies_to_queued_work_at_once() {
-    let mut sim = Sim::new(options(&[("rate", 0.1), ("capacity", 1.0)]), echo_provider(1.0));
+    let mut sim = Sim::new(
+        options(&[("rate", 0.1), ("capacity", 1.0)]),
+        echo_provider(1.0),
+    );
     for t in ["a", "b", "c"] {
         sim.translate(&single(t));
     }
@@ -599,7 +724,10 @@ fn a_new_rate_applies_to_queued_work_at_once() {
 
 #[test]
 fn smaller_batch_limits_apply_to_queued_batches_at_once() {
-    let mut sim = Sim::new(options(&[("rate", 0.5), ("capacity", 1.0)]), echo_provider(1.0));
+    let mut sim = Sim::new(
+        options(&[("rate", 0.5), ("capacity", 1.0)]),
+        echo_provider(1.0),
+    );
     sim.translate(&single("spend the token"));
     for t in ["a", "b", "c", "d"] {
         sim.translate(&item(t));
@@ -617,7 +745,11 @@ fn stats_count_originals_apart_from_retries() {
     let mut n = 0;
     let mut sim = Sim::new(Default::default(), move |call: &Call, _| {
         n += 1;
-        let outcome = if n <= 2 { Err(http_error(502, None)) } else { Ok(echo_reply(call)) };
+        let outcome = if n <= 2 {
+            Err(http_error(502, None))
+        } else {
+            Ok(echo_reply(call))
+        };
         Answer::After(Duration::from_millis(1.0), outcome)
     });
     for t in ["a", "b", "c", "d"] {
@@ -625,6 +757,12 @@ fn stats_count_originals_apart_from_retries() {
     }
     sim.drive();
     let s = sim.engine.stats();
-    assert_eq!((s.items, s.provider_calls, s.batch_calls, s.retries), (4, 3, 3, 2));
-    assert_eq!((s.succeeded, s.failed, s.pending, s.queued, s.in_flight), (4, 0, 0, 0, 0));
+    assert_eq!(
+        (s.items, s.provider_calls, s.batch_calls, s.retries),
+        (4, 3, 3, 2)
+    );
+    assert_eq!(
+        (s.succeeded, s.failed, s.pending, s.queued, s.in_flight),
+        (4, 0, 0, 0, 0)
+    );
 }

@@ -31,12 +31,13 @@ pub struct CallRecord {
 }
 
 type Script = Box<dyn FnMut(&Call, Instant) -> Answer>;
+type Outcome = Result<Reply, Failure<String>>;
 
 pub struct Sim {
     pub engine: Engine<String>,
     pub now: Instant,
     provider: Script,
-    answers: BTreeMap<(Instant, u64), (CallId, Result<Reply, Failure<String>>)>,
+    answers: BTreeMap<(Instant, u64), (CallId, Outcome)>,
     answer_seq: u64,
     pub calls: Vec<CallRecord>,
     pub results: HashMap<Ticket, Result<String, PacerFailure<String>>>,
@@ -45,7 +46,7 @@ pub struct Sim {
     pub cancelled: Vec<CallId>,
     /// Calls running at once, sampled at each start.
     pub max_running: usize,
-    running: usize,
+    running: std::collections::HashSet<CallId>,
 }
 
 /// The reference translation of a text: the provider's reply for it.
@@ -101,7 +102,9 @@ pub fn options(patch: &[(&str, f64)]) -> Options {
         .iter()
         .map(|(k, v)| (*k, OptionValue::Number(*v)))
         .collect();
-    Options::default().patched(&patch).expect("valid test options")
+    Options::default()
+        .patched(&patch)
+        .expect("valid test options")
 }
 
 impl Sim {
@@ -118,7 +121,7 @@ impl Sim {
             events: Vec::new(),
             cancelled: Vec::new(),
             max_running: 0,
-            running: 0,
+            running: Default::default(),
         }
     }
 
@@ -138,9 +141,15 @@ impl Sim {
 
     /// Collects every output of the engine and schedules the provider's answers.
     pub fn drain(&mut self) {
+        // Cancels first: a call cancelled by a timeout is no longer running when its
+        // retry starts in the same step.
+        while let Some(id) = self.engine.poll_cancel() {
+            self.cancelled.push(id);
+            self.running.remove(&id);
+        }
         while let Some(call) = self.engine.poll_call() {
-            self.running += 1;
-            self.max_running = self.max_running.max(self.running);
+            self.running.insert(call.id);
+            self.max_running = self.max_running.max(self.running.len());
             self.calls.push(CallRecord {
                 id: call.id,
                 at: self.now,
@@ -152,7 +161,10 @@ impl Sim {
             });
             assert!(
                 !call.separator.trim().is_empty()
-                    && call.texts.iter().all(|t| !t.contains(call.separator.trim())),
+                    && call
+                        .texts
+                        .iter()
+                        .all(|t| !t.contains(call.separator.trim())),
                 "separator {:?} occurs in a text",
                 call.separator
             );
@@ -167,9 +179,6 @@ impl Sim {
                 }
                 Answer::Hang => {}
             }
-        }
-        while let Some(id) = self.engine.poll_cancel() {
-            self.cancelled.push(id);
         }
         while let Some(settled) = self.engine.poll_settled() {
             *self.settle_counts.entry(settled.ticket).or_default() += 1;
@@ -205,7 +214,7 @@ impl Sim {
                     break;
                 }
                 let (id, outcome) = entry.remove();
-                self.running = self.running.saturating_sub(1);
+                self.running.remove(&id);
                 self.engine.handle_response(self.now, id, outcome);
                 self.drain();
             }
@@ -249,7 +258,11 @@ impl Sim {
 
     pub fn assert_settled_once(&self, tickets: &[Ticket]) {
         for t in tickets {
-            assert_eq!(self.settle_counts.get(t), Some(&1), "ticket {t} settled wrongly");
+            assert_eq!(
+                self.settle_counts.get(t),
+                Some(&1),
+                "ticket {t} settled wrongly"
+            );
         }
     }
 }

@@ -1,0 +1,311 @@
+//! Invariants over random arrivals, options and provider behaviours.
+
+mod sim;
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use batch_pacer::{Call, Compat, Failure, Item, OptionValue, Options, Reply};
+use proptest::prelude::*;
+use sim::*;
+
+/// Texts chosen to stress the codec: separators inside, white space, non-BMP characters.
+const VARIANTS: [&str; 8] = [
+    "plain words",
+    "a\n%%\nb",
+    "%%",
+    "  padded  ",
+    "50%%%% off",
+    "😀 emoji",
+    "line one\r\nline two",
+    "a somewhat longer paragraph that will not fit in a tight character budget at all",
+];
+
+fn text_for(k: usize) -> String {
+    format!("#{k}# {}", VARIANTS[k % VARIANTS.len()])
+}
+
+/// True when `translation` comes from `text` alone: it carries the text's tag and no other.
+fn derived_only_from(translation: &str, text: &str) -> bool {
+    if translation == echo(text) {
+        return true;
+    }
+    let own = text.split(' ').next().unwrap_or("");
+    let tags = translation.matches('#').count();
+    translation.contains(own) && tags == 2 * translation.matches(own).count()
+}
+
+#[derive(Clone, Debug)]
+struct Arrival {
+    after_ms: f64,
+    text: usize,
+    provider: usize,
+    llm: bool,
+    priority: f64,
+    abort_after_ms: Option<f64>,
+}
+
+fn arrival() -> impl Strategy<Value = Arrival> {
+    (
+        0.0..800.0f64,
+        0..24usize,
+        0..2usize,
+        prop::bool::weighted(0.8),
+        prop::sample::select(vec![0.0, 0.0, 1.0, -1.0]),
+        prop::option::weighted(0.1, 0.0..3000.0f64),
+    )
+        .prop_map(
+            |(after_ms, text, provider, llm, priority, abort_after_ms)| Arrival {
+                after_ms,
+                text,
+                provider,
+                llm,
+                priority,
+                abort_after_ms,
+            },
+        )
+}
+
+fn random_options() -> impl Strategy<Value = Options> {
+    (
+        prop::sample::select(vec![0.25, 1.0, 3.0, 8.0, 40.0]),
+        1..8u32,
+        0..4u32,
+        1..6u32,
+        prop::sample::select(vec![10.0, 60.0, 1000.0]),
+        prop::sample::select(vec![0.0, 100.0, 400.0]),
+        0..3u32,
+        any::<bool>(),
+        prop::sample::select(vec![300.0, 2000.0]),
+        0..3u32,
+        prop::sample::select(vec![0.0, 50.0, 1000.0]),
+        (
+            0..4u32,
+            any::<bool>(),
+            prop::sample::select(vec![0.0, 3.0, 100.0]),
+        ),
+    )
+        .prop_map(
+            |(
+                rate,
+                cap,
+                inflight,
+                items,
+                chars,
+                delay,
+                batch_retries,
+                fallback,
+                timeout,
+                retries,
+                base,
+                rest,
+            )| {
+                let (rl_retries, adaptive, cache) = rest;
+                let n = OptionValue::Number;
+                let patch = [
+                    ("rate", n(rate)),
+                    ("capacity", n(cap.into())),
+                    ("maxInFlight", n(inflight.into())),
+                    ("maxItemsPerBatch", n(items.into())),
+                    ("maxCharactersPerBatch", n(chars)),
+                    ("batchDelayMs", n(delay)),
+                    ("maxBatchRetries", n(batch_retries.into())),
+                    ("fallbackToIndividual", OptionValue::Bool(fallback)),
+                    ("timeoutMs", n(timeout)),
+                    ("maxRetries", n(retries.into())),
+                    ("baseRetryDelayMs", n(base)),
+                    ("maxRateLimitRetries", n(rl_retries.into())),
+                    ("adaptiveRate", OptionValue::Bool(adaptive)),
+                    ("cacheEntries", n(cache)),
+                ];
+                Options::default().patched(&patch).expect("valid")
+            },
+        )
+}
+
+/// Provider behaviours, picked per call from a random script.
+#[derive(Clone, Copy, Debug)]
+enum Behaviour {
+    Correct,
+    CorrectArray,
+    WrongCount,
+    SeparatorInsideTranslation,
+    Network,
+    Status(u16),
+    RateLimited(Option<f64>),
+    BadReply,
+    Hang,
+}
+
+fn behaviour() -> impl Strategy<Value = Behaviour> {
+    prop_oneof![
+        6 => Just(Behaviour::Correct),
+        2 => Just(Behaviour::CorrectArray),
+        2 => Just(Behaviour::WrongCount),
+        1 => Just(Behaviour::SeparatorInsideTranslation),
+        1 => Just(Behaviour::Network),
+        1 => prop::sample::select(vec![500u16, 503, 400, 408]).prop_map(Behaviour::Status),
+        1 => prop::option::of(prop::sample::select(vec![0.0, 900.0, 4000.0])).prop_map(Behaviour::RateLimited),
+        1 => Just(Behaviour::BadReply),
+        1 => Just(Behaviour::Hang),
+    ]
+}
+
+fn respond(call: &Call, behaviour: Behaviour, latency: Duration) -> Answer {
+    let echoes: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();
+    let outcome = match behaviour {
+        Behaviour::Correct => Ok(echo_reply(call)),
+        Behaviour::CorrectArray => Ok(Reply::Texts(echoes)),
+        Behaviour::WrongCount => Ok(Reply::Text(echoes.concat())),
+        Behaviour::SeparatorInsideTranslation => {
+            let sep = &call.separator;
+            let doubled: Vec<String> = echoes.iter().map(|e| format!("{e}{sep}{e}")).collect();
+            Ok(Reply::Text(doubled.join(sep)))
+        }
+        Behaviour::Network => Err(Failure::error(None, None, "fetch failed")),
+        Behaviour::Status(status) => Err(http_error(status, None)),
+        Behaviour::RateLimited(retry_after) => Err(http_error(429, retry_after)),
+        Behaviour::BadReply => Err(Failure::bad_reply("a number")),
+        Behaviour::Hang => return Answer::Hang,
+    };
+    Answer::After(latency, outcome)
+}
+
+struct Run {
+    sim: Sim,
+    tickets: Vec<(u64, String)>,
+}
+
+fn run(options: Options, arrivals: &[Arrival], script: Vec<(Behaviour, f64)>) -> Run {
+    let counter = Rc::new(Cell::new(0usize));
+    let c = counter.clone();
+    let mut sim = Sim::new(options, move |call: &Call, _| {
+        let (behaviour, latency) = script[c.get() % script.len()];
+        c.set(c.get() + 1);
+        respond(call, behaviour, Duration::from_millis(latency))
+    });
+    let providers = ["p0", "p1"];
+    let texts: Vec<String> = arrivals.iter().map(|a| text_for(a.text)).collect();
+    let mut tickets = Vec::new();
+    let mut aborts: Vec<(f64, u64)> = Vec::new();
+    let mut at = 0.0;
+    for (a, text) in arrivals.iter().zip(&texts) {
+        at += a.after_ms;
+        // Aborts due before this arrival happen first.
+        aborts.sort_by(|x, y| x.0.total_cmp(&y.0));
+        while let Some(&(when, ticket)) = aborts.first() {
+            if when > at {
+                break;
+            }
+            sim.drive_until(ms(when));
+            sim.abort(ticket);
+            aborts.remove(0);
+        }
+        sim.drive_until(ms(at));
+        let it = Item {
+            text,
+            compat: Compat {
+                provider_id: providers[a.provider],
+                source_lang: "en",
+                target_lang: "de",
+                context: "",
+                llm: a.llm,
+            },
+            priority: a.priority,
+        };
+        let ticket = sim.translate(&it);
+        tickets.push((ticket, text.clone()));
+        if let Some(after) = a.abort_after_ms {
+            aborts.push((at + after, ticket));
+        }
+    }
+    aborts.sort_by(|x, y| x.0.total_cmp(&y.0));
+    for (when, ticket) in aborts {
+        sim.drive_until(ms(when));
+        sim.abort(ticket);
+    }
+    sim.drive();
+    Run { sim, tickets }
+}
+
+fn script() -> impl Strategy<Value = Vec<(Behaviour, f64)>> {
+    prop::collection::vec(
+        (
+            behaviour(),
+            prop::sample::select(vec![0.0, 20.0, 400.0, 2500.0]),
+        ),
+        1..40,
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn every_item_settles_once_with_its_own_translation_and_stats_add_up(
+        options in random_options(),
+        arrivals in prop::collection::vec(arrival(), 1..60),
+        script in script(),
+    ) {
+        let Run { mut sim, tickets } = run(options.clone(), &arrivals, script);
+        // Hanging calls without a timeout would wait forever: dispose settles them.
+        let before_dispose = sim.engine.stats();
+        sim.engine.handle_dispose();
+        sim.drain();
+        for (ticket, text) in &tickets {
+            prop_assert_eq!(sim.settle_counts.get(ticket), Some(&1), "ticket {} settled wrongly", ticket);
+            if let Ok(translation) = sim.result(*ticket) {
+                prop_assert!(derived_only_from(translation, text), "{:?} got {:?}", text, translation);
+            }
+        }
+        let s = sim.engine.stats();
+        prop_assert_eq!(s.items, tickets.len() as u64);
+        prop_assert_eq!(s.items, s.succeeded + s.failed + s.aborted + s.disposed + s.pending);
+        prop_assert_eq!((s.pending, s.queued, s.in_flight), (0, 0, 0));
+        prop_assert_eq!(s.provider_calls, sim.calls.len() as u64);
+        prop_assert_eq!(s.batch_calls, sim.calls.iter().filter(|c| c.is_batch).count() as u64);
+        prop_assert_eq!(s.retries, sim.calls.iter().filter(|c| c.attempt > 0).count() as u64);
+        prop_assert!(s.cache_hits + s.dedup_hits <= s.items);
+        prop_assert!(s.fallbacks <= s.count_mismatches);
+        // Before dispose, only hung calls may still be running (and only with no timeout).
+        prop_assert!(before_dispose.in_flight <= sim.calls.len() as u64);
+        // Rule 1: in every window, starts <= capacity + rate * window length.
+        let starts: Vec<f64> = sim.starts_ms();
+        for i in 0..starts.len() {
+            for j in i..starts.len() {
+                let allowed = options.capacity + options.rate * (starts[j] - starts[i]) / 1000.0;
+                prop_assert!(((j - i + 1) as f64) <= allowed + 1e-6,
+                    "{} starts in [{}, {}] ms exceed {}", j - i + 1, starts[i], starts[j], allowed);
+            }
+        }
+        if options.max_in_flight > 0 {
+            prop_assert!(sim.max_running as u64 <= options.max_in_flight);
+        }
+    }
+
+    #[test]
+    fn a_backlog_drains_at_exactly_rate(
+        rate in prop::sample::select(vec![0.1, 0.25, 1.0, 3.0, 7.0, 8.0, 60.0]),
+        capacity in 1..10u32,
+        n in 1..80usize,
+    ) {
+        let opts = options(&[("rate", rate), ("capacity", capacity.into())]);
+        let mut sim = Sim::new(opts, echo_provider(1.0));
+        let texts: Vec<String> = (0..n).map(text_for).collect();
+        for t in &texts {
+            let mut it = item(t);
+            it.compat.llm = false;
+            sim.translate(&it);
+        }
+        sim.drive();
+        for (k, start) in sim.starts_ms().iter().enumerate() {
+            let owed = (k + 1).saturating_sub(capacity as usize) as f64;
+            let ideal = owed / rate * 1000.0;
+            // Wake-ups are rounded up to the microsecond; a full bucket cannot bank that
+            // sliver, so each call may start up to 1 µs late (3 ppm at 3 calls/s).
+            let slack = 0.001 * (k as f64 + 1.0);
+            prop_assert!(*start >= ideal - 1e-9 && *start <= ideal + slack,
+                "call {} at {} ms, ideal {} ms", k, start, ideal);
+        }
+    }
+}
