@@ -338,6 +338,28 @@ impl<C: Clone> Engine<C> {
         self.pump();
     }
 
+    /// Accepts an item whose signal was already aborted: it is never queued and rejects
+    /// with `aborted` at once (it still counts in `items` and `aborted`).
+    pub fn handle_translate_aborted(
+        &mut self,
+        now: Instant,
+        item: &Item<'_>,
+    ) -> Result<Ticket, PacerFailure<C>> {
+        validate(item)?;
+        self.advance(now);
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
+        let result = if self.disposed {
+            Err(disposed_error())
+        } else {
+            self.stats.items += 1;
+            self.stats.aborted += 1;
+            Err(aborted_error())
+        };
+        self.settled.push_back(Settled { ticket, result });
+        Ok(ticket)
+    }
+
     /// Withdraws the item of `ticket` (its signal was aborted): it rejects with `aborted`
     /// now, and leaves its batch unless its call is already running.
     pub fn handle_abort(&mut self, now: Instant, ticket: Ticket) {
@@ -1154,6 +1176,10 @@ fn ready_key(key: Key, batch: &Batch) -> ReadyKey {
     (Reverse(batch.priority), batch.seq, key)
 }
 
+fn aborted_error<C>() -> PacerFailure<C> {
+    PacerFailure::new(ErrorCode::Aborted, "the item was aborted")
+}
+
 fn disposed_error<C>() -> PacerFailure<C> {
     PacerFailure::new(ErrorCode::Disposed, "the pacer was disposed")
 }
@@ -1187,7 +1213,7 @@ fn final_error<C>(failure: Failure<C>, retry_after_too_long: bool) -> PacerFailu
     }
 }
 
-fn validate<C>(item: &Item<'_>) -> Result<(), PacerFailure<C>> {
+pub(crate) fn validate<C>(item: &Item<'_>) -> Result<(), PacerFailure<C>> {
     let names = [
         ("providerId", item.compat.provider_id),
         ("sourceLang", item.compat.source_lang),

@@ -31,6 +31,8 @@ pub mod settle;
 mod slab;
 pub mod stats;
 pub mod time;
+#[cfg(target_arch = "wasm32")]
+mod wasm;
 
 pub use call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
 pub use engine::{invalid_input, Engine, Item};

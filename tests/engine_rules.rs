@@ -644,6 +644,17 @@ fn abort_removes_a_queued_item_and_rejects_only_that_item() {
 }
 
 #[test]
+fn an_item_aborted_before_it_arrives_is_never_sent() {
+    let mut sim = Sim::new(Default::default(), echo_provider(1.0));
+    let t = sim.engine.handle_translate_aborted(sim.now, &single("x")).unwrap();
+    sim.drive();
+    assert_eq!(sim.code(t), ErrorCode::Aborted);
+    assert!(sim.calls.is_empty());
+    let s = sim.engine.stats();
+    assert_eq!((s.items, s.aborted, s.pending), (1, 1, 0));
+}
+
+#[test]
 fn dispose_rejects_everything_cancels_running_calls_and_later_items() {
     let mut sim = Sim::new(
         options(&[("rate", 1.0), ("capacity", 1.0)]),

@@ -1,0 +1,146 @@
+// batch-pacer: the ESM entry point. It loads the WebAssembly core and wraps it in the
+// BatchPacer class; every rule of the contract is decided inside the core.
+import wasmInit, {
+  initSync as wasmInitSync,
+  PacerCore,
+  setErrorFactory,
+  cacheKey as coreCacheKey,
+} from "../pkg/batch_pacer.js";
+import { PacerError } from "./errors.js";
+
+export { PacerError } from "./errors.js";
+export { openAIProvider } from "./openai.js";
+
+/** The default options (the same values the core applies when an option is omitted). */
+export const DEFAULTS = Object.freeze({
+  rate: 8,
+  capacity: 60,
+  maxInFlight: 0,
+  maxCharactersPerBatch: 1000,
+  maxItemsPerBatch: 4,
+  batchDelayMs: 100,
+  maxBatchRetries: 3,
+  fallbackToIndividual: true,
+  timeoutMs: 20000,
+  maxRetries: 2,
+  baseRetryDelayMs: 1000,
+  maxRateLimitRetries: 10,
+  adaptiveRate: true,
+  cacheEntries: 1000,
+});
+
+let ready = false;
+let loading = null;
+
+function markReady() {
+  setErrorFactory(({ code, message, status, cause }) => new PacerError(code, message, { status, cause }));
+  ready = true;
+}
+
+function isNode() {
+  return typeof process === "object" && typeof process.versions?.node === "string" &&
+    typeof process.getBuiltinModule === "function";
+}
+
+/**
+ * Loads the WebAssembly module. In a browser, worker or extension service worker it
+ * fetches the .wasm shipped beside the module; in Node it reads it from disk.
+ * A second call is a no-op.
+ * @param {RequestInfo | URL | Response | BufferSource | WebAssembly.Module} [source]
+ */
+export default function init(source) {
+  if (ready) return Promise.resolve();
+  if (!loading) {
+    loading = (async () => {
+      if (source === undefined && isNode()) {
+        const { readFileSync } = process.getBuiltinModule("node:fs");
+        wasmInitSync({ module: readFileSync(new URL("../pkg/batch_pacer_bg.wasm", import.meta.url)) });
+      } else {
+        await wasmInit(source === undefined ? undefined : { module_or_path: source });
+      }
+      markReady();
+    })();
+    // A failed load (offline, wrong path) may be retried.
+    loading.catch(() => { loading = null; });
+  }
+  return loading;
+}
+
+/**
+ * Synchronous initialisation from the module's bytes or a compiled module.
+ * @param {BufferSource | WebAssembly.Module} bytes
+ */
+export function initSync(bytes) {
+  if (ready) return;
+  wasmInitSync({ module: bytes });
+  markReady();
+}
+
+function requireReady(what) {
+  if (!ready) {
+    throw new PacerError("not_initialized", `${what} needs the module: await init() (or call initSync) first`);
+  }
+}
+
+/**
+ * The cache key of an item: lowercase hex SHA-256 over its length-prefixed fields
+ * (providerId, sourceLang, targetLang, context, llm, text).
+ */
+export function cacheKey(item) {
+  requireReady("cacheKey()");
+  return coreCacheKey(item);
+}
+
+/** Paces and batches translation requests to one provider callback. */
+export class BatchPacer {
+  #core;
+
+  constructor(provider, options) {
+    requireReady("new BatchPacer()");
+    this.#core = new PacerCore(provider, options);
+  }
+
+  /** Resolves with the item's translation; rejects with a PacerError. */
+  translate(item) {
+    return new Promise((resolve, reject) => {
+      const signal = item !== null && typeof item === "object" ? item.signal : undefined;
+      if (signal === undefined || signal === null) {
+        this.#core.translate(item, resolve, reject);
+        return;
+      }
+      // Forward the signal's abort to the core, and stop listening once settled.
+      let settled = false;
+      let onAbort;
+      const finish = (settle) => (value) => {
+        settled = true;
+        if (onAbort) signal.removeEventListener("abort", onAbort);
+        settle(value);
+      };
+      const ticket = this.#core.translate(item, finish(resolve), finish(reject));
+      if (ticket && !settled) {
+        onAbort = () => this.#core.abort(ticket);
+        signal.addEventListener("abort", onAbort, { once: true });
+      }
+    });
+  }
+
+  /** Validates the whole patch, then applies it to queued work at once. */
+  setOptions(patch) {
+    this.#core.setOptions(patch);
+  }
+
+  /** The options in force (without clock, onEvent and cache). */
+  get options() {
+    return this.#core.options;
+  }
+
+  /** Counters since construction and current gauges. */
+  stats() {
+    return this.#core.stats();
+  }
+
+  /** Rejects every unsettled item with `disposed` and stops all timers. */
+  dispose() {
+    this.#core.dispose();
+  }
+}

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Release build of the package: wasm (wasm-pack, wasm-opt from npm binaryen) + JS glue in pkg/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+[ -x node_modules/.bin/wasm-opt ] || npm install --no-audit --no-fund --loglevel=error
+wasm-pack build --release --target web --out-dir pkg --out-name batch_pacer --no-pack --no-typescript
+# wasm-pack writes a .gitignore of "*" into pkg/, which would keep the files out of `npm pack`.
+rm -f pkg/.gitignore

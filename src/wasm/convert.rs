@@ -1,0 +1,396 @@
+//! Conversions between JS values and the core's types. Type checks live here (a JS value
+//! has a type the core cannot see); every other rule is the core's.
+
+use js_sys::{Array, Function, Object, Reflect};
+use serde::Serialize;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::{
+    invalid_input, Call, Compat, Duration, Event, Failure, Item, OptionValue, Options,
+    PacerFailure, Reply, Stats,
+};
+
+/// Reads a property; a throwing getter reads as `undefined`.
+pub fn get(target: &JsValue, key: &str) -> JsValue {
+    Reflect::get(target, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+fn set(target: &Object, key: &str, value: &JsValue) {
+    // Setting a plain data property on a fresh object cannot fail.
+    let _ = Reflect::set(target, &JsValue::from_str(key), value);
+}
+
+/// A JS value as the core describes values in messages.
+pub fn describe(value: &JsValue) -> OptionValue {
+    if value.is_undefined() {
+        OptionValue::Undefined
+    } else if value.is_null() {
+        OptionValue::Null
+    } else if let Some(b) = value.as_bool() {
+        OptionValue::Bool(b)
+    } else if let Some(n) = value.as_f64() {
+        OptionValue::Number(n)
+    } else if let Some(s) = value.as_string() {
+        OptionValue::Text(s)
+    } else if Array::is_array(value) {
+        OptionValue::Other("an array".into())
+    } else {
+        OptionValue::Other(value.js_typeof().as_string().unwrap_or_default())
+    }
+}
+
+/// An item's fields, owned, read from a JS object.
+pub struct ItemFields {
+    pub text: String,
+    pub source_lang: String,
+    pub target_lang: String,
+    pub provider_id: String,
+    pub context: String,
+    pub llm: bool,
+    pub priority: f64,
+    pub aborted: bool,
+}
+
+impl ItemFields {
+    /// The core's view of these fields.
+    pub fn item(&self) -> Item<'_> {
+        Item {
+            text: &self.text,
+            compat: Compat {
+                provider_id: &self.provider_id,
+                source_lang: &self.source_lang,
+                target_lang: &self.target_lang,
+                context: &self.context,
+                llm: self.llm,
+            },
+            priority: self.priority,
+        }
+    }
+}
+
+type InputResult<T> = Result<T, PacerFailure<JsValue>>;
+
+fn string_field(value: &JsValue, field: &str, rule: &str, default: Option<&str>) -> InputResult<String> {
+    let v = get(value, field);
+    match (v.as_string(), default) {
+        (Some(s), _) => Ok(s),
+        (None, Some(d)) if v.is_undefined() => Ok(d.to_owned()),
+        _ => Err(invalid_input(field, rule, &describe(&v))),
+    }
+}
+
+/// Reads and type-checks an item.
+pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
+    if !value.is_object() {
+        return Err(invalid_input("item", "an object", &describe(value)));
+    }
+    let name = "a non-empty string";
+    let text = string_field(value, "text", "a string", None)?;
+    let source_lang = string_field(value, "sourceLang", name, None)?;
+    let target_lang = string_field(value, "targetLang", name, None)?;
+    let provider_id = string_field(value, "providerId", name, None)?;
+    let context = string_field(value, "context", "a string", Some(""))?;
+    let llm = match get(value, "llm") {
+        v if v.is_undefined() => true,
+        v => v
+            .as_bool()
+            .ok_or_else(|| invalid_input("llm", "a boolean", &describe(&v)))?,
+    };
+    let priority = match get(value, "priority") {
+        v if v.is_undefined() => 0.0,
+        v => v
+            .as_f64()
+            .ok_or_else(|| invalid_input("priority", "a finite number", &describe(&v)))?,
+    };
+    let signal = get(value, "signal");
+    let aborted = if signal.is_undefined() || signal.is_null() {
+        false
+    } else {
+        let aborted = get(&signal, "aborted").as_bool();
+        match aborted {
+            Some(a) if get(&signal, "addEventListener").is_function() => a,
+            _ => return Err(invalid_input("signal", "an AbortSignal", &describe(&signal))),
+        }
+    };
+    Ok(ItemFields {
+        text,
+        source_lang,
+        target_lang,
+        provider_id,
+        context,
+        llm,
+        priority,
+        aborted,
+    })
+}
+
+/// The `(name, value)` pairs of an options object, with the binding's own options
+/// (`clock`, `onEvent`, `cache`) split off.
+pub struct OptionsInput {
+    pub core: Vec<(String, OptionValue)>,
+    pub clock: Option<JsValue>,
+    pub on_event: Option<JsValue>,
+    pub cache: Option<JsValue>,
+}
+
+/// Reads an options object; `undefined` and `null` mean no options.
+pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String> {
+    let mut input = OptionsInput {
+        core: Vec::new(),
+        clock: None,
+        on_event: None,
+        cache: None,
+    };
+    if value.is_undefined() || value.is_null() {
+        return Ok(input);
+    }
+    if !value.is_object() || Array::is_array(value) || value.is_function() {
+        return Err(format!("{what} must be an object (got {})", describe(value)));
+    }
+    let entries = Object::entries(value.unchecked_ref());
+    for entry in entries.iter() {
+        let pair: Array = entry.unchecked_into();
+        let name = pair.get(0).as_string().unwrap_or_default();
+        let v = pair.get(1);
+        let present = !v.is_undefined();
+        match name.as_str() {
+            "clock" => input.clock = present.then_some(v),
+            "onEvent" => input.on_event = present.then_some(v),
+            "cache" => input.cache = present.then_some(v),
+            _ => input.core.push((name, describe(&v))),
+        }
+    }
+    Ok(input)
+}
+
+/// Options as a plain object (for `pacer.options` and `DEFAULTS`).
+pub fn options_object(options: &Options) -> JsValue {
+    let object = Object::new();
+    for (name, value) in options.entries() {
+        let v = match value {
+            OptionValue::Bool(b) => JsValue::from_bool(b),
+            OptionValue::Number(n) => JsValue::from_f64(n),
+            _ => JsValue::UNDEFINED,
+        };
+        set(&object, name, &v);
+    }
+    object.into()
+}
+
+/// The request object handed to the provider.
+pub fn request_object(call: &Call, signal: &JsValue) -> JsValue {
+    let texts: Array = call.texts.iter().map(|t| JsValue::from_str(t)).collect();
+    let object = Object::new();
+    set(&object, "texts", &texts);
+    set(&object, "text", &JsValue::from_str(&call.text));
+    set(&object, "separator", &JsValue::from_str(&call.separator));
+    set(&object, "isBatch", &JsValue::from_bool(call.is_batch));
+    set(&object, "sourceLang", &JsValue::from_str(&call.compat.source_lang));
+    set(&object, "targetLang", &JsValue::from_str(&call.compat.target_lang));
+    set(&object, "providerId", &JsValue::from_str(&call.compat.provider_id));
+    set(&object, "context", &JsValue::from_str(&call.compat.context));
+    set(&object, "attempt", &JsValue::from_f64(f64::from(call.attempt)));
+    set(&object, "signal", signal);
+    object.into()
+}
+
+/// A provider's resolved value as a reply, or a bad-reply failure.
+pub fn reply_from(value: JsValue) -> Result<Reply, Failure<JsValue>> {
+    if let Some(text) = value.as_string() {
+        return Ok(Reply::Text(text));
+    }
+    if Array::is_array(&value) {
+        let array: Array = value.unchecked_into();
+        let texts: Option<Vec<String>> = array.iter().map(|v| v.as_string()).collect();
+        return texts
+            .map(Reply::Texts)
+            .ok_or_else(|| Failure::bad_reply("an array holding a non-string"));
+    }
+    Err(Failure::bad_reply(&describe(&value).to_string()))
+}
+
+/// A thrown or rejected provider error as a failure: status, Retry-After, message.
+pub fn failure_from(error: JsValue) -> Failure<JsValue> {
+    let status = get(&error, "status")
+        .as_f64()
+        .filter(|s| (100.0..=599.0).contains(s) && s.fract() == 0.0)
+        .map(|s| s as u16);
+    let message = match get(&error, "message").as_string() {
+        Some(m) => m,
+        None => error.as_string().unwrap_or_default(),
+    };
+    Failure::error(status, retry_after(&error), &message).with_cause(error)
+}
+
+fn retry_after(error: &JsValue) -> Option<Duration> {
+    if let Some(ms) = get(error, "retryAfterMs").as_f64().filter(|v| *v >= 0.0) {
+        return Some(Duration::from_millis(ms));
+    }
+    let seconds = get(error, "retryAfter");
+    if let Some(s) = seconds.as_f64().filter(|v| *v >= 0.0) {
+        return Some(Duration::from_secs(s));
+    }
+    if let Some(text) = seconds.as_string() {
+        return parse_retry_after(&text);
+    }
+    let headers = get(error, "headers");
+    if !headers.is_object() {
+        return None;
+    }
+    let value = match get(&headers, "get").dyn_into::<Function>() {
+        Ok(get_header) => get_header
+            .call1(&headers, &JsValue::from_str("retry-after"))
+            .unwrap_or(JsValue::UNDEFINED),
+        Err(_) => {
+            let lower = get(&headers, "retry-after");
+            if lower.is_undefined() {
+                get(&headers, "Retry-After")
+            } else {
+                lower
+            }
+        }
+    };
+    match value.as_f64() {
+        Some(s) if s >= 0.0 => Some(Duration::from_secs(s)),
+        _ => value.as_string().and_then(|t| parse_retry_after(&t)),
+    }
+}
+
+/// Retry-After in either HTTP form: delay-seconds or an HTTP-date.
+fn parse_retry_after(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    if let Ok(seconds) = text.parse::<f64>() {
+        return (seconds >= 0.0 && seconds.is_finite()).then(|| Duration::from_secs(seconds));
+    }
+    let at = js_sys::Date::parse(text);
+    if at.is_nan() {
+        return None;
+    }
+    Some(Duration::from_millis((at - js_sys::Date::now()).max(0.0)))
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct StatsView {
+    items: u64,
+    cache_hits: u64,
+    dedup_hits: u64,
+    provider_calls: u64,
+    batch_calls: u64,
+    retries: u64,
+    count_mismatches: u64,
+    fallbacks: u64,
+    rate_limited: u64,
+    failed: u64,
+    aborted: u64,
+    succeeded: u64,
+    disposed: u64,
+    pending: u64,
+    queued: u64,
+    in_flight: u64,
+}
+
+fn to_js<T: Serialize>(value: &T) -> JsValue {
+    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
+    value.serialize(&serializer).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// Stats as a plain object.
+pub fn stats_object(s: &Stats) -> JsValue {
+    to_js(&StatsView {
+        items: s.items,
+        cache_hits: s.cache_hits,
+        dedup_hits: s.dedup_hits,
+        provider_calls: s.provider_calls,
+        batch_calls: s.batch_calls,
+        retries: s.retries,
+        count_mismatches: s.count_mismatches,
+        fallbacks: s.fallbacks,
+        rate_limited: s.rate_limited,
+        failed: s.failed,
+        aborted: s.aborted,
+        succeeded: s.succeeded,
+        disposed: s.disposed,
+        pending: s.pending,
+        queued: s.queued,
+        in_flight: s.in_flight,
+    })
+}
+
+#[derive(Serialize)]
+#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
+enum EventView<'a> {
+    RateLimited {
+        provider_id: &'a str,
+        retry_after_ms: Option<f64>,
+        paused_for_ms: f64,
+    },
+    AdaptiveRate {
+        provider_id: &'a str,
+        rate: Option<f64>,
+    },
+    Retry {
+        provider_id: &'a str,
+        reason: &'static str,
+        attempt: u32,
+        delay_ms: f64,
+    },
+    CountMismatch {
+        provider_id: &'a str,
+        expected: usize,
+        got: usize,
+    },
+    Fallback {
+        provider_id: &'a str,
+        items: usize,
+    },
+    Timeout {
+        provider_id: &'a str,
+    },
+}
+
+/// An event as a plain `{ type, ... }` object.
+pub fn event_object(event: &Event) -> JsValue {
+    let view = match event {
+        Event::RateLimited {
+            provider_id,
+            retry_after,
+            paused_for,
+        } => EventView::RateLimited {
+            provider_id,
+            retry_after_ms: retry_after.map(Duration::as_millis),
+            paused_for_ms: paused_for.as_millis(),
+        },
+        Event::AdaptiveRate { provider_id, rate } => EventView::AdaptiveRate {
+            provider_id,
+            rate: *rate,
+        },
+        Event::Retry {
+            provider_id,
+            reason,
+            attempt,
+            delay,
+        } => EventView::Retry {
+            provider_id,
+            reason: reason.as_str(),
+            attempt: *attempt,
+            delay_ms: delay.as_millis(),
+        },
+        Event::CountMismatch {
+            provider_id,
+            expected,
+            got,
+        } => EventView::CountMismatch {
+            provider_id,
+            expected: *expected,
+            got: *got,
+        },
+        Event::Fallback { provider_id, items } => EventView::Fallback {
+            provider_id,
+            items: *items,
+        },
+        Event::Timeout { provider_id } => EventView::Timeout { provider_id },
+    };
+    to_js(&view)
+}

@@ -1,0 +1,338 @@
+//! The async driver: feeds the engine with the clock's time, starts provider calls,
+//! settles promises, and sleeps until the engine's next wake-up.
+//!
+//! No `RefCell` borrow is ever held while JS code runs (provider, resolvers, `onEvent`,
+//! the user's clock), so a callback that re-enters the pacer cannot cause a panic.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::{Function, Promise};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+use wasm_bindgen_futures::{spawn_local, JsFuture};
+use web_sys::AbortController;
+
+use super::clock::{Clock, TimerHandle};
+use super::convert::{self, describe};
+use super::errors::{js_error, js_error_of};
+use crate::hash::IdMap;
+use crate::{Call, CallId, Engine, ErrorCode, Event, Instant, Options, Settled, Ticket};
+
+/// Resolve and reject functions of one `translate` promise.
+type Resolvers = (Function, Function);
+
+struct State {
+    engine: Engine<JsValue>,
+    resolvers: IdMap<Resolvers>,
+    controllers: IdMap<Option<AbortController>>,
+    timer: Option<(Instant, TimerHandle)>,
+    /// A timer that has fired; dropped later, never inside its own callback.
+    spent_timer: Option<TimerHandle>,
+    on_event: Option<Function>,
+}
+
+struct Inner {
+    state: RefCell<State>,
+    provider: Function,
+    clock: Clock,
+}
+
+/// One unit of work taken out of the engine, performed with no borrow held.
+enum Action {
+    Cancel(AbortController),
+    Settle(Resolvers, Settled<JsValue>),
+    Start(Call, Option<AbortController>),
+    Notify(Function, Event),
+}
+
+/// The engine behind one `BatchPacer`.
+#[wasm_bindgen]
+pub struct PacerCore {
+    inner: Rc<Inner>,
+}
+
+fn invalid_options(message: String) -> JsValue {
+    js_error_of(ErrorCode::InvalidOptions, message)
+}
+
+fn event_handler(value: Option<JsValue>) -> Result<Option<Function>, JsValue> {
+    match value {
+        None => Ok(None),
+        Some(v) => v.clone().dyn_into::<Function>().map(Some).map_err(|_| {
+            invalid_options(format!("onEvent must be a function (got {})", describe(&v)))
+        }),
+    }
+}
+
+#[wasm_bindgen]
+impl PacerCore {
+    /// `new PacerCore(provider, options)`; throws `invalid_options`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(provider: JsValue, options: JsValue) -> Result<PacerCore, JsValue> {
+        let provider: Function = provider.clone().dyn_into().map_err(|_| {
+            invalid_options(format!("provider must be a function (got {})", describe(&provider)))
+        })?;
+        let input = convert::options_input(&options, "options").map_err(invalid_options)?;
+        let parsed = Options::default()
+            .patched(&input.core)
+            .map_err(|e| invalid_options(e.message))?;
+        if input.cache.is_some() {
+            return Err(invalid_options(
+                "cache is not supported by this build (got a store)".into(),
+            ));
+        }
+        let clock = match &input.clock {
+            Some(c) => Clock::user(c).map_err(invalid_options)?,
+            None => Clock::global(),
+        };
+        let on_event = event_handler(input.on_event)?;
+        let now = Instant::from_millis(clock.now_ms());
+        let seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
+        Ok(PacerCore {
+            inner: Rc::new(Inner {
+                state: RefCell::new(State {
+                    engine: Engine::new(parsed, now, seed),
+                    resolvers: IdMap::default(),
+                    controllers: IdMap::default(),
+                    timer: None,
+                    spent_timer: None,
+                    on_event,
+                }),
+                provider,
+                clock,
+            }),
+        })
+    }
+
+    /// Queues an item; its promise is settled through `resolve` / `reject`. Returns the
+    /// ticket to pass to `abort` (0 when the item was rejected at once).
+    pub fn translate(&self, item: JsValue, resolve: Function, reject: Function) -> f64 {
+        let fields = match convert::item_fields(&item) {
+            Ok(fields) => fields,
+            Err(error) => {
+                let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&error));
+                return 0.0;
+            }
+        };
+        let now = self.inner.now();
+        let admitted = {
+            let Ok(mut state) = self.inner.state.try_borrow_mut() else {
+                let _ = reject.call1(&JsValue::UNDEFINED, &busy());
+                return 0.0;
+            };
+            let item = fields.item();
+            let admitted = if fields.aborted {
+                state.engine.handle_translate_aborted(now, &item)
+            } else {
+                state.engine.handle_translate(now, &item)
+            };
+            if let Ok(ticket) = admitted {
+                state.resolvers.insert(ticket, (resolve.clone(), reject.clone()));
+            }
+            admitted
+        };
+        match admitted {
+            Ok(ticket) => {
+                self.inner.flush();
+                ticket as f64
+            }
+            Err(error) => {
+                let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&error));
+                0.0
+            }
+        }
+    }
+
+    /// The item of `ticket` was aborted by its signal.
+    pub fn abort(&self, ticket: f64) {
+        let now = self.inner.now();
+        if let Ok(mut state) = self.inner.state.try_borrow_mut() {
+            state.engine.handle_abort(now, ticket as Ticket);
+        }
+        self.inner.flush();
+    }
+
+    /// Validates the whole patch, then applies it; throws `invalid_options`.
+    #[wasm_bindgen(js_name = setOptions)]
+    pub fn set_options(&self, patch: JsValue) -> Result<(), JsValue> {
+        let input = convert::options_input(&patch, "the options patch").map_err(invalid_options)?;
+        if let Some(clock) = &input.clock {
+            let got = describe(clock);
+            return Err(invalid_options(format!(
+                "clock cannot be changed after construction (got {got})"
+            )));
+        }
+        if let Some(cache) = &input.cache {
+            let got = describe(cache);
+            return Err(invalid_options(format!(
+                "cache cannot be changed after construction (got {got})"
+            )));
+        }
+        let on_event = event_handler(input.on_event.clone())?;
+        let now = self.inner.now();
+        {
+            let mut state = self.inner.borrow()?;
+            // The engine changes nothing unless the whole patch is valid; onEvent follows it.
+            state
+                .engine
+                .set_options(now, &input.core)
+                .map_err(|e| js_error(&e))?;
+            if input.on_event.is_some() {
+                state.on_event = on_event;
+            }
+        }
+        self.inner.flush();
+        Ok(())
+    }
+
+    /// The options in force.
+    #[wasm_bindgen(getter)]
+    pub fn options(&self) -> Result<JsValue, JsValue> {
+        let state = self.inner.state.try_borrow().map_err(|_| busy())?;
+        Ok(convert::options_object(state.engine.options()))
+    }
+
+    /// Counters and gauges as a plain object.
+    pub fn stats(&self) -> Result<JsValue, JsValue> {
+        let state = self.inner.state.try_borrow().map_err(|_| busy())?;
+        Ok(convert::stats_object(&state.engine.stats()))
+    }
+
+    /// Rejects everything unsettled with `disposed` and stops all timers.
+    pub fn dispose(&self) {
+        if let Ok(mut state) = self.inner.state.try_borrow_mut() {
+            state.engine.handle_dispose();
+        }
+        self.inner.flush();
+    }
+}
+
+fn busy() -> JsValue {
+    js_error_of(
+        ErrorCode::InvalidInput,
+        "the pacer was called from inside its own callback in a way it cannot serve",
+    )
+}
+
+impl Inner {
+    fn now(&self) -> Instant {
+        Instant::from_millis(self.clock.now_ms())
+    }
+
+    fn borrow(&self) -> Result<std::cell::RefMut<'_, State>, JsValue> {
+        self.state.try_borrow_mut().map_err(|_| busy())
+    }
+
+    /// Takes the next output of the engine, in the order that keeps promises prompt.
+    fn next_action(&self) -> Option<Action> {
+        let mut state = self.state.try_borrow_mut().ok()?;
+        let state = &mut *state;
+        while let Some(id) = state.engine.poll_cancel() {
+            if let Some(Some(controller)) = state.controllers.remove(&id) {
+                return Some(Action::Cancel(controller));
+            }
+        }
+        while let Some(settled) = state.engine.poll_settled() {
+            if let Some(resolvers) = state.resolvers.remove(&settled.ticket) {
+                return Some(Action::Settle(resolvers, settled));
+            }
+        }
+        while let Some(event) = state.engine.poll_event() {
+            if let Some(handler) = &state.on_event {
+                return Some(Action::Notify(handler.clone(), event));
+            }
+        }
+        let call = state.engine.poll_call()?;
+        // Every supported host has AbortController; without one the call still starts.
+        let controller = AbortController::new().ok();
+        state.controllers.insert(call.id, controller.clone());
+        Some(Action::Start(call, controller))
+    }
+
+    /// Performs every pending output, then re-arms the timer.
+    fn flush(self: &Rc<Self>) {
+        while let Some(action) = self.next_action() {
+            match action {
+                Action::Cancel(controller) => controller.abort(),
+                Action::Settle((resolve, reject), settled) => {
+                    let _ = match settled.result {
+                        Ok(text) => resolve.call1(&JsValue::UNDEFINED, &JsValue::from_str(&text)),
+                        Err(error) => reject.call1(&JsValue::UNDEFINED, &js_error(&error)),
+                    };
+                }
+                // A throwing handler must not stop the pacer: its error is dropped.
+                Action::Notify(handler, event) => {
+                    let _ = handler.call1(&JsValue::UNDEFINED, &convert::event_object(&event));
+                }
+                Action::Start(call, controller) => self.start(call, controller),
+            }
+        }
+        self.arm_timer();
+    }
+
+    fn start(self: &Rc<Self>, call: Call, controller: Option<AbortController>) {
+        let signal = controller.map_or(JsValue::UNDEFINED, |c| c.signal().into());
+        let request = convert::request_object(&call, &signal);
+        let id = call.id;
+        match self.provider.call1(&JsValue::UNDEFINED, &request) {
+            Err(thrown) => self.respond(id, Err(convert::failure_from(thrown))),
+            Ok(returned) => {
+                // Promise.resolve accepts promises, thenables and plain values alike.
+                let promise = Promise::resolve(&returned);
+                let inner = Rc::clone(self);
+                spawn_local(async move {
+                    let outcome = match JsFuture::from(promise).await {
+                        Ok(value) => convert::reply_from(value),
+                        Err(error) => Err(convert::failure_from(error)),
+                    };
+                    inner.respond(id, outcome);
+                });
+            }
+        }
+    }
+
+    fn respond(self: &Rc<Self>, id: CallId, outcome: Result<crate::Reply, crate::Failure<JsValue>>) {
+        let now = self.now();
+        if let Ok(mut state) = self.state.try_borrow_mut() {
+            state.controllers.remove(&id);
+            state.engine.handle_response(now, id, outcome);
+        }
+        self.flush();
+    }
+
+    fn on_timer(self: &Rc<Self>) {
+        let now = self.now();
+        if let Ok(mut state) = self.state.try_borrow_mut() {
+            state.spent_timer = state.timer.take().map(|(_, handle)| handle);
+            state.engine.handle_timeout(now);
+        }
+        self.flush();
+    }
+
+    /// Sleeps until the engine's next wake-up (one timer at most).
+    fn arm_timer(self: &Rc<Self>) {
+        let now = self.now();
+        let (wake, stale) = {
+            let Ok(mut state) = self.state.try_borrow_mut() else {
+                return;
+            };
+            let wake = state.engine.poll_timeout();
+            if state.timer.as_ref().map(|(at, _)| *at) == wake {
+                return;
+            }
+            (wake, (state.timer.take(), state.spent_timer.take()))
+        };
+        // Clearing runs the user's clearTimeout: no borrow may be held.
+        drop(stale);
+        let Some(at) = wake else {
+            return;
+        };
+        let delay = at.since(now).as_millis();
+        let inner = Rc::clone(self);
+        let handle = self.clock.set_timeout(delay, move || inner.on_timer());
+        if let (Some(handle), Ok(mut state)) = (handle, self.state.try_borrow_mut()) {
+            state.timer = Some((at, handle));
+        }
+    }
+}
