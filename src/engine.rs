@@ -17,6 +17,7 @@ use crate::bucket::TokenBucket;
 use crate::cache::Lru;
 use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
 use crate::codec::{self, Mismatch};
+use crate::display::js_number;
 use crate::hash::{DigestMap, IdMap};
 use crate::key::{finish_key, short, Compat};
 use crate::options::{OptionValue, Options};
@@ -552,7 +553,7 @@ impl<C: Clone> Engine<C> {
                             retry_after: None,
                             message: format!(
                                 "provider call timed out after {} ms",
-                                self.options.timeout_ms
+                                js_number(self.options.timeout_ms)
                             ),
                             cause: None,
                         };

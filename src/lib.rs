@@ -22,6 +22,7 @@ pub mod bucket;
 pub mod cache;
 pub mod call;
 pub mod codec;
+mod display;
 pub mod engine;
 mod hash;
 pub mod key;
@@ -32,7 +33,7 @@ mod slab;
 pub mod stats;
 pub mod time;
 #[cfg(target_arch = "wasm32")]
-mod wasm;
+pub mod wasm;
 
 pub use call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
 pub use engine::{invalid_input, Engine, Item};

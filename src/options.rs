@@ -6,6 +6,8 @@
 
 use core::fmt;
 
+use crate::display::{js_number, js_string};
+
 /// A value as it arrived from the caller, kept loose so validation can describe it.
 #[derive(Clone, Debug, PartialEq)]
 pub enum OptionValue {
@@ -30,12 +32,8 @@ impl fmt::Display for OptionValue {
             OptionValue::Undefined => f.write_str("undefined"),
             OptionValue::Null => f.write_str("null"),
             OptionValue::Bool(b) => write!(f, "{b}"),
-            OptionValue::Number(n) if n.is_nan() => f.write_str("NaN"),
-            OptionValue::Number(n) if n.is_infinite() => {
-                f.write_str(if *n > 0.0 { "Infinity" } else { "-Infinity" })
-            }
-            OptionValue::Number(n) => write!(f, "{n}"),
-            OptionValue::Text(s) => write!(f, "{s:?}"),
+            OptionValue::Number(n) => f.write_str(&js_number(*n)),
+            OptionValue::Text(s) => f.write_str(&js_string(s)),
             OptionValue::Other(kind) => f.write_str(kind),
         }
     }
@@ -199,7 +197,7 @@ impl Options {
                 "cacheEntries" => next.cache_entries = integer_at_least(name, 0, value)?,
                 _ => {
                     return Err(OptionsError {
-                        message: format!("unknown option {name:?} (got {value})"),
+                        message: format!("unknown option {} (got {value})", js_string(name)),
                     })
                 }
             }

@@ -1,4 +1,5 @@
 //! One test per rule of the public contract, on virtual time.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod sim;
 
@@ -646,7 +647,10 @@ fn abort_removes_a_queued_item_and_rejects_only_that_item() {
 #[test]
 fn an_item_aborted_before_it_arrives_is_never_sent() {
     let mut sim = Sim::new(Default::default(), echo_provider(1.0));
-    let t = sim.engine.handle_translate_aborted(sim.now, &single("x")).unwrap();
+    let t = sim
+        .engine
+        .handle_translate_aborted(sim.now, &single("x"))
+        .unwrap();
     sim.drive();
     assert_eq!(sim.code(t), ErrorCode::Aborted);
     assert!(sim.calls.is_empty());

@@ -1,4 +1,5 @@
 //! Invariants over random arrivals, options and provider behaviours.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod sim;
 

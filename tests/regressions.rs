@@ -1,4 +1,5 @@
 //! Read Frog's known failures, each replayed against this engine.
+#![cfg(not(target_arch = "wasm32"))]
 
 mod sim;
 

@@ -71,7 +71,12 @@ impl ItemFields {
 
 type InputResult<T> = Result<T, PacerFailure<JsValue>>;
 
-fn string_field(value: &JsValue, field: &str, rule: &str, default: Option<&str>) -> InputResult<String> {
+fn string_field(
+    value: &JsValue,
+    field: &str,
+    rule: &str,
+    default: Option<&str>,
+) -> InputResult<String> {
     let v = get(value, field);
     match (v.as_string(), default) {
         (Some(s), _) => Ok(s),
@@ -110,7 +115,13 @@ pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
         let aborted = get(&signal, "aborted").as_bool();
         match aborted {
             Some(a) if get(&signal, "addEventListener").is_function() => a,
-            _ => return Err(invalid_input("signal", "an AbortSignal", &describe(&signal))),
+            _ => {
+                return Err(invalid_input(
+                    "signal",
+                    "an AbortSignal",
+                    &describe(&signal),
+                ))
+            }
         }
     };
     Ok(ItemFields {
@@ -146,7 +157,10 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String
         return Ok(input);
     }
     if !value.is_object() || Array::is_array(value) || value.is_function() {
-        return Err(format!("{what} must be an object (got {})", describe(value)));
+        return Err(format!(
+            "{what} must be an object (got {})",
+            describe(value)
+        ));
     }
     let entries = Object::entries(value.unchecked_ref());
     for entry in entries.iter() {
@@ -186,11 +200,27 @@ pub fn request_object(call: &Call, signal: &JsValue) -> JsValue {
     set(&object, "text", &JsValue::from_str(&call.text));
     set(&object, "separator", &JsValue::from_str(&call.separator));
     set(&object, "isBatch", &JsValue::from_bool(call.is_batch));
-    set(&object, "sourceLang", &JsValue::from_str(&call.compat.source_lang));
-    set(&object, "targetLang", &JsValue::from_str(&call.compat.target_lang));
-    set(&object, "providerId", &JsValue::from_str(&call.compat.provider_id));
+    set(
+        &object,
+        "sourceLang",
+        &JsValue::from_str(&call.compat.source_lang),
+    );
+    set(
+        &object,
+        "targetLang",
+        &JsValue::from_str(&call.compat.target_lang),
+    );
+    set(
+        &object,
+        "providerId",
+        &JsValue::from_str(&call.compat.provider_id),
+    );
     set(&object, "context", &JsValue::from_str(&call.compat.context));
-    set(&object, "attempt", &JsValue::from_f64(f64::from(call.attempt)));
+    set(
+        &object,
+        "attempt",
+        &JsValue::from_f64(f64::from(call.attempt)),
+    );
     set(&object, "signal", signal);
     object.into()
 }
@@ -260,7 +290,12 @@ fn retry_after(error: &JsValue) -> Option<Duration> {
 /// Retry-After in either HTTP form: delay-seconds or an HTTP-date.
 fn parse_retry_after(text: &str) -> Option<Duration> {
     let text = text.trim();
-    if let Ok(seconds) = text.parse::<f64>() {
+    if text.is_empty() {
+        return None;
+    }
+    if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
+        // JS's own number parsing: Rust's float parser would add several KB to the binary.
+        let seconds = js_sys::Number::parse_float(text);
         return (seconds >= 0.0 && seconds.is_finite()).then(|| Duration::from_secs(seconds));
     }
     let at = js_sys::Date::parse(text);
@@ -319,7 +354,11 @@ pub fn stats_object(s: &Stats) -> JsValue {
 }
 
 #[derive(Serialize)]
-#[serde(tag = "type", rename_all = "camelCase", rename_all_fields = "camelCase")]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
 enum EventView<'a> {
     RateLimited {
         provider_id: &'a str,

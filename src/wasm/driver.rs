@@ -71,7 +71,10 @@ impl PacerCore {
     #[wasm_bindgen(constructor)]
     pub fn new(provider: JsValue, options: JsValue) -> Result<PacerCore, JsValue> {
         let provider: Function = provider.clone().dyn_into().map_err(|_| {
-            invalid_options(format!("provider must be a function (got {})", describe(&provider)))
+            invalid_options(format!(
+                "provider must be a function (got {})",
+                describe(&provider)
+            ))
         })?;
         let input = convert::options_input(&options, "options").map_err(invalid_options)?;
         let parsed = Options::default()
@@ -128,7 +131,9 @@ impl PacerCore {
                 state.engine.handle_translate(now, &item)
             };
             if let Ok(ticket) = admitted {
-                state.resolvers.insert(ticket, (resolve.clone(), reject.clone()));
+                state
+                    .resolvers
+                    .insert(ticket, (resolve.clone(), reject.clone()));
             }
             admitted
         };
@@ -292,7 +297,11 @@ impl Inner {
         }
     }
 
-    fn respond(self: &Rc<Self>, id: CallId, outcome: Result<crate::Reply, crate::Failure<JsValue>>) {
+    fn respond(
+        self: &Rc<Self>,
+        id: CallId,
+        outcome: Result<crate::Reply, crate::Failure<JsValue>>,
+    ) {
         let now = self.now();
         if let Ok(mut state) = self.state.try_borrow_mut() {
             state.controllers.remove(&id);

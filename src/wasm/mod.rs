@@ -8,6 +8,8 @@ mod errors;
 
 use wasm_bindgen::prelude::*;
 
+pub use driver::PacerCore;
+
 use crate::key::{item_key, to_hex};
 use crate::{ErrorCode, Options};
 

@@ -1,0 +1,661 @@
+// Type definitions for batch-pacer (the ESM entry `batch-pacer`, file js/index.js).
+//
+// The package paces and batches translation requests for browser extensions: a token
+// bucket, a batch queue and a tolerant reply parser live in a WebAssembly core; this
+// entry wraps them in one class, `BatchPacer`, driven by your own provider callback.
+
+// ---------------------------------------------------------------------------------------
+// Initialisation
+// ---------------------------------------------------------------------------------------
+
+/**
+ * The bytes of a WebAssembly module: an `ArrayBuffer` or a view on one (what the DOM
+ * library calls `BufferSource`).
+ */
+export type WasmBytes = ArrayBuffer | ArrayBufferView;
+
+/**
+ * A compiled `WebAssembly.Module`. Spelled this way so that the declarations also compile
+ * in projects whose libraries declare no `WebAssembly` (Node-only `lib` settings), where
+ * it falls back to `object`.
+ */
+export type WasmModule = typeof globalThis extends {
+  WebAssembly: { Module: abstract new (...args: any[]) => infer M };
+}
+  ? M
+  : object;
+
+/**
+ * Where `init()` may load the WebAssembly module from: a URL (string, `URL`, `Request`),
+ * a fetched `Response` (or a promise of one), the module's bytes, or a compiled module.
+ */
+export type InitInput =
+  | string
+  | URL
+  | Request
+  | Response
+  | PromiseLike<Response>
+  | WasmBytes
+  | WasmModule;
+
+/**
+ * Loads the WebAssembly core. Call it (and wait for it) before using `BatchPacer` or
+ * `cacheKey`; using them earlier throws a `PacerError` with code `not_initialized`.
+ *
+ * - In a page, a dedicated worker or an extension service worker, it fetches the `.wasm`
+ *   file shipped beside the module (the extension's CSP needs `'wasm-unsafe-eval'`).
+ * - In Node it reads that file from disk.
+ * - `source` overrides where the module comes from.
+ *
+ * Idempotent: once the module is loaded, further calls resolve at once and do nothing.
+ * Concurrent calls share one load. A failed load (offline, wrong path) rejects, and a
+ * later call tries again.
+ *
+ * @example
+ * import init, { BatchPacer } from "batch-pacer";
+ * await init();
+ */
+export default function init(source?: InitInput): Promise<void>;
+
+/**
+ * Synchronous variant of `init()`: initialises the core from the module's bytes
+ * (`BufferSource`) or from an already compiled `WebAssembly.Module`. A no-op once the
+ * core is initialised.
+ * (Browsers refuse to compile large modules synchronously on the main thread; prefer
+ * `init()` there.)
+ */
+export function initSync(bytes: WasmBytes | WasmModule): void;
+
+// ---------------------------------------------------------------------------------------
+// Options
+// ---------------------------------------------------------------------------------------
+
+/**
+ * The pacer's settings: every option except `clock` and `onEvent`. `DEFAULTS` holds
+ * their default values and `pacer.options` the values in force.
+ *
+ * An invalid value makes the constructor or `setOptions` throw a `PacerError` with code
+ * `invalid_options`, whose message names the option and the value it got (for example
+ * `rate must be a finite number > 0 (got -1)`). Unknown option names are rejected too.
+ * An option set to `undefined` counts as not given.
+ */
+export interface PacerSettings {
+  /**
+   * Average number of provider calls (batches and single requests, retries included)
+   * started per second, per pacer. Decimals are allowed: `0.25` is one call every 4 s.
+   * A backlog drains at this rate.
+   *
+   * Valid range: a finite number > 0.
+   * @default 8
+   */
+  rate: number;
+
+  /**
+   * Token bucket size: the largest burst of calls started at once. The bucket starts full
+   * and refills continuously at `rate`; in any window of `w` seconds at most
+   * `capacity + rate * w` calls start. Raising it with `setOptions` does not refill the
+   * bucket.
+   *
+   * Valid range: an integer >= 1.
+   * @default 60
+   */
+  capacity: number;
+
+  /**
+   * Most provider calls running at the same time; `0` means no limit. (`capacity` limits
+   * how many calls *start* in a burst, not how many run at once.)
+   *
+   * Valid range: an integer >= 0.
+   * @default 0
+   */
+  maxInFlight: number;
+
+  /**
+   * Character limit of a batch (LLM items only). Characters are counted as JavaScript
+   * `String.length` of the item texts. An item that would push a batch over the limit
+   * starts the next batch; an item longer than the limit travels alone.
+   *
+   * Valid range: an integer >= 1.
+   * @default 1000
+   */
+  maxCharactersPerBatch: number;
+
+  /**
+   * Most items in one batch (LLM items only). A batch of one item is sent as a single
+   * request (`isBatch: false`).
+   *
+   * Valid range: an integer >= 1.
+   * @default 4
+   */
+  maxItemsPerBatch: number;
+
+  /**
+   * Collection window of a batch, in milliseconds, counted from its first item. A batch
+   * is due when it is full (`maxItemsPerBatch` or `maxCharactersPerBatch`) or this much
+   * time has passed; a due batch still waiting for a token keeps taking compatible items
+   * up to the limits.
+   *
+   * Valid range: a finite number >= 0.
+   * @default 100
+   */
+  batchDelayMs: number;
+
+  /**
+   * Retries of a batch whose reply has the wrong number of segments (a count mismatch),
+   * with exponential backoff.
+   *
+   * Valid range: an integer >= 0.
+   * @default 3
+   */
+  maxBatchRetries: number;
+
+  /**
+   * After `maxBatchRetries` count mismatches, send the batch's items one at a time.
+   * When `false`, the items reject with code `count_mismatch` instead.
+   *
+   * Valid range: a boolean.
+   * @default true
+   */
+  fallbackToIndividual: boolean;
+
+  /**
+   * Timeout of each provider call, in milliseconds; `0` means none. On timeout the
+   * call's `signal` is aborted and the call counts as failed (retried like a network
+   * error; the items finally reject with code `timeout`).
+   *
+   * Valid range: a finite number >= 0.
+   * @default 20000
+   */
+  timeoutMs: number;
+
+  /**
+   * Retries of a failed provider call: network error, timeout, a reply of the wrong
+   * type, HTTP 408, 409 or 5xx. Other failures reject the items at once with code
+   * `provider_error`.
+   *
+   * Valid range: an integer >= 0.
+   * @default 2
+   */
+  maxRetries: number;
+
+  /**
+   * Base of the exponential backoff between retries, in milliseconds (jitter applied).
+   * A Retry-After given by the provider takes precedence. A retry also waits for a token.
+   *
+   * Valid range: a finite number >= 0.
+   * @default 1000
+   */
+  baseRetryDelayMs: number;
+
+  /**
+   * Retries of a call answered 429, counted apart from `maxRetries`. A 429 pauses every
+   * call to that provider until its Retry-After (or the backoff) has passed. A
+   * Retry-After longer than 5 minutes fails the call at once (`provider_error`,
+   * status 429).
+   *
+   * Valid range: an integer >= 0.
+   * @default 10
+   */
+  maxRateLimitRetries: number;
+
+  /**
+   * After a 429, slow that provider down by itself: burst 1 and a lower rate, halved at
+   * each 429 episode and raised gradually after successes, never above `rate`.
+   * Reported through `onEvent` as `adaptiveRate` events.
+   *
+   * Valid range: a boolean.
+   * @default true
+   */
+  adaptiveRate: boolean;
+
+  /**
+   * Size of the in-memory LRU cache of successful translations, in entries; `0` turns it
+   * off. Failures are never cached.
+   *
+   * Valid range: an integer >= 0.
+   * @default 1000
+   */
+  cacheEntries: number;
+}
+
+/**
+ * A time source. Every time the pacer reads or waits goes through it, which makes fake
+ * timers (for tests) possible.
+ */
+export interface PacerClock {
+  /** The current time in milliseconds, from any fixed origin (monotonic). */
+  now(): number;
+  /** Calls `fn` once after `ms` milliseconds; returns a handle for `clearTimeout`. */
+  setTimeout(fn: () => void, ms: number): unknown;
+  /** Cancels a timer created by this clock's `setTimeout`. */
+  clearTimeout(handle: unknown): void;
+}
+
+/** Receives one plain object per notable event; see {@link PacerEvent}. */
+export type PacerEventHandler = (event: PacerEvent) => void;
+
+/**
+ * Options of `new BatchPacer(provider, options)`: every {@link PacerSettings} field
+ * (each optional, defaulting to its `DEFAULTS` value) plus `clock` and `onEvent`.
+ */
+export interface BatchPacerOptions extends Partial<PacerSettings> {
+  /**
+   * Time source: `now()`, `setTimeout(fn, ms)` and `clearTimeout(handle)`. Set at
+   * construction only (`setOptions` rejects it).
+   *
+   * Valid values: an object with those three functions.
+   * @default `performance.now()` and the global `setTimeout` / `clearTimeout` (never `window`)
+   */
+  clock?: PacerClock;
+
+  /**
+   * Called with one plain `{ type, ... }` object per notable event
+   * (429s, adaptive rate changes, retries, count mismatches, fallbacks, timeouts).
+   * An error thrown by the handler is ignored.
+   *
+   * Valid values: a function.
+   * @default none
+   */
+  onEvent?: PacerEventHandler;
+}
+
+/**
+ * A patch for `pacer.setOptions`: any settings, and `onEvent` to replace the handler.
+ * `clock` cannot be changed after construction.
+ */
+export type PacerOptionsPatch = Partial<PacerSettings> & {
+  /** Replaces the event handler (a function; `undefined` leaves the current one). */
+  onEvent?: PacerEventHandler;
+};
+
+/** The default value of every setting (a frozen object). */
+export const DEFAULTS: Readonly<PacerSettings>;
+
+// ---------------------------------------------------------------------------------------
+// Items
+// ---------------------------------------------------------------------------------------
+
+/**
+ * One text to translate, for `pacer.translate(item)` and `cacheKey(item)`.
+ *
+ * Items are *compatible* when `providerId`, `sourceLang`, `targetLang`, `context` and
+ * `llm` are equal; only compatible LLM items share a batch. Identical items (compatible
+ * with the same `text`) share one provider item while it is queued or running.
+ */
+export interface TranslateItem {
+  /**
+   * The text to translate. Text that is empty or only white space resolves to itself
+   * without a provider call.
+   */
+  text: string;
+  /** Source language, as your provider names it (e.g. `"en"` or `"auto"`). Non-empty. */
+  sourceLang: string;
+  /** Target language, as your provider names it (e.g. `"de"`). Non-empty. */
+  targetLang: string;
+  /**
+   * Identifies the provider (service and account) the item goes to; non-empty. A 429
+   * pauses, and adaptive rate slows down, only the calls of this provider.
+   */
+  providerId: string;
+  /**
+   * `true` for LLM providers, whose items are batched; `false` for ordinary translation
+   * APIs: never batched, still paced.
+   * @default true
+   */
+  llm?: boolean;
+  /**
+   * Extra text handed to the provider with the request (page title, summary ...).
+   * @default ""
+   */
+  context?: string;
+  /**
+   * Higher priorities are dispatched first; first in, first out among equals. A finite
+   * number.
+   * @default 0
+   */
+  priority?: number;
+  /**
+   * Aborting it rejects the item with code `aborted` at once. An item not sent yet is
+   * removed from its batch; a call already running is not cancelled for it.
+   */
+  signal?: AbortSignal;
+}
+
+// ---------------------------------------------------------------------------------------
+// Provider
+// ---------------------------------------------------------------------------------------
+
+/** What the pacer hands to the provider for one call (a batch or a single text). */
+export interface ProviderRequest {
+  /** The texts of this call, in order (one for a single request). */
+  readonly texts: string[];
+  /** The texts joined with `separator`; equal to `texts[0]` for a single request. */
+  readonly text: string;
+  /**
+   * The separator of this call, chosen so that it occurs in none of its texts. Send
+   * `text` as is and ask for the translations separated the same way.
+   */
+  readonly separator: string;
+  /** `true` when the call carries more than one text. */
+  readonly isBatch: boolean;
+  /** The items' `sourceLang`. */
+  readonly sourceLang: string;
+  /** The items' `targetLang`. */
+  readonly targetLang: string;
+  /** The items' `providerId`. */
+  readonly providerId: string;
+  /** The items' `context` (`""` when none was given). */
+  readonly context: string;
+  /**
+   * `0` for the first try of these texts, then 1, 2 ... for each retry (count mismatch,
+   * error or 429).
+   */
+  readonly attempt: number;
+  /**
+   * Aborted when the call times out (`timeoutMs`) or the pacer is disposed; pass it to
+   * `fetch`.
+   */
+  readonly signal: AbortSignal;
+}
+
+/**
+ * The callback that performs one provider call.
+ *
+ * **Result.** For a single request, the translation. For a batch, either one string
+ * holding the translations separated by `request.separator` (white space and CRLF
+ * around separators, a trailing separator and a wrapping code fence are tolerated) or an
+ * array with one string per text. Any other count is a count mismatch (see
+ * `maxBatchRetries` and `fallbackToIndividual`). A value of any other type is a failed
+ * call, retried like a network error; the items finally reject with `provider_error`.
+ * At run time a string or array returned synchronously (not in a promise) is accepted
+ * too, and a synchronous throw counts as a rejection.
+ *
+ * **Failures.** Throw or reject. The pacer reads these properties of the error:
+ * - `status`: the HTTP status. Network errors (no status), timeouts, 408, 409, 429 and
+ *   5xx are retried; any other status rejects the items at once with code
+ *   `provider_error`, that `status`, and your error as `cause`.
+ * - `retryAfterMs` (milliseconds), or `retryAfter` (seconds, or an HTTP Retry-After
+ *   string), or `headers` (a `Headers` object or a plain object) with `retry-after`:
+ *   how long to wait before the next call to this provider. It overrides the backoff.
+ *
+ * @example
+ * const provider: Provider = async ({ text, sourceLang, targetLang, signal }) => {
+ *   const res = await fetch(url, { method: "POST", body: JSON.stringify({ text, sourceLang, targetLang }), signal });
+ *   if (!res.ok) throw Object.assign(new Error(`HTTP ${res.status}`), { status: res.status, headers: res.headers });
+ *   return (await res.json()).translation;
+ * };
+ */
+export type Provider = (request: ProviderRequest) => Promise<string | string[]>;
+
+/** Configuration of {@link openAIProvider}. */
+export interface OpenAIProviderConfig {
+  /**
+   * The API base URL, an http(s) URL; requests go to `${baseUrl}/chat/completions`.
+   * For example `"https://api.openai.com/v1"` or `"http://localhost:11434/v1"`.
+   */
+  baseUrl: string;
+  /**
+   * Sent as `Authorization: Bearer <apiKey>` when non-empty (surrounding white space is
+   * trimmed). Visible ASCII only. It never appears in the errors the provider throws.
+   * `null` counts as no key.
+   */
+  apiKey?: string | null;
+  /** The model name, e.g. `"gpt-4o-mini"`. Non-empty. */
+  model: string;
+  /**
+   * The fetch implementation.
+   * @default `globalThis.fetch`, looked up at each call
+   */
+  fetch?: typeof fetch;
+  /**
+   * Sampling temperature, a finite number >= 0.
+   * @default 0
+   */
+  temperature?: number;
+  /**
+   * Replaces the opening instruction of the system message; `{sourceLang}` and
+   * `{targetLang}` in it are filled in. The batch format rules and the context are
+   * still appended, because splitting the reply depends on them.
+   * @default a translator prompt asking for the translation only, formatting kept
+   */
+  systemPrompt?: string;
+  /**
+   * Headers added to every request. `Content-Type` and `Authorization` set by the
+   * provider win over them.
+   */
+  extraHeaders?: Record<string, string> | null;
+}
+
+/**
+ * A provider for any OpenAI-compatible chat-completions endpoint (OpenAI, OpenRouter,
+ * Groq, Mistral, Ollama, LM Studio, llama.cpp server, vLLM ...), with a batch-aware
+ * prompt. HTTP errors become errors with `status` and, when the server sends
+ * `retry-after-ms` or `Retry-After`, `retryAfterMs`, so the pacer retries and pauses
+ * as it should. An empty or malformed reply is a failed call.
+ *
+ * @throws {TypeError} synchronously when the configuration is invalid.
+ */
+export function openAIProvider(config: OpenAIProviderConfig): Provider;
+
+/**
+ * The cache key of an item: lowercase hex SHA-256 over the length-prefixed fields
+ * `providerId`, `sourceLang`, `targetLang`, `context`, `llm` and `text` (defaults
+ * applied). The format is stable across versions.
+ *
+ * @throws {PacerError} `not_initialized` before `init()`, `invalid_input` for an invalid item.
+ */
+export function cacheKey(item: TranslateItem): string;
+
+// ---------------------------------------------------------------------------------------
+// Events
+// ---------------------------------------------------------------------------------------
+
+/** A call was answered 429 and will be retried: every call to the provider pauses. */
+export interface RateLimitedEvent {
+  type: "rateLimited";
+  providerId: string;
+  /** The Retry-After the provider gave, in milliseconds; `null` when it gave none. */
+  retryAfterMs: number | null;
+  /** How long calls to this provider are paused, in milliseconds. */
+  pausedForMs: number;
+}
+
+/** The provider's own rate changed (only with `adaptiveRate`). */
+export interface AdaptiveRateEvent {
+  type: "adaptiveRate";
+  providerId: string;
+  /** The provider's new rate in calls per second; `null` when it is back to full `rate`. */
+  rate: number | null;
+}
+
+/** A call will be tried again. */
+export interface RetryEvent {
+  type: "retry";
+  providerId: string;
+  /**
+   * Why: `"count_mismatch"` (wrong segment count), `"error"` (network error, timeout,
+   * bad reply, 408, 409, 5xx) or `"rate_limited"` (429).
+   */
+  reason: "count_mismatch" | "error" | "rate_limited";
+  /** The `attempt` number the retry will carry in its request. */
+  attempt: number;
+  /**
+   * Backoff in milliseconds before the retry may start (it also needs a token). `0` for
+   * 429 retries, which wait for the provider's pause instead.
+   */
+  delayMs: number;
+}
+
+/** A batch reply did not map onto the texts sent. */
+export interface CountMismatchEvent {
+  type: "countMismatch";
+  providerId: string;
+  /** Texts sent. */
+  expected: number;
+  /** Segments found (`expected` when the count was right but a segment was empty). */
+  got: number;
+}
+
+/** A batch is sent again one item at a time (`fallbackToIndividual`). */
+export interface FallbackEvent {
+  type: "fallback";
+  providerId: string;
+  /** Items in the batch. */
+  items: number;
+}
+
+/** A call took longer than `timeoutMs` and was aborted. */
+export interface TimeoutEvent {
+  type: "timeout";
+  providerId: string;
+}
+
+/** What `onEvent` receives; switch on `type`. */
+export type PacerEvent =
+  | RateLimitedEvent
+  | AdaptiveRateEvent
+  | RetryEvent
+  | CountMismatchEvent
+  | FallbackEvent
+  | TimeoutEvent;
+
+// ---------------------------------------------------------------------------------------
+// Stats
+// ---------------------------------------------------------------------------------------
+
+/**
+ * Counters since construction and current gauges, as returned by `pacer.stats()`.
+ *
+ * Invariant: `items === succeeded + failed + aborted + disposed + pending`.
+ */
+export interface PacerStats {
+  /** Accepted `translate` calls (invalid items that rejected `invalid_input` are not counted). */
+  items: number;
+  /** Items answered from the cache. */
+  cacheHits: number;
+  /** Items that shared an identical queued or running item instead of a provider item of their own. */
+  dedupHits: number;
+  /** Provider calls started, every one: first tries, retries and fallback single calls. */
+  providerCalls: number;
+  /** Provider calls that carried more than one text. */
+  batchCalls: number;
+  /**
+   * Provider calls that repeated an earlier call of the same texts: count-mismatch,
+   * error and 429 retries. The single calls of a fallback are not retries.
+   */
+  retries: number;
+  /** Replies whose segment count did not fit the batch (or that had an empty segment). */
+  countMismatches: number;
+  /** Batches sent again one item at a time. */
+  fallbacks: number;
+  /** 429 answers received. */
+  rateLimited: number;
+  /** Items rejected with `provider_error`, `timeout` or `count_mismatch`. */
+  failed: number;
+  /** Items rejected with `aborted`. */
+  aborted: number;
+  /** Items resolved with a translation (empty-text, cached and deduplicated items included). */
+  succeeded: number;
+  /** Items rejected with `disposed`. */
+  disposed: number;
+  /** Gauge: accepted items not settled yet. */
+  pending: number;
+  /** Gauge: provider items waiting to be sent (identical items shared by dedup count once). */
+  queued: number;
+  /** Gauge: provider calls running. */
+  inFlight: number;
+}
+
+// ---------------------------------------------------------------------------------------
+// BatchPacer
+// ---------------------------------------------------------------------------------------
+
+/**
+ * Paces and batches translation requests to one provider callback.
+ *
+ * @example
+ * import init, { BatchPacer, openAIProvider } from "batch-pacer";
+ * await init();
+ * const pacer = new BatchPacer(openAIProvider({ baseUrl, apiKey, model: "gpt-4o-mini" }), { rate: 2 });
+ * const de = await pacer.translate({ text: "Hello", sourceLang: "en", targetLang: "de", providerId: "openai" });
+ */
+export class BatchPacer {
+  /**
+   * @param provider performs the provider calls; see {@link Provider}.
+   * @param options see {@link BatchPacerOptions}; omitted options take their `DEFAULTS`.
+   * @throws {PacerError} `not_initialized` before `init()`; `invalid_options` when the
+   *   provider is not a function or an option is unknown or invalid.
+   */
+  constructor(provider: Provider, options?: BatchPacerOptions);
+
+  /**
+   * Queues an item and resolves with its translation. Never throws synchronously: it
+   * rejects with a {@link PacerError} coded `invalid_input`, `provider_error` (with
+   * `status` and `cause` where known), `timeout`, `count_mismatch`, `aborted` or
+   * `disposed`. The promise settles exactly once, whatever the provider does.
+   */
+  translate(item: TranslateItem): Promise<string>;
+
+  /**
+   * Changes options of a running pacer. The whole patch is validated first (all or
+   * nothing; an invalid patch throws `invalid_options` and changes nothing), then
+   * applied to queued work at once. `clock` cannot be changed.
+   */
+  setOptions(patch: PacerOptionsPatch): void;
+
+  /** The settings in force (a fresh plain object, without `clock` and `onEvent`). */
+  readonly options: PacerSettings;
+
+  /** Counters since construction and current gauges, as a fresh plain object. */
+  stats(): PacerStats;
+
+  /**
+   * Rejects every unsettled item with code `disposed`, aborts running calls and clears
+   * all timers. Later `translate` calls reject with `disposed`.
+   */
+  dispose(): void;
+}
+
+// ---------------------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------------------
+
+/**
+ * The code of a {@link PacerError}:
+ * - `not_initialized`: the core was used before `init()` / `initSync()`.
+ * - `invalid_options`: an unknown option, or an option with an invalid value.
+ * - `invalid_input`: an invalid item passed to `translate` or `cacheKey`.
+ * - `provider_error`: the provider failed for good (see `status` and `cause`).
+ * - `timeout`: the provider calls timed out for good (`timeoutMs`).
+ * - `count_mismatch`: a batch reply kept the wrong segment count and fallback is off.
+ * - `aborted`: the item's `signal` was aborted.
+ * - `disposed`: the pacer was disposed.
+ */
+export type PacerErrorCode =
+  | "not_initialized"
+  | "invalid_options"
+  | "invalid_input"
+  | "provider_error"
+  | "timeout"
+  | "count_mismatch"
+  | "aborted"
+  | "disposed";
+
+/** The one error type of batch-pacer: `code` is stable, `message` says what went wrong. */
+export class PacerError extends Error {
+  constructor(
+    code: PacerErrorCode,
+    message: string,
+    details?: { status?: number; cause?: unknown },
+  );
+  /** Always `"PacerError"`. */
+  name: "PacerError";
+  /** Why the operation failed. */
+  code: PacerErrorCode;
+  /** The provider's HTTP status, when known (`provider_error`). */
+  status?: number;
+  /** The error the provider threw or rejected with (`provider_error`), when there was one. */
+  cause?: unknown;
+  /** Every code a `PacerError` can carry. */
+  static readonly codes: readonly PacerErrorCode[];
+}

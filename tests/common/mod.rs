@@ -1,0 +1,195 @@
+//! Cases shared by the browser and service-worker runs of the wasm binding: the real
+//! global clock (performance.now, setTimeout), real promises, a JS provider.
+#![cfg(target_arch = "wasm32")]
+
+use batch_pacer::wasm::PacerCore;
+use js_sys::{Function, Object, Promise, Reflect};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+
+/// A provider from a JS function body taking `req`.
+pub fn provider(body: &str) -> JsValue {
+    Function::new_with_args("req", body).into()
+}
+
+/// An echoing provider: `«text»` for each text, joined by the separator.
+pub fn echo_provider() -> JsValue {
+    provider(
+        "globalThis.__calls = (globalThis.__calls || 0) + 1;
+         return Promise.resolve(req.texts.map(t => '«' + t + '»').join(req.separator));",
+    )
+}
+
+pub fn object(pairs: &[(&str, JsValue)]) -> JsValue {
+    let o = Object::new();
+    for (k, v) in pairs {
+        Reflect::set(&o, &JsValue::from_str(k), v).unwrap();
+    }
+    o.into()
+}
+
+pub fn item(text: &str) -> JsValue {
+    object(&[
+        ("text", text.into()),
+        ("sourceLang", "en".into()),
+        ("targetLang", "de".into()),
+        ("providerId", "p".into()),
+    ])
+}
+
+pub fn options(pairs: &[(&str, f64)]) -> JsValue {
+    let pairs: Vec<(&str, JsValue)> = pairs
+        .iter()
+        .map(|(k, v)| (*k, JsValue::from_f64(*v)))
+        .collect();
+    object(&pairs)
+}
+
+/// The promise of `core.translate(item)`.
+pub fn translate(core: &PacerCore, item: JsValue) -> JsFuture {
+    let promise = Promise::new(&mut |resolve, reject| {
+        core.translate(item.clone(), resolve, reject);
+    });
+    JsFuture::from(promise)
+}
+
+pub fn code(error: &JsValue) -> String {
+    Reflect::get(error, &"code".into())
+        .unwrap()
+        .as_string()
+        .unwrap_or_default()
+}
+
+pub fn stat(core: &PacerCore, name: &str) -> f64 {
+    Reflect::get(&core.stats().unwrap(), &name.into())
+        .unwrap()
+        .as_f64()
+        .unwrap()
+}
+
+pub async fn batches_and_aligns() {
+    let core = PacerCore::new(echo_provider(), options(&[("batchDelayMs", 5.0)])).unwrap();
+    let texts = ["one", "two\n%%\nlines", "three", "four", "five"];
+    let pending: Vec<JsFuture> = texts.iter().map(|t| translate(&core, item(t))).collect();
+    for (future, text) in pending.into_iter().zip(texts) {
+        assert_eq!(
+            future.await.unwrap().as_string().unwrap(),
+            format!("«{text}»")
+        );
+    }
+    assert_eq!(stat(&core, "providerCalls"), 2.0);
+    assert_eq!(stat(&core, "batchCalls"), 1.0);
+}
+
+pub async fn a_429_pauses_then_succeeds() {
+    let core = PacerCore::new(
+        provider(
+            "globalThis.__n429 = (globalThis.__n429 || 0) + 1;
+             if (globalThis.__n429 === 1) { const e = new Error('slow down'); e.status = 429; e.retryAfterMs = 50; throw e; }
+             return req.text + '!';",
+        ),
+        options(&[("batchDelayMs", 0.0)]),
+    )
+    .unwrap();
+    let started = js_sys::Date::now();
+    let out = translate(&core, item("x")).await.unwrap();
+    assert_eq!(out.as_string().unwrap(), "x!");
+    assert!(
+        js_sys::Date::now() - started >= 45.0,
+        "the Retry-After was honoured"
+    );
+    assert_eq!(stat(&core, "rateLimited"), 1.0);
+    assert_eq!(stat(&core, "retries"), 1.0);
+}
+
+pub async fn a_timeout_aborts_the_signal() {
+    let core = PacerCore::new(
+        provider("globalThis.__signal = req.signal; return new Promise(() => {});"),
+        options(&[
+            ("timeoutMs", 30.0),
+            ("maxRetries", 0.0),
+            ("batchDelayMs", 0.0),
+        ]),
+    )
+    .unwrap();
+    let error = translate(&core, item("x")).await.unwrap_err();
+    assert_eq!(code(&error), "timeout");
+    let signal = Reflect::get(&js_sys::global(), &"__signal".into()).unwrap();
+    assert_eq!(
+        Reflect::get(&signal, &"aborted".into()).unwrap(),
+        JsValue::TRUE
+    );
+}
+
+pub async fn dispose_settles_everything() {
+    let core = PacerCore::new(
+        provider("return new Promise(() => {});"),
+        JsValue::UNDEFINED,
+    )
+    .unwrap();
+    let a = translate(&core, item("a"));
+    let b = translate(&core, item("b"));
+    core.dispose();
+    assert_eq!(code(&a.await.unwrap_err()), "disposed");
+    assert_eq!(code(&b.await.unwrap_err()), "disposed");
+    assert_eq!(
+        code(&translate(&core, item("c")).await.unwrap_err()),
+        "disposed"
+    );
+}
+
+pub async fn garbage_in_gives_errors_not_panics() {
+    let bad_options = PacerCore::new(echo_provider(), options(&[("rate", -1.0)]))
+        .err()
+        .unwrap();
+    assert_eq!(code(&bad_options), "invalid_options");
+    assert!(PacerCore::new(JsValue::from(5), JsValue::UNDEFINED).is_err());
+    assert!(PacerCore::new(echo_provider(), JsValue::from("fast")).is_err());
+    let core = PacerCore::new(
+        provider("if (req.texts[0] === 'throw') throw 'sync'; if (req.texts[0] === 'num') return 42; return null;"),
+        options(&[("maxRetries", 0.0), ("batchDelayMs", 0.0)]),
+    )
+    .unwrap();
+    for garbage in [
+        JsValue::NULL,
+        JsValue::from(3),
+        object(&[("text", 7.into())]),
+    ] {
+        assert_eq!(
+            code(&translate(&core, garbage).await.unwrap_err()),
+            "invalid_input"
+        );
+    }
+    for text in ["throw", "num", "null"] {
+        let mut it = item(text);
+        Reflect::set(&it, &"llm".into(), &JsValue::FALSE).unwrap();
+        it = it.clone();
+        assert_eq!(
+            code(&translate(&core, it).await.unwrap_err()),
+            "provider_error"
+        );
+    }
+    // The module is still healthy: a new pacer works.
+    let fine = PacerCore::new(echo_provider(), options(&[("batchDelayMs", 0.0)])).unwrap();
+    assert_eq!(
+        translate(&fine, item("ok"))
+            .await
+            .unwrap()
+            .as_string()
+            .unwrap(),
+        "«ok»"
+    );
+}
+
+/// Declares every shared case as a wasm-bindgen test of the including file's mode.
+#[macro_export]
+macro_rules! pacer_cases {
+    ($($case:ident),* $(,)?) => {
+        $(
+            #[wasm_bindgen_test::wasm_bindgen_test]
+            async fn $case() {
+                common::$case().await
+            }
+        )*
+    };
+}

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Runs the Node test suite against the packed and installed package, never the sources.
+#
+#   bash tests/node/run-package-tests.sh            # build, pack, install, test
+#   SKIP_BUILD=1 bash tests/node/run-package-tests.sh   # reuse the current pkg/
+#
+# Extra arguments are passed to `node --test` (e.g. --test-name-pattern=...).
+set -euo pipefail
+
+here="$(cd "$(dirname "$0")" && pwd)"
+root="$(cd "$here/../.." && pwd)"
+
+work="$(mktemp -d "${TMPDIR:-/tmp}/batch-pacer-tests.XXXXXX")"
+cleanup() { [ "${KEEP_TEST_DIR:-0}" = 1 ] || rm -rf "$work"; }
+trap cleanup EXIT
+
+cd "$root"
+if [ "${SKIP_BUILD:-0}" != 1 ]; then
+  echo "# building the package" >&2
+  npm run build >&2
+fi
+
+# The build (when wanted) has just run, so the prepack hook is skipped.
+echo "# packing" >&2
+mkdir -p "$work/pack"
+npm pack --ignore-scripts --silent --pack-destination "$work/pack" >&2
+tarball="$(ls "$work"/pack/*.tgz)"
+
+echo "# installing $(basename "$tarball") into a fresh project" >&2
+mkdir -p "$work/project"
+cd "$work/project"
+cat > package.json <<'JSON'
+{ "name": "batch-pacer-package-tests", "version": "0.0.0", "private": true, "type": "module" }
+JSON
+npm install --no-audit --no-fund --prefer-offline --loglevel=error \
+  "$tarball" "@sinonjs/fake-timers@15.5.0" >&2
+
+cp "$here"/*.mjs .
+shopt -s nullglob
+[ -d "$here/fixtures" ] && cp -r "$here/fixtures" .
+
+echo "# running the tests in $work/project" >&2
+node --test --test-reporter=spec "$@" ./*.test.mjs

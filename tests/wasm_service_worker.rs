@@ -1,0 +1,14 @@
+//! The wasm binding end to end in a real browser (service_worker mode).
+#![cfg(target_arch = "wasm32")]
+
+mod common;
+
+wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_service_worker);
+
+pacer_cases!(
+    batches_and_aligns,
+    a_429_pauses_then_succeeds,
+    a_timeout_aborts_the_signal,
+    dispose_settles_everything,
+    garbage_in_gives_errors_not_panics,
+);
