@@ -1,1 +1,172 @@
-fn main() {}
+//! Core benchmark: cost per item through the engine and bytes held per queued item.
+//!
+//! `cargo bench --bench engine` prints, for 10,000 and 100,000 paragraphs (200 chars,
+//! 5 compatibility keys, an instant provider, unlimited rate), the median of 5 runs of the
+//! engine side by side with a floor that does only the unavoidable work (the SHA-256 key
+//! of each item, and joining and splitting its batch), then the heap bytes held per
+//! queued item with 100,000 queued.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::hint::black_box;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant as Clock;
+
+use batch_pacer::codec::{choose_separator, join, split};
+use batch_pacer::key::item_key;
+use batch_pacer::{Compat, Engine, Instant, Item, OptionValue, Options, Reply};
+
+/// Counts live heap bytes, to measure what the engine holds per queued item.
+struct Counting;
+
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        LIVE.fetch_add(layout.size(), Ordering::Relaxed);
+        System.alloc(layout)
+    }
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        System.dealloc(ptr, layout)
+    }
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        LIVE.fetch_add(new_size, Ordering::Relaxed);
+        LIVE.fetch_sub(layout.size(), Ordering::Relaxed);
+        System.realloc(ptr, layout, new_size)
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+const KEYS: [&str; 5] = ["de", "fr", "es", "ja", "zh"];
+
+fn paragraphs(n: usize) -> Vec<String> {
+    (0..n)
+        .map(|i| {
+            let mut text = format!("Paragraph {i} of the article. ");
+            while text.len() < 200 {
+                text.push_str("Lorem ipsum dolor sit amet. ");
+            }
+            text.truncate(200);
+            text
+        })
+        .collect()
+}
+
+fn item<'a>(text: &'a str, i: usize) -> Item<'a> {
+    Item {
+        text,
+        compat: Compat {
+            provider_id: "bench",
+            source_lang: "en",
+            target_lang: KEYS[i % KEYS.len()],
+            context: "",
+            llm: true,
+        },
+        priority: 0.0,
+    }
+}
+
+fn options(pairs: &[(&str, f64)]) -> Options {
+    let patch: Vec<(&str, OptionValue)> = pairs
+        .iter()
+        .map(|(k, v)| (*k, OptionValue::Number(*v)))
+        .collect();
+    Options::default().patched(&patch).expect("valid")
+}
+
+/// Every item through the engine; the provider answers each call at once.
+fn engine_run(texts: &[String]) -> usize {
+    let opts = options(&[("rate", 1e12), ("capacity", 1e12), ("cacheEntries", 0.0)]);
+    let mut engine: Engine<()> = Engine::new(opts, Instant::ZERO, 1);
+    let now = Instant::ZERO;
+    let mut settled = 0;
+    let mut drain = |engine: &mut Engine<()>| {
+        while let Some(call) = engine.poll_call() {
+            let reply = Reply::Text(call.text.clone());
+            engine.handle_response(now, call.id, Ok(reply));
+        }
+        while engine.poll_settled().is_some() {
+            settled += 1;
+        }
+    };
+    for (i, text) in texts.iter().enumerate() {
+        let _ = engine.handle_translate(now, &item(text, i));
+        drain(&mut engine);
+    }
+    engine.handle_timeout(Instant::from_millis(1000.0));
+    drain(&mut engine);
+    assert_eq!(settled, texts.len());
+    settled
+}
+
+/// The unavoidable work: hash every item, join and split every batch of 4.
+fn floor_run(texts: &[String]) -> usize {
+    let mut out = 0;
+    for (i, chunk) in texts.chunks(4).enumerate() {
+        for (j, text) in chunk.iter().enumerate() {
+            black_box(item_key(&item(text, i * 4 + j).compat, text));
+        }
+        let separator = choose_separator(chunk);
+        let joined = join(chunk, &separator);
+        out += split(&joined, &separator, chunk.len()).map_or(0, |s| s.len());
+    }
+    out
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn per_item_ns(run: fn(&[String]) -> usize, texts: &[String]) -> f64 {
+    let started = Clock::now();
+    black_box(run(black_box(texts)));
+    started.elapsed().as_nanos() as f64 / texts.len() as f64
+}
+
+fn bytes_per_queued_item(texts: &[String]) -> f64 {
+    // A bucket that never refills: everything after the first call stays queued.
+    let opts = options(&[("rate", 1e-9), ("capacity", 1.0), ("batchDelayMs", 1e9)]);
+    let before = LIVE.load(Ordering::Relaxed);
+    let mut engine: Engine<()> = Engine::new(opts, Instant::ZERO, 1);
+    for (i, text) in texts.iter().enumerate() {
+        let _ = engine.handle_translate(Instant::ZERO, &item(text, i));
+    }
+    while engine.poll_call().is_some() {}
+    let held = LIVE.load(Ordering::Relaxed) - before;
+    let queued = engine.stats().queued as f64;
+    drop(engine);
+    held as f64 / queued
+}
+
+fn main() {
+    println!("batch-pacer core benchmark (median of 5 runs, engine and floor alternating)");
+    println!(
+        "{:>8} | {:>14} | {:>14} | {:>12}",
+        "items", "engine ns/item", "floor ns/item", "engine/floor"
+    );
+    let mut per_item = Vec::new();
+    for n in [10_000usize, 100_000] {
+        let texts = paragraphs(n);
+        let (mut engine, mut floor) = (Vec::new(), Vec::new());
+        for _ in 0..5 {
+            engine.push(per_item_ns(engine_run, &texts));
+            floor.push(per_item_ns(floor_run, &texts));
+        }
+        let (e, f) = (median(engine), median(floor));
+        per_item.push(e);
+        println!("{n:>8} | {e:>14.0} | {f:>14.0} | {:>11.2}x", e / f);
+    }
+    println!(
+        "linearity: per-item cost at 100k / at 10k = {:.2}",
+        per_item[1] / per_item[0]
+    );
+    let texts = paragraphs(100_000);
+    let bytes = bytes_per_queued_item(&texts);
+    let budget = 1.5 * 200.0 + 64.0;
+    println!(
+        "memory: {bytes:.0} bytes held per queued item with 100,000 queued (200-byte texts; budget 1.5 x text + 64 = {budget:.0})"
+    );
+}

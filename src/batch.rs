@@ -38,11 +38,15 @@ impl Ord for Priority {
 
 /// Length in UTF-16 code units, the unit of JS `String.length` and of the character limit.
 pub fn utf16_len(text: &str) -> u64 {
-    let bytes = text.as_bytes();
+    if text.is_ascii() {
+        return text.len() as u64;
+    }
     // One unit per code point (every non-continuation byte), two for 4-byte sequences.
-    let starts = bytes.iter().filter(|b| (**b & 0xC0) != 0x80).count();
-    let astral = bytes.iter().filter(|b| **b >= 0xF0).count();
-    (starts + astral) as u64
+    let units: usize = text
+        .bytes()
+        .map(|b| usize::from((b & 0xC0) != 0x80) + usize::from(b >= 0xF0))
+        .sum();
+    units as u64
 }
 
 /// The batch limits in force.
@@ -106,11 +110,11 @@ pub struct Batch {
     /// Calls started so far (the next call's `attempt`).
     pub attempts: u32,
     /// Replies with the wrong count so far.
-    pub mismatches: u32,
+    pub mismatches: u16,
     /// Transient failures so far.
-    pub errors: u32,
+    pub errors: u16,
     /// 429 answers so far.
-    pub rate_limits: u32,
+    pub rate_limits: u16,
 }
 
 impl Batch {

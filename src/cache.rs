@@ -3,12 +3,13 @@
 use std::collections::HashMap;
 
 use crate::hash::DigestMap;
+use crate::key::ShortKey;
 
 const NIL: u32 = u32::MAX;
 
 #[derive(Debug)]
 struct Node {
-    key: u128,
+    key: ShortKey,
     value: Box<str>,
     prev: u32,
     next: u32,
@@ -49,7 +50,7 @@ impl Lru {
     }
 
     /// The cached value for `key`, marking it most recently used.
-    pub fn get(&mut self, key: u128) -> Option<&str> {
+    pub fn get(&mut self, key: ShortKey) -> Option<&str> {
         let at = *self.index.get(&key)?;
         self.detach(at);
         self.push_front(at);
@@ -57,7 +58,7 @@ impl Lru {
     }
 
     /// Stores `value` under `key`, evicting the least recently used entry when full.
-    pub fn put(&mut self, key: u128, value: &str) {
+    pub fn put(&mut self, key: ShortKey, value: &str) {
         if self.capacity == 0 {
             return;
         }
@@ -152,43 +153,47 @@ impl Lru {
 mod tests {
     use super::*;
 
+    fn k(n: u64) -> ShortKey {
+        ShortKey([n, !n])
+    }
+
     #[test]
     fn evicts_least_recently_used() {
         let mut lru = Lru::new(2);
-        lru.put(1, "one");
-        lru.put(2, "two");
-        assert_eq!(lru.get(1), Some("one"));
-        lru.put(3, "three");
-        assert_eq!(lru.get(2), None);
-        assert_eq!(lru.get(1), Some("one"));
-        assert_eq!(lru.get(3), Some("three"));
+        lru.put(k(1), "one");
+        lru.put(k(2), "two");
+        assert_eq!(lru.get(k(1)), Some("one"));
+        lru.put(k(3), "three");
+        assert_eq!(lru.get(k(2)), None);
+        assert_eq!(lru.get(k(1)), Some("one"));
+        assert_eq!(lru.get(k(3)), Some("three"));
         lru.set_capacity(1);
         assert_eq!(lru.len(), 1);
-        assert_eq!(lru.get(3), Some("three"));
+        assert_eq!(lru.get(k(3)), Some("three"));
     }
 
     #[test]
     fn zero_capacity_stores_nothing() {
         let mut lru = Lru::new(0);
-        lru.put(1, "one");
+        lru.put(k(1), "one");
         assert!(lru.is_empty());
     }
 
     #[test]
     fn stays_consistent_under_churn() {
         let mut lru = Lru::new(7);
-        let mut reference: Vec<u128> = Vec::new(); // most recent last
-        for i in 0..2000u128 {
+        let mut reference: Vec<u64> = Vec::new(); // most recent last
+        for i in 0..2000u64 {
             let key = (i * 7919) % 23;
             if i % 3 == 0 {
-                let hit = lru.get(key).is_some();
+                let hit = lru.get(k(key)).is_some();
                 assert_eq!(hit, reference.contains(&key));
                 if hit {
                     reference.retain(|k| *k != key);
                     reference.push(key);
                 }
             } else {
-                lru.put(key, "v");
+                lru.put(k(key), "v");
                 reference.retain(|k| *k != key);
                 reference.push(key);
                 if reference.len() > 7 {

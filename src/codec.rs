@@ -23,8 +23,12 @@ pub fn choose_separator<S: AsRef<str>>(texts: &[S]) -> String {
 }
 
 fn longest_percent_run(text: &str) -> usize {
+    // Most texts hold no '%' at all: find the first one with memchr before scanning.
+    let Some(first) = text.find('%') else {
+        return 0;
+    };
     let (mut best, mut run) = (0, 0);
-    for b in text.bytes() {
+    for b in text[first..].bytes() {
         run = if b == b'%' { run + 1 } else { 0 };
         best = best.max(run);
     }

@@ -18,8 +18,8 @@ use crate::cache::Lru;
 use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
 use crate::codec::{self, Mismatch};
 use crate::display::js_number;
-use crate::hash::{DigestMap, IdMap};
-use crate::key::{finish_key, short, Compat};
+use crate::hash::IdMap;
+use crate::key::{finish_key, short, Compat, ShortKey};
 use crate::options::{OptionValue, Options};
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
@@ -48,51 +48,74 @@ pub fn invalid_input<C>(field: &str, rule: &str, got: &OptionValue) -> PacerFail
 
 /// A provider item: one distinct text of one compatibility group, shared by every
 /// identical `translate` call while it is queued or running.
+///
+/// Kept small on purpose (it is most of the memory a queued item costs): priority,
+/// arrival order and group live on the job's batch, and the character count is
+/// recomputed on the rare paths that need it again.
 #[derive(Debug)]
 struct Job {
-    key: u128,
+    key: ShortKey,
     text: Box<str>,
-    chars: u64,
     waiters: Waiters,
-    priority: Priority,
-    seq: u64,
-    compat: Key,
     batch: Key,
 }
 
 /// Tickets waiting on a job; one is the common case and needs no allocation.
 #[derive(Debug, Default)]
 struct Waiters {
-    first: Option<Ticket>,
-    more: Vec<Ticket>,
+    /// 0 when empty.
+    first: Ticket,
+    more: Option<Box<Vec<Ticket>>>,
 }
 
 impl Waiters {
-    fn push(&mut self, ticket: Ticket) {
-        if self.first.is_none() {
-            self.first = Some(ticket);
-        } else {
-            self.more.push(ticket);
+    fn one(ticket: Ticket) -> Waiters {
+        Waiters {
+            first: ticket,
+            more: None,
         }
     }
 
-    fn remove(&mut self, ticket: Ticket) {
-        if self.first == Some(ticket) {
-            self.first = self.more.pop();
+    fn push(&mut self, ticket: Ticket) {
+        if self.first == 0 {
+            self.first = ticket;
         } else {
-            self.more.retain(|t| *t != ticket);
+            self.more.get_or_insert_with(Default::default).push(ticket);
+        }
+    }
+
+    fn contains(&self, ticket: Ticket) -> bool {
+        self.first == ticket || self.more.as_ref().is_some_and(|m| m.contains(&ticket))
+    }
+
+    fn remove(&mut self, ticket: Ticket) {
+        if self.first == ticket {
+            self.first = self.more.as_mut().and_then(|m| m.pop()).unwrap_or(0);
+        } else if let Some(more) = &mut self.more {
+            more.retain(|t| *t != ticket);
         }
     }
 
     fn is_empty(&self) -> bool {
-        self.first.is_none()
+        self.first == 0
     }
 
     fn take(&mut self) -> Vec<Ticket> {
-        let mut all = core::mem::take(&mut self.more);
-        all.extend(self.first.take());
+        let mut all = self.more.take().map_or_else(Vec::new, |m| *m);
+        if self.first != 0 {
+            all.push(core::mem::take(&mut self.first));
+        }
         all
     }
+}
+
+/// Tickets with this bit come from a counter (immediate answers, dedup joiners); the
+/// others are the bits of the job they wait on, plus one, so finding a job needs no map
+/// and no ticket is 0.
+const COUNTED_TICKET: Ticket = 1 << 63;
+
+fn job_ticket(job: Key) -> Ticket {
+    job.to_bits() + 1
 }
 
 /// A compatibility group: its shared fields, a hasher primed with them, and the
@@ -161,7 +184,8 @@ pub struct Engine<C> {
     bucket: TokenBucket,
     jitter: Jitter,
     jobs: Slab<Job>,
-    job_by_key: DigestMap<Key>,
+    /// Jobs by the first word of their key; the job's full key confirms a match.
+    job_by_key: IdMap<Key>,
     job_by_ticket: IdMap<Key>,
     batches: Slab<Batch>,
     groups: Slab<Group>,
@@ -171,7 +195,7 @@ pub struct Engine<C> {
     running: IdMap<Running>,
     timers: BinaryHeap<Reverse<(Instant, Timer)>>,
     cache: Lru,
-    next_ticket: Ticket,
+    next_counted_ticket: Ticket,
     next_call: CallId,
     next_seq: u64,
     calls: VecDeque<Call>,
@@ -202,7 +226,7 @@ impl<C: Clone> Engine<C> {
             now,
             jitter: Jitter::new(seed),
             jobs: Slab::default(),
-            job_by_key: DigestMap::default(),
+            job_by_key: IdMap::default(),
             job_by_ticket: IdMap::default(),
             batches: Slab::default(),
             groups: Slab::default(),
@@ -211,7 +235,7 @@ impl<C: Clone> Engine<C> {
             provider_by_id: HashMap::new(),
             running: IdMap::default(),
             timers: BinaryHeap::new(),
-            next_ticket: 1,
+            next_counted_ticket: COUNTED_TICKET,
             next_call: 1,
             next_seq: 0,
             calls: VecDeque::new(),
@@ -252,9 +276,8 @@ impl<C: Clone> Engine<C> {
     ) -> Result<Ticket, PacerFailure<C>> {
         validate(item)?;
         self.advance(now);
-        let ticket = self.next_ticket;
-        self.next_ticket += 1;
         if self.disposed {
+            let ticket = self.counted_ticket();
             self.settled.push_back(Settled {
                 ticket,
                 result: Err(disposed_error()),
@@ -264,53 +287,60 @@ impl<C: Clone> Engine<C> {
         self.stats.items += 1;
         self.stats.pending += 1;
         if item.text.trim().is_empty() {
+            let ticket = self.counted_ticket();
             self.resolve(ticket, item.text.to_owned());
             return Ok(ticket);
         }
         let (group, key) = self.group_for(&item.compat, item.text);
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
+            let ticket = self.counted_ticket();
             self.stats.cache_hits += 1;
             self.resolve(ticket, hit);
             self.release_group_if_idle(group);
             return Ok(ticket);
         }
         let priority = Priority::new(item.priority);
-        if let Some(&job) = self.job_by_key.get(&key) {
+        let twin = self
+            .job_by_key
+            .get(&key.0[0])
+            .copied()
+            .filter(|j| self.jobs.get(*j).is_some_and(|job| job.key == key));
+        if let Some(job) = twin {
+            let ticket = self.counted_ticket();
             self.stats.dedup_hits += 1;
             self.job_by_ticket.insert(ticket, job);
             if let Some(j) = self.jobs.get_mut(job) {
                 j.waiters.push(ticket);
-                if priority > j.priority {
-                    j.priority = priority;
-                    let batch = j.batch;
-                    self.raise_priority(batch, priority);
-                }
+                let batch = j.batch;
+                self.raise_priority(batch, priority);
             }
             self.pump();
             return Ok(ticket);
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let mut waiters = Waiters::default();
-        waiters.push(ticket);
+        let ticket = job_ticket(self.jobs.next_key());
         let job = self.jobs.insert(Job {
             key,
             text: item.text.into(),
-            chars: utf16_len(item.text),
-            waiters,
-            priority,
-            seq,
-            compat: group,
+            waiters: Waiters::one(ticket),
             batch: group,
         });
-        self.job_by_key.insert(key, job);
-        self.job_by_ticket.insert(ticket, job);
+        // On the (2^-64) chance that another job shares the first word, this one simply
+        // goes without dedup.
+        self.job_by_key.entry(key.0[0]).or_insert(job);
         if let Some(g) = self.groups.get_mut(group) {
             g.jobs += 1;
         }
         self.stats.queued += 1;
-        self.place(job, now);
+        let member = Member {
+            job,
+            chars: utf16_len(item.text),
+            priority,
+            seq,
+        };
+        self.place(member, group, now);
         self.pump();
         Ok(ticket)
     }
@@ -348,8 +378,7 @@ impl<C: Clone> Engine<C> {
     ) -> Result<Ticket, PacerFailure<C>> {
         validate(item)?;
         self.advance(now);
-        let ticket = self.next_ticket;
-        self.next_ticket += 1;
+        let ticket = self.counted_ticket();
         let result = if self.disposed {
             Err(disposed_error())
         } else {
@@ -365,7 +394,16 @@ impl<C: Clone> Engine<C> {
     /// now, and leaves its batch unless its call is already running.
     pub fn handle_abort(&mut self, now: Instant, ticket: Ticket) {
         self.advance(now);
-        let Some(job_key) = self.job_by_ticket.remove(&ticket) else {
+        let job_key = if ticket & COUNTED_TICKET == 0 {
+            self.jobs.key_from_bits(ticket - 1).filter(|k| {
+                self.jobs
+                    .get(*k)
+                    .is_some_and(|j| j.waiters.contains(ticket))
+            })
+        } else {
+            self.job_by_ticket.remove(&ticket)
+        };
+        let Some(job_key) = job_key else {
             return;
         };
         self.stats.aborted += 1;
@@ -565,12 +603,17 @@ impl<C: Clone> Engine<C> {
         }
     }
 
+    fn counted_ticket(&mut self) -> Ticket {
+        self.next_counted_ticket += 1;
+        self.next_counted_ticket
+    }
+
     fn at_call_limit(&self) -> bool {
         self.options.max_in_flight > 0 && self.running.len() as u64 >= self.options.max_in_flight
     }
 
     /// The group of these fields (created on first use) and the item key of `text` in it.
-    fn group_for(&mut self, compat: &Compat<'_>, text: &str) -> (Key, u128) {
+    fn group_for(&mut self, compat: &Compat<'_>, text: &str) -> (Key, ShortKey) {
         self.scratch.clear();
         compat.encode(&mut self.scratch);
         if let Some(&key) = self.group_by_fields.get(self.scratch.as_slice()) {
@@ -627,17 +670,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Puts a new job into its group's open batch, or starts a new batch (rule 2).
-    fn place(&mut self, job_key: Key, first_at: Instant) {
-        let Some(job) = self.jobs.get(job_key) else {
-            return;
-        };
-        let member = Member {
-            job: job_key,
-            chars: job.chars,
-            priority: job.priority,
-            seq: job.seq,
-        };
-        let group_key = job.compat;
+    fn place(&mut self, member: Member, group_key: Key, first_at: Instant) {
         let Some(group) = self.groups.get(group_key) else {
             return;
         };
@@ -856,9 +889,9 @@ impl<C: Clone> Engine<C> {
             let Some(mut job) = self.jobs.remove(job_key) else {
                 continue;
             };
-            self.job_by_key.remove(&job.key);
+            self.forget_job_key(job_key, job.key);
             self.cache.put(job.key, &translation);
-            self.after_job_removed(job.compat);
+            self.after_job_removed(batch.compat);
             for ticket in job.waiters.take() {
                 self.job_by_ticket.remove(&ticket);
                 self.resolve(ticket, translation.clone());
@@ -882,10 +915,10 @@ impl<C: Clone> Engine<C> {
             expected,
             got,
         });
-        batch.mismatches += 1;
+        batch.mismatches = batch.mismatches.saturating_add(1);
         let tries = batch.mismatches;
         if u64::from(tries) <= self.options.max_batch_retries {
-            let delay = backoff(self.base_delay(), tries - 1, &mut self.jitter);
+            let delay = backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter);
             self.retry_after(run.batch, delay, RetryReason::CountMismatch);
         } else if expected > 1 && self.options.fallback_to_individual {
             self.fall_back(run.batch);
@@ -912,28 +945,28 @@ impl<C: Clone> Engine<C> {
         match class {
             FailureClass::RateLimited => {
                 self.stats.rate_limited += 1;
-                batch.rate_limits += 1;
+                batch.rate_limits = batch.rate_limits.saturating_add(1);
                 let tries = batch.rate_limits;
                 if too_long || u64::from(tries) > self.options.max_rate_limit_retries {
                     self.fail(run.batch, final_error(failure, too_long));
                     return;
                 }
-                let delay = failure
-                    .retry_after
-                    .unwrap_or_else(|| backoff(self.base_delay(), tries - 1, &mut self.jitter));
+                let delay = failure.retry_after.unwrap_or_else(|| {
+                    backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter)
+                });
                 self.pause_provider(&run, delay, failure.retry_after);
                 self.retry_after(run.batch, Duration::ZERO, RetryReason::RateLimited);
             }
             FailureClass::Transient => {
-                batch.errors += 1;
+                batch.errors = batch.errors.saturating_add(1);
                 let tries = batch.errors;
                 if too_long || u64::from(tries) > self.options.max_retries {
                     self.fail(run.batch, final_error(failure, too_long));
                     return;
                 }
-                let delay = failure
-                    .retry_after
-                    .unwrap_or_else(|| backoff(self.base_delay(), tries - 1, &mut self.jitter));
+                let delay = failure.retry_after.unwrap_or_else(|| {
+                    backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter)
+                });
                 self.retry_after(run.batch, delay, RetryReason::Error);
             }
             FailureClass::Final => self.fail(run.batch, final_error(failure, false)),
@@ -1056,11 +1089,12 @@ impl<C: Clone> Engine<C> {
             let Some(job) = self.jobs.get(job_key) else {
                 continue;
             };
+            // Each item keeps its batch's place in line.
             let member = Member {
                 job: job_key,
-                chars: job.chars,
-                priority: job.priority,
-                seq: job.seq,
+                chars: utf16_len(&job.text),
+                priority: batch.priority,
+                seq: batch.seq,
             };
             let single = self.new_batch(&member, batch.compat, batch.provider, batch.first_at);
             if let Some(b) = self.batches.get_mut(single) {
@@ -1079,8 +1113,8 @@ impl<C: Clone> Engine<C> {
             let Some(mut job) = self.jobs.remove(job_key) else {
                 continue;
             };
-            self.job_by_key.remove(&job.key);
-            self.after_job_removed(job.compat);
+            self.forget_job_key(job_key, job.key);
+            self.after_job_removed(batch.compat);
             for ticket in job.waiters.take() {
                 self.job_by_ticket.remove(&ticket);
                 self.stats.failed += 1;
@@ -1098,15 +1132,19 @@ impl<C: Clone> Engine<C> {
         let Some(job) = self.jobs.remove(job_key) else {
             return;
         };
-        self.job_by_key.remove(&job.key);
+        self.forget_job_key(job_key, job.key);
         self.stats.queued -= 1;
         let batch_key = job.batch;
-        if let Some(batch) = self.batches.get_mut(batch_key) {
+        let Some(batch) = self.batches.get_mut(batch_key) else {
+            return;
+        };
+        let group = batch.compat;
+        {
             let before = ready_key(batch_key, batch);
             batch.jobs.retain(|j| *j != job_key);
-            batch.chars = batch.chars.saturating_sub(job.chars);
+            batch.chars = batch.chars.saturating_sub(utf16_len(&job.text));
             if batch.jobs.is_empty() {
-                let (state, provider, group) = (batch.state, batch.provider, batch.compat);
+                let (state, provider) = (batch.state, batch.provider);
                 self.batches.remove(batch_key);
                 if state == State::Ready {
                     if let Some(p) = self.providers.get_mut(provider as usize) {
@@ -1120,7 +1158,13 @@ impl<C: Clone> Engine<C> {
                 }
             }
         }
-        self.after_job_removed(job.compat);
+        self.after_job_removed(group);
+    }
+
+    fn forget_job_key(&mut self, job: Key, key: ShortKey) {
+        if self.job_by_key.get(&key.0[0]) == Some(&job) {
+            self.job_by_key.remove(&key.0[0]);
+        }
     }
 
     fn after_job_removed(&mut self, group: Key) {
@@ -1138,7 +1182,8 @@ impl<C: Clone> Engine<C> {
             .filter(|(_, b)| !b.sealed && matches!(b.state, State::Collecting | State::Ready))
             .map(|(k, _)| k)
             .collect();
-        let mut members: Vec<(u64, Key, Instant)> = Vec::new();
+        // Batches and the jobs inside them are in arrival order: keep it.
+        let mut members: Vec<(u64, usize, Member, Key, Instant)> = Vec::new();
         for batch_key in open {
             let Some(batch) = self.batches.remove(batch_key) else {
                 continue;
@@ -1151,15 +1196,21 @@ impl<C: Clone> Engine<C> {
             if let Some(g) = self.groups.get_mut(batch.compat) {
                 g.open = None;
             }
-            for job_key in batch.jobs {
+            for (position, job_key) in batch.jobs.into_iter().enumerate() {
                 if let Some(job) = self.jobs.get(job_key) {
-                    members.push((job.seq, job_key, batch.first_at));
+                    let member = Member {
+                        job: job_key,
+                        chars: utf16_len(&job.text),
+                        priority: batch.priority,
+                        seq: batch.seq,
+                    };
+                    members.push((batch.seq, position, member, batch.compat, batch.first_at));
                 }
             }
         }
-        members.sort_unstable();
-        for (_, job_key, first_at) in members {
-            self.place(job_key, first_at);
+        members.sort_unstable_by_key(|m| (m.0, m.1));
+        for (_, _, member, group, first_at) in members {
+            self.place(member, group, first_at);
         }
     }
 

@@ -25,15 +25,10 @@ impl Hasher for FoldHasher {
     fn write_u64(&mut self, value: u64) {
         self.0 = (self.0.rotate_left(5) ^ value).wrapping_mul(0x9E37_79B9_7F4A_7C15);
     }
-
-    fn write_u128(&mut self, value: u128) {
-        self.write_u64(value as u64);
-        self.write_u64((value >> 64) as u64);
-    }
 }
 
-/// A map keyed by digests or sequential ids.
-pub type DigestMap<V> = HashMap<u128, V, BuildHasherDefault<FoldHasher>>;
+/// A map keyed by digests.
+pub type DigestMap<V> = HashMap<crate::key::ShortKey, V, BuildHasherDefault<FoldHasher>>;
 
 /// A map keyed by sequential `u64` ids.
 pub type IdMap<V> = HashMap<u64, V, BuildHasherDefault<FoldHasher>>;

@@ -71,10 +71,18 @@ pub fn to_hex(digest: &[u8; 32]) -> String {
 
 /// The first 128 bits of a digest: the in-memory identity of an item. Collisions need
 /// about 2^64 distinct items, far beyond any queue or cache this library holds.
-pub fn short(digest: &[u8; 32]) -> u128 {
-    let mut first = [0u8; 16];
-    first.copy_from_slice(&digest[..16]);
-    u128::from_be_bytes(first)
+/// Two words rather than a `u128`, whose 16-byte alignment would pad every job.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+pub struct ShortKey(pub [u64; 2]);
+
+/// The [`ShortKey`] of a digest.
+pub fn short(digest: &[u8; 32]) -> ShortKey {
+    let word = |at: usize| {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(&digest[at..at + 8]);
+        u64::from_be_bytes(bytes)
+    };
+    ShortKey([word(0), word(8)])
 }
 
 #[cfg(test)]

@@ -30,7 +30,39 @@ impl<T> Default for Slab<T> {
     }
 }
 
+impl Key {
+    /// The key as one number (generation in the high half, below bit 63).
+    pub fn to_bits(self) -> u64 {
+        (u64::from(self.generation & 0x7FFF_FFFF) << 32) | u64::from(self.index)
+    }
+}
+
 impl<T> Slab<T> {
+    /// The key the next `insert` will return.
+    pub fn next_key(&self) -> Key {
+        match self.free.last() {
+            Some(&index) => Key {
+                index,
+                generation: self.slots[index as usize].generation,
+            },
+            None => Key {
+                index: u32::try_from(self.slots.len()).unwrap_or(u32::MAX),
+                generation: 0,
+            },
+        }
+    }
+
+    /// The live key whose [`Key::to_bits`] is `bits`.
+    pub fn key_from_bits(&self, bits: u64) -> Option<Key> {
+        let index = (bits & 0xFFFF_FFFF) as u32;
+        let slot = self.slots.get(index as usize)?;
+        let key = Key {
+            index,
+            generation: slot.generation,
+        };
+        (slot.value.is_some() && key.to_bits() == bits).then_some(key)
+    }
+
     /// Stores `value` and returns its key.
     pub fn insert(&mut self, value: T) -> Key {
         if let Some(index) = self.free.pop() {
@@ -116,6 +148,20 @@ impl<T> Slab<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn keys_round_trip_through_bits_while_live() {
+        let mut slab = Slab::default();
+        let predicted = slab.next_key();
+        let a = slab.insert(1);
+        assert_eq!(predicted, a);
+        assert_eq!(slab.key_from_bits(a.to_bits()), Some(a));
+        slab.remove(a);
+        assert_eq!(slab.key_from_bits(a.to_bits()), None);
+        let b = slab.insert(2);
+        assert_eq!(slab.next_key().to_bits() >> 63, 0);
+        assert_ne!(a.to_bits(), b.to_bits());
+    }
 
     #[test]
     fn stale_keys_miss_reused_slots() {

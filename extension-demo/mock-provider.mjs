@@ -1,0 +1,904 @@
+#!/usr/bin/env node
+// A local OpenAI-compatible chat-completions server for demos and tests of batch-pacer.
+// It pseudo-translates deterministically, enforces a requests-per-minute quota with a
+// token bucket (429 + Retry-After), adds latency and injects faults on demand.
+// No dependencies; Node >= 20. It listens on 127.0.0.1 only.
+//
+// CLI:
+//   node extension-demo/mock-provider.mjs --port 8787 --rpm 60 --burst 1 --latency 300 --fault none
+//   (run with --help for every flag). Prints one line
+//   "mock provider listening on http://127.0.0.1:PORT/v1" and serves until SIGINT/SIGTERM.
+//
+// Library:
+//   import { startMockProvider } from "./extension-demo/mock-provider.mjs";
+//   const mock = await startMockProvider({ port: 0, rpm: 600, burst: 1 });
+//   mock.url            // "http://127.0.0.1:PORT/v1", the baseUrl for openAIProvider
+//   mock.stats()        // counters, see `stats()` below
+//   mock.setOptions({ fault: "wrong-count" });
+//   mock.reset();       // zero the counters, refill the bucket, reseed the PRNG
+//   await mock.close(); // closes every socket, hanging requests included
+//
+// Endpoints:
+//   POST    /v1/chat/completions   {model, messages:[{role, content}...]}
+//   GET     /v1/models             lists the single model "mock-translator"
+//   OPTIONS *                      CORS preflight (Access-Control-Allow-Origin: *)
+//   anything else                  404 JSON error (405 for a wrong method on a known path)
+//
+// Pseudo-translation: the content of the last user message becomes
+//   "[<lang>] " + the text with the case of its ASCII letters swapped
+// (`pseudoTranslate`, undone by `reversePseudoTranslation`). <lang> is the target language
+// named in the system prompt ("... into German", "... from en to de") or "xx".
+// A batch (texts joined by a separator line made only of 2+ "%") is translated segment
+// by segment and joined again with "\n\n" + separator + "\n\n".
+//
+// Quota: a token bucket refilled at rpm/60 tokens per second holding at most `burst`
+// tokens (it starts full; rpm 0 = unlimited). A chat request finding no token is answered
+// at once (no latency) with 429, `Retry-After` (whole seconds, at least 1) and
+// `retry-after-ms`. Order of checks: API key (401), body (400), quota (429), fault.
+//
+// stats(): { requests (chat requests received), ok (200 answers), rateLimited,
+//   unauthorized, badRequests, faults: { "wrong-count", "drop-separator", "extra-segment",
+//   "http-500", "hang" }, segments (source segments of 200 answers), startedAt (ms),
+//   requestTimes (Date.now() of each accepted request), inFlight, maxConcurrent }
+//
+// Faults (option `fault`, or per request the header `x-mock-fault`, with the optional
+// header `x-mock-fault-rate`):
+//   none            answer normally
+//   wrong-count     a batch reply with its last segment missing
+//   drop-separator  a batch reply whose segments are joined by a single space
+//   extra-segment   a batch reply with one segment too many
+//   http-500        a 500 JSON error
+//   hang            no answer at all: the socket stays open until the client gives up
+//                   or the server closes
+//   mixed           per request, with probability `faultRate` (default 0.3), one of the
+//                   faults above chosen by the seeded PRNG (`mixedFaults` narrows the list)
+// Named modes apply with probability `faultRate` (default 1). The three batch faults
+// only apply to requests holding more than one segment (otherwise the request is
+// answered normally and no fault is counted).
+
+import http from "node:http";
+import { timingSafeEqual } from "node:crypto";
+import { pathToFileURL } from "node:url";
+import { realpathSync } from "node:fs";
+
+export const MODEL_ID = "mock-translator";
+
+export const FAULT_MODES = Object.freeze([
+  "none",
+  "wrong-count",
+  "drop-separator",
+  "extra-segment",
+  "http-500",
+  "hang",
+  "mixed",
+]);
+
+/** The faults that `mixed` may choose from (every mode except none and mixed). */
+export const FAULTS = Object.freeze(FAULT_MODES.filter((m) => m !== "none" && m !== "mixed"));
+
+const BATCH_FAULTS = new Set(["wrong-count", "drop-separator", "extra-segment"]);
+
+export const DEFAULT_OPTIONS = Object.freeze({
+  port: 0,
+  rpm: 60,
+  burst: 1,
+  latency: 0,
+  jitter: 0,
+  fault: "none",
+  faultRate: undefined, // 1 for a named mode, 0.3 for "mixed"
+  mixedFaults: FAULTS,
+  seed: 1,
+  apiKey: undefined,
+  split: "auto",
+  log: undefined, // (line: string) => void, one line per chat request
+});
+
+const MAX_BODY_BYTES = 16 * 1024 * 1024;
+
+// ---------------------------------------------------------------------------------------
+// Pseudo-translation
+
+/** Swaps the case of ASCII letters; every other character is kept. Its own inverse. */
+export function swapAsciiCase(text) {
+  return String(text).replace(/[A-Za-z]/g, (c) => {
+    const code = c.charCodeAt(0);
+    return String.fromCharCode(code ^ 0x20);
+  });
+}
+
+/** The mock's translation of one text: "[lang] " + the text with ASCII case swapped. */
+export function pseudoTranslate(text, lang = "xx") {
+  return `[${lang}] ${swapAsciiCase(text)}`;
+}
+
+/** The original text of a `pseudoTranslate` output (the "[lang] " prefix is removed). */
+export function reversePseudoTranslation(translated) {
+  return swapAsciiCase(String(translated).replace(/^\[[^\]\s]*\] /, ""));
+}
+
+const LANGUAGE_NAMES = {
+  arabic: "ar",
+  bulgarian: "bg",
+  catalan: "ca",
+  chinese: "zh",
+  czech: "cs",
+  danish: "da",
+  dutch: "nl",
+  english: "en",
+  estonian: "et",
+  finnish: "fi",
+  french: "fr",
+  german: "de",
+  greek: "el",
+  hebrew: "he",
+  hindi: "hi",
+  hungarian: "hu",
+  indonesian: "id",
+  italian: "it",
+  japanese: "ja",
+  korean: "ko",
+  latvian: "lv",
+  lithuanian: "lt",
+  norwegian: "no",
+  persian: "fa",
+  polish: "pl",
+  portuguese: "pt",
+  romanian: "ro",
+  russian: "ru",
+  slovak: "sk",
+  slovenian: "sl",
+  spanish: "es",
+  swedish: "sv",
+  thai: "th",
+  turkish: "tr",
+  ukrainian: "uk",
+  vietnamese: "vi",
+};
+
+// Short English words that may follow "to"/"into" and are no language codes.
+const NOT_CODES = new Set(
+  (
+    "a an the be do go it is as at by in of on or so up us we me my no if " +
+    "and any all are ask but can did end for get got had has her him his how its " +
+    "let may not now off one our out own put run say see set she too try two use " +
+    "was way who why yes you"
+  ).split(" "),
+);
+
+/**
+ * The target language code named in a system prompt: the word after "into" (preferred)
+ * or "to", when it is a language name (German → de) or looks like a code (de, pt-BR,
+ * zh_TW); "xx" when none is found.
+ */
+export function detectTargetLang(systemPrompt) {
+  const text = String(systemPrompt ?? "");
+  let viaTo;
+  for (const match of text.matchAll(/\b(into|to)\s+([A-Za-z][A-Za-z0-9_-]*)/gi)) {
+    const word = match[2].replace(/[-_]+$/, "");
+    let code;
+    const named = LANGUAGE_NAMES[word.toLowerCase()];
+    if (named) code = named;
+    else if (/^[a-z]{2,3}(?:[-_][a-z0-9]{2,8})*$/i.test(word) && !NOT_CODES.has(word.toLowerCase())) {
+      const [primary, ...rest] = word.split(/[-_]/);
+      code = [primary.toLowerCase(), ...rest].join("-");
+    }
+    if (code === undefined) continue;
+    if (match[1].toLowerCase() === "into") return code;
+    viaTo ??= code;
+  }
+  return viaTo ?? "xx";
+}
+
+/**
+ * The separator token (a run of 2+ "%") that splits `userText` into segments, or null.
+ *
+ * mode "auto": when there is a system prompt, the longest %-run it mentions that is also
+ *   a whole line of the user text (a prompt naming none means a single text, so a lone
+ *   paragraph that contains a "%%" line is not split); without a system prompt, as "text".
+ * mode "text": the longest %-run that is a whole line of the user text.
+ * mode "none": never split.
+ */
+export function detectSeparator(systemPrompt, userText, mode = "auto") {
+  if (mode === "none") return null;
+  const lineRuns = new Set();
+  for (const line of String(userText).split(/\r?\n/)) {
+    const trimmed = line.trim();
+    if (/^%{2,}$/.test(trimmed)) lineRuns.add(trimmed);
+  }
+  if (lineRuns.size === 0) return null;
+  const system = String(systemPrompt ?? "");
+  if (mode === "auto" && system.trim() !== "") {
+    const named = [...new Set(system.match(/%{2,}/g) ?? [])].sort((a, b) => b.length - a.length);
+    return named.find((run) => lineRuns.has(run)) ?? null;
+  }
+  return [...lineRuns].sort((a, b) => b.length - a.length)[0];
+}
+
+/** The segments of `userText` split on lines equal to `token` (each trimmed). */
+export function splitSegments(userText, token) {
+  if (token === null || token === undefined) return [String(userText)];
+  const segments = [];
+  let current = [];
+  for (const line of String(userText).split(/\r?\n/)) {
+    if (line.trim() === token) {
+      segments.push(current.join("\n").trim());
+      current = [];
+    } else {
+      current.push(line);
+    }
+  }
+  segments.push(current.join("\n").trim());
+  // A trailing separator does not open another segment.
+  if (segments.length > 1 && segments[segments.length - 1] === "") segments.pop();
+  return segments;
+}
+
+/**
+ * The mock's reply for a chat: `{ content, segments, separator, lang }`, where
+ * `segments` are the translated segments and `separator` the token or null. `fault` is
+ * one of the batch faults (or "none") and is applied only when there are 2+ segments.
+ */
+export function translateChat(messages, { split = "auto", fault = "none" } = {}) {
+  const list = Array.isArray(messages) ? messages : [];
+  const system = list
+    .filter((m) => m && (m.role === "system" || m.role === "developer"))
+    .map((m) => contentText(m.content))
+    .join("\n\n");
+  const lastUser = [...list].reverse().find((m) => m && m.role === "user");
+  const user = lastUser ? contentText(lastUser.content) : "";
+  const lang = detectTargetLang(system);
+  const token = detectSeparator(system, user, split);
+  const source = splitSegments(user, token);
+  const translated = source.map((segment) => pseudoTranslate(segment, lang));
+  let out = translated;
+  let joiner = token === null ? "" : `\n\n${token}\n\n`;
+  let applied = "none";
+  if (translated.length > 1 && BATCH_FAULTS.has(fault)) {
+    applied = fault;
+    if (fault === "wrong-count") out = translated.slice(0, -1);
+    else if (fault === "extra-segment") out = [...translated, pseudoTranslate("(extra segment)", lang)];
+    else if (fault === "drop-separator") joiner = " ";
+  }
+  return {
+    content: out.join(joiner),
+    segments: out,
+    sourceSegments: source,
+    separator: token,
+    lang,
+    fault: applied,
+  };
+}
+
+function contentText(content) {
+  if (typeof content === "string") return content;
+  if (Array.isArray(content)) {
+    return content
+      .map((part) => (typeof part === "string" ? part : typeof part?.text === "string" ? part.text : ""))
+      .join("");
+  }
+  return "";
+}
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+/** mulberry32: a small seeded PRNG returning floats in [0, 1). */
+function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function seedNumber(seed) {
+  if (typeof seed === "number" && Number.isFinite(seed)) return Math.trunc(seed) >>> 0;
+  // Strings are hashed (FNV-1a) so that "--seed demo" works too.
+  let h = 0x811c9dc5;
+  for (const ch of String(seed)) {
+    h ^= ch.codePointAt(0);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+function validateOptions(options) {
+  const check = (name, ok, what) => {
+    if (options[name] !== undefined && !ok(options[name])) {
+      throw new TypeError(`mock provider option ${name} must be ${what} (got ${JSON.stringify(options[name])})`);
+    }
+  };
+  const nonNegative = (v) => typeof v === "number" && Number.isFinite(v) && v >= 0;
+  check("port", (v) => Number.isInteger(v) && v >= 0 && v <= 65535, "an integer port 0..65535");
+  check("rpm", nonNegative, "a number >= 0 (0 = unlimited)");
+  check("burst", (v) => typeof v === "number" && Number.isFinite(v) && v >= 1, "a number >= 1");
+  check("latency", nonNegative, "a number of milliseconds >= 0");
+  check("jitter", nonNegative, "a number of milliseconds >= 0");
+  check("fault", (v) => FAULT_MODES.includes(v), `one of ${FAULT_MODES.join(", ")}`);
+  check("faultRate", (v) => typeof v === "number" && v >= 0 && v <= 1, "a probability 0..1");
+  check(
+    "mixedFaults",
+    (v) => Array.isArray(v) && v.length > 0 && v.every((f) => FAULTS.includes(f) || f === "none"),
+    `a non-empty array of ${FAULTS.join(", ")}`,
+  );
+  check("seed", (v) => typeof v === "number" || typeof v === "string", "a number or string");
+  if (options.apiKey !== undefined && options.apiKey !== null && typeof options.apiKey !== "string") {
+    throw new TypeError("mock provider option apiKey must be a string (got <redacted>)");
+  }
+  check("split", (v) => ["auto", "text", "none"].includes(v), 'one of "auto", "text", "none"');
+  check("log", (v) => typeof v === "function", "a function");
+}
+
+function emptyStats() {
+  return {
+    requests: 0,
+    ok: 0,
+    rateLimited: 0,
+    unauthorized: 0,
+    badRequests: 0,
+    faults: Object.fromEntries(FAULTS.map((f) => [f, 0])),
+    segments: 0,
+    startedAt: Date.now(),
+    requestTimes: [],
+    maxConcurrent: 0,
+  };
+}
+
+function sameSecret(given, expected) {
+  const a = Buffer.from(String(given));
+  const b = Buffer.from(String(expected));
+  if (a.length !== b.length) {
+    timingSafeEqual(b, b);
+    return false;
+  }
+  return timingSafeEqual(a, b);
+}
+
+const CORS_HEADERS = {
+  "Access-Control-Allow-Origin": "*",
+  "Access-Control-Expose-Headers":
+    "retry-after, retry-after-ms, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, " +
+    "x-ratelimit-reset-requests, x-mock-fault",
+};
+
+// ---------------------------------------------------------------------------------------
+// Server
+
+/**
+ * Starts the mock provider on 127.0.0.1.
+ *
+ * @param {object} [options]
+ * @param {number} [options.port=0] 0 picks a free port
+ * @param {number} [options.rpm=60] requests per minute; 0 = unlimited
+ * @param {number} [options.burst=1] bucket capacity (the bucket starts full)
+ * @param {number} [options.latency=0] ms before each answer
+ * @param {number} [options.jitter=0] up to this many ms added (uniform, seeded)
+ * @param {string} [options.fault="none"] one of FAULT_MODES
+ * @param {number} [options.faultRate] probability of the fault (1 for named modes, 0.3 for mixed)
+ * @param {string[]} [options.mixedFaults] faults "mixed" chooses from (default: all)
+ * @param {number|string} [options.seed=1] seed of the jitter and fault PRNGs
+ * @param {string} [options.apiKey] when set, `Authorization: Bearer <apiKey>` is required
+ * @param {"auto"|"text"|"none"} [options.split="auto"] how batches are recognised (see detectSeparator)
+ * @param {(line: string) => void} [options.log] called with one line per chat request
+ * @returns {Promise<{ url: string, port: number, stats: () => object,
+ *   setOptions: (partial: object) => void, reset: () => void, close: () => Promise<void> }>}
+ */
+export async function startMockProvider(options = {}) {
+  if (options === null || typeof options !== "object") {
+    throw new TypeError("startMockProvider options must be an object");
+  }
+  validateOptions(options);
+  const opts = { ...DEFAULT_OPTIONS };
+  for (const [k, v] of Object.entries(options)) if (v !== undefined) opts[k] = v;
+
+  let stats = emptyStats();
+  let inFlight = 0; // accepted requests whose response has not ended yet
+  let faultRandom;
+  let jitterRandom;
+  const reseed = () => {
+    const s = seedNumber(opts.seed);
+    faultRandom = prng(s ^ 0x9e3779b9);
+    jitterRandom = prng(s ^ 0x85ebca6b);
+  };
+  reseed();
+
+  // Token bucket (monotonic clock).
+  const now = () => performance.now();
+  let tokens = opts.burst;
+  let refilledAt = now();
+  const rate = () => opts.rpm / 60000; // tokens per ms
+  const refill = () => {
+    const t = now();
+    if (opts.rpm > 0) tokens = Math.min(opts.burst, tokens + (t - refilledAt) * rate());
+    refilledAt = t;
+  };
+  /** Takes a token: 0 when granted, else the ms until the next token. */
+  const takeToken = () => {
+    if (opts.rpm === 0) return 0;
+    refill();
+    if (tokens >= 1) {
+      tokens -= 1;
+      return 0;
+    }
+    return (1 - tokens) / rate();
+  };
+
+  const timers = new Set();
+  const sockets = new Set();
+  let closed = false;
+
+  const log = (line) => {
+    if (typeof opts.log === "function") {
+      try {
+        opts.log(line);
+      } catch {
+        // A failing logger never breaks the server.
+      }
+    }
+  };
+
+  function send(res, status, body, headers = {}) {
+    if (res.writableEnded || res.destroyed) return;
+    const text = body === undefined ? "" : JSON.stringify(body);
+    res.writeHead(status, {
+      ...CORS_HEADERS,
+      ...(body === undefined ? {} : { "Content-Type": "application/json; charset=utf-8" }),
+      "Content-Length": Buffer.byteLength(text),
+      ...headers,
+    });
+    res.end(text);
+  }
+
+  function sendError(res, status, message, type, code, headers) {
+    send(res, status, { error: { message, type, param: null, code } }, headers);
+  }
+
+  function readBody(req) {
+    return new Promise((resolve, reject) => {
+      const chunks = [];
+      let size = 0;
+      req.on("data", (chunk) => {
+        size += chunk.length;
+        if (size > MAX_BODY_BYTES) {
+          reject(Object.assign(new Error("request body too large"), { status: 413 }));
+          req.destroy();
+          return;
+        }
+        chunks.push(chunk);
+      });
+      req.on("end", () => resolve(Buffer.concat(chunks).toString("utf8")));
+      req.on("error", reject);
+    });
+  }
+
+  /** The fault mode and rate of a request (the x-mock-fault headers win over the options). */
+  function faultSetting(req) {
+    const header = req.headers["x-mock-fault"];
+    const headerMode = typeof header === "string" ? header.trim().toLowerCase() : "";
+    if (headerMode === "") return { mode: opts.fault, rate: opts.faultRate };
+    if (!FAULT_MODES.includes(headerMode)) {
+      return { error: `Unknown x-mock-fault "${headerMode.slice(0, 40)}"; use one of ${FAULT_MODES.join(", ")}.` };
+    }
+    const rawRate = req.headers["x-mock-fault-rate"];
+    if (rawRate === undefined) return { mode: headerMode, rate: undefined };
+    const rate = Number(rawRate);
+    if (String(rawRate).trim() === "" || !(rate >= 0 && rate <= 1)) {
+      return { error: "x-mock-fault-rate must be a probability 0..1." };
+    }
+    return { mode: headerMode, rate };
+  }
+
+  /** Draws the fault of an accepted request. */
+  function chooseFault({ mode, rate: rateValue }) {
+    if (mode === "none") return { fault: "none" };
+    const probability = rateValue ?? (mode === "mixed" ? 0.3 : 1);
+    // The PRNG is drawn for every faulty-mode request, so a run is reproducible.
+    const hit = faultRandom() < probability;
+    if (!hit) return { fault: "none" };
+    if (mode !== "mixed") return { fault: mode };
+    const pool = opts.mixedFaults;
+    return { fault: pool[Math.min(pool.length - 1, Math.floor(faultRandom() * pool.length))] };
+  }
+
+  async function handleChat(req, res) {
+    stats.requests += 1;
+    const started = Date.now();
+
+    if (opts.apiKey !== undefined && opts.apiKey !== null && opts.apiKey !== "") {
+      const auth = req.headers.authorization;
+      const match = typeof auth === "string" ? /^Bearer\s+(.+)$/i.exec(auth.trim()) : null;
+      if (!match || !sameSecret(match[1], opts.apiKey)) {
+        stats.unauthorized += 1;
+        log(`401 POST /v1/chat/completions (bad or missing API key)`);
+        req.resume();
+        return sendError(
+          res,
+          401,
+          "Incorrect API key provided. Send it as Authorization: Bearer <key>.",
+          "invalid_request_error",
+          "invalid_api_key",
+        );
+      }
+    }
+
+    let body;
+    try {
+      const raw = await readBody(req);
+      body = JSON.parse(raw);
+    } catch (err) {
+      stats.badRequests += 1;
+      if (err?.status === 413) {
+        return sendError(res, 413, "Request body too large.", "invalid_request_error", "payload_too_large");
+      }
+      return sendError(res, 400, "The request body is not valid JSON.", "invalid_request_error", "invalid_json");
+    }
+    if (body === null || typeof body !== "object" || !Array.isArray(body.messages) || body.messages.length === 0) {
+      stats.badRequests += 1;
+      return sendError(res, 400, "'messages' must be a non-empty array.", "invalid_request_error", "invalid_messages");
+    }
+    if (!body.messages.some((m) => m && m.role === "user")) {
+      stats.badRequests += 1;
+      return sendError(res, 400, "'messages' holds no user message.", "invalid_request_error", "invalid_messages");
+    }
+    if (body.stream === true) {
+      stats.badRequests += 1;
+      return sendError(res, 400, "This mock does not support stream: true.", "invalid_request_error", "unsupported");
+    }
+
+    const setting = faultSetting(req);
+    if (setting.error) {
+      stats.badRequests += 1;
+      return sendError(res, 400, setting.error, "invalid_request_error", "invalid_fault");
+    }
+
+    const wait = takeToken();
+    if (wait > 0) {
+      stats.rateLimited += 1;
+      const waitMs = Math.max(1, Math.ceil(wait));
+      const seconds = Math.max(1, Math.ceil(waitMs / 1000));
+      log(`429 POST /v1/chat/completions (retry after ${waitMs} ms)`);
+      return sendError(
+        res,
+        429,
+        `Rate limit reached for requests on ${MODEL_ID}: limit ${opts.rpm} / min, burst ${opts.burst}. ` +
+          `Please try again in ${(waitMs / 1000).toFixed(3)}s.`,
+        "requests",
+        "rate_limit_exceeded",
+        {
+          "Retry-After": String(seconds),
+          "retry-after-ms": String(waitMs),
+          "x-ratelimit-limit-requests": String(opts.rpm),
+          "x-ratelimit-remaining-requests": "0",
+          "x-ratelimit-reset-requests": `${(waitMs / 1000).toFixed(3)}s`,
+        },
+      );
+    }
+
+    // Accepted: it counts for concurrency until its response ends or its socket closes.
+    stats.requestTimes.push(started);
+    inFlight += 1;
+    stats.maxConcurrent = Math.max(stats.maxConcurrent, inFlight);
+    let done = false;
+    let timer;
+    const currentStats = stats;
+    res.on("close", () => {
+      if (done) return;
+      done = true;
+      inFlight -= 1;
+      if (timer !== undefined) {
+        clearTimeout(timer);
+        timers.delete(timer);
+      }
+    });
+
+    let { fault } = chooseFault(setting);
+
+    if (fault === "hang") {
+      stats.faults.hang += 1;
+      log(`--- POST /v1/chat/completions (hang)`);
+      return; // never answered; close() or the client ends it
+    }
+
+    const result = translateChat(body.messages, {
+      split: opts.split,
+      fault: BATCH_FAULTS.has(fault) ? fault : "none",
+    });
+    if (BATCH_FAULTS.has(fault) && result.fault === "none") fault = "none";
+
+    const delay = opts.latency + (opts.jitter > 0 ? jitterRandom() * opts.jitter : 0);
+    const answer = () => {
+      if (res.destroyed || res.writableEnded) return;
+      if (fault === "http-500") {
+        currentStats.faults["http-500"] += 1;
+        log(`500 POST /v1/chat/completions (fault http-500)`);
+        return sendError(res, 500, "The mock provider failed on purpose (fault http-500).", "server_error", "server_error", {
+          "x-mock-fault": "http-500",
+        });
+      }
+      if (fault !== "none") currentStats.faults[fault] += 1;
+      currentStats.ok += 1;
+      currentStats.segments += result.sourceSegments.length;
+      const promptChars = body.messages.reduce((n, m) => n + contentText(m?.content).length, 0);
+      const prompt = Math.ceil(promptChars / 4);
+      const completion = Math.ceil(result.content.length / 4);
+      log(
+        `200 POST /v1/chat/completions (${result.sourceSegments.length} segment(s)` +
+          `${fault !== "none" ? `, fault ${fault}` : ""})`,
+      );
+      send(
+        res,
+        200,
+        {
+          id: `chatcmpl-mock-${currentStats.requestTimes.length}-${started.toString(36)}`,
+          object: "chat.completion",
+          created: Math.floor(started / 1000),
+          model: typeof body.model === "string" && body.model !== "" ? body.model : MODEL_ID,
+          choices: [
+            {
+              index: 0,
+              message: { role: "assistant", content: result.content },
+              finish_reason: "stop",
+            },
+          ],
+          usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+        },
+        {
+          "x-mock-fault": fault,
+          ...(opts.rpm > 0
+            ? {
+                "x-ratelimit-limit-requests": String(opts.rpm),
+                "x-ratelimit-remaining-requests": String(Math.floor(tokens)),
+              }
+            : {}),
+        },
+      );
+    };
+    if (delay > 0) {
+      timer = setTimeout(() => {
+        timers.delete(timer);
+        timer = undefined;
+        answer();
+      }, delay);
+      timers.add(timer);
+    } else {
+      answer();
+    }
+  }
+
+  function handle(req, res) {
+    const url = new URL(req.url ?? "/", "http://127.0.0.1");
+    const path = url.pathname.replace(/\/+$/, "") || "/";
+
+    if (req.method === "OPTIONS") {
+      req.resume();
+      const headers = {
+        "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
+        "Access-Control-Allow-Headers": "authorization, content-type, x-mock-fault, x-mock-fault-rate",
+        "Access-Control-Max-Age": "600",
+      };
+      if (req.headers["access-control-request-private-network"] === "true") {
+        headers["Access-Control-Allow-Private-Network"] = "true";
+      }
+      return send(res, 204, undefined, headers);
+    }
+
+    if (path === "/v1/chat/completions") {
+      if (req.method !== "POST") {
+        req.resume();
+        return sendError(res, 405, "Use POST for /v1/chat/completions.", "invalid_request_error", "method_not_allowed", {
+          Allow: "POST, OPTIONS",
+        });
+      }
+      return handleChat(req, res).catch(() => {
+        if (!res.headersSent) sendError(res, 500, "Internal error of the mock provider.", "server_error", "server_error");
+        else res.destroy();
+      });
+    }
+
+    if (path === "/v1/models") {
+      req.resume();
+      if (req.method !== "GET" && req.method !== "HEAD") {
+        return sendError(res, 405, "Use GET for /v1/models.", "invalid_request_error", "method_not_allowed", {
+          Allow: "GET, OPTIONS",
+        });
+      }
+      return send(res, 200, {
+        object: "list",
+        data: [{ id: MODEL_ID, object: "model", created: 0, owned_by: "batch-pacer-mock" }],
+      });
+    }
+
+    req.resume();
+    return sendError(res, 404, `Unknown path ${path.slice(0, 100)}`, "invalid_request_error", "not_found");
+  }
+
+  const server = http.createServer(handle);
+  server.on("connection", (socket) => {
+    sockets.add(socket);
+    socket.on("close", () => sockets.delete(socket));
+  });
+  server.on("clientError", (_err, socket) => {
+    if (socket.writable) socket.end("HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n");
+    else socket.destroy();
+  });
+
+  await new Promise((resolve, reject) => {
+    const onError = (err) => reject(err);
+    server.once("error", onError);
+    server.listen(opts.port, "127.0.0.1", () => {
+      server.off("error", onError);
+      resolve();
+    });
+  });
+  const { port } = server.address();
+
+  let closing;
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    port,
+    /** A snapshot of the counters (requestTimes are Date.now() ms of accepted requests). */
+    stats() {
+      return { ...stats, inFlight, faults: { ...stats.faults }, requestTimes: [...stats.requestTimes] };
+    },
+    /** Changes options while running (port excepted). The bucket keeps its tokens, capped at burst. */
+    setOptions(partial = {}) {
+      if (partial === null || typeof partial !== "object") throw new TypeError("setOptions expects an object");
+      validateOptions(partial);
+      if (partial.port !== undefined && partial.port !== port) {
+        throw new TypeError("the port of a running mock provider cannot change");
+      }
+      refill();
+      for (const [k, v] of Object.entries(partial)) {
+        if (k === "port") continue;
+        // faultRate and apiKey may be cleared with undefined/null; others keep their value.
+        if (v === undefined && k !== "faultRate" && k !== "apiKey") continue;
+        opts[k] = v;
+      }
+      if (opts.rpm > 0) tokens = Math.min(tokens, opts.burst);
+      if ("seed" in partial && partial.seed !== undefined) reseed();
+    },
+    /** Zeroes the counters, refills the bucket and reseeds the PRNGs. */
+    reset() {
+      stats = emptyStats();
+      stats.maxConcurrent = inFlight;
+      tokens = opts.burst;
+      refilledAt = now();
+      reseed();
+    },
+    /** Stops listening and destroys every socket, hanging requests included. */
+    close() {
+      if (closing) return closing;
+      closed = true;
+      closing = new Promise((resolve) => {
+        for (const t of timers) clearTimeout(t);
+        timers.clear();
+        server.close(() => resolve());
+        server.closeAllConnections?.();
+        for (const socket of sockets) socket.destroy();
+      });
+      return closing;
+    },
+    get closed() {
+      return closed;
+    },
+  };
+}
+
+// ---------------------------------------------------------------------------------------
+// CLI
+
+const HELP = `Usage: node extension-demo/mock-provider.mjs [options]
+
+A local OpenAI-compatible chat-completions server that pseudo-translates.
+
+  --port N          port on 127.0.0.1 (default 8787; 0 = any free port)
+  --rpm N           requests per minute, 0 = unlimited (default 60)
+  --burst N         token bucket capacity (default 1)
+  --latency MS      delay before each answer (default 0)
+  --jitter MS       up to MS added to the delay, uniformly (default 0)
+  --fault MODE      ${FAULT_MODES.join(" | ")} (default none)
+  --fault-rate P    probability of the fault, 0..1 (default 1; 0.3 for mixed)
+  --seed N          seed of the jitter and fault choices (default 1)
+  --api-key KEY     require Authorization: Bearer KEY (or env MOCK_PROVIDER_API_KEY)
+  --split MODE      auto | text | none: how batches are recognised (default auto)
+  --log             print one line per chat request to stderr
+  --help            show this help
+`;
+
+function parseArgs(argv) {
+  const out = { port: 8787 };
+  const numeric = {
+    "--port": "port",
+    "--rpm": "rpm",
+    "--burst": "burst",
+    "--latency": "latency",
+    "--jitter": "jitter",
+    "--fault-rate": "faultRate",
+  };
+  const strings = { "--fault": "fault", "--seed": "seed", "--api-key": "apiKey", "--split": "split" };
+  for (let i = 0; i < argv.length; i++) {
+    let arg = argv[i];
+    let value;
+    const eq = arg.indexOf("=");
+    if (arg.startsWith("--") && eq > 0) {
+      value = arg.slice(eq + 1);
+      arg = arg.slice(0, eq);
+    }
+    if (arg === "--help" || arg === "-h") return { help: true };
+    if (arg === "--log") {
+      out.log = true;
+      continue;
+    }
+    const key = numeric[arg] ?? strings[arg];
+    if (key === undefined) throw new Error(`unknown option ${arg} (see --help)`);
+    if (value === undefined) {
+      if (i + 1 >= argv.length) throw new Error(`option ${arg} needs a value`);
+      value = argv[++i];
+    }
+    if (numeric[arg]) {
+      const n = Number(value);
+      if (value.trim() === "" || !Number.isFinite(n)) throw new Error(`option ${arg} needs a number (got ${value})`);
+      out[key] = n;
+    } else if (key === "seed") {
+      out.seed = /^\d+$/.test(value) ? Number(value) : value;
+    } else {
+      out[key] = value;
+    }
+  }
+  return out;
+}
+
+async function main(argv) {
+  let args;
+  try {
+    args = parseArgs(argv);
+  } catch (err) {
+    process.stderr.write(`mock provider: ${err.message}\n`);
+    process.exitCode = 2;
+    return;
+  }
+  if (args.help) {
+    process.stdout.write(HELP);
+    return;
+  }
+  if (args.apiKey === undefined && process.env.MOCK_PROVIDER_API_KEY) {
+    args.apiKey = process.env.MOCK_PROVIDER_API_KEY;
+  }
+  const wantLog = args.log === true;
+  delete args.log;
+  if (wantLog) args.log = (line) => process.stderr.write(`${new Date().toISOString()} ${line}\n`);
+
+  let mock;
+  try {
+    mock = await startMockProvider(args);
+  } catch (err) {
+    process.stderr.write(`mock provider: ${err.message}\n`);
+    process.exitCode = 1;
+    return;
+  }
+  process.stdout.write(`mock provider listening on ${mock.url}\n`);
+
+  const stop = () => {
+    process.off("SIGINT", stop);
+    process.off("SIGTERM", stop);
+    mock.close().then(() => process.exit(0));
+    // Never linger more than a moment on shutdown.
+    setTimeout(() => process.exit(0), 1000).unref();
+  };
+  process.on("SIGINT", stop);
+  process.on("SIGTERM", stop);
+}
+
+function isMainModule() {
+  if (!process.argv[1]) return false;
+  try {
+    return pathToFileURL(realpathSync(process.argv[1])).href === import.meta.url;
+  } catch {
+    return false;
+  }
+}
+
+if (isMainModule()) main(process.argv.slice(2));

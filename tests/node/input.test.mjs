@@ -1,0 +1,116 @@
+// translate(item): invalid items reject (never throw) with invalid_input naming the
+// field; blank text resolves to itself without a provider call.
+
+import { test, describe } from "node:test";
+import assert from "node:assert/strict";
+
+import { setup, item, assertPacerError, track } from "./helpers.mjs";
+
+/** Calls translate and checks it did not throw and returned a promise. */
+function translateNoThrow(pacer, value) {
+  let result;
+  assert.doesNotThrow(() => {
+    result = pacer.translate(value);
+  });
+  assert.ok(result instanceof Promise, "translate returns a promise");
+  return result;
+}
+
+describe("invalid items", () => {
+  const valid = { text: "hi", sourceLang: "en", targetLang: "de", providerId: "p" };
+  const cases = [
+    ["text", { ...valid, text: undefined }],
+    ["text", { sourceLang: "en", targetLang: "de", providerId: "p" }],
+    ["text", { ...valid, text: 42 }],
+    ["text", { ...valid, text: null }],
+    ["text", { ...valid, text: ["a"] }],
+    ["sourceLang", { ...valid, sourceLang: "" }],
+    ["sourceLang", { ...valid, sourceLang: undefined }],
+    ["sourceLang", { ...valid, sourceLang: 1 }],
+    ["targetLang", { ...valid, targetLang: "" }],
+    ["targetLang", { ...valid, targetLang: null }],
+    ["providerId", { ...valid, providerId: "" }],
+    ["providerId", { ...valid, providerId: undefined }],
+    ["providerId", { ...valid, providerId: 7 }],
+    ["llm", { ...valid, llm: "yes" }],
+    ["llm", { ...valid, llm: 1 }],
+    ["context", { ...valid, context: 5 }],
+    ["context", { ...valid, context: null }],
+    ["priority", { ...valid, priority: "high" }],
+    ["priority", { ...valid, priority: NaN }],
+    ["priority", { ...valid, priority: Infinity }],
+    ["signal", { ...valid, signal: {} }],
+    ["signal", { ...valid, signal: "abort" }],
+  ];
+  for (const [field, value] of cases) {
+    const shown = JSON.stringify(value, (k, v) => (typeof v === "number" && !Number.isFinite(v) ? String(v) : v === undefined ? "undefined" : v));
+    test(`${field} invalid in ${shown}: rejects invalid_input naming ${field}`, async (t) => {
+      const { pacer, clock, calls } = setup(t);
+      const err = await translateNoThrow(pacer, value).then(
+        () => assert.fail("expected a rejection"),
+        (e) => e,
+      );
+      assertPacerError(err, "invalid_input");
+      assert.ok(err.message.includes(field), `message names ${field}: ${err.message}`);
+      await clock.tickAsync(1000);
+      assert.equal(calls.length, 0);
+    });
+  }
+
+  for (const value of [undefined, null, "text", 42, true]) {
+    test(`a non-object item (${String(value)}) rejects invalid_input`, async (t) => {
+      const { pacer } = setup(t);
+      const err = await translateNoThrow(pacer, value).then(() => assert.fail("resolved"), (e) => e);
+      assertPacerError(err, "invalid_input");
+    });
+  }
+
+  test("an invalid item leaves the valid ones alone", async (t) => {
+    const { pacer, clock, send } = setup(t);
+    const good = send(item("good"));
+    const bad = track(pacer.translate({ ...item("bad"), targetLang: "" }));
+    await clock.tickAsync(100);
+    assert.equal(good.value, "GOOD");
+    assertPacerError(bad.reason, "invalid_input");
+  });
+
+  test("optional fields may be omitted: llm, context, priority, signal", async (t) => {
+    const { clock, send } = setup(t);
+    const s = send({ text: "min", sourceLang: "en", targetLang: "de", providerId: "p" });
+    await clock.tickAsync(100);
+    assert.equal(s.value, "MIN");
+  });
+});
+
+describe("blank text", () => {
+  for (const text of ["", " ", "   ", "\n", "\t\n  \r\n"]) {
+    test(`${JSON.stringify(text)} resolves to itself without a provider call`, async (t) => {
+      const { clock, calls, send } = setup(t);
+      const s = send(item(text));
+      await clock.tickAsync(1000);
+      assert.equal(s.status, "fulfilled");
+      assert.equal(s.value, text);
+      assert.equal(calls.length, 0);
+    });
+  }
+
+  test("blank text needs no token and does not wait for the batch window", async (t) => {
+    const { clock, calls, send } = setup(t, { rate: 0.001, capacity: 1 });
+    send(item("uses the token", { llm: false }));
+    await clock.tickAsync(0);
+    const s = send(item("  "));
+    await clock.tickAsync(0);
+    assert.equal(s.value, "  ");
+    assert.equal(calls.length, 1);
+  });
+
+  test("blank text is not part of a batch's texts", async (t) => {
+    const { clock, calls, send } = setup(t);
+    send(item("a"));
+    send(item(" \n "));
+    send(item("b"));
+    await clock.tickAsync(100);
+    assert.equal(calls.length, 1);
+    assert.deepEqual(calls[0].texts, ["a", "b"]);
+  });
+});

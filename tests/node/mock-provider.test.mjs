@@ -1,0 +1,396 @@
+// Tests of the local mock provider (extension-demo/mock-provider.mjs) over real HTTP.
+// Run: node --test tests/node/mock-provider.test.mjs
+// When this file is copied elsewhere (package tests), set BATCH_PACER_REPO to the
+// repository's absolute path.
+
+import { test, describe } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const repo = process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url));
+const { startMockProvider, pseudoTranslate, reversePseudoTranslation, detectTargetLang, FAULTS } = await import(
+  pathToFileURL(join(repo, "extension-demo/mock-provider.mjs")).href
+);
+
+const SYSTEM_SINGLE = "You are a professional translator. Translate the user's text from en to de.";
+const batchSystem = (n, token) =>
+  `${SYSTEM_SINGLE}\n\nThe user's text consists of ${n} segments separated by lines containing only ${token} ` +
+  `(the separator line).`;
+
+/** Starts a mock for one test and closes it when the test ends. */
+async function start(t, options = {}) {
+  const mock = await startMockProvider({ port: 0, rpm: 0, ...options });
+  t.after(() => mock.close());
+  return mock;
+}
+
+/** POSTs one chat; resolves with { status, headers, json, content }. */
+async function chat(mock, { system, user, headers = {}, signal, model = "mock-translator" } = {}) {
+  const messages = [];
+  if (system !== undefined) messages.push({ role: "system", content: system });
+  messages.push({ role: "user", content: user });
+  const response = await fetch(`${mock.url}/chat/completions`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", ...headers },
+    body: JSON.stringify({ model, messages }),
+    signal,
+  });
+  const json = await response.json();
+  return {
+    status: response.status,
+    headers: response.headers,
+    json,
+    content: json?.choices?.[0]?.message?.content,
+  };
+}
+
+const join2 = (texts, token) => texts.join(`\n\n${token}\n\n`);
+const splitOn = (content, token) => content.split(`\n\n${token}\n\n`);
+
+describe("translation", () => {
+  test("a single text is pseudo-translated into the target language of the prompt", async (t) => {
+    const mock = await start(t);
+    const r = await chat(mock, { system: SYSTEM_SINGLE, user: "Hello, World! 42 ünïcode" });
+    assert.equal(r.status, 200);
+    assert.equal(r.content, "[de] hELLO, wORLD! 42 üNïCODE");
+    assert.equal(r.json.object, "chat.completion");
+    assert.equal(r.json.model, "mock-translator");
+    assert.equal(r.json.choices[0].finish_reason, "stop");
+    assert.equal(r.json.choices[0].message.role, "assistant");
+    assert.equal(typeof r.json.id, "string");
+    assert.equal(typeof r.json.created, "number");
+    assert.equal(r.json.usage.total_tokens, r.json.usage.prompt_tokens + r.json.usage.completion_tokens);
+    assert.equal(reversePseudoTranslation(r.content), "Hello, World! 42 ünïcode");
+
+    assert.equal((await chat(mock, { user: "abc" })).content, "[xx] ABC");
+    assert.equal((await chat(mock, { system: "Translate everything into French.", user: "Oui" })).content, "[fr] oUI");
+  });
+
+  test("the target language is read from common prompt phrasings", () => {
+    assert.equal(detectTargetLang("Translate the user's text from en to de."), "de");
+    assert.equal(detectTargetLang("Detect the language and translate it to pt-BR. Use it only to choose"), "pt-BR");
+    assert.equal(detectTargetLang("Please translate into German. Keep it to the point."), "de");
+    assert.equal(detectTargetLang("Translate to the target: ja"), "xx");
+    assert.equal(detectTargetLang(""), "xx");
+  });
+
+  test("a batch keeps its segment count and order", async (t) => {
+    const mock = await start(t);
+    const texts = ["First paragraph.", "Second\nwith two lines.", "Third one"];
+    const r = await chat(mock, { system: batchSystem(3, "%%"), user: join2(texts, "%%") });
+    assert.equal(r.status, 200);
+    assert.deepEqual(
+      splitOn(r.content, "%%"),
+      texts.map((x) => pseudoTranslate(x, "de")),
+    );
+  });
+
+  test("texts containing %% lines travel with a %%% separator and are not split on %%", async (t) => {
+    const mock = await start(t);
+    const texts = ["Sale:\n%%\n50% off", "plain", "x\n%%\ny\n%%\nz"];
+    const r = await chat(mock, { system: batchSystem(3, "%%%"), user: join2(texts, "%%%") });
+    const segments = splitOn(r.content, "%%%");
+    assert.equal(segments.length, 3);
+    assert.deepEqual(segments, texts.map((x) => pseudoTranslate(x, "de")));
+    assert.match(segments[0], /\n%%\n/);
+    assert.equal(mock.stats().segments, 3);
+  });
+
+  test("without a system prompt the longest whole-line %-run of the text is the separator", async (t) => {
+    const mock = await start(t);
+    const user = "a\n%%\nb\n\n%%%%\n\nc\n\n%%%%\n\n50%%% d";
+    const r = await chat(mock, { user });
+    assert.deepEqual(splitOn(r.content, "%%%%"), ["[xx] A\n%%\nB", "[xx] C", "[xx] 50%%% D"]);
+  });
+
+  test("a single text with a %% line is not split when the prompt names no separator", async (t) => {
+    const mock = await start(t);
+    const user = "top\n\n%%\n\nbottom";
+    const r = await chat(mock, { system: SYSTEM_SINGLE, user });
+    assert.equal(r.content, pseudoTranslate(user, "de"));
+  });
+
+  test("replies are deterministic", async (t) => {
+    const a = await start(t);
+    const b = await start(t);
+    const request = { system: batchSystem(2, "%%"), user: join2(["One", "Two"], "%%") };
+    const first = await chat(a, request);
+    const second = await chat(a, request);
+    const other = await chat(b, request);
+    assert.equal(first.content, second.content);
+    assert.equal(first.content, other.content);
+  });
+
+  test("models, unknown paths and wrong methods answer JSON", async (t) => {
+    const mock = await start(t);
+    const models = await fetch(`${mock.url}/models`);
+    assert.equal(models.status, 200);
+    const list = await models.json();
+    assert.deepEqual(
+      list.data.map((m) => m.id),
+      ["mock-translator"],
+    );
+    const missing = await fetch(`${mock.url}/nothing-here`);
+    assert.equal(missing.status, 404);
+    assert.equal(typeof (await missing.json()).error.message, "string");
+    const wrong = await fetch(`${mock.url}/chat/completions`);
+    assert.equal(wrong.status, 405);
+    await wrong.json();
+    const bad = await fetch(`${mock.url}/chat/completions`, { method: "POST", body: "{not json" });
+    assert.equal(bad.status, 400);
+    assert.equal((await bad.json()).error.code, "invalid_json");
+  });
+
+  test("the repository's openAIProvider round-trips a batch through the mock", async (t) => {
+    const { openAIProvider } = await import(pathToFileURL(join(repo, "js/openai.js")).href);
+    const mock = await start(t, { apiKey: "sk-test" });
+    const provider = openAIProvider({ baseUrl: mock.url, apiKey: "sk-test", model: "mock-translator" });
+    const texts = ["Good morning", "a\n%%\nb"];
+    const separator = "\n\n%%%\n\n";
+    const reply = await provider({
+      texts,
+      text: texts.join(separator),
+      separator,
+      isBatch: true,
+      sourceLang: "en",
+      targetLang: "fr",
+      context: "",
+      attempt: 0,
+    });
+    assert.deepEqual(reply.split(separator), texts.map((x) => pseudoTranslate(x, "fr")));
+  });
+});
+
+describe("quota", () => {
+  test("a request beyond the burst gets 429 with Retry-After, and succeeds after the wait", async (t) => {
+    const mock = await start(t, { rpm: 600, burst: 1 });
+    assert.equal((await chat(mock, { user: "one" })).status, 200);
+    const limited = await chat(mock, { user: "two" });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.headers.get("retry-after"), "1");
+    const waitMs = Number(limited.headers.get("retry-after-ms"));
+    assert.ok(waitMs >= 1 && waitMs <= 100, `retry-after-ms ${waitMs}`);
+    assert.equal(limited.json.error.code, "rate_limit_exceeded");
+    assert.equal(limited.json.error.type, "requests");
+    assert.match(limited.json.error.message, /^Rate limit reached/);
+
+    await new Promise((resolve) => setTimeout(resolve, waitMs + 5));
+    assert.equal((await chat(mock, { user: "two" })).status, 200);
+    const stats = mock.stats();
+    assert.equal(stats.requests, 3);
+    assert.equal(stats.ok, 2);
+    assert.equal(stats.rateLimited, 1);
+    assert.equal(stats.requestTimes.length, 2);
+    assert.ok(stats.requestTimes[1] - stats.requestTimes[0] >= 90);
+  });
+
+  test("a burst lets that many requests through at once; rpm 0 is unlimited", async (t) => {
+    const mock = await start(t, { rpm: 60, burst: 3 });
+    const statuses = await Promise.all([1, 2, 3, 4].map((i) => chat(mock, { user: `t${i}` }).then((r) => r.status)));
+    assert.deepEqual(statuses.sort(), [200, 200, 200, 429]);
+
+    mock.setOptions({ rpm: 0 });
+    const more = await Promise.all([1, 2, 3, 4, 5].map((i) => chat(mock, { user: `u${i}` }).then((r) => r.status)));
+    assert.deepEqual(more, [200, 200, 200, 200, 200]);
+  });
+
+  test("reset refills the bucket and zeroes the counters", async (t) => {
+    const mock = await start(t, { rpm: 1, burst: 1 });
+    assert.equal((await chat(mock, { user: "a" })).status, 200);
+    const limited = await chat(mock, { user: "b" });
+    assert.equal(limited.status, 429);
+    assert.ok(Number(limited.headers.get("retry-after")) >= 59);
+    mock.reset();
+    assert.equal(mock.stats().requests, 0);
+    assert.equal((await chat(mock, { user: "c" })).status, 200);
+  });
+});
+
+describe("latency", () => {
+  test("answers wait for latency, and concurrent requests are counted", async (t) => {
+    const mock = await start(t, { latency: 80, jitter: 20, seed: 7 });
+    const begin = performance.now();
+    const replies = await Promise.all([1, 2, 3].map((i) => chat(mock, { user: `p${i}` })));
+    const elapsed = performance.now() - begin;
+    assert.ok(elapsed >= 75, `elapsed ${elapsed}`);
+    assert.ok(elapsed < 1000, `elapsed ${elapsed}`);
+    assert.deepEqual(
+      replies.map((r) => r.content),
+      ["[xx] P1", "[xx] P2", "[xx] P3"],
+    );
+    const stats = mock.stats();
+    assert.equal(stats.maxConcurrent, 3);
+    assert.equal(stats.inFlight, 0);
+  });
+});
+
+describe("faults", () => {
+  const texts = ["Alpha", "Beta", "Gamma"];
+  const batch = { system: batchSystem(3, "%%"), user: join2(texts, "%%") };
+  const expected = texts.map((x) => pseudoTranslate(x, "de"));
+
+  test("wrong-count drops the last segment", async (t) => {
+    const mock = await start(t, { fault: "wrong-count" });
+    const r = await chat(mock, batch);
+    assert.deepEqual(splitOn(r.content, "%%"), expected.slice(0, 2));
+    assert.equal(r.headers.get("x-mock-fault"), "wrong-count");
+    assert.equal(mock.stats().faults["wrong-count"], 1);
+  });
+
+  test("drop-separator joins the segments with a space", async (t) => {
+    const mock = await start(t, { fault: "drop-separator" });
+    const r = await chat(mock, batch);
+    assert.equal(r.content, expected.join(" "));
+    assert.doesNotMatch(r.content, /%%/);
+  });
+
+  test("extra-segment appends one segment", async (t) => {
+    const mock = await start(t, { fault: "extra-segment" });
+    const r = await chat(mock, batch);
+    const segments = splitOn(r.content, "%%");
+    assert.equal(segments.length, 4);
+    assert.deepEqual(segments.slice(0, 3), expected);
+  });
+
+  test("batch faults leave single texts alone", async (t) => {
+    const mock = await start(t, { fault: "wrong-count" });
+    const r = await chat(mock, { system: SYSTEM_SINGLE, user: "Solo" });
+    assert.equal(r.content, "[de] sOLO");
+    assert.equal(mock.stats().faults["wrong-count"], 0);
+  });
+
+  test("http-500 answers a JSON server error", async (t) => {
+    const mock = await start(t, { fault: "http-500" });
+    const r = await chat(mock, { user: "x" });
+    assert.equal(r.status, 500);
+    assert.equal(typeof r.json.error.message, "string");
+    assert.equal(mock.stats().faults["http-500"], 1);
+    assert.equal(mock.stats().ok, 0);
+  });
+
+  test("the x-mock-fault header overrides the configured mode per request", async (t) => {
+    const mock = await start(t);
+    const faulty = await chat(mock, { ...batch, headers: { "x-mock-fault": "wrong-count" } });
+    assert.equal(splitOn(faulty.content, "%%").length, 2);
+    const clean = await chat(mock, batch);
+    assert.deepEqual(splitOn(clean.content, "%%"), expected);
+    const unknown = await chat(mock, { ...batch, headers: { "x-mock-fault": "meteor" } });
+    assert.equal(unknown.status, 400);
+  });
+
+  test("faultRate 0 never faults; mixed draws reproducibly from the seed", async (t) => {
+    const never = await start(t, { fault: "http-500", faultRate: 0 });
+    for (let i = 0; i < 5; i++) assert.equal((await chat(never, batch)).status, 200);
+
+    const mixedFaults = FAULTS.filter((f) => f !== "hang");
+    const run = async (mock) => {
+      const seen = [];
+      for (let i = 0; i < 12; i++) {
+        const r = await chat(mock, batch);
+        seen.push(r.status === 500 ? "http-500" : r.headers.get("x-mock-fault"));
+      }
+      return seen;
+    };
+    const mixed = await start(t, { fault: "mixed", faultRate: 0.5, seed: 42, mixedFaults });
+    const first = await run(mixed);
+    mixed.reset();
+    assert.deepEqual(await run(mixed), first);
+    assert.ok(first.includes("none"), first.join());
+    assert.ok(first.some((f) => f !== "none"), first.join());
+    const counted = Object.values(mixed.stats().faults).reduce((a, b) => a + b, 0);
+    assert.equal(counted, first.filter((f) => f !== "none").length);
+  });
+
+  test("hang never answers until the client aborts", async (t) => {
+    const mock = await start(t, { fault: "hang" });
+    const controller = new AbortController();
+    const pending = chat(mock, { user: "x", signal: controller.signal });
+    setTimeout(() => controller.abort(), 50);
+    await assert.rejects(pending, { name: "AbortError" });
+    assert.equal(mock.stats().faults.hang, 1);
+    // The server notices the closed socket.
+    for (let i = 0; i < 50 && mock.stats().inFlight > 0; i++) await new Promise((r) => setTimeout(r, 5));
+    assert.equal(mock.stats().inFlight, 0);
+  });
+
+  test("close ends hanging requests promptly", async () => {
+    const mock = await startMockProvider({ port: 0, rpm: 0, fault: "hang" });
+    const pending = chat(mock, { user: "x" });
+    await new Promise((r) => setTimeout(r, 30));
+    const begin = performance.now();
+    await mock.close();
+    assert.ok(performance.now() - begin < 500);
+    await assert.rejects(pending);
+  });
+});
+
+describe("browser access", () => {
+  test("CORS preflight is answered and responses allow any origin", async (t) => {
+    const mock = await start(t);
+    const preflight = await fetch(`${mock.url}/chat/completions`, {
+      method: "OPTIONS",
+      headers: {
+        Origin: "chrome-extension://abcdef",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "authorization, content-type",
+      },
+    });
+    assert.ok(preflight.status === 204 || preflight.status === 200);
+    assert.equal(preflight.headers.get("access-control-allow-origin"), "*");
+    const allowed = preflight.headers.get("access-control-allow-headers").toLowerCase();
+    assert.match(allowed, /authorization/);
+    assert.match(allowed, /content-type/);
+    assert.match(preflight.headers.get("access-control-allow-methods"), /POST/);
+
+    const r = await chat(mock, { user: "x", headers: { Origin: "chrome-extension://abcdef" } });
+    assert.equal(r.headers.get("access-control-allow-origin"), "*");
+    assert.match(r.headers.get("access-control-expose-headers"), /retry-after/);
+  });
+
+  test("an API key, when set, is required and never echoed", async (t) => {
+    const key = "sk-mock-secret-123";
+    const mock = await start(t, { apiKey: key });
+    const missing = await chat(mock, { user: "x" });
+    assert.equal(missing.status, 401);
+    const wrong = await chat(mock, { user: "x", headers: { Authorization: "Bearer sk-other" } });
+    assert.equal(wrong.status, 401);
+    assert.equal(wrong.json.error.code, "invalid_api_key");
+    assert.ok(!JSON.stringify(wrong.json).includes(key));
+    assert.ok(!JSON.stringify(wrong.json).includes("sk-other"));
+    const right = await chat(mock, { user: "x", headers: { Authorization: `Bearer ${key}` } });
+    assert.equal(right.status, 200);
+    const stats = mock.stats();
+    assert.equal(stats.unauthorized, 2);
+    assert.equal(stats.ok, 1);
+  });
+});
+
+describe("stats", () => {
+  test("stats count requests, outcomes, segments and accepted request times", async (t) => {
+    const before = Date.now();
+    const mock = await start(t, { rpm: 600, burst: 2 });
+    await chat(mock, { system: batchSystem(2, "%%"), user: join2(["a", "b"], "%%") });
+    await chat(mock, { user: "c" });
+    assert.equal((await chat(mock, { user: "d" })).status, 429);
+    const stats = mock.stats();
+    assert.equal(stats.requests, 3);
+    assert.equal(stats.ok, 2);
+    assert.equal(stats.rateLimited, 1);
+    assert.equal(stats.segments, 3);
+    assert.equal(stats.requestTimes.length, 2);
+    assert.ok(stats.requestTimes.every((ms) => ms >= before && ms <= Date.now()));
+    assert.ok(stats.startedAt >= before);
+    assert.equal(stats.maxConcurrent, 1);
+    assert.deepEqual(Object.keys(stats.faults).sort(), [...FAULTS].sort());
+    // A snapshot, not a live view.
+    stats.requestTimes.push(0);
+    assert.equal(mock.stats().requestTimes.length, 2);
+  });
+
+  test("startMockProvider rejects invalid options", async () => {
+    await assert.rejects(startMockProvider({ fault: "sometimes" }), TypeError);
+    await assert.rejects(startMockProvider({ burst: 0 }), TypeError);
+    await assert.rejects(startMockProvider({ rpm: -1 }), TypeError);
+  });
+});
