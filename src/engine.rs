@@ -25,6 +25,7 @@ use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::slab::{Key, Slab};
 use crate::stats::{Event, RetryReason, Stats};
+use crate::store::{Lookup, LookupId, LookupResult, PendingLookup, Store, StoreWrite};
 use crate::time::{Duration, Instant};
 
 /// One item to translate, borrowed from the caller.
@@ -166,6 +167,7 @@ struct Running {
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Timer {
     Due(Key),
+    Lookup(Key),
     Backoff(Key),
     Deadline(CallId),
     PauseEnd,
@@ -206,6 +208,8 @@ pub struct Engine<C> {
     events: VecDeque<Event>,
     stats: Stats,
     scratch: Vec<u8>,
+    /// The persistent store's bookkeeping, when one is configured.
+    store: Option<Store>,
     disposed: bool,
 }
 
@@ -246,6 +250,7 @@ impl<C: Clone> Engine<C> {
             events: VecDeque::new(),
             stats: Stats::default(),
             scratch: Vec::new(),
+            store: None,
             disposed: false,
         }
     }
@@ -293,7 +298,8 @@ impl<C: Clone> Engine<C> {
             self.resolve(ticket, item.text.to_owned());
             return Ok(ticket);
         }
-        let (group, key) = self.group_for(&item.compat, item.text);
+        let (group, digest) = self.group_for(&item.compat, item.text);
+        let key = short(&digest);
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
             let ticket = self.counted_ticket();
@@ -335,14 +341,37 @@ impl<C: Clone> Engine<C> {
         if let Some(g) = self.groups.get_mut(group) {
             g.jobs += 1;
         }
-        self.stats.queued += 1;
         let member = Member {
             job,
             chars: utf16_len(item.text),
             priority,
             seq,
         };
-        self.place(member, group, now);
+        let deadline = self.call_timeout().map(|t| self.now + t);
+        match &mut self.store {
+            Some(store) => {
+                // The job waits for its store lookup, outside any batch.
+                if let Some(j) = self.jobs.get_mut(job) {
+                    j.batch = Key::NONE;
+                }
+                store.begin(
+                    job,
+                    &digest,
+                    PendingLookup {
+                        member,
+                        group,
+                        deadline,
+                    },
+                );
+                if let Some(deadline) = deadline {
+                    self.timers.push(Reverse((deadline, Timer::Lookup(job))));
+                }
+            }
+            None => {
+                self.stats.queued += 1;
+                self.place(member, group, now);
+            }
+        }
         self.pump();
         Ok(ticket)
     }
@@ -502,10 +531,46 @@ impl<C: Clone> Engine<C> {
         self.providers.iter_mut().for_each(|p| p.ready.clear());
         self.timers.clear();
         self.calls.clear();
+        if let Some(store) = &mut self.store {
+            store.clear();
+        }
         self.stats.queued = 0;
     }
 
+    /// Puts a persistent store behind the LRU: new items are looked up before they are
+    /// queued (`poll_lookup`), and every success is written (`poll_store_write`).
+    pub fn enable_store(&mut self) {
+        self.store.get_or_insert_with(Store::default);
+    }
+
+    /// Reports what a lookup found. A failure is a miss, reported as an event.
+    pub fn handle_lookup(&mut self, now: Instant, id: LookupId, result: LookupResult) {
+        self.advance(now);
+        if let Some(job) = self.jobs.key_from_bits(id) {
+            self.end_lookup(job, result);
+        }
+        self.pump();
+    }
+
+    /// Reports a failed `store.set`; it changes nothing but the events.
+    pub fn handle_store_failure(&mut self, message: String) {
+        self.events.push_back(Event::CacheError {
+            operation: "set",
+            message,
+        });
+    }
+
     // ----- outputs -----
+
+    /// The next store lookup to perform.
+    pub fn poll_lookup(&mut self) -> Option<Lookup> {
+        self.store.as_mut()?.poll_lookup()
+    }
+
+    /// The next store write to perform.
+    pub fn poll_store_write(&mut self) -> Option<StoreWrite> {
+        self.store.as_mut()?.poll_write()
+    }
 
     /// The next provider call to start.
     pub fn poll_call(&mut self) -> Option<Call> {
@@ -600,6 +665,17 @@ impl<C: Clone> Engine<C> {
                         self.on_failure(run, failure);
                     }
                 }
+                Timer::Lookup(job) => {
+                    let expired = self
+                        .store
+                        .as_ref()
+                        .and_then(|s| s.pending(job))
+                        .is_some_and(|p| p.deadline.is_some_and(|d| d <= self.now));
+                    if expired {
+                        let message = "the store did not answer within timeoutMs".to_owned();
+                        self.end_lookup(job, LookupResult::Failed(message));
+                    }
+                }
                 Timer::PauseEnd => {}
             }
         }
@@ -610,23 +686,61 @@ impl<C: Clone> Engine<C> {
         self.next_counted_ticket
     }
 
+    fn call_timeout(&self) -> Option<Duration> {
+        (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms))
+    }
+
+    /// A lookup ended: a hit settles the job, anything else queues it.
+    fn end_lookup(&mut self, job_key: Key, result: LookupResult) {
+        let Some(pending) = self.store.as_mut().and_then(|s| s.finish_lookup(job_key)) else {
+            return;
+        };
+        match result {
+            LookupResult::Hit(translation) => {
+                self.stats.cache_hits += 1;
+                if let Some(mut job) = self.jobs.remove(job_key) {
+                    self.forget_job_key(job_key, job.key);
+                    self.cache.put(job.key, &translation);
+                    if let Some(store) = &mut self.store {
+                        store.forget(job_key);
+                    }
+                    self.after_job_removed(pending.group);
+                    for ticket in job.waiters.take() {
+                        self.job_by_ticket.remove(&ticket);
+                        self.resolve(ticket, translation.clone());
+                    }
+                }
+            }
+            LookupResult::Miss | LookupResult::Failed(_) => {
+                if let LookupResult::Failed(message) = result {
+                    self.events.push_back(Event::CacheError {
+                        operation: "get",
+                        message,
+                    });
+                }
+                self.stats.queued += 1;
+                self.place(pending.member, pending.group, self.now);
+            }
+        }
+    }
+
     fn at_call_limit(&self) -> bool {
         self.options.max_in_flight > 0 && self.running.len() as u64 >= self.options.max_in_flight
     }
 
     /// The group of these fields (created on first use) and the item key of `text` in it.
-    fn group_for(&mut self, compat: &Compat<'_>, text: &str) -> (Key, ShortKey) {
+    fn group_for(&mut self, compat: &Compat<'_>, text: &str) -> (Key, [u8; 32]) {
         self.scratch.clear();
         compat.encode(&mut self.scratch);
         if let Some(&key) = self.group_by_fields.get(self.scratch.as_slice()) {
             if let Some(group) = self.groups.get(key) {
-                return (key, short(&finish_key(group.hasher.clone(), text)));
+                return (key, finish_key(group.hasher.clone(), text));
             }
         }
         let provider = self.provider_for(compat.provider_id);
         let encoded: Box<[u8]> = self.scratch.as_slice().into();
         let hasher = compat.hasher();
-        let item_key = short(&finish_key(hasher.clone(), text));
+        let item_key = finish_key(hasher.clone(), text);
         let key = self.groups.insert(Group {
             info: Rc::new(CompatInfo {
                 provider_id: compat.provider_id.to_owned(),
@@ -893,6 +1007,9 @@ impl<C: Clone> Engine<C> {
             };
             self.forget_job_key(job_key, job.key);
             self.cache.put(job.key, &translation);
+            if let Some(store) = &mut self.store {
+                store.written(job_key, &translation);
+            }
             self.after_job_removed(batch.compat);
             for ticket in job.waiters.take() {
                 self.job_by_ticket.remove(&ticket);
@@ -1116,6 +1233,9 @@ impl<C: Clone> Engine<C> {
                 continue;
             };
             self.forget_job_key(job_key, job.key);
+            if let Some(store) = &mut self.store {
+                store.forget(job_key);
+            }
             self.after_job_removed(batch.compat);
             for ticket in job.waiters.take() {
                 self.job_by_ticket.remove(&ticket);
@@ -1135,6 +1255,17 @@ impl<C: Clone> Engine<C> {
             return;
         };
         self.forget_job_key(job_key, job.key);
+        if let Some(pending) = self.store.as_mut().and_then(|s| s.finish_lookup(job_key)) {
+            // Left while its lookup was under way: it never reached a batch.
+            if let Some(store) = &mut self.store {
+                store.forget(job_key);
+            }
+            self.after_job_removed(pending.group);
+            return;
+        }
+        if let Some(store) = &mut self.store {
+            store.forget(job_key);
+        }
         self.stats.queued -= 1;
         let batch_key = job.batch;
         let Some(batch) = self.batches.get_mut(batch_key) else {

@@ -15,7 +15,8 @@
 //! The modules, bottom up: `time` (virtual instants), `options` (defaults, validation),
 //! `bucket` (token bucket), `batch` (assembly and due times), `codec` (separator, join,
 //! tolerant split), `retry` (classification, backoff), `key` (unambiguous SHA-256 keys),
-//! `cache` (LRU), `engine` (composition). `wasm` exists only on `wasm32`.
+//! `cache` (LRU), `store` (the persistent store's lookups and writes), `engine`
+//! (composition). `wasm` exists only on `wasm32`.
 
 pub mod batch;
 pub mod bucket;
@@ -31,6 +32,7 @@ pub mod retry;
 pub mod settle;
 mod slab;
 pub mod stats;
+pub mod store;
 pub mod time;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
@@ -41,4 +43,5 @@ pub use key::Compat;
 pub use options::{OptionValue, Options, OptionsError};
 pub use settle::{ErrorCode, PacerFailure, Settled, Ticket};
 pub use stats::{Event, RetryReason, Stats};
+pub use store::{Lookup, LookupId, LookupResult, StoreWrite};
 pub use time::{Duration, Instant};

@@ -31,6 +31,12 @@ impl<T> Default for Slab<T> {
 }
 
 impl Key {
+    /// A key no slab ever issues (it would need 2^32 slots): "no such entry".
+    pub const NONE: Key = Key {
+        index: u32::MAX,
+        generation: u32::MAX,
+    };
+
     /// The key as one number (generation in the high half, below bit 63).
     pub fn to_bits(self) -> u64 {
         (u64::from(self.generation & 0x7FFF_FFFF) << 32) | u64::from(self.index)

@@ -116,4 +116,11 @@ pub enum Event {
         /// The provider.
         provider_id: Rc<str>,
     },
+    /// The persistent store failed; a failed lookup counts as a miss.
+    CacheError {
+        /// `get` or `set`.
+        operation: &'static str,
+        /// What went wrong.
+        message: String,
+    },
 }

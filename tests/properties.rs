@@ -6,7 +6,8 @@ mod sim;
 use std::cell::Cell;
 use std::rc::Rc;
 
-use batch_pacer::{Call, Compat, Failure, Item, OptionValue, Options, Reply};
+use batch_pacer::key::{item_key, to_hex};
+use batch_pacer::{Call, Compat, Failure, Item, LookupResult, OptionValue, Options, Reply};
 use proptest::prelude::*;
 use sim::*;
 
@@ -177,7 +178,35 @@ struct Run {
     tickets: Vec<(u64, String)>,
 }
 
-fn run(options: Options, arrivals: &[Arrival], script: Vec<(Behaviour, f64)>) -> Run {
+/// A persistent store's behaviours: a stored translation is trusted, so a hit returns
+/// the item's own echo (the store is keyed by the item's full key).
+#[derive(Clone, Copy, Debug)]
+enum StoreBehaviour {
+    Hit,
+    Miss,
+    Fail,
+    Hang,
+}
+
+fn store_behaviour() -> impl Strategy<Value = Option<Vec<StoreBehaviour>>> {
+    prop::option::of(prop::collection::vec(
+        prop::sample::select(vec![
+            StoreBehaviour::Hit,
+            StoreBehaviour::Miss,
+            StoreBehaviour::Miss,
+            StoreBehaviour::Fail,
+            StoreBehaviour::Hang,
+        ]),
+        1..8,
+    ))
+}
+
+fn run(
+    options: Options,
+    arrivals: &[Arrival],
+    script: Vec<(Behaviour, f64)>,
+    store: Option<Vec<StoreBehaviour>>,
+) -> Run {
     let counter = Rc::new(Cell::new(0usize));
     let c = counter.clone();
     let mut sim = Sim::new(options, move |call: &Call, _| {
@@ -185,6 +214,41 @@ fn run(options: Options, arrivals: &[Arrival], script: Vec<(Behaviour, f64)>) ->
         c.set(c.get() + 1);
         respond(call, behaviour, Duration::from_millis(latency))
     });
+    if let Some(store) = store {
+        // Keys are opaque hex: map them back to texts through the known arrivals.
+        let known: Vec<(String, String)> = arrivals
+            .iter()
+            .map(|a| {
+                let text = text_for(a.text);
+                let compat = Compat {
+                    provider_id: ["p0", "p1"][a.provider],
+                    source_lang: "en",
+                    target_lang: "de",
+                    context: "",
+                    llm: a.llm,
+                };
+                (to_hex(&item_key(&compat, &text)), text)
+            })
+            .collect();
+        let mut n = 0usize;
+        sim = sim.with_store(Box::new(move |lookup: &batch_pacer::Lookup| {
+            let behaviour = store[n % store.len()];
+            n += 1;
+            let later = Duration::from_millis(30.0 * (n % 4) as f64);
+            let text = known
+                .iter()
+                .find(|(k, _)| *k == lookup.key)
+                .map(|(_, t)| t.clone());
+            match (behaviour, text) {
+                (StoreBehaviour::Hit, Some(text)) => Some((later, LookupResult::Hit(echo(&text)))),
+                (StoreBehaviour::Fail, _) => {
+                    Some((later, LookupResult::Failed("store down".into())))
+                }
+                (StoreBehaviour::Hang, _) => None,
+                _ => Some((later, LookupResult::Miss)),
+            }
+        }));
+    }
     let providers = ["p0", "p1"];
     let texts: Vec<String> = arrivals.iter().map(|a| text_for(a.text)).collect();
     let mut tickets = Vec::new();
@@ -247,8 +311,9 @@ proptest! {
         options in random_options(),
         arrivals in prop::collection::vec(arrival(), 1..60),
         script in script(),
+        store in store_behaviour(),
     ) {
-        let Run { mut sim, tickets } = run(options.clone(), &arrivals, script);
+        let Run { mut sim, tickets } = run(options.clone(), &arrivals, script, store);
         // Hanging calls without a timeout would wait forever: dispose settles them.
         let before_dispose = sim.engine.stats();
         sim.engine.handle_dispose();

@@ -11,4 +11,5 @@ pacer_cases!(
     a_timeout_aborts_the_signal,
     dispose_settles_everything,
     garbage_in_gives_errors_not_panics,
+    a_persistent_store_answers_before_the_provider,
 );

@@ -7,8 +7,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::{
-    invalid_input, Call, Compat, Duration, Event, Failure, Item, OptionValue, Options,
-    PacerFailure, Reply, Stats,
+    invalid_input, Call, Compat, Duration, Event, Failure, Item, LookupResult, OptionValue,
+    Options, PacerFailure, Reply, Stats,
 };
 
 /// Reads a property; a throwing getter reads as `undefined`.
@@ -240,16 +240,53 @@ pub fn reply_from(value: JsValue) -> Result<Reply, Failure<JsValue>> {
     Err(Failure::bad_reply(&describe(&value).to_string()))
 }
 
+/// Checks the `cache` option's shape: `{ get(key), set(key, value) }`.
+pub fn store(value: &JsValue) -> Result<JsValue, String> {
+    if value.is_object() && get(value, "get").is_function() && get(value, "set").is_function() {
+        Ok(value.clone())
+    } else {
+        Err(format!(
+            "cache must be an object with get(key) and set(key, value) (got {})",
+            describe(value)
+        ))
+    }
+}
+
+/// Calls `target[name](...args)`; a throw is returned as the error.
+pub fn call_method(target: &JsValue, name: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
+    let method: Function = get(target, name).dyn_into()?;
+    let args: Array = args.iter().collect();
+    method.apply(target, &args)
+}
+
+/// A store's answer: a string is a hit, `undefined` or `null` a miss, anything else a
+/// failure (a store must never put garbage under a paragraph).
+pub fn lookup_result(value: &JsValue) -> LookupResult {
+    match value.as_string() {
+        Some(text) => LookupResult::Hit(text),
+        None if value.is_undefined() || value.is_null() => LookupResult::Miss,
+        None => LookupResult::Failed(format!(
+            "the store returned {}, not a string",
+            describe(value)
+        )),
+    }
+}
+
+/// An error's message, or the thrown value described.
+pub fn error_message(error: &JsValue) -> String {
+    get(error, "message")
+        .as_string()
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| describe(error).to_string())
+}
+
 /// A thrown or rejected provider error as a failure: status, Retry-After, message.
 pub fn failure_from(error: JsValue) -> Failure<JsValue> {
     let status = get(&error, "status")
         .as_f64()
         .filter(|s| (100.0..=599.0).contains(s) && s.fract() == 0.0)
         .map(|s| s as u16);
-    let message = match get(&error, "message").as_string() {
-        Some(m) => m,
-        None => error.as_string().unwrap_or_default(),
-    };
+    let message = error_message(&error);
     Failure::error(status, retry_after(&error), &message).with_cause(error)
 }
 
@@ -387,6 +424,10 @@ enum EventView<'a> {
     Timeout {
         provider_id: &'a str,
     },
+    CacheError {
+        operation: &'static str,
+        message: &'a str,
+    },
 }
 
 /// An event as a plain `{ type, ... }` object.
@@ -430,6 +471,7 @@ pub fn event_object(event: &Event) -> JsValue {
             items: *items,
         },
         Event::Timeout { provider_id } => EventView::Timeout { provider_id },
+        Event::CacheError { operation, message } => EventView::CacheError { operation, message },
     };
     to_js(&view)
 }

@@ -17,7 +17,10 @@ use super::clock::{Clock, TimerHandle};
 use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
 use crate::hash::IdMap;
-use crate::{Call, CallId, Engine, ErrorCode, Event, Instant, Options, Settled, Ticket};
+use crate::{
+    Call, CallId, Engine, ErrorCode, Event, Instant, Lookup, LookupId, LookupResult, Options,
+    Settled, StoreWrite, Ticket,
+};
 
 /// Resolve and reject functions of one `translate` promise.
 type Resolvers = (Function, Function);
@@ -36,6 +39,8 @@ struct Inner {
     state: RefCell<State>,
     provider: Function,
     clock: Clock,
+    /// The user's `{ get, set }` persistent store.
+    store: Option<JsValue>,
 }
 
 /// One unit of work taken out of the engine, performed with no borrow held.
@@ -44,6 +49,8 @@ enum Action {
     Settle(Resolvers, Settled<JsValue>),
     Start(Call, Option<AbortController>),
     Notify(Function, Event),
+    Lookup(Lookup),
+    Write(StoreWrite),
 }
 
 /// The engine behind one `BatchPacer`.
@@ -80,11 +87,10 @@ impl PacerCore {
         let parsed = Options::default()
             .patched(&input.core)
             .map_err(|e| invalid_options(e.message))?;
-        if input.cache.is_some() {
-            return Err(invalid_options(
-                "cache is not supported by this build (got a store)".into(),
-            ));
-        }
+        let store = match &input.cache {
+            Some(cache) => Some(convert::store(cache).map_err(invalid_options)?),
+            None => None,
+        };
         let clock = match &input.clock {
             Some(c) => Clock::user(c).map_err(invalid_options)?,
             None => Clock::global(),
@@ -92,10 +98,14 @@ impl PacerCore {
         let on_event = event_handler(input.on_event)?;
         let now = Instant::from_millis(clock.now_ms());
         let seed = (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64;
+        let mut engine = Engine::new(parsed, now, seed);
+        if store.is_some() {
+            engine.enable_store();
+        }
         Ok(PacerCore {
             inner: Rc::new(Inner {
                 state: RefCell::new(State {
-                    engine: Engine::new(parsed, now, seed),
+                    engine,
                     resolvers: IdMap::default(),
                     controllers: IdMap::default(),
                     timer: None,
@@ -104,6 +114,7 @@ impl PacerCore {
                 }),
                 provider,
                 clock,
+                store,
             }),
         })
     }
@@ -243,6 +254,12 @@ impl Inner {
                 return Some(Action::Settle(resolvers, settled));
             }
         }
+        if let Some(lookup) = state.engine.poll_lookup() {
+            return Some(Action::Lookup(lookup));
+        }
+        if let Some(write) = state.engine.poll_store_write() {
+            return Some(Action::Write(write));
+        }
         while let Some(event) = state.engine.poll_event() {
             if let Some(handler) = &state.on_event {
                 return Some(Action::Notify(handler.clone(), event));
@@ -271,6 +288,8 @@ impl Inner {
                     let _ = handler.call1(&JsValue::UNDEFINED, &convert::event_object(&event));
                 }
                 Action::Start(call, controller) => self.start(call, controller),
+                Action::Lookup(lookup) => self.look_up(lookup),
+                Action::Write(write) => self.write(write),
             }
         }
         self.arm_timer();
@@ -295,6 +314,68 @@ impl Inner {
                 });
             }
         }
+    }
+
+    /// `store.get(key)`; whatever it does, the engine hears a hit, a miss or a failure.
+    fn look_up(self: &Rc<Self>, lookup: Lookup) {
+        let Some(store) = &self.store else {
+            return;
+        };
+        let id = lookup.id;
+        match convert::call_method(store, "get", &[JsValue::from_str(&lookup.key)]) {
+            Err(error) => self.found(id, LookupResult::Failed(convert::error_message(&error))),
+            Ok(returned) => {
+                let promise = Promise::resolve(&returned);
+                let inner = Rc::clone(self);
+                spawn_local(async move {
+                    let result = match JsFuture::from(promise).await {
+                        Ok(value) => convert::lookup_result(&value),
+                        Err(error) => LookupResult::Failed(convert::error_message(&error)),
+                    };
+                    inner.found(id, result);
+                });
+            }
+        }
+    }
+
+    fn found(self: &Rc<Self>, id: LookupId, result: LookupResult) {
+        let now = self.now();
+        if let Ok(mut state) = self.state.try_borrow_mut() {
+            state.engine.handle_lookup(now, id, result);
+        }
+        self.flush();
+    }
+
+    /// `store.set(key, value)`, fire and forget: a failure only becomes an event.
+    fn write(self: &Rc<Self>, write: StoreWrite) {
+        let Some(store) = &self.store else {
+            return;
+        };
+        let args = [
+            JsValue::from_str(&write.key),
+            JsValue::from_str(&write.value),
+        ];
+        match convert::call_method(store, "set", &args) {
+            Err(error) => self.store_failed(&error),
+            Ok(returned) => {
+                let promise = Promise::resolve(&returned);
+                let inner = Rc::clone(self);
+                spawn_local(async move {
+                    if let Err(error) = JsFuture::from(promise).await {
+                        inner.store_failed(&error);
+                    }
+                });
+            }
+        }
+    }
+
+    fn store_failed(self: &Rc<Self>, error: &JsValue) {
+        if let Ok(mut state) = self.state.try_borrow_mut() {
+            state
+                .engine
+                .handle_store_failure(convert::error_message(error));
+        }
+        self.flush();
     }
 
     fn respond(

@@ -193,3 +193,34 @@ macro_rules! pacer_cases {
         )*
     };
 }
+
+pub async fn a_persistent_store_answers_before_the_provider() {
+    let store: JsValue = js_sys::eval(
+        "(() => { const m = new Map([['9b8ea9be5963e961c9631c9bfedf9b193acd9eb660007d3d18a59ae4fd1c8964', 'Hallo, Welt!']]);
+                  return { map: m, get: async k => m.get(k), set: async (k, v) => { m.set(k, v); } }; })()",
+    )
+    .unwrap();
+    let opts = object(&[("cache", store.clone()), ("batchDelayMs", JsValue::from(0))]);
+    let core = PacerCore::new(echo_provider(), opts).unwrap();
+    let mut hello = item("Hello, world!");
+    Reflect::set(&hello, &"providerId".into(), &"openai".into()).unwrap();
+    hello = hello.clone();
+    let hit = translate(&core, hello).await.unwrap();
+    assert_eq!(hit.as_string().unwrap(), "Hallo, Welt!");
+    assert_eq!(stat(&core, "providerCalls"), 0.0);
+    assert_eq!(
+        translate(&core, item("new"))
+            .await
+            .unwrap()
+            .as_string()
+            .unwrap(),
+        "«new»"
+    );
+    // The write is fire and forget: give it a turn of the event loop.
+    gloo_timers::future::TimeoutFuture::new(0).await;
+    let map = Reflect::get(&store, &"map".into()).unwrap();
+    assert_eq!(
+        Reflect::get(&map, &"size".into()).unwrap(),
+        JsValue::from(2)
+    );
+}

@@ -73,14 +73,16 @@ describe("the installed package", () => {
     assert.equal(fileURLToPath(import.meta.resolve("batch-pacer")), file);
   });
 
-  test(
-    "the .d.ts named by exports.types is shipped",
-    { todo: "js/index.d.ts is named by exports.types and files but is not in the package" },
-    () => {
-      const types = packageJson.exports["."].types;
-      assert.ok(existsSync(path.join(packageDir, types)), `${types} is in the package`);
-    },
-  );
+  test("the .d.ts named by exports.types is shipped", () => {
+    const types = packageJson.exports["."].types;
+    assert.match(types, /\.d\.ts$/);
+    const file = path.join(packageDir, types);
+    assert.ok(existsSync(file), `${types} is in the package`);
+    const text = readFileSync(file, "utf8");
+    for (const name of ["BatchPacer", "PacerError", "DEFAULTS", "initSync", "openAIProvider"]) {
+      assert.ok(text.includes(name), `the types declare ${name}`);
+    }
+  });
 
   test("the wasm is shipped beside the module", () => {
     assert.ok(existsSync(wasmPath));

@@ -1,12 +1,13 @@
-// Tests of the OpenAI-compatible provider against a real HTTP server on 127.0.0.1.
-// Run: node --test tests/node/openai.test.mjs
+// Tests of the OpenAI-compatible provider against a real HTTP server on 127.0.0.1, as
+// exported by the installed package. Run: bash tests/node/run-package-tests.sh
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import { inspect } from "node:util";
 
-import { openAIProvider, buildMessages } from "../../js/openai.js";
+import FakeTimers from "@sinonjs/fake-timers";
+import init, { openAIProvider, BatchPacer, PacerError } from "batch-pacer";
 
 const CANARY = "sk-canary-DO-NOT-LEAK-123";
 const SEP = "\n\n%%\n\n";
@@ -560,9 +561,17 @@ describe("argument validation", () => {
   });
 });
 
-describe("buildMessages", () => {
-  test("single request: translation instructions, user text verbatim, no batch rules", () => {
-    const messages = buildMessages(makeRequest({ texts: ["50%% off\n\nnow"], sourceLang: "fr", targetLang: "ja" }));
+describe("the prompt, as the server receives it", () => {
+  /** Sends `request` through a provider and returns the messages the server got. */
+  async function messagesFor(t, request) {
+    const srv = await startServer(t, (r, res) => sendJson(res, 200, completion("ok")));
+    await openAIProvider({ baseUrl: srv.baseUrl, model: "m" })(request);
+    assert.equal(srv.requests.length, 1);
+    return srv.requests[0].json.messages;
+  }
+
+  test("single request: translation instructions, user text verbatim, no batch rules", async (t) => {
+    const messages = await messagesFor(t, makeRequest({ texts: ["50%% off\n\nnow"], sourceLang: "fr", targetLang: "ja" }));
     assert.equal(messages.length, 2);
     assert.equal(messages[0].role, "system");
     assert.match(messages[0].content, /from fr to ja\./);
@@ -571,24 +580,104 @@ describe("buildMessages", () => {
     assert.deepEqual(messages[1], { role: "user", content: "50%% off\n\nnow" });
   });
 
-  test("batch request: separator and count follow the request", () => {
+  test("batch request: separator and count follow the request", async (t) => {
     const texts = ["a", "b", "c", "d"];
     const request = makeRequest({ texts, separator: "\n\n%%%%\n\n" });
-    const [system, user] = buildMessages(request);
+    const [system, user] = await messagesFor(t, request);
     assert.match(system.content, /consists of 4 segments separated by lines containing only %%%%(?!%)/);
     assert.match(system.content, /exactly 4 translated segments/);
     assert.equal(user.content, "a\n\n%%%%\n\nb\n\n%%%%\n\nc\n\n%%%%\n\nd");
   });
 
-  test("auto source language asks to detect it", () => {
-    const [system] = buildMessages(makeRequest({ sourceLang: "auto" }));
+  test("auto source language asks to detect it", async (t) => {
+    const [system] = await messagesFor(t, makeRequest({ sourceLang: "auto" }));
     assert.match(system.content, /Detect the language/);
     assert.doesNotMatch(system.content, /from auto/);
   });
 
-  test("context goes into the system message, tagged", () => {
-    const [system, user] = buildMessages(makeRequest({ context: "A cooking blog" }));
+  test("context goes into the system message, tagged", async (t) => {
+    const [system, user] = await messagesFor(t, makeRequest({ context: "A cooking blog" }));
     assert.match(system.content, /<context>\nA cooking blog\n<\/context>/);
     assert.doesNotMatch(user.content, /cooking/);
+  });
+});
+
+describe("driven by BatchPacer", () => {
+  /** Waits, in real time, until `predicate()` holds. */
+  async function until(predicate, what) {
+    for (let i = 0; i < 500; i++) {
+      if (predicate()) return;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    assert.fail(`timed out waiting for ${what}`);
+  }
+
+  function virtualClock() {
+    const clock = FakeTimers.createClock(0);
+    return {
+      clock,
+      pacerClock: { now: () => clock.now, setTimeout: clock.setTimeout, clearTimeout: clock.clearTimeout },
+    };
+  }
+
+  test("a batch goes out as one chat completion and its reply is split per item", async (t) => {
+    await init();
+    const srv = await startServer(t, (r, res) => {
+      const text = r.json.messages[1].content;
+      const system = r.json.messages[0].content;
+      const line = /lines containing only (\S+)/.exec(system)?.[1];
+      if (line === undefined) return sendJson(res, 200, completion(`<${text}>`));
+      const parts = text.split(`\n\n${line}\n\n`).map((x) => `<${x}>`);
+      sendJson(res, 200, completion(parts.join(`\n${line}\n`)));
+    });
+    const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, model: "m" }), { batchDelayMs: 50, maxItemsPerBatch: 3 });
+    t.after(() => pacer.dispose());
+    const item = (text) => ({ text, sourceLang: "en", targetLang: "de", providerId: "openai" });
+    const results = await Promise.all(["one", "two %% two", "three"].map((x) => pacer.translate(item(x))));
+    assert.deepEqual(results, ["<one>", "<two %% two>", "<three>"]);
+    assert.equal(srv.requests.length, 1);
+    assert.match(srv.requests[0].json.messages[0].content, /exactly 3 translated segments/);
+  });
+
+  test("a 429 with Retry-After pauses the pacer for that long, then the retry succeeds", async (t) => {
+    await init();
+    let n = 0;
+    const srv = await startServer(t, (r, res) => {
+      if (n++ === 0) return sendJson(res, 429, { error: { message: "slow down" } }, { "Retry-After": "3" });
+      sendJson(res, 200, completion("Hallo"));
+    });
+    const { clock, pacerClock } = virtualClock();
+    const events = [];
+    const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, model: "m" }), {
+      clock: pacerClock,
+      onEvent: (e) => events.push(e),
+      timeoutMs: 0,
+    });
+    t.after(() => pacer.dispose());
+    const result = pacer.translate({ text: "Hello", sourceLang: "en", targetLang: "de", providerId: "openai", llm: false });
+    await until(() => events.some((e) => e.type === "rateLimited"), "the 429");
+    const limited = events.find((e) => e.type === "rateLimited");
+    assert.equal(limited.retryAfterMs, 3000);
+    assert.equal(limited.providerId, "openai");
+    await clock.tickAsync(2990);
+    assert.equal(srv.requests.length, 1, "no retry before the Retry-After");
+    await clock.tickAsync(20);
+    assert.equal(await result, "Hallo");
+    assert.equal(srv.requests.length, 2);
+  });
+
+  test("a 401 rejects at once with provider_error, status 401 and the provider's error as cause", async (t) => {
+    await init();
+    const srv = await startServer(t, (r, res) => sendJson(res, 401, { error: { message: "Incorrect API key" } }));
+    const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, apiKey: CANARY, model: "m" }), { batchDelayMs: 0 });
+    t.after(() => pacer.dispose());
+    const err = await rejection(pacer.translate({ text: "Hello", sourceLang: "en", targetLang: "de", providerId: "openai" }));
+    assert.ok(err instanceof PacerError);
+    assert.equal(err.code, "provider_error");
+    assert.equal(err.status, 401);
+    assert.ok(err.cause instanceof Error);
+    assert.equal(err.cause.status, 401);
+    assert.equal(srv.requests.length, 1);
+    assertNoCanary(err);
   });
 });

@@ -39,5 +39,20 @@ cp "$here"/*.mjs .
 shopt -s nullglob
 [ -d "$here/fixtures" ] && cp -r "$here/fixtures" .
 
+# Tests of repository tools that are not part of the package (e.g. the demo's mock
+# provider) find the repository through this variable.
+export BATCH_PACER_REPO="$root"
+
 echo "# running the tests in $work/project" >&2
-node --test --test-reporter=spec "$@" ./*.test.mjs
+set +e
+node --test --test-reporter=spec "$@" ./*.test.mjs 2>&1 | tee "$work/output.txt"
+status=${PIPESTATUS[0]}
+set -e
+
+# The spec reporter lists failing tests after its summary: repeat the summary last.
+summary='^ℹ (tests|suites|pass|fail|cancelled|skipped|todo|duration_ms) '
+if ! tail -n 1 "$work/output.txt" | grep -Eq "$summary"; then
+  echo
+  grep -E "$summary" "$work/output.txt" | tail -n 8
+fi
+exit "$status"

@@ -32,6 +32,9 @@ pub struct CallRecord {
 
 type Script = Box<dyn FnMut(&Call, Instant) -> Answer>;
 type Outcome = Result<Reply, Failure<String>>;
+/// Answers a store lookup after a delay, or never (`None`).
+pub type StoreScript =
+    Box<dyn FnMut(&batch_pacer::Lookup) -> Option<(Duration, batch_pacer::LookupResult)>>;
 
 pub struct Sim {
     pub engine: Engine<String>,
@@ -39,11 +42,16 @@ pub struct Sim {
     provider: Script,
     answers: BTreeMap<(Instant, u64), (CallId, Outcome)>,
     answer_seq: u64,
+    /// The persistent store's behaviour, when one is configured with `with_store`.
+    store: Option<StoreScript>,
+    lookup_answers: BTreeMap<(Instant, u64), (batch_pacer::LookupId, batch_pacer::LookupResult)>,
     pub calls: Vec<CallRecord>,
     pub results: HashMap<Ticket, Result<String, PacerFailure<String>>>,
     pub settle_counts: HashMap<Ticket, u32>,
     pub events: Vec<(Instant, Event)>,
     pub cancelled: Vec<CallId>,
+    pub lookups: Vec<batch_pacer::Lookup>,
+    pub writes: Vec<batch_pacer::StoreWrite>,
     /// Calls running at once, sampled at each start.
     pub max_running: usize,
     running: std::collections::HashSet<CallId>,
@@ -115,14 +123,25 @@ impl Sim {
             provider: Box::new(provider),
             answers: BTreeMap::new(),
             answer_seq: 0,
+            store: None,
+            lookup_answers: BTreeMap::new(),
             calls: Vec::new(),
             results: HashMap::new(),
             settle_counts: HashMap::new(),
             events: Vec::new(),
             cancelled: Vec::new(),
+            lookups: Vec::new(),
+            writes: Vec::new(),
             max_running: 0,
             running: Default::default(),
         }
+    }
+
+    /// Puts a scripted persistent store behind the engine's LRU.
+    pub fn with_store(mut self, script: StoreScript) -> Sim {
+        self.engine.enable_store();
+        self.store = Some(script);
+        self
     }
 
     pub fn translate(&mut self, item: &Item<'_>) -> Ticket {
@@ -184,13 +203,33 @@ impl Sim {
             *self.settle_counts.entry(settled.ticket).or_default() += 1;
             self.results.insert(settled.ticket, settled.result);
         }
+        while let Some(lookup) = self.engine.poll_lookup() {
+            if let Some(answer) = self.store.as_mut().and_then(|script| script(&lookup)) {
+                self.answer_seq += 1;
+                self.lookup_answers.insert(
+                    (self.now + answer.0, self.answer_seq),
+                    (lookup.id, answer.1),
+                );
+            }
+            self.lookups.push(lookup);
+        }
+        while let Some(write) = self.engine.poll_store_write() {
+            self.writes.push(write);
+        }
         while let Some(event) = self.engine.poll_event() {
             self.events.push((self.now, event));
         }
     }
 
     fn next_wake(&self) -> Option<Instant> {
-        let answer = self.answers.keys().next().map(|(at, _)| *at);
+        let answer = [
+            self.answers.keys().next(),
+            self.lookup_answers.keys().next(),
+        ]
+        .into_iter()
+        .flatten()
+        .map(|(at, _)| *at)
+        .min();
         match (self.engine.poll_timeout(), answer) {
             (Some(a), Some(b)) => Some(a.min(b)),
             (a, b) => a.or(b),
@@ -216,6 +255,14 @@ impl Sim {
                 let (id, outcome) = entry.remove();
                 self.running.remove(&id);
                 self.engine.handle_response(self.now, id, outcome);
+                self.drain();
+            }
+            while let Some(entry) = self.lookup_answers.first_entry() {
+                if entry.key().0 > self.now {
+                    break;
+                }
+                let (id, result) = entry.remove();
+                self.engine.handle_lookup(self.now, id, result);
                 self.drain();
             }
             self.engine.handle_timeout(self.now);

@@ -1,0 +1,114 @@
+//! The persistent store behind the in-memory LRU (the `cache` option): a lookup before an
+//! item is queued (it holds no token), a write after every success. The driver performs
+//! both against the user's `{ get, set }`; a store that fails or hangs only ever costs a
+//! miss.
+
+use crate::batch::Member;
+use crate::hash::IdMap;
+use crate::key::to_hex;
+use crate::slab::Key;
+use crate::time::Instant;
+
+/// Identifies a lookup between `poll_lookup` and `handle_lookup`.
+pub type LookupId = u64;
+
+/// A `store.get(key)` to perform.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lookup {
+    /// Pass back to `handle_lookup`.
+    pub id: LookupId,
+    /// The item's cache key (lowercase hex SHA-256, as `cacheKey` returns).
+    pub key: String,
+}
+
+/// What a lookup found.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LookupResult {
+    /// A stored translation.
+    Hit(String),
+    /// Nothing stored.
+    Miss,
+    /// The store threw, rejected or returned something that is not a string: a miss,
+    /// reported as an event.
+    Failed(String),
+}
+
+/// A `store.set(key, value)` to perform.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StoreWrite {
+    /// The item's cache key.
+    pub key: String,
+    /// Its translation.
+    pub value: String,
+}
+
+/// A job waiting for its lookup: what it needs to be queued on a miss.
+#[derive(Clone, Copy, Debug)]
+pub struct PendingLookup {
+    pub member: Member,
+    pub group: Key,
+    pub deadline: Option<Instant>,
+}
+
+/// Lookups under way, full keys of jobs (for their write), and the driver's work.
+#[derive(Debug, Default)]
+pub struct Store {
+    pending: IdMap<PendingLookup>,
+    digests: IdMap<[u8; 32]>,
+    lookups: std::collections::VecDeque<Lookup>,
+    writes: std::collections::VecDeque<StoreWrite>,
+}
+
+impl Store {
+    /// Starts the lookup of a new job.
+    pub fn begin(&mut self, job: Key, digest: &[u8; 32], pending: PendingLookup) {
+        let id = job.to_bits();
+        self.pending.insert(id, pending);
+        self.digests.insert(id, *digest);
+        self.lookups.push_back(Lookup {
+            id,
+            key: to_hex(digest),
+        });
+    }
+
+    /// Ends the lookup of `job`, if it is still under way.
+    pub fn finish_lookup(&mut self, job: Key) -> Option<PendingLookup> {
+        self.pending.remove(&job.to_bits())
+    }
+
+    /// The lookup of `job`, if under way (for its deadline).
+    pub fn pending(&self, job: Key) -> Option<&PendingLookup> {
+        self.pending.get(&job.to_bits())
+    }
+
+    /// Queues the write of a success.
+    pub fn written(&mut self, job: Key, translation: &str) {
+        if let Some(digest) = self.digests.remove(&job.to_bits()) {
+            self.writes.push_back(StoreWrite {
+                key: to_hex(&digest),
+                value: translation.to_owned(),
+            });
+        }
+    }
+
+    /// Drops what is kept for `job` (it failed or left).
+    pub fn forget(&mut self, job: Key) {
+        self.pending.remove(&job.to_bits());
+        self.digests.remove(&job.to_bits());
+    }
+
+    /// Drops everything (dispose).
+    pub fn clear(&mut self) {
+        *self = Store::default();
+    }
+
+    /// The next lookup to perform.
+    pub fn poll_lookup(&mut self) -> Option<Lookup> {
+        self.lookups.pop_front()
+    }
+
+    /// The next write to perform.
+    pub fn poll_write(&mut self) -> Option<StoreWrite> {
+        self.writes.pop_front()
+    }
+}
