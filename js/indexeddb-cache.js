@@ -28,10 +28,13 @@ const OPTION_NAMES = ["name", "maxEntries", "ttlMs"];
  * @property {number} ttlMs
  * @property {(key: string) => Promise<string | undefined>} get The value stored under
  *   `key`, or `undefined` when absent or older than `ttlMs` (an expired entry is then
- *   deleted in the background). One keyed read in one read-only transaction.
+ *   deleted in the background). One keyed read in a read-only transaction; the gets made
+ *   in the same turn share that transaction. Rejects on failure (e.g. the database cannot
+ *   be opened); a key that is not a non-empty string rejects with a TypeError.
  * @property {(key: string, value: string) => Promise<void>} set Stores `value` under `key`
  *   with a fresh write time (re-setting a key refreshes it); resolves when the write
- *   transaction has committed, rejects on failure (quota, closed database ...).
+ *   transaction has committed, rejects on failure (quota, closed database ...). The sets
+ *   made in the same turn share one transaction and succeed or fail together.
  * @property {() => Promise<number>} size The number of stored entries (expired ones not
  *   yet deleted included); 0 when unavailable.
  * @property {() => Promise<number>} prune Deletes the expired entries and the oldest
@@ -323,15 +326,65 @@ export function indexedDBCache(options = {}) {
     if (deleted && conn.base !== null) conn.added--;
   }
 
-  async function get(key) {
-    checkKey(key);
-    const { tx } = await transaction("readonly");
-    const record = await new Promise((resolve, reject) => {
-      const request = tx.objectStore(STORE).get(key);
-      request.onsuccess = () => resolve(request.result);
-      request.onerror = () => reject(request.error);
-      tx.onabort = () => reject(tx.error ?? new Error("IndexedDB: transaction aborted"));
+  // Calls made in the same turn share one transaction: a pacer looking up the paragraphs
+  // of a page, or storing the translations of a batch, costs one transaction, not one each.
+  /** @type {{ key: string, resolve: Function, reject: Function }[] | null} */
+  let reads = null;
+  /** @type {{ key: string, value: string, resolve: Function, reject: Function }[] | null} */
+  let writes = null;
+
+  function get(key) {
+    return new Promise((resolve, reject) => {
+      checkKey(key);
+      if (!reads) {
+        reads = [];
+        runReads();
+      }
+      reads.push({ key, resolve, reject });
     });
+  }
+
+  function set(key, value) {
+    return new Promise((resolve, reject) => {
+      checkKey(key);
+      checkValue(value);
+      if (!writes) {
+        writes = [];
+        runWrites();
+      }
+      writes.push({ key, value, resolve, reject });
+    });
+  }
+
+  /** One read-only transaction, one keyed `get` per queued call, answered as each arrives. */
+  async function runReads() {
+    let tx;
+    try {
+      ({ tx } = await transaction("readonly"));
+    } catch (error) {
+      const failed = reads;
+      reads = null;
+      for (const call of failed) call.reject(error);
+      return;
+    }
+    const calls = reads;
+    reads = null; // later calls start the next transaction
+    const store = tx.objectStore(STORE);
+    tx.onabort = () => {
+      const error = tx.error ?? new Error("IndexedDB: transaction aborted");
+      for (const call of calls) call.reject(error); // no effect on those already answered
+    };
+    for (const call of calls) {
+      const request = store.get(call.key);
+      request.onsuccess = () => call.resolve(answer(call.key, request.result));
+      request.onerror = (event) => {
+        event.preventDefault(); // the other reads of the transaction go on
+        call.reject(request.error);
+      };
+    }
+  }
+
+  function answer(key, record) {
     if (record === undefined || record === null) return undefined;
     if (isExpired(record, Date.now())) {
       deleteIfExpired(key).catch(() => {}); // opportunistic; the answer does not wait
@@ -340,18 +393,41 @@ export function indexedDBCache(options = {}) {
     return typeof record.value === "string" ? record.value : undefined;
   }
 
-  async function set(key, value) {
-    checkKey(key);
-    checkValue(value);
-    const { tx, conn } = await transaction("readwrite");
+  /**
+   * One read-write transaction for the queued writes; they resolve together when it
+   * commits and reject together when it aborts.
+   */
+  async function runWrites() {
+    let tx;
+    let conn;
+    try {
+      ({ tx, conn } = await transaction("readwrite"));
+    } catch (error) {
+      const failed = writes;
+      writes = null;
+      for (const call of failed) call.reject(error);
+      return;
+    }
+    const calls = writes;
+    writes = null;
     const store = tx.objectStore(STORE);
-    // Both requests are queued at once; the count runs first and tells a new key apart.
-    const existing = store.count(key);
-    store.put({ key, value, at: Date.now() });
-    await committed(tx);
-    if (existing.result === 0) conn.added++;
-    // Created before `set` resolves, so the caller's next write queues behind it.
+    const at = Date.now();
+    // Requests run in order: each count sees the puts before it and tells a new key apart.
+    const existing = calls.map((call) => {
+      const count = store.count(call.key);
+      store.put({ key: call.key, value: call.value, at });
+      return count;
+    });
+    try {
+      await committed(tx);
+    } catch (error) {
+      for (const call of calls) call.reject(error);
+      return;
+    }
+    for (const count of existing) if (count.result === 0) conn.added++;
+    // Created before the writes resolve, so the caller's next write queues behind it.
     maybeEvict(conn);
+    for (const call of calls) call.resolve();
   }
 
   async function size() {

@@ -29,6 +29,16 @@ impl TokenBucket {
         }
     }
 
+    /// A bucket holding `tokens` (capped at `capacity`), e.g. restored from a snapshot.
+    pub fn with_tokens(rate: f64, capacity: f64, tokens: f64, now: Instant) -> TokenBucket {
+        TokenBucket {
+            rate,
+            capacity,
+            tokens: tokens.clamp(0.0, capacity),
+            updated: now,
+        }
+    }
+
     /// A bucket that starts empty (used after a 429, when bursting again would be wrong).
     pub fn empty(rate: f64, capacity: f64, now: Instant) -> TokenBucket {
         TokenBucket {

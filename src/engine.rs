@@ -24,6 +24,7 @@ use crate::options::{OptionValue, Options};
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::slab::{Key, Slab};
+use crate::snapshot::{ProviderSnapshot, Snapshot};
 use crate::stats::{Event, RetryReason, Stats};
 use crate::store::{Lookup, LookupId, LookupResult, PendingLookup, Store, StoreWrite};
 use crate::time::{Duration, Instant};
@@ -323,7 +324,7 @@ impl<C: Clone> Engine<C> {
                 let batch = j.batch;
                 self.raise_priority(batch, priority);
             }
-            self.pump();
+            self.after_input();
             return Ok(ticket);
         }
         let seq = self.next_seq;
@@ -372,7 +373,7 @@ impl<C: Clone> Engine<C> {
                 self.place(member, group, now);
             }
         }
-        self.pump();
+        self.after_input();
         Ok(ticket)
     }
 
@@ -391,13 +392,13 @@ impl<C: Clone> Engine<C> {
                 Err(failure) => self.on_failure(run, failure),
             }
         }
-        self.pump();
+        self.after_input();
     }
 
     /// Lets time pass: due batches, ended backoffs and pauses, call timeouts.
     pub fn handle_timeout(&mut self, now: Instant) {
         self.advance(now);
-        self.pump();
+        self.after_input();
     }
 
     /// Accepts an item whose signal was already aborted: it is never queued and rejects
@@ -461,7 +462,7 @@ impl<C: Clone> Engine<C> {
         if !running {
             self.withdraw(job_key);
         }
-        self.pump();
+        self.after_input();
     }
 
     /// Validates the whole patch, then applies it to queued work at once.
@@ -497,7 +498,7 @@ impl<C: Clone> Engine<C> {
         if regroup {
             self.regroup_open_batches();
         }
-        self.pump();
+        self.after_input();
         Ok(())
     }
 
@@ -549,7 +550,7 @@ impl<C: Clone> Engine<C> {
         if let Some(job) = self.jobs.key_from_bits(id) {
             self.end_lookup(job, result);
         }
-        self.pump();
+        self.after_input();
     }
 
     /// Reports a failed `store.set`; it changes nothing but the events.
@@ -558,6 +559,55 @@ impl<C: Clone> Engine<C> {
             operation: "set",
             message,
         });
+    }
+
+    /// The state a restarted pacer needs (see [`Engine::restore`]), at wall time `wall_ms`.
+    pub fn snapshot(&self, wall_ms: f64) -> Snapshot {
+        let providers = self
+            .providers
+            .iter()
+            .filter(|p| p.paused_until > self.now || p.adaptive.is_some())
+            .map(|p| ProviderSnapshot {
+                provider_id: p.id.to_string(),
+                paused_for: p.paused_until.since(self.now),
+                adaptive_rate: p.adaptive.as_ref().map(|a| a.bucket.rate()),
+                adaptive_ceiling: p.adaptive.as_ref().map_or(0.0, |a| a.ceiling),
+            })
+            .collect();
+        Snapshot {
+            wall_time_ms: wall_ms,
+            tokens: self.bucket.tokens(self.now),
+            providers,
+        }
+    }
+
+    /// Resumes from a snapshot taken `elapsed` ago: tokens earned meanwhile are added (up
+    /// to `capacity`), what is left of each pause still holds, adaptive rates return.
+    pub fn restore(&mut self, snapshot: &Snapshot, elapsed: Duration) {
+        let (rate, capacity) = (self.options.rate, self.options.capacity);
+        let earned = elapsed.as_secs() * rate;
+        self.bucket = TokenBucket::with_tokens(rate, capacity, snapshot.tokens + earned, self.now);
+        for saved in &snapshot.providers {
+            let index = self.provider_for(&saved.provider_id);
+            let now = self.now;
+            let Some(provider) = self.providers.get_mut(index as usize) else {
+                continue;
+            };
+            if saved.paused_for > elapsed {
+                let until =
+                    now + Duration::from_micros(saved.paused_for.as_micros() - elapsed.as_micros());
+                provider.paused_until = until;
+                provider.episode_start = Some(now);
+                self.timers.push(Reverse((until, Timer::PauseEnd)));
+            }
+            if let Some(adaptive_rate) = saved.adaptive_rate.filter(|r| *r < rate) {
+                let tokens = (elapsed.as_secs() * adaptive_rate).min(1.0);
+                provider.adaptive = Some(Adaptive {
+                    bucket: TokenBucket::with_tokens(adaptive_rate, 1.0, tokens, now),
+                    ceiling: saved.adaptive_ceiling,
+                });
+            }
+        }
     }
 
     // ----- outputs -----
@@ -889,6 +939,34 @@ impl<C: Clone> Engine<C> {
         let key = ready_key(batch_key, batch);
         if let Some(p) = self.providers.get_mut(batch.provider as usize) {
             p.ready.insert(key);
+        }
+    }
+
+    /// Every input ends here: start what may start, then drop timers that no longer
+    /// matter from the top of the heap so `poll_timeout` does not wake anyone for nothing.
+    fn after_input(&mut self) {
+        self.pump();
+        while let Some(&Reverse((_, timer))) = self.timers.peek() {
+            let live = match timer {
+                Timer::Due(key) => self
+                    .batches
+                    .get(key)
+                    .is_some_and(|b| b.state == State::Collecting),
+                Timer::Backoff(key) => self
+                    .batches
+                    .get(key)
+                    .is_some_and(|b| matches!(b.state, State::Backoff(_))),
+                Timer::Deadline(id) => self.running.contains_key(&id),
+                Timer::Lookup(job) => self
+                    .store
+                    .as_ref()
+                    .is_some_and(|s| s.pending(job).is_some()),
+                Timer::PauseEnd => self.providers.iter().any(|p| p.paused_until > self.now),
+            };
+            if live {
+                break;
+            }
+            self.timers.pop();
         }
     }
 

@@ -155,4 +155,20 @@ describe("user clock", () => {
     assert.deepEqual(starts, [60_000]);
     assert.equal(await result, "slow window");
   });
+
+  test("a fake-timers clock object can be passed as it is (now as a number property)", async (t) => {
+    const clock = FakeTimers.createClock(0);
+    const starts = [];
+    const pacer = new BatchPacer(async (r) => {
+      starts.push(clock.now);
+      return r.text;
+    }, { clock, batchDelayMs: 500 });
+    t.after(() => pacer.dispose());
+    const result = pacer.translate(item("prop"));
+    await clock.tickAsync(499);
+    assert.equal(starts.length, 0);
+    await clock.tickAsync(1);
+    assert.deepEqual(starts, [500]);
+    assert.equal(await result, "prop");
+  });
 });

@@ -42,6 +42,20 @@ describe("AbortSignal", () => {
     assert.equal(c.value, "C");
   });
 
+  test("when an abort leaves one item in a batch, it is sent as a single request", async (t) => {
+    const { clock, calls, send } = setup(t, { batchDelayMs: 100 });
+    const controller = new AbortController();
+    const a = send(item("a"));
+    send(item("b", { signal: controller.signal }));
+    controller.abort();
+    await clock.tickAsync(100);
+    assert.equal(calls.length, 1);
+    assert.deepEqual(calls[0].texts, ["a"]);
+    assert.equal(calls[0].isBatch, false);
+    assert.equal(calls[0].text, "a");
+    assert.equal(a.value, "A");
+  });
+
   test("an already-aborted signal rejects aborted without a call", async (t) => {
     const { clock, calls, send, pacer } = setup(t);
     const s = send(item("x", { signal: AbortSignal.abort() }));

@@ -189,6 +189,23 @@ describe("count mismatch", () => {
     assert.equal(pacer.stats().fallbacks, 0);
   });
 
+  test("the fallback's single calls are paced by the token bucket", async (t) => {
+    const { clock, calls, send } = setup(t, {
+      rate: 1,
+      capacity: 1,
+      maxBatchRetries: 0,
+      answer: async (r) => (r.isBatch ? "merged" : `s:${r.text}`),
+    });
+    const states = ["a", "b", "c"].map((x) => send(item(x)));
+    await clock.tickAsync(100);
+    assert.equal(calls.length, 1);
+    await clock.tickAsync(10_000);
+    assert.equal(calls.length, 4);
+    const times = calls.map((c) => c.at);
+    for (let i = 1; i < times.length; i++) assert.ok(times[i] - times[i - 1] >= 999, `calls at ${times}`);
+    assert.deepEqual(states.map((s) => s.value), ["s:a", "s:b", "s:c"]);
+  });
+
   test("maxBatchRetries 0: straight to the fallback", async (t) => {
     const { clock, calls, send } = setup(t, {
       maxBatchRetries: 0,

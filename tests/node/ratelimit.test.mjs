@@ -91,6 +91,25 @@ describe("429 pause", () => {
     assert.equal(later.value, "later");
   });
 
+  test("a 429 retry waits for a token too (rule 5)", async (t) => {
+    let n = 0;
+    const { clock, calls, send } = setup(t, {
+      rate: 1,
+      capacity: 1,
+      adaptiveRate: false,
+      answer: async (r) => {
+        if (n++ === 0) throw tooMany({ retryAfterMs: 10 });
+        return r.text;
+      },
+    });
+    const s = send(item("x", { llm: false }));
+    await clock.tickAsync(500);
+    assert.equal(calls.length, 1, "the Retry-After is over, the token is not there yet");
+    await clock.tickAsync(501);
+    assert.equal(calls.length, 2);
+    assert.equal(s.value, "x");
+  });
+
   test("the rateLimited event: a plain object with providerId, retryAfterMs, pausedForMs", async (t) => {
     let n = 0;
     const { clock, send, events } = setup(t, {

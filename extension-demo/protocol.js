@@ -1,0 +1,99 @@
+// The messages between the demo extension's parts. One module so that every part
+// speaks the same names; it has no side effects and runs in every extension context.
+
+/** The two translation flows; each has its own BatchPacer and settings. */
+export const FLOWS = Object.freeze(["page", "subtitles"]);
+
+/**
+ * Content script -> background, over a long-lived port named PORT_NAME (one per tab
+ * and flow). Closing the tab or navigating closes the port, which aborts the tab's
+ * queued items. A background restart also closes it: the content script reconnects
+ * and sends again every item that has no answer yet.
+ *
+ *   { type: "translate", flow, sourceLang, targetLang, context,
+ *     items: [{ id: string, text: string, priority: number }] }
+ *
+ * Background -> content script, one message per item:
+ *
+ *   { type: "translated", id, translation }
+ *   { type: "failed", id, code, message }       // a PacerError code
+ */
+export const PORT_NAME = "batch-pacer-translate";
+
+/**
+ * Extension pages (options, statistics) -> background, with runtime.sendMessage.
+ * The background answers only senders whose URL is one of the extension's own pages.
+ *
+ *   { type: "getSettings" }                    -> { ok: true, settings }
+ *   { type: "setSettings", settings }          -> { ok: true, settings } | { ok: false, error: { flow?, field?, code, message } }
+ *   { type: "getStats" }                       -> { ok: true, stats }
+ *   { type: "resetStats" }                     -> { ok: true }
+ *
+ * settings = {
+ *   page:      { rate, capacity, maxInFlight, maxCharactersPerBatch, maxItemsPerBatch, batchDelayMs },
+ *   subtitles: { ...same fields },
+ *   provider:  { kind: "demo" | "openai", baseUrl, apiKey, model },
+ *   sourceLang, targetLang,
+ * }
+ * The apiKey is never sent to a content script and never logged; getSettings returns
+ * it only to extension pages, as `apiKeySet: boolean` plus `apiKey: ""` (the options
+ * page leaves the field empty to keep the stored key).
+ *
+ * stats = {
+ *   flows: { page: FlowStats, subtitles: FlowStats },
+ *   startedAt: epoch ms,
+ * }
+ * FlowStats = {
+ *   providerId,                                 // "demo" or "openai:<baseUrl>"
+ *   pacer: <BatchPacer.stats()>,                // items, providerCalls, retries, ...
+ *   byProvider: { [providerId]: { paragraphs, calls, rateLimited } },
+ *   series: [{ t: seconds since startedAt, paragraphs, calls }],   // cumulative, one point per second of activity
+ * }
+ */
+export const MESSAGES = Object.freeze({
+  translate: "translate",
+  translated: "translated",
+  failed: "failed",
+  getSettings: "getSettings",
+  setSettings: "setSettings",
+  getStats: "getStats",
+  resetStats: "resetStats",
+});
+
+/** Settings the options page edits per flow, in display order. */
+export const FLOW_FIELDS = Object.freeze([
+  "rate",
+  "capacity",
+  "maxInFlight",
+  "maxCharactersPerBatch",
+  "maxItemsPerBatch",
+  "batchDelayMs",
+]);
+
+/** The presets of the Request Control guide. `rate: null` keeps the current rate. */
+export const PRESETS = Object.freeze({
+  strictFreeTier: Object.freeze({
+    label: "Strict free tier (60 requests/minute, no burst)",
+    values: { rate: 1, capacity: 1, maxInFlight: 0, maxCharactersPerBatch: 800, maxItemsPerBatch: 4, batchDelayMs: 100 },
+  }),
+  fragileStructuredOutput: Object.freeze({
+    label: "Fragile structured-output model",
+    values: { rate: null, capacity: 1, maxInFlight: 0, maxCharactersPerBatch: 600, maxItemsPerBatch: 2, batchDelayMs: 100 },
+  }),
+  fastLocalModel: Object.freeze({
+    label: "Fast local model",
+    values: { rate: 8, capacity: 60, maxInFlight: 4, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100 },
+  }),
+});
+
+/** Settings of a fresh install: the package defaults, the offline demo provider. */
+export const DEFAULT_SETTINGS = Object.freeze({
+  page: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100 },
+  subtitles: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100 },
+  provider: { kind: "demo", baseUrl: "", apiKey: "", model: "" },
+  sourceLang: "en",
+  targetLang: "de",
+});
+
+/** The browser's extension API: `browser` in Firefox, `chrome` in Chromium. */
+export const ext = globalThis.browser ?? globalThis.chrome;
