@@ -134,6 +134,14 @@ export class BatchPacer {
     return this.#core.options;
   }
 
+  /**
+   * Tokens, 429 pauses and adaptive rates with the wall-clock time, as plain JSON: pass it
+   * as `restore` to a new BatchPacer in a restarted service worker.
+   */
+  snapshot() {
+    return this.#core.snapshot();
+  }
+
   /** Counters since construction and current gauges. */
   stats() {
     return this.#core.stats();

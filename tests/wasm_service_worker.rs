@@ -12,4 +12,5 @@ pacer_cases!(
     dispose_settles_everything,
     garbage_in_gives_errors_not_panics,
     a_persistent_store_answers_before_the_provider,
+    snapshot_round_trips_and_bad_snapshots_are_rejected,
 );

@@ -2,13 +2,13 @@
 //! has a type the core cannot see); every other rule is the core's.
 
 use js_sys::{Array, Function, Object, Reflect};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::{
     invalid_input, Call, Compat, Duration, Event, Failure, Item, LookupResult, OptionValue,
-    Options, PacerFailure, Reply, Stats,
+    Options, PacerFailure, ProviderSnapshot, Reply, Snapshot, Stats,
 };
 
 /// Reads a property; a throwing getter reads as `undefined`.
@@ -143,6 +143,7 @@ pub struct OptionsInput {
     pub clock: Option<JsValue>,
     pub on_event: Option<JsValue>,
     pub cache: Option<JsValue>,
+    pub restore: Option<JsValue>,
 }
 
 /// Reads an options object; `undefined` and `null` mean no options.
@@ -152,6 +153,7 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String
         clock: None,
         on_event: None,
         cache: None,
+        restore: None,
     };
     if value.is_undefined() || value.is_null() {
         return Ok(input);
@@ -172,6 +174,7 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String
             "clock" => input.clock = present.then_some(v),
             "onEvent" => input.on_event = present.then_some(v),
             "cache" => input.cache = present.then_some(v),
+            "restore" => input.restore = present.then_some(v),
             _ => input.core.push((name, describe(&v))),
         }
     }
@@ -366,6 +369,67 @@ struct StatsView {
 fn to_js<T: Serialize>(value: &T) -> JsValue {
     let serializer = serde_wasm_bindgen::Serializer::json_compatible();
     value.serialize(&serializer).unwrap_or(JsValue::UNDEFINED)
+}
+
+/// A snapshot as JSON sees it (`pacer.snapshot()`, the `restore` option).
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct SnapshotView {
+    version: u32,
+    wall_time: f64,
+    tokens: f64,
+    providers: Vec<ProviderView>,
+}
+
+#[derive(Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+struct ProviderView {
+    provider_id: String,
+    paused_for_ms: f64,
+    adaptive_rate: Option<f64>,
+    adaptive_ceiling: f64,
+}
+
+/// A snapshot as plain JSON.
+pub fn snapshot_object(snapshot: &Snapshot) -> JsValue {
+    to_js(&SnapshotView {
+        version: 1,
+        wall_time: snapshot.wall_time_ms,
+        tokens: snapshot.tokens,
+        providers: snapshot
+            .providers
+            .iter()
+            .map(|p| ProviderView {
+                provider_id: p.provider_id.clone(),
+                paused_for_ms: p.paused_for.as_millis(),
+                adaptive_rate: p.adaptive_rate,
+                adaptive_ceiling: p.adaptive_ceiling,
+            })
+            .collect(),
+    })
+}
+
+/// Reads a `restore` value; the core checks what the numbers mean.
+pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
+    let view: SnapshotView = serde_wasm_bindgen::from_value(value.clone())
+        .map_err(|e| format!("restore must be a value returned by snapshot() ({e})"))?;
+    if view.version != 1 {
+        return Err(format!("restore.version must be 1 (got {})", view.version));
+    }
+    Ok(Snapshot {
+        wall_time_ms: view.wall_time,
+        tokens: view.tokens,
+        providers: view
+            .providers
+            .into_iter()
+            .map(|p| ProviderSnapshot {
+                provider_id: p.provider_id,
+                paused_for: Duration::from_millis(p.paused_for_ms),
+                adaptive_rate: p.adaptive_rate,
+                adaptive_ceiling: p.adaptive_ceiling,
+            })
+            .collect(),
+    })
 }
 
 /// Stats as a plain object.

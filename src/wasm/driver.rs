@@ -102,6 +102,13 @@ impl PacerCore {
         if store.is_some() {
             engine.enable_store();
         }
+        if let Some(value) = &input.restore {
+            let snapshot = convert::snapshot_from(value).map_err(invalid_options)?;
+            let elapsed = snapshot
+                .elapsed(js_sys::Date::now())
+                .map_err(|e| invalid_options(e.message))?;
+            engine.restore(&snapshot, elapsed);
+        }
         Ok(PacerCore {
             inner: Rc::new(Inner {
                 state: RefCell::new(State {
@@ -179,11 +186,13 @@ impl PacerCore {
                 "clock cannot be changed after construction (got {got})"
             )));
         }
-        if let Some(cache) = &input.cache {
-            let got = describe(cache);
-            return Err(invalid_options(format!(
-                "cache cannot be changed after construction (got {got})"
-            )));
+        for (name, value) in [("cache", &input.cache), ("restore", &input.restore)] {
+            if let Some(value) = value {
+                let got = describe(value);
+                return Err(invalid_options(format!(
+                    "{name} cannot be changed after construction (got {got})"
+                )));
+            }
         }
         let on_event = event_handler(input.on_event.clone())?;
         let now = self.inner.now();
@@ -207,6 +216,15 @@ impl PacerCore {
     pub fn options(&self) -> Result<JsValue, JsValue> {
         let state = self.inner.state.try_borrow().map_err(|_| busy())?;
         Ok(convert::options_object(state.engine.options()))
+    }
+
+    /// Tokens, 429 pauses and adaptive rates with the wall-clock time, as plain JSON for
+    /// `new BatchPacer(provider, { restore })` in a restarted service worker.
+    pub fn snapshot(&self) -> Result<JsValue, JsValue> {
+        let state = self.inner.state.try_borrow().map_err(|_| busy())?;
+        Ok(convert::snapshot_object(
+            &state.engine.snapshot(js_sys::Date::now()),
+        ))
     }
 
     /// Counters and gauges as a plain object.

@@ -224,3 +224,63 @@ pub async fn a_persistent_store_answers_before_the_provider() {
         JsValue::from(2)
     );
 }
+
+pub async fn snapshot_round_trips_and_bad_snapshots_are_rejected() {
+    let core = PacerCore::new(
+        echo_provider(),
+        options(&[("capacity", 3.0), ("rate", 0.001)]),
+    )
+    .unwrap();
+    let snapshot = core.snapshot().unwrap();
+    let tokens = Reflect::get(&snapshot, &"tokens".into())
+        .unwrap()
+        .as_f64()
+        .unwrap();
+    assert!(
+        (tokens - 3.0).abs() < 0.01,
+        "a new pacer's bucket is full: {tokens}"
+    );
+    Reflect::set(&snapshot, &"tokens".into(), &JsValue::from(0.0)).unwrap();
+    let restored = PacerCore::new(
+        echo_provider(),
+        object(&[
+            ("capacity", 3.into()),
+            ("rate", 0.001.into()),
+            ("restore", snapshot.clone()),
+        ]),
+    )
+    .unwrap();
+    let after = restored.snapshot().unwrap();
+    let tokens = Reflect::get(&after, &"tokens".into())
+        .unwrap()
+        .as_f64()
+        .unwrap();
+    assert!(
+        tokens < 0.1,
+        "the restored bucket is empty, not refilled: {tokens}"
+    );
+
+    let future = js_sys::JSON::parse(
+        &js_sys::JSON::stringify(&snapshot)
+            .unwrap()
+            .as_string()
+            .unwrap(),
+    )
+    .unwrap();
+    Reflect::set(
+        &future,
+        &"wallTime".into(),
+        &JsValue::from(js_sys::Date::now() + 3_600_000.0),
+    )
+    .unwrap();
+    for bad in [
+        future,
+        JsValue::from("snapshot"),
+        object(&[("tokens", 1.into())]),
+    ] {
+        let error = PacerCore::new(echo_provider(), object(&[("restore", bad)]))
+            .err()
+            .unwrap();
+        assert_eq!(code(&error), "invalid_options");
+    }
+}
