@@ -10,6 +10,7 @@ import { PacerError } from "./errors.js";
 
 export { PacerError } from "./errors.js";
 export { openAIProvider } from "./openai.js";
+export { indexedDBCache } from "./indexeddb-cache.js";
 
 /** The default options (the same values the core applies when an option is omitted). */
 export const DEFAULTS = Object.freeze({

@@ -148,9 +148,10 @@ struct Provider {
     ready: BTreeSet<ReadyKey>,
     paused_until: Instant,
     adaptive: Option<Adaptive>,
-    /// When the current run of 429s began: a 429 for a call started before it
-    /// belongs to the same episode and does not slow the provider down again.
-    episode_start: Option<Instant>,
+    /// Counts 429 episodes. A call remembers the count at its start; a 429 for a call
+    /// that started before the current episode began belongs to that episode and does
+    /// not slow the provider down again (a burst of 429s is one episode).
+    episode: u32,
 }
 
 /// Order of due batches: highest priority first, then first come, first served.
@@ -160,7 +161,8 @@ type ReadyKey = (Reverse<Priority>, u64, Key);
 struct Running {
     batch: Key,
     provider: u32,
-    started: Instant,
+    /// The provider's 429 episode when the call started.
+    episode: u32,
     deadline: Option<Instant>,
     separator: String,
 }
@@ -294,7 +296,7 @@ impl<C: Clone> Engine<C> {
         }
         self.stats.items += 1;
         self.stats.pending += 1;
-        if item.text.trim().is_empty() {
+        if is_blank(item.text) {
             let ticket = self.counted_ticket();
             self.resolve(ticket, item.text.to_owned());
             return Ok(ticket);
@@ -597,7 +599,7 @@ impl<C: Clone> Engine<C> {
                 let until =
                     now + Duration::from_micros(saved.paused_for.as_micros() - elapsed.as_micros());
                 provider.paused_until = until;
-                provider.episode_start = Some(now);
+                provider.episode = provider.episode.wrapping_add(1);
                 self.timers.push(Reverse((until, Timer::PauseEnd)));
             }
             if let Some(adaptive_rate) = saved.adaptive_rate.filter(|r| *r < rate) {
@@ -829,7 +831,7 @@ impl<C: Clone> Engine<C> {
             ready: BTreeSet::new(),
             paused_until: Instant::ZERO,
             adaptive: None,
-            episode_start: None,
+            episode: 0,
         });
         self.provider_by_id.insert(id, index);
         index
@@ -1041,7 +1043,10 @@ impl<C: Clone> Engine<C> {
             Running {
                 batch: batch_key,
                 provider,
-                started: self.now,
+                episode: self
+                    .providers
+                    .get(provider as usize)
+                    .map_or(0, |p| p.episode),
                 deadline,
                 separator: separator.clone(),
             },
@@ -1144,15 +1149,21 @@ impl<C: Clone> Engine<C> {
                 self.stats.rate_limited += 1;
                 batch.rate_limits = batch.rate_limits.saturating_add(1);
                 let tries = batch.rate_limits;
-                if too_long || u64::from(tries) > self.options.max_rate_limit_retries {
-                    self.fail(run.batch, final_error(failure, too_long));
+                if too_long {
+                    // A daily quota: pausing every queued item for hours would only hide it.
+                    self.fail(run.batch, final_error(failure, true));
                     return;
                 }
                 let delay = failure.retry_after.unwrap_or_else(|| {
                     backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter)
                 });
+                // The provider is over its quota whether or not this call may retry.
                 self.pause_provider(&run, delay, failure.retry_after);
-                self.retry_after(run.batch, Duration::ZERO, RetryReason::RateLimited);
+                if u64::from(tries) > self.options.max_rate_limit_retries {
+                    self.fail(run.batch, final_error(failure, false));
+                } else {
+                    self.retry_after(run.batch, Duration::ZERO, RetryReason::RateLimited);
+                }
             }
             FailureClass::Transient => {
                 batch.errors = batch.errors.saturating_add(1);
@@ -1198,13 +1209,10 @@ impl<C: Clone> Engine<C> {
             retry_after,
             paused_for: pause,
         });
-        let new_episode = provider
-            .episode_start
-            .is_none_or(|start| run.started >= start);
-        if !new_episode {
+        if run.episode != provider.episode {
             return;
         }
-        provider.episode_start = Some(now);
+        provider.episode = provider.episode.wrapping_add(1);
         if adaptive_on {
             let current = provider.adaptive.as_ref().map_or(rate, |a| a.bucket.rate());
             let slower = current / 2.0;
@@ -1433,6 +1441,24 @@ impl<C: Clone> Engine<C> {
             result: Ok(translation),
         });
     }
+}
+
+/// Whether `text` is empty or only white space as JS's `trim()` defines it (which differs
+/// from Rust's: U+FEFF is white space there, U+0085 is not).
+fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| {
+        matches!(
+            c,
+            '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+                ..='\u{200a}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{202f}'
+                    | '\u{205f}'
+                    | '\u{3000}'
+                    | '\u{feff}'
+        )
+    })
 }
 
 fn ready_key(key: Key, batch: &Batch) -> ReadyKey {

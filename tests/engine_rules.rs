@@ -469,6 +469,31 @@ fn a_429_pauses_only_that_provider_and_keeps_the_queue() {
 }
 
 #[test]
+fn a_burst_of_429s_is_one_episode_and_halves_the_rate_once() {
+    let opts = options(&[
+        ("rate", 8.0),
+        ("capacity", 8.0),
+        ("maxRateLimitRetries", 0.0),
+    ]);
+    let mut sim = Sim::new(opts, |_: &Call, _| {
+        Answer::After(Duration::ZERO, Err(http_error(429, Some(1000.0))))
+    });
+    for t in ["a", "b", "c", "d", "e"] {
+        sim.translate(&single(t));
+    }
+    sim.drive();
+    let rates: Vec<Option<f64>> = sim
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            batch_pacer::Event::AdaptiveRate { rate, .. } => Some(*rate),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rates, vec![Some(4.0)]);
+}
+
+#[test]
 fn rate_limit_retries_have_their_own_budget() {
     let mut sim = Sim::new(
         options(&[("maxRateLimitRetries", 2.0), ("maxRetries", 0.0)]),
@@ -596,9 +621,15 @@ fn cache_entries_zero_turns_the_cache_off_and_the_lru_evicts() {
 #[test]
 fn blank_text_resolves_to_itself_without_a_call() {
     let mut sim = Sim::new(Default::default(), echo_provider(1.0));
-    let t = sim.translate(&item("  \n\t "));
-    assert_eq!(sim.ok(t), "  \n\t ");
+    // White space as JS's trim() sees it: U+FEFF is blank there, U+0085 is not.
+    for blank in ["  \n\t ", "\u{feff}", "\u{3000}\u{2028}"] {
+        let t = sim.translate(&item(blank));
+        assert_eq!(sim.ok(t), blank);
+    }
     assert!(sim.calls.is_empty());
+    sim.translate(&item("\u{85}"));
+    sim.drive();
+    assert_eq!(sim.calls.len(), 1);
 }
 
 #[test]

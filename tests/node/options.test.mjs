@@ -76,7 +76,8 @@ describe("DEFAULTS and pacer.options", () => {
 
   test("pacer.options leaves out clock, onEvent and cache", (t) => {
     const { pacerClock } = virtualTime();
-    const pacer = new BatchPacer(provider, { clock: pacerClock, onEvent: () => {} });
+    const store = { get: () => undefined, set: () => {} };
+    const pacer = new BatchPacer(provider, { clock: pacerClock, onEvent: () => {}, cache: store });
     t.after(() => pacer.dispose());
     const options = pacer.options;
     for (const name of ["clock", "onEvent", "cache"]) assert.equal(name in options, false, name);

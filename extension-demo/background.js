@@ -1,0 +1,304 @@
+// The demo's background: one BatchPacer per flow (page, subtitles), each with its own
+// settings, behind the content scripts' ports. It survives being stopped: bucket tokens
+// and 429 pauses go to storage.session and come back through `restore`.
+//
+// MV3 rules kept here: static imports only, no top-level await, every listener
+// registered synchronously at start; work waits for `ready` inside the listeners.
+import init, { BatchPacer, openAIProvider, indexedDBCache } from "./vendor/batch-pacer/js/index.js";
+import { DEFAULT_SETTINGS, FLOWS, FLOW_FIELDS, MESSAGES, PORT_NAME, ext } from "./protocol.js";
+import { demoProvider } from "./demo-provider.js";
+
+const SNAPSHOT_EVERY_MS = 250;
+const SERIES_STEP_MS = 1000;
+
+let settings = structuredClone(DEFAULT_SETTINGS);
+let callProvider = demoProvider();
+const pacers = {};
+const cache = indexedDBCache({ name: "batch-pacer-demo" });
+/** Counters of earlier worker lifetimes, so statistics survive a restart. */
+let history = { startedAt: Date.now(), flows: {} };
+
+const ready = start();
+
+ext.runtime.onConnect.addListener(onConnect);
+ext.runtime.onMessage.addListener(onMessage);
+
+async function start() {
+  await init();
+  const [local, session] = await Promise.all([
+    ext.storage.local.get("settings"),
+    ext.storage.session.get(["snapshots", "history"]),
+  ]);
+  settings = mergeSettings(DEFAULT_SETTINGS, local.settings);
+  if (session.history) history = session.history;
+  callProvider = providerFor(settings.provider);
+  for (const flow of FLOWS) {
+    history.flows[flow] ??= emptyFlowHistory();
+    pacers[flow] = createPacer(flow, session.snapshots?.[flow]);
+  }
+}
+
+function emptyFlowHistory() {
+  return { totals: {}, byProvider: {}, series: [] };
+}
+
+function mergeSettings(base, stored) {
+  const merged = structuredClone(base);
+  if (!stored || typeof stored !== "object") return merged;
+  for (const flow of FLOWS) Object.assign(merged[flow], pick(stored[flow], FLOW_FIELDS));
+  Object.assign(merged.provider, pick(stored.provider, ["kind", "baseUrl", "apiKey", "model"]));
+  for (const key of ["sourceLang", "targetLang"]) {
+    if (typeof stored[key] === "string" && stored[key]) merged[key] = stored[key];
+  }
+  return merged;
+}
+
+function pick(object, keys) {
+  const out = {};
+  for (const key of keys) if (object && object[key] !== undefined) out[key] = object[key];
+  return out;
+}
+
+function providerFor(provider) {
+  if (provider.kind === "openai") {
+    return openAIProvider({ baseUrl: provider.baseUrl, apiKey: provider.apiKey, model: provider.model });
+  }
+  return demoProvider();
+}
+
+function providerId() {
+  return settings.provider.kind === "openai" ? `openai:${settings.provider.baseUrl}` : "demo";
+}
+
+function createPacer(flow, snapshot) {
+  // The provider is looked up per call, so a provider change needs no new pacer.
+  const provider = (request) => {
+    countCall(flow, request);
+    return callProvider(request);
+  };
+  const options = { ...settings[flow], cache, onEvent: (event) => onPacerEvent(flow, event) };
+  if (snapshot) {
+    try {
+      return new BatchPacer(provider, { ...options, restore: snapshot });
+    } catch {
+      // A snapshot the package rejects (from the future, malformed): start afresh.
+    }
+  }
+  return new BatchPacer(provider, options);
+}
+
+// ----- translation ports -----
+
+function onConnect(port) {
+  if (port.name !== PORT_NAME || port.sender?.id !== ext.runtime.id) return;
+  // Closing the tab or navigating away closes the port: the tab's queued items go.
+  const controller = new AbortController();
+  port.onDisconnect.addListener(() => controller.abort());
+  port.onMessage.addListener(async (message) => {
+    await ready;
+    if (message?.type !== MESSAGES.translate || !FLOWS.includes(message.flow)) return;
+    if (!Array.isArray(message.items)) return;
+    for (const item of message.items) translateItem(port, controller.signal, message, item);
+  });
+}
+
+async function translateItem(port, signal, message, item) {
+  const flow = message.flow;
+  const id = providerId();
+  countParagraph(flow, id);
+  try {
+    const translation = await pacers[flow].translate({
+      text: String(item?.text ?? ""),
+      sourceLang: settings.sourceLang,
+      targetLang: settings.targetLang,
+      providerId: id,
+      context: typeof message.context === "string" ? message.context : "",
+      priority: Number.isFinite(item?.priority) ? item.priority : 0,
+      signal,
+    });
+    post(port, { type: MESSAGES.translated, id: item.id, translation });
+  } catch (error) {
+    if (error?.code === "aborted") return;
+    post(port, { type: MESSAGES.failed, id: item.id, code: error?.code ?? "provider_error", message: String(error?.message ?? error) });
+  } finally {
+    scheduleSave();
+  }
+}
+
+function post(port, message) {
+  try {
+    port.postMessage(message);
+  } catch {
+    // The tab went away; its content script will not need the answer.
+  }
+}
+
+// ----- statistics -----
+
+function flowHistory(flow) {
+  return (history.flows[flow] ??= emptyFlowHistory());
+}
+
+function providerCounters(flow, id) {
+  return (flowHistory(flow).byProvider[id] ??= { paragraphs: 0, calls: 0, rateLimited: 0 });
+}
+
+function countParagraph(flow, id) {
+  providerCounters(flow, id).paragraphs += 1;
+}
+
+function countCall(flow, request) {
+  providerCounters(flow, request.providerId).calls += 1;
+  sample(flow);
+}
+
+function onPacerEvent(flow, event) {
+  if (event.type === "rateLimited") providerCounters(flow, event.providerId).rateLimited += 1;
+  scheduleSave();
+}
+
+/** Cumulative totals: earlier lifetimes plus this pacer's counters. */
+function totals(flow) {
+  const now = pacers[flow]?.stats() ?? {};
+  const before = flowHistory(flow).totals;
+  const sum = { ...now };
+  for (const [key, value] of Object.entries(before)) {
+    if (key !== "queued" && key !== "inFlight" && key !== "pending") sum[key] = (sum[key] ?? 0) + value;
+  }
+  return sum;
+}
+
+function sample(flow) {
+  const series = flowHistory(flow).series;
+  const t = Math.round((Date.now() - history.startedAt) / SERIES_STEP_MS);
+  const stats = totals(flow);
+  const point = { t, paragraphs: stats.items ?? 0, calls: stats.providerCalls ?? 0 };
+  if (series.length && series[series.length - 1].t === t) series[series.length - 1] = point;
+  else series.push(point);
+  if (series.length > 3600) series.shift();
+}
+
+function statsView() {
+  const flows = {};
+  for (const flow of FLOWS) {
+    sample(flow);
+    flows[flow] = {
+      providerId: providerId(),
+      pacer: totals(flow),
+      byProvider: flowHistory(flow).byProvider,
+      series: flowHistory(flow).series,
+    };
+  }
+  return { flows, startedAt: history.startedAt };
+}
+
+// ----- surviving a stopped worker -----
+
+let saveTimer = null;
+
+function scheduleSave() {
+  if (saveTimer !== null) return;
+  saveTimer = setTimeout(() => {
+    saveTimer = null;
+    saveState();
+  }, SNAPSHOT_EVERY_MS);
+}
+
+/** Pacing state and statistics to storage.session (kept across worker restarts). */
+async function saveState() {
+  const snapshots = {};
+  const saved = { startedAt: history.startedAt, flows: {} };
+  for (const flow of FLOWS) {
+    if (!pacers[flow]) continue;
+    snapshots[flow] = pacers[flow].snapshot();
+    saved.flows[flow] = { ...flowHistory(flow), totals: totals(flow) };
+  }
+  await ext.storage.session.set({ snapshots, history: saved });
+}
+
+// ----- options and statistics pages -----
+
+function fromExtensionPage(sender) {
+  return sender?.id === ext.runtime.id && typeof sender.url === "string" &&
+    sender.url.startsWith(ext.runtime.getURL("")) && !sender.tab?.url?.startsWith("http");
+}
+
+function onMessage(message, sender, sendResponse) {
+  // Content scripts may only translate (through their port): settings, the key and
+  // the statistics are for the extension's own pages.
+  if (!fromExtensionPage(sender)) {
+    sendResponse({ ok: false, error: { code: "forbidden", message: "only extension pages may do this" } });
+    return false;
+  }
+  handlePageMessage(message).then(sendResponse, (error) =>
+    sendResponse({ ok: false, error: { code: "internal", message: String(error?.message ?? error) } }));
+  return true;
+}
+
+async function handlePageMessage(message) {
+  await ready;
+  switch (message?.type) {
+    case MESSAGES.getSettings:
+      return { ok: true, settings: publicSettings() };
+    case MESSAGES.setSettings:
+      return applySettings(message.settings);
+    case MESSAGES.getStats:
+      return { ok: true, stats: statsView() };
+    case MESSAGES.resetStats:
+      history = { startedAt: Date.now(), flows: {} };
+      for (const flow of FLOWS) {
+        history.flows[flow] = emptyFlowHistory();
+        history.flows[flow].totals = negate(pacers[flow].stats());
+      }
+      await saveState();
+      return { ok: true };
+    default:
+      return { ok: false, error: { code: "unknown_message", message: `unknown message type ${JSON.stringify(message?.type)}` } };
+  }
+}
+
+/** Counters that cancel the current pacer's, so a reset starts from zero. */
+function negate(stats) {
+  const out = {};
+  for (const [key, value] of Object.entries(stats)) out[key] = -value;
+  return out;
+}
+
+function publicSettings() {
+  const { apiKey, ...provider } = settings.provider;
+  return { ...structuredClone(settings), provider: { ...provider, apiKey: "", apiKeySet: Boolean(apiKey) } };
+}
+
+/** Validates everything with the package's own rules first; applies only if all is valid. */
+async function applySettings(incoming) {
+  if (!incoming || typeof incoming !== "object") {
+    return { ok: false, error: { code: "invalid_options", message: "settings must be an object" } };
+  }
+  const next = structuredClone(settings);
+  for (const flow of FLOWS) Object.assign(next[flow], pick(incoming[flow], FLOW_FIELDS));
+  for (const flow of FLOWS) {
+    try {
+      new BatchPacer(() => "", next[flow]).dispose();
+    } catch (error) {
+      const field = FLOW_FIELDS.find((f) => String(error.message).startsWith(`${f} `)) ?? null;
+      return { ok: false, error: { flow, field, code: error.code ?? "invalid_options", message: error.message } };
+    }
+  }
+  const provider = { ...next.provider, ...pick(incoming.provider, ["kind", "baseUrl", "model"]) };
+  if (typeof incoming.provider?.apiKey === "string" && incoming.provider.apiKey !== "") provider.apiKey = incoming.provider.apiKey;
+  let nextProvider;
+  try {
+    nextProvider = providerFor(provider);
+  } catch (error) {
+    return { ok: false, error: { flow: "provider", field: null, code: "invalid_options", message: error.message } };
+  }
+  for (const key of ["sourceLang", "targetLang"]) {
+    if (typeof incoming[key] === "string" && incoming[key].trim()) next[key] = incoming[key].trim();
+  }
+  next.provider = provider;
+  for (const flow of FLOWS) pacers[flow].setOptions(next[flow]);
+  settings = next;
+  callProvider = nextProvider;
+  await ext.storage.local.set({ settings });
+  return { ok: true, settings: publicSettings() };
+}

@@ -1,0 +1,28 @@
+// "Demo provider (offline)": a deterministic pseudo-translator with simulated latency.
+// It needs no network and no key, and it answers batches the way a well-behaved LLM
+// does (one segment per text, joined by the separator), so the whole pipeline runs.
+
+/** The pseudo-translation of one text: the target language, then the text with ASCII case swapped. */
+export function pseudoTranslate(text, targetLang) {
+  const swapped = text.replace(/[A-Za-z]/g, (c) => (c === c.toUpperCase() ? c.toLowerCase() : c.toUpperCase()));
+  return `[${targetLang}] ${swapped}`;
+}
+
+function sleep(ms, signal) {
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal?.addEventListener("abort", () => {
+      clearTimeout(timer);
+      reject(signal.reason ?? new DOMException("aborted", "AbortError"));
+    }, { once: true });
+  });
+}
+
+/** A provider for BatchPacer: about 120 ms per call plus 0.2 ms per character. */
+export function demoProvider({ baseLatencyMs = 120, msPerChar = 0.2 } = {}) {
+  return async (request) => {
+    await sleep(baseLatencyMs + msPerChar * request.text.length, request.signal);
+    const out = request.texts.map((t) => pseudoTranslate(t, request.targetLang));
+    return request.isBatch ? out.join(request.separator) : out[0];
+  };
+}

@@ -1,0 +1,424 @@
+// Request Control: the options page. Edits the settings of both flows and the provider,
+// and lets the background validate them with the package's own rules and messages.
+
+import { FLOWS, FLOW_FIELDS, PRESETS, DEFAULT_SETTINGS, MESSAGES } from "./protocol.js";
+
+const FLOW_TITLES = { page: "Page translation", subtitles: "Video subtitles" };
+
+/** Label, explanation and input hints of each flow field. */
+const FIELD_INFO = {
+  rate: {
+    label: "Average requests per second",
+    hint: "Decimals are fine: 0.25 is one request every 4 seconds.",
+    min: "0",
+    step: "any",
+    inputMode: "decimal",
+  },
+  capacity: {
+    label: "Maximum burst (bucket size)",
+    hint: "Requests that may start back to back after a quiet spell. 1 = no burst.",
+    min: "1",
+    step: "1",
+    inputMode: "numeric",
+  },
+  maxInFlight: {
+    label: "Most calls at once (0 = no limit)",
+    hint: "Requests waiting for an answer at the same time.",
+    min: "0",
+    step: "1",
+    inputMode: "numeric",
+  },
+  maxCharactersPerBatch: {
+    label: "Most characters per batch",
+    hint: "Paragraphs sharing one request stay under this length; a longer one travels alone.",
+    min: "1",
+    step: "1",
+    inputMode: "numeric",
+  },
+  maxItemsPerBatch: {
+    label: "Most paragraphs per batch",
+    hint: "How many paragraphs one request may carry. 1 = no batching.",
+    min: "1",
+    step: "1",
+    inputMode: "numeric",
+  },
+  batchDelayMs: {
+    label: "Batch collection window (ms)",
+    hint: "How long a batch waits for more paragraphs after its first one.",
+    min: "0",
+    step: "any",
+    inputMode: "decimal",
+  },
+};
+
+const PROVIDER_FIELDS = ["kind", "baseUrl", "apiKey", "model"];
+const PROVIDER_LABELS = { kind: "Provider", baseUrl: "Base URL", apiKey: "API key", model: "Model" };
+const LANGUAGE_LABELS = { sourceLang: "Source language", targetLang: "Target language" };
+
+const $ = (id) => document.getElementById(id);
+
+const form = $("settings-form");
+const applyButton = $("apply");
+const statusLine = $("status");
+
+let loaded = false;
+let busy = false;
+let apiKeySet = false;
+
+// ---------------------------------------------------------------------------------------
+// Messaging
+
+/** Sends one message to the background; `browser` in Firefox, `chrome` in Chromium. */
+async function send(message) {
+  const api = globalThis.browser ?? globalThis.chrome;
+  if (!api?.runtime?.sendMessage) throw new Error("the extension messaging API is not available");
+  return api.runtime.sendMessage(message);
+}
+
+function describeFailure(error) {
+  return error instanceof Error ? error.message : String(error);
+}
+
+// ---------------------------------------------------------------------------------------
+// Building the flow sections
+
+function element(tag, attributes = {}, children = []) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null) continue;
+    if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function buildFlow(container) {
+  const flow = container.dataset.flow;
+
+  const presetSelect = element("select", { id: `${flow}-preset`, name: `${flow}-preset` }, [
+    element("option", { value: "", text: "Custom (your own values)" }),
+    ...Object.entries(PRESETS).map(([key, preset]) =>
+      element("option", { value: key, text: preset.label }),
+    ),
+  ]);
+  const presetField = element("div", { class: "field" }, [
+    element("label", { for: `${flow}-preset`, text: "Preset" }),
+    presetSelect,
+    element("p", { class: "hint", text: "Fills in the fields below; nothing changes until you press Apply." }),
+  ]);
+
+  const rpmInput = element("input", {
+    id: `${flow}-rpm`,
+    name: `${flow}-rpm`,
+    type: "number",
+    min: "0",
+    step: "any",
+    inputmode: "decimal",
+    "aria-describedby": `${flow}-rpm-result`,
+  });
+  const rpmField = element("div", { class: "field" }, [
+    element("label", { for: `${flow}-rpm`, text: "Requests per minute" }),
+    rpmInput,
+    element("output", {
+      id: `${flow}-rpm-result`,
+      class: "rate-result",
+      for: `${flow}-rpm`,
+      "aria-live": "polite",
+    }),
+  ]);
+
+  const toolbar = element("div", { class: "toolbar" }, [presetField, rpmField]);
+
+  const grid = element("div", { class: "field-grid" });
+  for (const field of FLOW_FIELDS) {
+    const info = FIELD_INFO[field];
+    const id = `${flow}-${field}`;
+    grid.append(
+      element("div", { class: "field" }, [
+        element("label", { for: id, text: info.label }),
+        element("input", {
+          id,
+          name: id,
+          type: "number",
+          min: info.min,
+          step: info.step,
+          inputmode: info.inputMode,
+          "data-flow": flow,
+          "data-field": field,
+          "aria-describedby": `${id}-hint ${id}-error`,
+        }),
+        element("p", { class: "hint", id: `${id}-hint`, text: info.hint }),
+        element("p", { class: "field-error", id: `${id}-error`, role: "alert" }),
+      ]),
+    );
+  }
+
+  container.append(toolbar, grid);
+
+  presetSelect.addEventListener("change", () => applyPreset(flow, presetSelect.value));
+  rpmInput.addEventListener("input", () => {
+    syncRateFromRpm(flow);
+    updatePresetMatch(flow);
+  });
+  $(`${flow}-rate`).addEventListener("input", () => syncRpmFromRate(flow));
+  for (const field of FLOW_FIELDS) {
+    $(`${flow}-${field}`).addEventListener("input", () => updatePresetMatch(flow));
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Values
+
+/** Removes floating-point noise such as 0.30000000000000004. */
+const tidy = (x) => Number(x.toPrecision(12));
+
+/** Short display form of a number. */
+const short = (x) => String(Number(x.toPrecision(4)));
+
+/**
+ * A number when the field holds a valid number; otherwise its raw text (usually ""),
+ * which the background's validation reports with the package's own message.
+ */
+function readNumber(input) {
+  const raw = input.value.trim();
+  if (raw !== "") {
+    const value = Number(raw);
+    if (Number.isFinite(value)) return value;
+  }
+  return input.value;
+}
+
+function writeValue(input, value) {
+  input.value = value === undefined || value === null ? "" : String(value);
+}
+
+function describeRate(rate) {
+  if (typeof rate !== "number" || !(rate > 0)) return "Enter a number above 0.";
+  const perSecond = `${short(rate)} request${rate === 1 ? "" : "s"} per second`;
+  if (rate < 1) return `= ${perSecond} (one every ${short(1 / rate)} s)`;
+  return `= ${perSecond}`;
+}
+
+function syncRpmFromRate(flow) {
+  const rate = readNumber($(`${flow}-rate`));
+  writeValue($(`${flow}-rpm`), typeof rate === "number" ? tidy(rate * 60) : "");
+  $(`${flow}-rpm-result`).textContent = describeRate(rate);
+}
+
+function syncRateFromRpm(flow) {
+  const rpm = readNumber($(`${flow}-rpm`));
+  if (typeof rpm !== "number") {
+    $(`${flow}-rpm-result`).textContent = "Enter the number of requests per minute.";
+    return;
+  }
+  const rate = tidy(rpm / 60);
+  writeValue($(`${flow}-rate`), rate);
+  $(`${flow}-rpm-result`).textContent = describeRate(rate);
+}
+
+function applyPreset(flow, key) {
+  const preset = Object.hasOwn(PRESETS, key) ? PRESETS[key] : null;
+  if (!preset) return;
+  for (const field of FLOW_FIELDS) {
+    const value = preset.values[field];
+    if (value === null || value === undefined) continue; // `rate: null` keeps the current rate
+    writeValue($(`${flow}-${field}`), value);
+  }
+  syncRpmFromRate(flow);
+  markDirty(`“${preset.label}” filled in for ${FLOW_TITLES[flow]} — press Apply to make it live.`);
+}
+
+/** Shows the preset the fields match, or "Custom". */
+function updatePresetMatch(flow) {
+  const values = Object.fromEntries(FLOW_FIELDS.map((f) => [f, readNumber($(`${flow}-${f}`))]));
+  const match = Object.entries(PRESETS).find(([, preset]) =>
+    FLOW_FIELDS.every((f) => preset.values[f] === null || preset.values[f] === values[f]),
+  );
+  $(`${flow}-preset`).value = match ? match[0] : "";
+}
+
+function updateProviderState() {
+  const demo = $("provider-kind").value !== "openai";
+  $("openai-settings").classList.toggle("inactive", demo);
+  $("openai-settings-note").textContent = demo
+    ? "Used only with the OpenAI-compatible provider."
+    : "Any endpoint that speaks the OpenAI chat-completions API.";
+}
+
+function updateKeyHint() {
+  $("provider-apiKey-hint").textContent = apiKeySet
+    ? "A key is stored. Leave the field empty to keep it, or type a new key to replace it."
+    : "No key stored yet.";
+}
+
+/** The settings as the form holds them, in the shape of the protocol. */
+function collect() {
+  const settings = {};
+  for (const flow of FLOWS) {
+    settings[flow] = Object.fromEntries(
+      FLOW_FIELDS.map((field) => [field, readNumber($(`${flow}-${field}`))]),
+    );
+  }
+  settings.provider = {
+    kind: $("provider-kind").value,
+    baseUrl: $("provider-baseUrl").value.trim(),
+    apiKey: $("provider-apiKey").value, // empty keeps the stored key
+    model: $("provider-model").value.trim(),
+  };
+  settings.sourceLang = $("sourceLang").value.trim();
+  settings.targetLang = $("targetLang").value.trim();
+  return settings;
+}
+
+function render(settings) {
+  for (const flow of FLOWS) {
+    const values = { ...DEFAULT_SETTINGS[flow], ...(settings?.[flow] ?? {}) };
+    for (const field of FLOW_FIELDS) writeValue($(`${flow}-${field}`), values[field]);
+    syncRpmFromRate(flow);
+    updatePresetMatch(flow);
+  }
+  const provider = { ...DEFAULT_SETTINGS.provider, ...(settings?.provider ?? {}) };
+  $("provider-kind").value = provider.kind === "openai" ? "openai" : "demo";
+  writeValue($("provider-baseUrl"), provider.baseUrl);
+  writeValue($("provider-model"), provider.model);
+  $("provider-apiKey").value = "";
+  apiKeySet = Boolean(provider.apiKeySet ?? settings?.apiKeySet);
+  updateKeyHint();
+  updateProviderState();
+  writeValue($("sourceLang"), settings?.sourceLang ?? DEFAULT_SETTINGS.sourceLang);
+  writeValue($("targetLang"), settings?.targetLang ?? DEFAULT_SETTINGS.targetLang);
+}
+
+// ---------------------------------------------------------------------------------------
+// Status and errors
+
+function setStatus(text, state) {
+  statusLine.textContent = text;
+  if (state) statusLine.dataset.state = state;
+  else delete statusLine.dataset.state;
+}
+
+function markDirty(text = "Changes not applied yet — press Apply to make them live.") {
+  if (loaded && !busy) setStatus(text, null);
+}
+
+function clearErrors() {
+  for (const node of document.querySelectorAll(".field-error")) node.textContent = "";
+  for (const node of document.querySelectorAll('[aria-invalid="true"]')) {
+    node.removeAttribute("aria-invalid");
+  }
+}
+
+/** The id of the input an error is about, and a readable name for it; null if none. */
+function errorTarget(error) {
+  const { flow, field } = error ?? {};
+  if (FLOWS.includes(flow) && FLOW_FIELDS.includes(field)) {
+    return { id: `${flow}-${field}`, name: `${FLOW_TITLES[flow]} › ${FIELD_INFO[field].label}` };
+  }
+  if (Object.hasOwn(LANGUAGE_LABELS, field)) {
+    return { id: field, name: LANGUAGE_LABELS[field] };
+  }
+  const providerField = typeof field === "string" ? field.replace(/^provider\./, "") : field;
+  if ((flow === undefined || flow === null || flow === "provider") && PROVIDER_FIELDS.includes(providerField)) {
+    return { id: `provider-${providerField}`, name: `Provider › ${PROVIDER_LABELS[providerField]}` };
+  }
+  return null;
+}
+
+function showError(error) {
+  const message =
+    typeof error?.message === "string" && error.message !== ""
+      ? error.message
+      : `the settings were refused (${error?.code ?? "unknown error"})`;
+  const target = errorTarget(error);
+  if (target) {
+    const input = $(target.id);
+    const slot = $(`${target.id}-error`);
+    if (slot) slot.textContent = message;
+    if (input) {
+      input.setAttribute("aria-invalid", "true");
+      if (target.id.endsWith("-rate")) $(target.id.replace(/-rate$/, "-rpm"))?.setAttribute("aria-invalid", "true");
+      input.focus({ preventScroll: true });
+      input.scrollIntoView({ block: "center", behavior: "smooth" });
+    }
+    setStatus(`Not applied: ${message} (${target.name})`, "error");
+  } else {
+    setStatus(`Not applied: ${message}`, "error");
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Loading and applying
+
+async function apply() {
+  if (busy || !loaded) return;
+  busy = true;
+  applyButton.disabled = true;
+  clearErrors();
+  setStatus("Applying…", null);
+  const settings = collect();
+  try {
+    let response;
+    try {
+      response = await send({ type: MESSAGES.setSettings, settings });
+    } catch (error) {
+      setStatus(`Not applied: could not reach the extension's background (${describeFailure(error)}).`, "error");
+      return;
+    }
+    if (response?.ok) {
+      const fallback = {
+        ...settings,
+        provider: { ...settings.provider, apiKey: "", apiKeySet: apiKeySet || settings.provider.apiKey !== "" },
+      };
+      render(response.settings ?? fallback);
+      setStatus("Applied — new settings are live", "ok");
+    } else if (response && response.ok === false) {
+      showError(response.error);
+    } else {
+      setStatus("Not applied: the extension's background gave no answer.", "error");
+    }
+  } finally {
+    busy = false;
+    applyButton.disabled = false;
+  }
+}
+
+async function load() {
+  let response;
+  let failure;
+  for (let attempt = 0; attempt < 2; attempt++) {
+    try {
+      response = await send({ type: MESSAGES.getSettings });
+      if (response?.ok) break;
+      failure = response?.error?.message ?? "no answer";
+    } catch (error) {
+      failure = describeFailure(error);
+    }
+    // A background that is just starting may miss the first message: try once more.
+    await new Promise((resolve) => setTimeout(resolve, 500));
+  }
+  if (!response?.ok) {
+    setStatus(`Could not load the settings: ${failure}. Reload the page to try again.`, "error");
+    return;
+  }
+  render(response.settings);
+  loaded = true;
+  applyButton.disabled = false;
+  setStatus("Showing the settings in use.", null);
+  document.documentElement.dataset.settingsLoaded = "1";
+}
+
+for (const container of document.querySelectorAll(".flow-fields")) buildFlow(container);
+updateProviderState();
+updateKeyHint();
+
+$("provider-kind").addEventListener("change", updateProviderState);
+// Selects fire "input" too; a preset then replaces this note with its own.
+form.addEventListener("input", () => markDirty());
+form.addEventListener("submit", (event) => {
+  event.preventDefault();
+  apply();
+});
+
+load();

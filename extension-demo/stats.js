@@ -1,0 +1,398 @@
+// Statistics: polls the background once a second and shows, per flow, how many original
+// paragraphs became how many provider calls, the pacer's counters, the counts per provider
+// and a chart of both totals over time.
+
+import { FLOWS, MESSAGES } from "./protocol.js";
+
+const POLL_MS = 1000;
+
+/** The rows of each flow's table: [pacer.stats() key, label]; "saved" is computed. */
+const ROWS = [
+  ["items", "Original paragraphs"],
+  ["providerCalls", "Provider calls"],
+  ["saved", "Saved"],
+  ["batchCalls", "Batch calls"],
+  ["retries", "Retries"],
+  ["countMismatches", "Count mismatches"],
+  ["fallbacks", "Fallbacks (one by one)"],
+  ["rateLimited", "429s (rate limited)"],
+  ["cacheHits", "Cache hits"],
+  ["dedupHits", "Dedup hits"],
+  ["failed", "Failed"],
+  ["queued", "Queued"],
+  ["inFlight", "In flight"],
+];
+
+const PROVIDER_COLUMNS = [
+  ["paragraphs", "Paragraphs"],
+  ["calls", "Calls"],
+  ["saved", "Saved"],
+  ["rateLimited", "429s"],
+];
+
+const SVG_NS = "http://www.w3.org/2000/svg";
+const CHART = { width: 560, height: 240, left: 46, right: 14, top: 34, bottom: 34 };
+
+const $ = (id) => document.getElementById(id);
+const numberFormat = new Intl.NumberFormat("en");
+
+let loadedOnce = false;
+let timer;
+let running = false;
+let rerun = false;
+
+// ---------------------------------------------------------------------------------------
+// Messaging
+
+async function send(message) {
+  const api = globalThis.browser ?? globalThis.chrome;
+  if (!api?.runtime?.sendMessage) throw new Error("the extension messaging API is not available");
+  return api.runtime.sendMessage(message);
+}
+
+function describeFailure(error) {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function setStatus(text, state) {
+  const line = $("stats-status");
+  line.textContent = text;
+  if (state) line.dataset.state = state;
+  else delete line.dataset.state;
+}
+
+// ---------------------------------------------------------------------------------------
+// Formatting
+
+const isCount = (value) => typeof value === "number" && Number.isFinite(value);
+
+function count(value) {
+  return isCount(value) ? numberFormat.format(value) : "—";
+}
+
+/** 1 - calls / paragraphs as a percentage; "—" without paragraphs. */
+function saved(paragraphs, calls) {
+  if (!isCount(paragraphs) || paragraphs <= 0 || !isCount(calls)) return "—";
+  return `${Number(((1 - calls / paragraphs) * 100).toFixed(1))}%`;
+}
+
+function seconds(t) {
+  const total = Math.round(t);
+  if (total < 60) return `${total} s`;
+  const minutes = Math.floor(total / 60);
+  const rest = String(total % 60).padStart(2, "0");
+  if (minutes < 60) return `${minutes}:${rest}`;
+  return `${Math.floor(minutes / 60)}:${String(minutes % 60).padStart(2, "0")}:${rest}`;
+}
+
+function clockTime(epochMs) {
+  return new Date(epochMs).toLocaleTimeString();
+}
+
+// ---------------------------------------------------------------------------------------
+// DOM helpers
+
+function element(tag, attributes = {}, children = []) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes)) {
+    if (value === undefined || value === null) continue;
+    if (name === "text") node.textContent = value;
+    else node.setAttribute(name, value);
+  }
+  for (const child of children) node.append(child);
+  return node;
+}
+
+function svg(tag, attributes = {}, text) {
+  const node = document.createElementNS(SVG_NS, tag);
+  for (const [name, value] of Object.entries(attributes)) node.setAttribute(name, String(value));
+  if (text !== undefined) node.textContent = text;
+  return node;
+}
+
+// ---------------------------------------------------------------------------------------
+// The flow sections
+
+/** Builds the parts of a flow section that stay; render() fills them in. */
+function buildFlow(flow) {
+  const section = $(`stats-${flow}`);
+  const title = section.querySelector("h2")?.textContent ?? flow;
+
+  const provider = element("p", { class: "provider-id" }, [
+    "Current provider: ",
+    element("code", { "data-field": "providerId", text: "—" }),
+  ]);
+
+  const headline = element("div", { class: "headline" }, [
+    element("div", {}, [
+      element("span", { class: "big", "data-headline": "items", text: "—" }),
+      element("span", { class: "small", text: "original paragraphs" }),
+    ]),
+    element("div", {}, [
+      element("span", { class: "big", "data-headline": "providerCalls", text: "—" }),
+      element("span", { class: "small", text: "provider calls" }),
+    ]),
+    element("div", {}, [
+      element("span", { class: "big", "data-headline": "saved", text: "—" }),
+      element("span", { class: "small", text: "calls saved" }),
+    ]),
+  ]);
+
+  const body = element(
+    "tbody",
+    {},
+    ROWS.map(([key, label]) =>
+      element("tr", {}, [
+        element("th", { scope: "row", text: label }),
+        element("td", { class: "num", "data-stat": key, text: "—" }),
+      ]),
+    ),
+  );
+  const table = element("table", { class: "flow-table" }, [
+    element("caption", { text: "Paragraphs and requests" }),
+    body,
+  ]);
+
+  const chart = svg("svg", {
+    id: `chart-${flow}`,
+    class: "chart",
+    viewBox: `0 0 ${CHART.width} ${CHART.height}`,
+    role: "img",
+    "aria-labelledby": `chart-${flow}-title`,
+  });
+  const figure = element("figure", { class: "chart-figure" }, [chart]);
+  figure.style.margin = "0";
+
+  const providers = element("table", { class: "provider-table table-gap" }, [
+    element("caption", { text: "By provider" }),
+    element("thead", {}, [
+      element("tr", {}, [
+        element("th", { scope: "col", text: "Provider" }),
+        ...PROVIDER_COLUMNS.map(([, label]) => element("th", { scope: "col", class: "num", text: label })),
+      ]),
+    ]),
+    element("tbody", { "data-providers": flow }),
+  ]);
+
+  section.append(
+    provider,
+    headline,
+    element("div", { class: "flow-stats" }, [table, element("div", {}, [figure, providers])]),
+  );
+  drawChart(chart, flow, title, []);
+}
+
+function renderFlow(flow, flowStats) {
+  const section = $(`stats-${flow}`);
+  const title = section.querySelector("h2")?.textContent ?? flow;
+  const pacer = flowStats?.pacer ?? {};
+
+  section.querySelector('[data-field="providerId"]').textContent = flowStats?.providerId || "—";
+
+  for (const cell of section.querySelectorAll("[data-stat]")) {
+    const key = cell.dataset.stat;
+    cell.textContent = key === "saved" ? saved(pacer.items, pacer.providerCalls) : count(pacer[key]);
+  }
+  for (const cell of section.querySelectorAll("[data-headline]")) {
+    const key = cell.dataset.headline;
+    cell.textContent = key === "saved" ? saved(pacer.items, pacer.providerCalls) : count(pacer[key]);
+  }
+
+  const body = section.querySelector("[data-providers]");
+  const entries = Object.entries(flowStats?.byProvider ?? {});
+  const rows = entries.map(([id, stats]) =>
+    element("tr", { "data-provider": id }, [
+      element("th", { scope: "row" }, [element("code", { text: id })]),
+      ...PROVIDER_COLUMNS.map(([key]) =>
+        element("td", {
+          class: "num",
+          "data-provider-stat": key,
+          text: key === "saved" ? saved(stats?.paragraphs, stats?.calls) : count(stats?.[key]),
+        }),
+      ),
+    ]),
+  );
+  if (rows.length === 0) {
+    rows.push(
+      element("tr", {}, [
+        element("td", { colspan: String(PROVIDER_COLUMNS.length + 1), text: "No provider calls yet." }),
+      ]),
+    );
+  }
+  body.replaceChildren(...rows);
+
+  const series = Array.isArray(flowStats?.series) ? flowStats.series : [];
+  drawChart($(`chart-${flow}`), flow, title, series);
+}
+
+// ---------------------------------------------------------------------------------------
+// The chart
+
+/** A round step (1, 2 or 5 times a power of ten) that cuts `span` into about `parts`. */
+function niceStep(span, parts) {
+  const raw = span / parts;
+  const magnitude = 10 ** Math.floor(Math.log10(raw));
+  const normalized = raw / magnitude;
+  const factor = normalized <= 1 ? 1 : normalized <= 2 ? 2 : normalized <= 5 ? 5 : 10;
+  return factor * magnitude;
+}
+
+/**
+ * Draws cumulative paragraphs and calls as two polylines with one vertex per series
+ * point, axes with a few tick labels and a legend.
+ */
+function drawChart(chart, flow, title, series) {
+  const points = series.filter((p) => p && isCount(p.t));
+  const { width, height, left, right, top, bottom } = CHART;
+  const plotWidth = width - left - right;
+  const plotHeight = height - top - bottom;
+
+  const first = points[0]?.t ?? 0;
+  const last = points.at(-1)?.t ?? 0;
+  const t0 = first;
+  const t1 = Math.max(last, first + 10);
+  const highest = Math.max(1, ...points.map((p) => Math.max(p.paragraphs || 0, p.calls || 0)));
+  const yStep = Math.max(1, niceStep(highest, 4));
+  const yMax = Math.ceil(highest / yStep) * yStep;
+
+  const x = (t) => left + ((t - t0) / (t1 - t0)) * plotWidth;
+  const y = (v) => top + plotHeight - (Math.max(0, v || 0) / yMax) * plotHeight;
+  const round = (v) => Math.round(v * 10) / 10;
+
+  const latest = points.at(-1);
+  const nodes = [
+    svg(
+      "title",
+      { id: `chart-${flow}-title` },
+      points.length === 0
+        ? `${title}: no activity yet`
+        : `${title}: ${count(latest.paragraphs)} paragraphs and ${count(latest.calls)} provider calls after ${seconds(latest.t)}`,
+    ),
+  ];
+
+  // Horizontal grid lines with the y tick labels.
+  for (let v = 0; v <= yMax + yStep / 2; v += yStep) {
+    const yy = round(y(v));
+    nodes.push(svg("line", { class: v === 0 ? "axis" : "gridline", x1: left, x2: width - right, y1: yy, y2: yy }));
+    nodes.push(svg("text", { x: left - 6, y: yy + 4, "text-anchor": "end" }, numberFormat.format(v)));
+  }
+
+  // The time axis with its tick labels.
+  nodes.push(svg("line", { class: "axis", x1: left, x2: left, y1: top, y2: top + plotHeight }));
+  const tStep = Math.max(1, niceStep(t1 - t0, 5));
+  for (let t = Math.ceil(t0 / tStep) * tStep; t <= t1 + 1e-9; t += tStep) {
+    const xx = round(x(t));
+    nodes.push(svg("line", { class: "axis", x1: xx, x2: xx, y1: top + plotHeight, y2: top + plotHeight + 4 }));
+    nodes.push(svg("text", { x: xx, y: top + plotHeight + 16, "text-anchor": "middle" }, seconds(t)));
+  }
+  nodes.push(
+    svg(
+      "text",
+      { x: width - right, y: height - 3, "text-anchor": "end" },
+      "time since the statistics started",
+    ),
+  );
+
+  // The two series: one vertex per point, a dot on the latest value.
+  for (const [key, label] of [
+    ["paragraphs", "Original paragraphs"],
+    ["calls", "Provider calls"],
+  ]) {
+    const line = svg("polyline", {
+      class: `series series-${key}`,
+      "data-series": key,
+      points: points.map((p) => `${round(x(p.t))},${round(y(p[key]))}`).join(" "),
+    });
+    const name = svg("title", {}, label);
+    line.append(name);
+    nodes.push(line);
+    if (latest) {
+      nodes.push(svg("circle", { class: `dot-${key}`, cx: round(x(latest.t)), cy: round(y(latest[key])), r: 3 }));
+    }
+  }
+
+  if (points.length === 0) {
+    nodes.push(
+      svg(
+        "text",
+        { class: "empty-note", x: left + plotWidth / 2, y: top + plotHeight / 2, "text-anchor": "middle" },
+        "No activity yet",
+      ),
+    );
+  }
+
+  // Legend above the plot.
+  const legend = [
+    ["paragraphs", `Original paragraphs (${count(latest?.paragraphs ?? 0)})`],
+    ["calls", `Provider calls (${count(latest?.calls ?? 0)})`],
+  ];
+  let legendX = left;
+  for (const [key, label] of legend) {
+    nodes.push(svg("line", { class: `swatch swatch-${key}`, x1: legendX, x2: legendX + 18, y1: 14, y2: 14 }));
+    nodes.push(svg("text", { class: "legend-text", x: legendX + 24, y: 18 }, label));
+    legendX += 30 + label.length * 6.6;
+  }
+
+  chart.replaceChildren(...nodes);
+}
+
+// ---------------------------------------------------------------------------------------
+// Polling
+
+function render(stats) {
+  for (const flow of FLOWS) renderFlow(flow, stats?.flows?.[flow]);
+  const since = isCount(stats?.startedAt) ? ` · counting since ${clockTime(stats.startedAt)}` : "";
+  $("updated").textContent = `Updated ${clockTime(Date.now())}${since}`;
+}
+
+async function poll() {
+  if (running) {
+    rerun = true;
+    return;
+  }
+  running = true;
+  clearTimeout(timer);
+  try {
+    if (loadedOnce && document.hidden) return; // nobody is looking; resume when visible
+    const response = await send({ type: MESSAGES.getStats });
+    if (!response?.ok) throw new Error(response?.error?.message ?? "the extension's background gave no answer");
+    render(response.stats);
+    if (!loadedOnce) {
+      loadedOnce = true;
+      document.documentElement.dataset.statsLoaded = "1";
+    }
+    if ($("stats-status").dataset.state === "error") setStatus("", null);
+  } catch (error) {
+    setStatus(`Could not load the statistics: ${describeFailure(error)}`, "error");
+  } finally {
+    running = false;
+    if (rerun) {
+      rerun = false;
+      queueMicrotask(poll);
+    } else {
+      timer = setTimeout(poll, POLL_MS);
+    }
+  }
+}
+
+async function reset() {
+  const button = $("reset");
+  button.disabled = true;
+  try {
+    const response = await send({ type: MESSAGES.resetStats });
+    if (!response?.ok) throw new Error(response?.error?.message ?? "the extension's background gave no answer");
+    setStatus("Statistics reset.", "ok");
+  } catch (error) {
+    setStatus(`Could not reset the statistics: ${describeFailure(error)}`, "error");
+  } finally {
+    button.disabled = false;
+  }
+  poll();
+}
+
+for (const flow of FLOWS) buildFlow(flow);
+$("reset").addEventListener("click", reset);
+document.addEventListener("visibilitychange", () => {
+  if (!document.hidden) poll();
+});
+poll();
