@@ -161,7 +161,6 @@ function buildFlow(flow) {
     "aria-labelledby": `chart-${flow}-title`,
   });
   const figure = element("figure", { class: "chart-figure" }, [chart]);
-  figure.style.margin = "0";
 
   const providers = element("table", { class: "provider-table table-gap" }, [
     element("caption", { text: "By provider" }),

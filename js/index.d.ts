@@ -71,8 +71,8 @@ export function initSync(bytes: WasmBytes | WasmModule): void;
 // ---------------------------------------------------------------------------------------
 
 /**
- * The pacer's settings: every option except `clock` and `onEvent`. `DEFAULTS` holds
- * their default values and `pacer.options` the values in force.
+ * The pacer's settings: every option except `clock`, `onEvent`, `cache` and `restore`.
+ * `DEFAULTS` holds their default values and `pacer.options` the values in force.
  *
  * An invalid value makes the constructor or `setOptions` throw a `PacerError` with code
  * `invalid_options`, whose message names the option and the value it got (for example
@@ -210,7 +210,8 @@ export interface PacerSettings {
 
   /**
    * Size of the in-memory LRU cache of successful translations, in entries; `0` turns it
-   * off. Failures are never cached.
+   * off. Failures are never cached. The `cache` option adds a persistent store behind it
+   * (see {@link BatchPacerOptions.cache}).
    *
    * Valid range: an integer >= 0.
    * @default 1000
@@ -236,7 +237,8 @@ export type PacerEventHandler = (event: PacerEvent) => void;
 
 /**
  * Options of `new BatchPacer(provider, options)`: every {@link PacerSettings} field
- * (each optional, defaulting to its `DEFAULTS` value) plus `clock` and `onEvent`.
+ * (each optional, defaulting to its `DEFAULTS` value) plus `clock`, `onEvent`, `cache`
+ * and `restore`.
  */
 export interface BatchPacerOptions extends Partial<PacerSettings> {
   /**
@@ -250,18 +252,60 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
 
   /**
    * Called with one plain `{ type, ... }` object per notable event
-   * (429s, adaptive rate changes, retries, count mismatches, fallbacks, timeouts).
-   * An error thrown by the handler is ignored.
+   * (429s, adaptive rate changes, retries, count mismatches, fallbacks, timeouts,
+   * failures of the `cache` store). An error thrown by the handler is ignored.
    *
    * Valid values: a function.
    * @default none
    */
   onEvent?: PacerEventHandler;
+
+  /**
+   * A persistent store of translations behind the in-memory LRU (`cacheEntries`), so that
+   * they outlive an MV3 service worker that the browser stops when idle. See
+   * {@link CacheStore}; {@link indexedDBCache} returns one on IndexedDB.
+   *
+   * - An item that misses the in-memory LRU is looked up with `cache.get(cacheKey(item))`
+   *   before it is queued; the lookup holds no token. A string found resolves the item
+   *   (`cacheHits`) without a provider call; `undefined` or `null` is a miss and the item
+   *   is queued.
+   * - Identical items (see {@link TranslateItem}) share one lookup.
+   * - Every success is written with `cache.set(key, translation)`, without waiting for it.
+   * - A `get` that throws, rejects, returns something other than a string, `undefined` or
+   *   `null`, or is still pending after `timeoutMs` (when `timeoutMs > 0`) counts as a
+   *   miss; a `set` that throws or rejects is ignored. Either is reported through
+   *   `onEvent` as a {@link CacheErrorEvent} (`operation` `"get"` or `"set"`). A store
+   *   never fails an item, nor delays it beyond that.
+   *
+   * Set at construction only (`setOptions` rejects it).
+   *
+   * Valid values: an object with `get` and `set` functions.
+   * @default none (in-memory LRU only)
+   */
+  cache?: CacheStore;
+
+  /**
+   * The pacing state of an earlier pacer, as returned by its `snapshot()` (possibly
+   * after a JSON round trip through storage): a restarted MV3 service worker that passes
+   * it neither bursts again nor forgets a 429 pause. See {@link PacerSnapshot}.
+   *
+   * Tokens earned since `wallTime` at the new pacer's `rate` are added, up to its
+   * `capacity`; what is left of each provider's pause still holds; adaptive rates
+   * return. A snapshot that is malformed, has an unknown `version` or field, or whose
+   * `wallTime` lies in the future (beyond a 1 s tolerance) makes the constructor throw
+   * `invalid_options`.
+   *
+   * Set at construction only (`setOptions` rejects it).
+   *
+   * Valid values: a {@link PacerSnapshot}.
+   * @default none (the bucket starts full, no provider is paused)
+   */
+  restore?: PacerSnapshot;
 }
 
 /**
  * A patch for `pacer.setOptions`: any settings, and `onEvent` to replace the handler.
- * `clock` cannot be changed after construction.
+ * `clock`, `cache` and `restore` cannot be changed after construction.
  */
 export type PacerOptionsPatch = Partial<PacerSettings> & {
   /** Replaces the event handler (a function; `undefined` leaves the current one). */
@@ -280,7 +324,8 @@ export const DEFAULTS: Readonly<PacerSettings>;
  *
  * Items are *compatible* when `providerId`, `sourceLang`, `targetLang`, `context` and
  * `llm` are equal; only compatible LLM items share a batch. Identical items (compatible
- * with the same `text`) share one provider item while it is queued or running.
+ * with the same `text`) share one provider item while it is queued or running, and one
+ * `cache` store lookup.
  */
 export interface TranslateItem {
   /**
@@ -447,6 +492,116 @@ export function openAIProvider(config: OpenAIProviderConfig): Provider;
 export function cacheKey(item: TranslateItem): string;
 
 // ---------------------------------------------------------------------------------------
+// Persistent cache
+// ---------------------------------------------------------------------------------------
+
+/**
+ * A persistent store for the `cache` option (see {@link BatchPacerOptions.cache}), keyed
+ * by {@link cacheKey}. Either method may answer synchronously or with a promise.
+ *
+ * @example
+ * const map = new Map<string, string>();
+ * const store: CacheStore = {
+ *   async get(key) { return map.get(key); },
+ *   async set(key, value) { map.set(key, value); },
+ * };
+ */
+export interface CacheStore {
+  /**
+   * The translation stored under `key`, or `undefined` / `null` when there is none. Any
+   * other value, a throw, a rejection or (with `timeoutMs > 0`) no answer within
+   * `timeoutMs` counts as a miss and is reported as a `cacheError` event.
+   */
+  get(key: string): string | undefined | null | Promise<string | undefined | null>;
+  /**
+   * Stores a successful translation under `key`. Not awaited by the pacer; a throw or a
+   * rejection is reported as a `cacheError` event.
+   */
+  set(key: string, value: string): unknown;
+}
+
+/** Options of {@link indexedDBCache}. An option set to `undefined` counts as not given. */
+export interface IndexedDBCacheOptions {
+  /**
+   * The database name (one database per name). A non-empty string.
+   * @default "batch-pacer"
+   */
+  name?: string;
+  /**
+   * Entries kept; the oldest beyond it are evicted. An integer >= 1.
+   * @default 10000
+   */
+  maxEntries?: number;
+  /**
+   * Age in milliseconds after which an entry is never returned. A finite number > 0.
+   * @default 604800000 (7 days)
+   */
+  ttlMs?: number;
+}
+
+/**
+ * The store returned by {@link indexedDBCache}: a {@link CacheStore} with promise-based
+ * `get` and `set`, plus its settings and maintenance methods. A frozen object.
+ */
+export interface IndexedDBCache extends CacheStore {
+  /**
+   * `false` when the context has no IndexedDB (`globalThis.indexedDB` missing or
+   * unreadable): every `get` then resolves `undefined` and every `set` resolves without
+   * storing anything, so a pacer sees misses only.
+   */
+  readonly available: boolean;
+  /** The database name. */
+  readonly name: string;
+  /** Entries kept; the oldest beyond it are evicted. */
+  readonly maxEntries: number;
+  /** Age in milliseconds after which an entry is never returned. */
+  readonly ttlMs: number;
+  /**
+   * The value stored under `key`, or `undefined` when absent or older than `ttlMs` (an
+   * expired entry is then deleted in the background). The gets made in the same turn
+   * share one read-only transaction. Rejects on failure (e.g. the database cannot be
+   * opened); a key that is not a non-empty string rejects with a `TypeError`.
+   */
+  get(key: string): Promise<string | undefined>;
+  /**
+   * Stores `value` under `key` with a fresh write time (re-setting a key refreshes it);
+   * resolves when the write transaction has committed, rejects on failure (quota, closed
+   * database ...). The sets made in the same turn share one transaction and succeed or
+   * fail together.
+   */
+  set(key: string, value: string): Promise<void>;
+  /** The number of stored entries (expired ones not yet deleted included); `0` when unavailable. */
+  size(): Promise<number>;
+  /** Deletes the expired entries and the oldest beyond `maxEntries` now; resolves with the number deleted. */
+  prune(): Promise<number>;
+  /** Deletes every entry. */
+  clear(): Promise<void>;
+  /** Closes the connection; the next call opens it again. */
+  close(): void;
+}
+
+/**
+ * A persistent store for `new BatchPacer(provider, { cache })`, kept in IndexedDB so that
+ * translations outlive an extension service worker that the browser stops when idle.
+ * Works in a page, a dedicated worker, an MV3 service worker and a Firefox background
+ * page.
+ *
+ * It evicts the oldest entries past `maxEntries` (the database may briefly hold up to
+ * 10% more) and never returns an entry older than `ttlMs`. The connection is opened on
+ * first use and reused. Without IndexedDB (Node, some privacy modes) creation does not
+ * throw: `available` is `false` and the store only misses.
+ *
+ * @param options `name` (default `"batch-pacer"`), `maxEntries` (default `10000`),
+ *   `ttlMs` (default 7 days).
+ * @throws {TypeError} an option with an invalid value, or an unknown option name, e.g.
+ *   `maxEntries must be an integer >= 1 (got 0)`.
+ *
+ * @example
+ * const pacer = new BatchPacer(provider, { cache: indexedDBCache({ ttlMs: 24 * 3600 * 1000 }) });
+ */
+export function indexedDBCache(options?: IndexedDBCacheOptions): IndexedDBCache;
+
+// ---------------------------------------------------------------------------------------
 // Events
 // ---------------------------------------------------------------------------------------
 
@@ -510,6 +665,19 @@ export interface TimeoutEvent {
   providerId: string;
 }
 
+/**
+ * The `cache` store failed: a `get` threw, rejected, returned a value that is not a
+ * string, `undefined` or `null`, or timed out (the item was treated as a miss), or a
+ * `set` threw or rejected (the translation was not stored).
+ */
+export interface CacheErrorEvent {
+  type: "cacheError";
+  /** Which store method failed. */
+  operation: "get" | "set";
+  /** The error's message, or a description of what went wrong. */
+  message: string;
+}
+
 /** What `onEvent` receives; switch on `type`. */
 export type PacerEvent =
   | RateLimitedEvent
@@ -517,7 +685,8 @@ export type PacerEvent =
   | RetryEvent
   | CountMismatchEvent
   | FallbackEvent
-  | TimeoutEvent;
+  | TimeoutEvent
+  | CacheErrorEvent;
 
 // ---------------------------------------------------------------------------------------
 // Stats
@@ -531,7 +700,7 @@ export type PacerEvent =
 export interface PacerStats {
   /** Accepted `translate` calls (invalid items that rejected `invalid_input` are not counted). */
   items: number;
-  /** Items answered from the cache. */
+  /** Items answered from the in-memory cache or the `cache` store. */
   cacheHits: number;
   /** Items that shared an identical queued or running item instead of a provider item of their own. */
   dedupHits: number;
@@ -567,6 +736,45 @@ export interface PacerStats {
 }
 
 // ---------------------------------------------------------------------------------------
+// Snapshot
+// ---------------------------------------------------------------------------------------
+
+/** One provider's pacing state in a {@link PacerSnapshot}. */
+export interface PacerProviderSnapshot {
+  /** The provider (`TranslateItem.providerId`). */
+  providerId: string;
+  /** What was left of its 429 pause, in milliseconds (`0` when not paused). */
+  pausedForMs: number;
+  /** Its own rate after 429s, in calls per second; `null` when it ran at the pacer's `rate`. */
+  adaptiveRate: number | null;
+  /** The rate that met its last 429 (`0` when none). */
+  adaptiveCeiling: number;
+}
+
+/**
+ * The pacing state of a pacer, as returned by `pacer.snapshot()` and accepted by the
+ * `restore` option: plain JSON. Persist it (e.g. in `chrome.storage.session`) so that a
+ * restarted MV3 service worker neither bursts again nor forgets a 429 pause. Treat it as
+ * opaque; unknown fields are rejected.
+ *
+ * @example
+ * await chrome.storage.session.set({ pacer: pacer.snapshot() });
+ * // later, in the restarted worker:
+ * const { pacer: saved } = await chrome.storage.session.get("pacer");
+ * const pacer = new BatchPacer(provider, { restore: saved });
+ */
+export interface PacerSnapshot {
+  /** The format version. */
+  version: 1;
+  /** When the snapshot was taken, in milliseconds since the Unix epoch (`Date.now()`). */
+  wallTime: number;
+  /** Tokens in the bucket at `wallTime`. */
+  tokens: number;
+  /** The providers that were paused or had an adaptive rate. */
+  providers: PacerProviderSnapshot[];
+}
+
+// ---------------------------------------------------------------------------------------
 // BatchPacer
 // ---------------------------------------------------------------------------------------
 
@@ -584,7 +792,8 @@ export class BatchPacer {
    * @param provider performs the provider calls; see {@link Provider}.
    * @param options see {@link BatchPacerOptions}; omitted options take their `DEFAULTS`.
    * @throws {PacerError} `not_initialized` before `init()`; `invalid_options` when the
-   *   provider is not a function or an option is unknown or invalid.
+   *   provider is not a function, an option is unknown or invalid, or `restore` is
+   *   malformed or from the future.
    */
   constructor(provider: Provider, options?: BatchPacerOptions);
 
@@ -599,12 +808,22 @@ export class BatchPacer {
   /**
    * Changes options of a running pacer. The whole patch is validated first (all or
    * nothing; an invalid patch throws `invalid_options` and changes nothing), then
-   * applied to queued work at once. `clock` cannot be changed.
+   * applied to queued work at once. `clock`, `cache` and `restore` cannot be changed.
    */
   setOptions(patch: PacerOptionsPatch): void;
 
-  /** The settings in force (a fresh plain object, without `clock` and `onEvent`). */
+  /**
+   * The settings in force (a fresh plain object, without `clock`, `onEvent`, `cache` and
+   * `restore`).
+   */
   readonly options: PacerSettings;
+
+  /**
+   * The pacing state now (tokens, 429 pauses, adaptive rates) with the wall-clock time,
+   * as a fresh plain JSON object: persist it and pass it as `restore` to the pacer of a
+   * restarted service worker. See {@link PacerSnapshot}.
+   */
+  snapshot(): PacerSnapshot;
 
   /** Counters since construction and current gauges, as a fresh plain object. */
   stats(): PacerStats;

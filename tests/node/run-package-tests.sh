@@ -33,7 +33,7 @@ cat > package.json <<'JSON'
 { "name": "batch-pacer-package-tests", "version": "0.0.0", "private": true, "type": "module" }
 JSON
 npm install --no-audit --no-fund --prefer-offline --loglevel=error \
-  "$tarball" "@sinonjs/fake-timers@15.5.0" >&2
+  "$tarball" "@sinonjs/fake-timers@15.5.0" "playwright-core@1.65.1" "selenium-webdriver@4.49.0" >&2
 
 cp "$here"/*.mjs .
 shopt -s nullglob

@@ -1,0 +1,10 @@
+#!/usr/bin/env bash
+# The main job: build the package into the demo extension, then translate the demo
+# article and its subtitles in Chromium against the local mock provider (or a real one
+# with OPENAI_BASE_URL, OPENAI_API_KEY and MODEL set) and print the report.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+bash scripts/build-demo.sh
+node extension-demo/run.mjs

@@ -1,0 +1,640 @@
+// The demo extension's pages (extension-demo/options.html and stats.html) in a real
+// headless Chromium. The folder is served over http from 127.0.0.1 with the extension's
+// CSP, and a fake `chrome.runtime.sendMessage` stands in for the background: it answers
+// getSettings, setSettings, getStats and resetStats from memory and records every message.
+//
+// Run from the repository: `BATCH_PACER_REPO=$PWD node --test tests/node/demo-pages.test.mjs`.
+
+import { test, describe, before, after } from "node:test";
+import assert from "node:assert/strict";
+import http from "node:http";
+import { existsSync, readFileSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+const CHROMIUM_ARGS = [
+  "--headless=new",
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-dev-shm-usage",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+];
+
+const repo = path.resolve(process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url)));
+const demoDir = path.join(repo, "extension-demo");
+
+/** playwright-core from here, else from the repository's node_modules; null if neither. */
+async function loadPlaywright() {
+  try {
+    return await import("playwright-core");
+  } catch {
+    // not installed beside the test (the packed-package project); try the repository
+  }
+  try {
+    return createRequire(path.join(repo, "package.json"))("playwright-core");
+  } catch {
+    return null;
+  }
+}
+
+const playwright = await loadPlaywright();
+const browserSkip = !playwright
+  ? `playwright-core is not installed here nor under ${repo}`
+  : !existsSync("/usr/bin/chromium")
+    ? "/usr/bin/chromium is missing"
+    : !existsSync(path.join(demoDir, "options.html"))
+      ? `${demoDir}/options.html is missing`
+      : false;
+
+// ---------------------------------------------------------------------------------------
+// Fixtures
+
+const SETTINGS = {
+  page: { rate: 0.5, capacity: 2, maxInFlight: 3, maxCharactersPerBatch: 900, maxItemsPerBatch: 5, batchDelayMs: 150 },
+  subtitles: { rate: 4, capacity: 8, maxInFlight: 0, maxCharactersPerBatch: 400, maxItemsPerBatch: 3, batchDelayMs: 50 },
+  provider: { kind: "openai", baseUrl: "http://127.0.0.1:8787/v1", apiKey: "", apiKeySet: true, model: "mock-translator" },
+  sourceLang: "en",
+  targetLang: "fr",
+};
+
+function pacerStats(overrides = {}) {
+  return {
+    items: 0, cacheHits: 0, dedupHits: 0, providerCalls: 0, batchCalls: 0, retries: 0,
+    countMismatches: 0, fallbacks: 0, rateLimited: 0, failed: 0, aborted: 0, succeeded: 0,
+    disposed: 0, pending: 0, queued: 0, inFlight: 0,
+    ...overrides,
+  };
+}
+
+const OPENAI_ID = "openai:http://127.0.0.1:8787/v1";
+
+const STATS = {
+  startedAt: Date.UTC(2025, 0, 1, 12, 0, 0),
+  flows: {
+    page: {
+      providerId: OPENAI_ID,
+      pacer: pacerStats({
+        items: 40, providerCalls: 10, batchCalls: 8, retries: 2, countMismatches: 1, fallbacks: 1,
+        rateLimited: 3, cacheHits: 6, dedupHits: 4, failed: 1, queued: 5, inFlight: 2,
+        succeeded: 32, pending: 7,
+      }),
+      byProvider: {
+        demo: { paragraphs: 30, calls: 6, rateLimited: 0 },
+        [OPENAI_ID]: { paragraphs: 10, calls: 4, rateLimited: 3 },
+      },
+      series: [
+        { t: 1, paragraphs: 8, calls: 2 },
+        { t: 2, paragraphs: 16, calls: 4 },
+        { t: 3, paragraphs: 24, calls: 6 },
+        { t: 5, paragraphs: 32, calls: 8 },
+        { t: 8, paragraphs: 40, calls: 10 },
+      ],
+    },
+    subtitles: {
+      providerId: OPENAI_ID,
+      pacer: pacerStats(),
+      byProvider: {},
+      series: [{ t: 4, paragraphs: 0, calls: 0 }],
+    },
+  },
+};
+
+/**
+ * Runs in the page before its scripts: the background as far as the pages can see it.
+ * `globalThis.__fake` holds the state and the recorded messages.
+ */
+function installFakeExtension({ settings, stats }) {
+  const FIELDS = ["rate", "capacity", "maxInFlight", "maxCharactersPerBatch", "maxItemsPerBatch", "batchDelayMs"];
+  const state = {
+    calls: [],
+    settings: structuredClone(settings),
+    apiKey: "stored-key",
+    stats: structuredClone(stats),
+  };
+  globalThis.__fake = state;
+
+  const publicSettings = () => ({
+    ...structuredClone(state.settings),
+    provider: { ...state.settings.provider, apiKey: "", apiKeySet: state.apiKey !== "" },
+  });
+
+  function answer(message) {
+    switch (message?.type) {
+      case "getSettings":
+        return { ok: true, settings: publicSettings() };
+      case "setSettings": {
+        const next = message.settings;
+        if (next?.page?.rate === -1) {
+          return {
+            ok: false,
+            error: { flow: "page", field: "rate", code: "invalid_options", message: "rate must be a finite number > 0 (got -1)" },
+          };
+        }
+        for (const flow of ["page", "subtitles"]) {
+          for (const field of FIELDS) {
+            const value = next?.[flow]?.[field];
+            if (typeof value !== "number") {
+              return {
+                ok: false,
+                error: { flow, field, code: "invalid_options", message: `${field} must be a number (got ${JSON.stringify(value)})` },
+              };
+            }
+          }
+        }
+        if (next.provider.apiKey !== "") state.apiKey = next.provider.apiKey;
+        state.settings = { ...structuredClone(next), provider: { ...next.provider, apiKey: "" } };
+        return { ok: true, settings: publicSettings() };
+      }
+      case "getStats":
+        return { ok: true, stats: state.stats };
+      case "resetStats":
+        for (const flow of Object.values(state.stats.flows)) {
+          for (const key of Object.keys(flow.pacer)) flow.pacer[key] = 0;
+          flow.byProvider = {};
+          flow.series = [];
+        }
+        state.stats.startedAt = Date.now();
+        return { ok: true };
+      default:
+        return undefined;
+    }
+  }
+
+  const runtime = {
+    sendMessage(message) {
+      state.calls.push(structuredClone(message));
+      return new Promise((resolve) => setTimeout(() => resolve(structuredClone(answer(message))), 5));
+    },
+  };
+  Object.defineProperty(globalThis, "chrome", { value: { runtime }, configurable: true, writable: true });
+}
+
+// ---------------------------------------------------------------------------------------
+// Server and browser
+
+const TYPES = {
+  ".html": "text/html",
+  ".js": "text/javascript",
+  ".mjs": "text/javascript",
+  ".css": "text/css",
+  ".json": "application/json",
+  ".svg": "image/svg+xml",
+  ".png": "image/png",
+};
+
+// The CSP of an MV3 extension page: no inline scripts, no remote code.
+const CSP = "script-src 'self'; object-src 'self'";
+
+describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
+  let server;
+  let origin;
+  let browser;
+  const problems = [];
+
+  before(async () => {
+    server = http.createServer(async (request, response) => {
+      const url = new URL(request.url, "http://127.0.0.1");
+      const file = path.join(demoDir, path.normalize(decodeURIComponent(url.pathname)));
+      if (!file.startsWith(demoDir + path.sep)) {
+        response.writeHead(403).end();
+        return;
+      }
+      try {
+        const body = await readFile(file);
+        const type = TYPES[path.extname(file)] ?? "application/octet-stream";
+        response.writeHead(200, {
+          "content-type": `${type}; charset=utf-8`,
+          "cache-control": "no-store",
+          "content-security-policy": CSP,
+        });
+        response.end(body);
+      } catch {
+        response.writeHead(404).end();
+      }
+    });
+    await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+    origin = `http://127.0.0.1:${server.address().port}`;
+    browser = await playwright.chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+  });
+
+  after(async () => {
+    await browser?.close();
+    await new Promise((resolve) => (server ? server.close(resolve) : resolve()));
+    assert.deepEqual(problems, [], "no page errors, console errors, failed or foreign requests");
+  });
+
+  /** A fresh page on `file` with the fake background; waits for `readyFlag` on <html>. */
+  async function open(file, readyFlag, { settings = SETTINGS, stats = STATS } = {}) {
+    const context = await browser.newContext();
+    context.setDefaultTimeout(5000);
+    const page = await context.newPage();
+    page.on("pageerror", (error) => problems.push(`${file}: page error: ${error}`));
+    page.on("console", (message) => {
+      if (message.type() === "error") problems.push(`${file}: console error: ${message.text()}`);
+    });
+    page.on("request", (request) => {
+      if (!request.url().startsWith(origin)) problems.push(`${file}: foreign request ${request.url()}`);
+    });
+    page.on("requestfailed", (request) => problems.push(`${file}: failed request ${request.url()}`));
+    await page.addInitScript(installFakeExtension, { settings, stats });
+    await page.goto(`${origin}/${file}`);
+    await page.waitForFunction((flag) => document.documentElement.dataset[flag] === "1", readyFlag);
+    return { page, close: () => context.close() };
+  }
+
+  const calls = (page, type) =>
+    page.evaluate((t) => globalThis.__fake.calls.filter((m) => t === undefined || m.type === t), type);
+
+  const values = (page, ids) =>
+    page.evaluate((list) => Object.fromEntries(list.map((id) => [id, document.getElementById(id).value])), ids);
+
+  // -------------------------------------------------------------------------------------
+  // Options page
+
+  describe("options.html (Request Control)", () => {
+    test("the fields are filled from getSettings", async () => {
+      const { page, close } = await open("options.html", "settingsLoaded");
+      try {
+        assert.equal(await page.title(), "Request Control — batch-pacer demo");
+        assert.deepEqual(await calls(page), [{ type: "getSettings" }]);
+        assert.deepEqual(
+          await values(page, [
+            "page-rate", "page-capacity", "page-maxInFlight", "page-maxCharactersPerBatch",
+            "page-maxItemsPerBatch", "page-batchDelayMs", "page-rpm", "page-preset",
+          ]),
+          {
+            "page-rate": "0.5", "page-capacity": "2", "page-maxInFlight": "3",
+            "page-maxCharactersPerBatch": "900", "page-maxItemsPerBatch": "5",
+            "page-batchDelayMs": "150", "page-rpm": "30", "page-preset": "",
+          },
+        );
+        assert.deepEqual(
+          await values(page, [
+            "subtitles-rate", "subtitles-capacity", "subtitles-maxInFlight",
+            "subtitles-maxCharactersPerBatch", "subtitles-maxItemsPerBatch",
+            "subtitles-batchDelayMs", "subtitles-rpm",
+          ]),
+          {
+            "subtitles-rate": "4", "subtitles-capacity": "8", "subtitles-maxInFlight": "0",
+            "subtitles-maxCharactersPerBatch": "400", "subtitles-maxItemsPerBatch": "3",
+            "subtitles-batchDelayMs": "50", "subtitles-rpm": "240",
+          },
+        );
+        assert.deepEqual(
+          await values(page, ["provider-kind", "provider-baseUrl", "provider-apiKey", "provider-model", "sourceLang", "targetLang"]),
+          {
+            "provider-kind": "openai", "provider-baseUrl": "http://127.0.0.1:8787/v1", "provider-apiKey": "",
+            "provider-model": "mock-translator", sourceLang: "en", targetLang: "fr",
+          },
+        );
+        const key = page.locator("#provider-apiKey");
+        assert.equal(await key.getAttribute("type"), "password");
+        assert.equal(await key.getAttribute("autocomplete"), "off");
+        assert.match(await page.locator("#provider-apiKey-hint").textContent(), /a key is stored/i);
+        assert.match(await page.locator("#page-rpm-result").textContent(), /0\.5 requests per second.*one every 2 s/);
+        assert.equal(await page.locator("#page-rate").getAttribute("type"), "number");
+        assert.match(await page.locator('label[for="page-rate"]').textContent(), /Average requests per second/);
+        assert.match(await page.locator('label[for="page-capacity"]').textContent(), /Maximum burst \(bucket size\)/);
+        assert.match(await page.locator('label[for="page-maxInFlight"]').textContent(), /0 = no limit/);
+        assert.deepEqual(
+          await page.locator("#provider-kind option").evaluateAll((options) => options.map((o) => [o.value, o.textContent])),
+          [["demo", "Demo provider (offline)"], ["openai", "OpenAI-compatible"]],
+        );
+        assert.deepEqual(
+          await page.locator("h2").allTextContents(),
+          ["Page translation", "Video subtitles", "Provider settings"],
+        );
+        assert.equal(await page.locator("#apply").isEnabled(), true);
+      } finally {
+        await close();
+      }
+    });
+
+    test("requests per minute and rate follow each other", async () => {
+      const { page, close } = await open("options.html", "settingsLoaded");
+      try {
+        await page.fill("#page-rpm", "60");
+        assert.equal(await page.inputValue("#page-rate"), "1");
+        assert.match(await page.locator("#page-rpm-result").textContent(), /= 1 request per second/);
+
+        await page.fill("#page-rate", "0.25");
+        assert.equal(await page.inputValue("#page-rpm"), "15");
+        assert.match(await page.locator("#page-rpm-result").textContent(), /one every 4 s/);
+
+        await page.fill("#subtitles-rpm", "90");
+        assert.equal(await page.inputValue("#subtitles-rate"), "1.5");
+        assert.equal(await page.inputValue("#page-rate"), "0.25", "the other flow is untouched");
+
+        await page.fill("#subtitles-rate", "0.1");
+        assert.equal(await page.inputValue("#subtitles-rpm"), "6");
+        assert.doesNotMatch(await page.locator("#status").textContent(), /Applied/);
+        assert.equal(await page.locator("#status").getAttribute("data-state"), null);
+      } finally {
+        await close();
+      }
+    });
+
+    test("presets fill the fields; rate: null keeps the current rate", async () => {
+      const { page, close } = await open("options.html", "settingsLoaded");
+      try {
+        const presetValues = await page.locator("#page-preset option").evaluateAll((o) => o.map((x) => x.value));
+        assert.deepEqual(presetValues, ["", "strictFreeTier", "fragileStructuredOutput", "fastLocalModel"]);
+
+        await page.selectOption("#page-preset", "strictFreeTier");
+        assert.deepEqual(
+          await values(page, [
+            "page-rate", "page-capacity", "page-maxInFlight", "page-maxCharactersPerBatch",
+            "page-maxItemsPerBatch", "page-batchDelayMs", "page-rpm",
+          ]),
+          {
+            "page-rate": "1", "page-capacity": "1", "page-maxInFlight": "0",
+            "page-maxCharactersPerBatch": "800", "page-maxItemsPerBatch": "4",
+            "page-batchDelayMs": "100", "page-rpm": "60",
+          },
+        );
+        assert.equal(await page.inputValue("#page-preset"), "strictFreeTier");
+
+        await page.selectOption("#subtitles-preset", "fragileStructuredOutput");
+        assert.deepEqual(
+          await values(page, [
+            "subtitles-rate", "subtitles-capacity", "subtitles-maxInFlight",
+            "subtitles-maxCharactersPerBatch", "subtitles-maxItemsPerBatch",
+            "subtitles-batchDelayMs", "subtitles-rpm",
+          ]),
+          {
+            "subtitles-rate": "4", "subtitles-capacity": "1", "subtitles-maxInFlight": "0",
+            "subtitles-maxCharactersPerBatch": "600", "subtitles-maxItemsPerBatch": "2",
+            "subtitles-batchDelayMs": "100", "subtitles-rpm": "240",
+          },
+        );
+        assert.equal(await page.inputValue("#page-rate"), "1", "the page flow is untouched");
+
+        await page.selectOption("#page-preset", "fastLocalModel");
+        assert.equal(await page.inputValue("#page-rate"), "8");
+        assert.equal(await page.inputValue("#page-capacity"), "60");
+        assert.equal(await page.inputValue("#page-maxInFlight"), "4");
+
+        // Editing a field away from the preset shows "Custom".
+        await page.fill("#page-capacity", "61");
+        assert.equal(await page.inputValue("#page-preset"), "");
+        assert.match(await page.locator("#status").textContent(), /not applied yet/i);
+        assert.equal((await calls(page, "setSettings")).length, 0, "a preset is not applied by itself");
+      } finally {
+        await close();
+      }
+    });
+
+    test("Apply sends numbers in the protocol's shape and shows success", async () => {
+      const { page, close } = await open("options.html", "settingsLoaded");
+      try {
+        await page.fill("#page-rpm", "60");
+        await page.fill("#page-capacity", "1");
+        await page.fill("#subtitles-maxItemsPerBatch", "6");
+        await page.fill("#subtitles-batchDelayMs", "12.5");
+        await page.fill("#provider-apiKey", "sk-new");
+        await page.fill("#targetLang", "ja");
+        await page.click("#apply");
+        await page.waitForSelector('#status[data-state="ok"]');
+        assert.equal(await page.locator("#status").textContent(), "Applied — new settings are live");
+
+        const sent = await calls(page, "setSettings");
+        assert.equal(sent.length, 1);
+        assert.deepEqual(sent[0], {
+          type: "setSettings",
+          settings: {
+            page: { rate: 1, capacity: 1, maxInFlight: 3, maxCharactersPerBatch: 900, maxItemsPerBatch: 5, batchDelayMs: 150 },
+            subtitles: { rate: 4, capacity: 8, maxInFlight: 0, maxCharactersPerBatch: 400, maxItemsPerBatch: 6, batchDelayMs: 12.5 },
+            provider: { kind: "openai", baseUrl: "http://127.0.0.1:8787/v1", apiKey: "sk-new", model: "mock-translator" },
+            sourceLang: "en",
+            targetLang: "ja",
+          },
+        });
+        for (const flow of ["page", "subtitles"]) {
+          for (const [field, value] of Object.entries(sent[0].settings[flow])) {
+            assert.equal(typeof value, "number", `${flow}.${field} is sent as a number`);
+          }
+        }
+
+        // Re-rendered from the answer: the key field is empty again, the key is stored.
+        assert.equal(await page.inputValue("#provider-apiKey"), "");
+        assert.match(await page.locator("#provider-apiKey-hint").textContent(), /a key is stored/i);
+        assert.equal(await page.inputValue("#page-rate"), "1");
+        assert.equal(await page.inputValue("#targetLang"), "ja");
+
+        // An empty key keeps the stored one; switching to the demo provider.
+        await page.selectOption("#provider-kind", "demo");
+        await page.click("#apply");
+        await page.waitForFunction(() => globalThis.__fake.calls.filter((m) => m.type === "setSettings").length === 2);
+        await page.waitForSelector('#status[data-state="ok"]');
+        const second = (await calls(page, "setSettings"))[1];
+        assert.equal(second.settings.provider.kind, "demo");
+        assert.equal(second.settings.provider.apiKey, "");
+        assert.equal(await page.evaluate(() => globalThis.__fake.apiKey), "sk-new");
+      } finally {
+        await close();
+      }
+    });
+
+    test("a validation error is shown next to the offending field and in the status", async () => {
+      const { page, close } = await open("options.html", "settingsLoaded");
+      try {
+        await page.fill("#page-rate", "-1");
+        assert.equal(await page.inputValue("#page-rpm"), "-60");
+        await page.click("#apply");
+        await page.waitForSelector('#status[data-state="error"]');
+
+        const message = "rate must be a finite number > 0 (got -1)";
+        const error = page.locator("#page-rate-error");
+        assert.equal(await error.textContent(), message);
+        assert.equal(await error.getAttribute("role"), "alert");
+        assert.equal(await error.isVisible(), true);
+        assert.equal(
+          await page.evaluate(() =>
+            document.getElementById("page-rate-error").parentElement === document.getElementById("page-rate").parentElement,
+          ),
+          true,
+          "the message sits beside the field",
+        );
+        assert.equal(await page.locator("#page-rate").getAttribute("aria-invalid"), "true");
+        assert.ok((await page.locator("#status").textContent()).includes(message));
+        assert.equal(await page.locator("#subtitles-rate-error").textContent(), "");
+        const sent = await calls(page, "setSettings");
+        assert.equal(sent.at(-1).settings.page.rate, -1);
+
+        // Fixed and applied again: the error goes away.
+        await page.fill("#page-rate", "2");
+        await page.click("#apply");
+        await page.waitForSelector('#status[data-state="ok"]');
+        assert.equal(await error.textContent(), "");
+        assert.equal(await error.isVisible(), false);
+        assert.equal(await page.locator("#page-rate").getAttribute("aria-invalid"), null);
+      } finally {
+        await close();
+      }
+    });
+
+    test("an empty number field is sent as its raw text for the background to report", async () => {
+      const { page, close } = await open("options.html", "settingsLoaded");
+      try {
+        await page.fill("#subtitles-capacity", "");
+        await page.click("#apply");
+        await page.waitForSelector('#status[data-state="error"]');
+        const sent = (await calls(page, "setSettings")).at(-1);
+        assert.equal(sent.settings.subtitles.capacity, "");
+        assert.equal(sent.settings.page.capacity, 2);
+        assert.equal(await page.locator("#subtitles-capacity-error").textContent(), 'capacity must be a number (got "")');
+        assert.match(await page.locator("#status").textContent(), /capacity must be a number/);
+      } finally {
+        await close();
+      }
+    });
+  });
+
+  // -------------------------------------------------------------------------------------
+  // Statistics page
+
+  describe("stats.html (Statistics)", () => {
+    const cell = (page, flow, stat) => page.locator(`#stats-${flow} [data-stat="${stat}"]`).textContent();
+    const providerCell = (page, flow, id, stat) =>
+      page.locator(`#stats-${flow} tr[data-provider="${id}"] [data-provider-stat="${stat}"]`).textContent();
+
+    /** The vertices of the chart's polylines, by data-series. */
+    const polylines = (page, flow) =>
+      page.evaluate((id) => {
+        const lines = [...document.querySelectorAll(`#${id} polyline`)];
+        return lines.map((line) => ({
+          series: line.dataset.series,
+          points: line
+            .getAttribute("points")
+            .trim()
+            .split(/\s+/)
+            .filter(Boolean)
+            .map((pair) => pair.split(",").map(Number)),
+        }));
+      }, `chart-${flow}`);
+
+    test("the tables show the counters, saved % and the providers", async () => {
+      const { page, close } = await open("stats.html", "statsLoaded");
+      try {
+        const expected = {
+          items: "40", providerCalls: "10", saved: "75%", batchCalls: "8", retries: "2",
+          countMismatches: "1", fallbacks: "1", rateLimited: "3", cacheHits: "6", dedupHits: "4",
+          failed: "1", queued: "5", inFlight: "2",
+        };
+        for (const [stat, text] of Object.entries(expected)) {
+          assert.equal(await cell(page, "page", stat), text, `page ${stat}`);
+        }
+        assert.equal(await cell(page, "subtitles", "items"), "0");
+        assert.equal(await cell(page, "subtitles", "providerCalls"), "0");
+        assert.equal(await cell(page, "subtitles", "saved"), "—", "no paragraphs: no saved share");
+
+        assert.equal(await providerCell(page, "page", "demo", "paragraphs"), "30");
+        assert.equal(await providerCell(page, "page", "demo", "calls"), "6");
+        assert.equal(await providerCell(page, "page", "demo", "saved"), "80%");
+        assert.equal(await providerCell(page, "page", OPENAI_ID, "saved"), "60%");
+        assert.equal(await providerCell(page, "page", OPENAI_ID, "rateLimited"), "3");
+        assert.equal(await page.locator("#stats-subtitles tr[data-provider]").count(), 0);
+        assert.match(await page.locator("#stats-subtitles").textContent(), /No provider calls yet/);
+        assert.match(await page.locator("#stats-page").textContent(), /Current provider: openai:http:\/\/127\.0\.0\.1:8787\/v1/);
+        assert.equal(await page.title(), "Statistics — batch-pacer demo");
+      } finally {
+        await close();
+      }
+    });
+
+    test("each chart has two polylines with one vertex per series point", async () => {
+      const { page, close } = await open("stats.html", "statsLoaded");
+      try {
+        const pageLines = await polylines(page, "page");
+        assert.deepEqual(pageLines.map((l) => l.series), ["paragraphs", "calls"]);
+        for (const line of pageLines) {
+          assert.equal(line.points.length, 5, `${line.series} has 5 vertices`);
+          for (const [x, y] of line.points) {
+            assert.ok(Number.isFinite(x) && Number.isFinite(y) && x >= 0 && x <= 560 && y >= 0 && y <= 240);
+          }
+          const xs = line.points.map(([x]) => x);
+          assert.deepEqual(xs, [...xs].sort((a, b) => a - b), "time runs left to right");
+        }
+        // More paragraphs than calls: the paragraphs line ends higher (smaller y).
+        assert.ok(pageLines[0].points.at(-1)[1] < pageLines[1].points.at(-1)[1]);
+
+        const subtitleLines = await polylines(page, "subtitles");
+        assert.deepEqual(subtitleLines.map((l) => l.points.length), [1, 1], "a single point is drawn");
+
+        const legend = await page.locator("#chart-page text").allTextContents();
+        assert.ok(legend.includes("Original paragraphs (40)"));
+        assert.ok(legend.includes("Provider calls (10)"));
+        assert.ok(legend.filter((t) => /^\d+ s$/.test(t)).length >= 2, "time tick labels");
+        assert.ok(legend.filter((t) => /^\d+$/.test(t)).length >= 2, "count tick labels");
+      } finally {
+        await close();
+      }
+    });
+
+    test("polls every second", async () => {
+      const { page, close } = await open("stats.html", "statsLoaded");
+      try {
+        await page.evaluate(() => {
+          const flow = globalThis.__fake.stats.flows.page;
+          flow.pacer.items = 50;
+          flow.pacer.providerCalls = 11;
+          flow.series.push({ t: 9, paragraphs: 50, calls: 11 });
+        });
+        await page.waitForFunction(
+          () => document.querySelector('#stats-page [data-stat="items"]').textContent === "50",
+          null,
+          { timeout: 3000 },
+        );
+        assert.equal(await cell(page, "page", "saved"), "78%");
+        assert.equal((await polylines(page, "page"))[0].points.length, 6);
+        assert.ok((await calls(page, "getStats")).length >= 2);
+      } finally {
+        await close();
+      }
+    });
+
+    test("Reset statistics sends resetStats and shows the empty state", async () => {
+      const { page, close } = await open("stats.html", "statsLoaded");
+      try {
+        await page.click("#reset");
+        await page.waitForFunction(
+          () => document.querySelector('#stats-page [data-stat="items"]').textContent === "0",
+        );
+        assert.equal((await calls(page, "resetStats")).length, 1);
+        assert.deepEqual((await calls(page, "resetStats"))[0], { type: "resetStats" });
+        assert.equal(await cell(page, "page", "saved"), "—");
+        assert.equal(await page.locator("#stats-page tr[data-provider]").count(), 0);
+        const lines = await polylines(page, "page");
+        assert.deepEqual(lines.map((l) => [l.series, l.points.length]), [["paragraphs", 0], ["calls", 0]]);
+        assert.ok((await page.locator("#chart-page text").allTextContents()).includes("No activity yet"));
+        assert.equal(await page.locator("#stats-status").textContent(), "Statistics reset.");
+      } finally {
+        await close();
+      }
+    });
+  });
+});
+
+// ---------------------------------------------------------------------------------------
+// Static checks: what the extension CSP forbids, and no remote resources.
+
+describe("demo pages follow the extension CSP", { skip: existsSync(path.join(demoDir, "options.html")) ? false : "no pages" }, () => {
+  for (const file of ["options.html", "stats.html"]) {
+    test(`${file}: no inline scripts, no inline handlers, no remote resources`, () => {
+      const html = readFileSync(path.join(demoDir, file), "utf8");
+      const scripts = [...html.matchAll(/<script\b([^>]*)>([\s\S]*?)<\/script>/gi)];
+      assert.ok(scripts.length > 0);
+      for (const [, attributes, body] of scripts) {
+        assert.match(attributes, /\bsrc="[^":]+\.js"/, "scripts come from the extension");
+        assert.equal(body.trim(), "", "no inline script");
+      }
+      assert.doesNotMatch(html, /\son[a-z]+\s*=/i, "no inline event handlers");
+      assert.doesNotMatch(html, /\b(?:src|href)\s*=\s*"(?:https?:)?\/\//i, "no remote resources");
+    });
+  }
+});
