@@ -120,11 +120,15 @@ export async function translations(page) {
     [...document.querySelectorAll("[data-bp-id]")].map((el) => {
       const id = el.getAttribute("data-bp-id");
       const shown = document.querySelectorAll(`[data-bp-for="${CSS.escape(id)}"]`);
-      const clone = el.cloneNode(true);
-      clone.querySelectorAll(".bp-translation").forEach((t) => t.remove());
+      // innerText needs the element in the page (it turns <br> into line breaks):
+      // lift out translations shown inside it for the reading, then put them back.
+      const inside = [...el.querySelectorAll(".bp-translation")].map((t) => [t, t.parentNode, t.nextSibling]);
+      inside.forEach(([t]) => t.remove());
+      const text = el.innerText;
+      inside.forEach(([t, parent, next]) => parent.insertBefore(t, next));
       return {
         id,
-        text: clone.innerText ?? clone.textContent,
+        text,
         shown: shown.length,
         translation: shown[0]?.textContent ?? null,
         failed: shown[0]?.classList.contains("bp-failed") ?? false,

@@ -319,7 +319,11 @@ function errorTarget(error) {
   if (Object.hasOwn(LANGUAGE_LABELS, field)) {
     return { id: field, name: LANGUAGE_LABELS[field] };
   }
-  const providerField = typeof field === "string" ? field.replace(/^provider\./, "") : field;
+  let providerField = typeof field === "string" ? field.replace(/^provider\./, "") : field;
+  if (flow === "provider" && !providerField && typeof error.message === "string") {
+    // The package's messages start with the option's name: "baseUrl must be ...".
+    providerField = PROVIDER_FIELDS.find((name) => error.message.startsWith(`${name} `));
+  }
   if ((flow === undefined || flow === null || flow === "provider") && PROVIDER_FIELDS.includes(providerField)) {
     return { id: `provider-${providerField}`, name: `Provider › ${PROVIDER_LABELS[providerField]}` };
   }

@@ -90,6 +90,7 @@ async function main() {
     }
     lines.push(`screenshots         ${pageShot}`, `                    ${statsShot}`, `total run           ${((Date.now() - started) / 1000).toFixed(1)} s`, "");
     console.log(lines.join("\n"));
+    for (const w of wrong) console.log(`misplaced ${w.id}: ${JSON.stringify(w.text)} -> ${JSON.stringify(w.translation)}`);
     if (wrong.length > 0 || done.failed > 0) process.exitCode = 1;
   } finally {
     await browser.close();

@@ -146,6 +146,13 @@ function installFakeExtension({ settings, stats }) {
             }
           }
         }
+        if (next.provider.kind === "openai" && !next.provider.baseUrl) {
+          // As the background reports openAIProvider's own errors: no field, the name leads.
+          return {
+            ok: false,
+            error: { flow: "provider", field: null, code: "invalid_options", message: 'baseUrl must be a non-empty http(s) URL string (got "")' },
+          };
+        }
         if (next.provider.apiKey !== "") state.apiKey = next.provider.apiKey;
         state.settings = { ...structuredClone(next), provider: { ...next.provider, apiKey: "" } };
         return { ok: true, settings: publicSettings() };
@@ -199,6 +206,10 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
   before(async () => {
     server = http.createServer(async (request, response) => {
       const url = new URL(request.url, "http://127.0.0.1");
+      if (url.pathname === "/favicon.ico") {
+        response.writeHead(204).end(); // the browser's own request; an extension has its icon
+        return;
+      }
       const file = path.join(demoDir, path.normalize(decodeURIComponent(url.pathname)));
       if (!file.startsWith(demoDir + path.sep)) {
         response.writeHead(403).end();
@@ -241,6 +252,9 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
       if (!request.url().startsWith(origin)) problems.push(`${file}: foreign request ${request.url()}`);
     });
     page.on("requestfailed", (request) => problems.push(`${file}: failed request ${request.url()}`));
+    page.on("response", (response) => {
+      if (response.status() >= 400) problems.push(`${file}: ${response.status()} for ${response.url()}`);
+    });
     await page.addInitScript(installFakeExtension, { settings, stats });
     await page.goto(`${origin}/${file}`);
     await page.waitForFunction((flag) => document.documentElement.dataset[flag] === "1", readyFlag);
@@ -489,6 +503,22 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         assert.equal(sent.settings.page.capacity, 2);
         assert.equal(await page.locator("#subtitles-capacity-error").textContent(), 'capacity must be a number (got "")');
         assert.match(await page.locator("#status").textContent(), /capacity must be a number/);
+      } finally {
+        await close();
+      }
+    });
+
+    test("a provider error is shown at the provider field it names", async () => {
+      const { page, close } = await open("options.html", "settingsLoaded");
+      try {
+        await page.fill("#provider-baseUrl", "");
+        await page.click("#apply");
+        await page.waitForSelector('#status[data-state="error"]');
+        const message = 'baseUrl must be a non-empty http(s) URL string (got "")';
+        assert.equal(await page.locator("#provider-baseUrl-error").textContent(), message);
+        assert.equal(await page.locator("#provider-baseUrl").getAttribute("aria-invalid"), "true");
+        assert.match(await page.locator("#status").textContent(), /baseUrl must be a non-empty/);
+        assert.equal(await page.locator("#page-rate-error").textContent(), "");
       } finally {
         await close();
       }
