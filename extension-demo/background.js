@@ -71,9 +71,12 @@ function providerId() {
 }
 
 function createPacer(flow, snapshot) {
-  // The provider is looked up per call, so a provider change needs no new pacer.
-  const provider = (request) => {
+  // The provider is looked up per call, so a provider change needs no new pacer. The
+  // pacing state is saved before the request leaves: a worker stopped at any moment
+  // restarts knowing about every call that reached the network (no second burst).
+  const provider = async (request) => {
     countCall(flow, request);
+    await saveState().catch(() => {});
     return callProvider(request);
   };
   const options = { ...settings[flow], cache, onEvent: (event) => onPacerEvent(flow, event) };

@@ -130,7 +130,8 @@
       id = flow.prefix + flow.nextIndex++;
       el.setAttribute("data-bp-id", id);
     }
-    const item = { id, el, text, priority, inside: flow === subtitles || INSIDE.has(el.tagName), out };
+    const isCue = flow === subtitles;
+    const item = { id, el, text, priority, isCue, inside: isCue || INSIDE.has(el.tagName), out };
     flow.items.set(id, item);
     if (!out) flow.pending.set(id, item);
     return item;
@@ -150,11 +151,13 @@
 
   // --- Output --------------------------------------------------------------------
 
-  function style(node, failed) {
+  function style(node, failed, cue) {
     const s = node.style;
     const set = (name, value) => s.setProperty(name, value, "important");
     set("display", "block");
-    set("color", failed ? "#a33" : "#555");
+    if (failed) set("color", "#a33");
+    else if (cue) set("opacity", "0.75"); // players are often dark: keep the cue's colour
+    else set("color", "#555");
     set("border-left", failed ? "3px solid #d88" : "3px solid #9ab");
     set("padding-left", "0.6em");
     set("margin", "0.25em 0 0.75em");
@@ -172,7 +175,7 @@
     node.setAttribute("translate", "no");
     node.dir = "auto";
     node.textContent = text;
-    style(node, failed);
+    style(node, failed, item.isCue);
     if (item.inside) item.el.append(node);
     else item.el.after(node);
     item.out = node;
@@ -308,7 +311,11 @@
     if (flow.pending.size === 0 && !flow.keepOpen && flow.port) {
       const port = flow.port;
       flow.port = null;
-      port.disconnect();
+      try {
+        port.disconnect();
+      } catch {
+        // already closed
+      }
     }
   }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every test: lint, the native core, the wasm binding in Chromium and Firefox (page and
-# service worker), then the packed and installed package in Node (and in a real page).
+# service worker), then the packed and installed package in Node and in real browsers,
+# and the demo extension end to end in Chromium and Firefox ESR.
 # Installs what it needs first (scripts/setup.sh). The last lines are node --test's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,5 +24,8 @@ wasm-pack test --headless --chrome --chromedriver "$(command -v chromedriver)" -
 section "wasm binding in Firefox ESR (page + service worker)"
 wasm-pack test --headless --firefox --geckodriver "$(command -v geckodriver)" -- "${wasm_tests[@]}"
 
-section "packed package in Node and in a page: node --test"
-bash tests/node/run-package-tests.sh
+section "the demo extension, built from the packed package"
+bash scripts/build-demo.sh
+
+section "packed package in Node and in browsers, demo end to end: node --test"
+SKIP_BUILD=1 bash tests/node/run-package-tests.sh

@@ -62,6 +62,15 @@
     const list = document.getElementById("bp-subtitles");
     const current = document.getElementById("current-cue");
     if (!list) return;
+    // Like a player's transcript, stay pinned to the newest line while lines (or
+    // translations added under them) come in, unless the reader scrolled up.
+    let pinned = true;
+    list.addEventListener("scroll", () => {
+      pinned = list.scrollHeight - list.scrollTop - list.clientHeight < 40;
+    });
+    new MutationObserver(() => {
+      if (pinned) list.scrollTop = list.scrollHeight;
+    }).observe(list, { childList: true, subtree: true });
     let index = 0;
     const next = () => {
       const cue = document.createElement("div");
@@ -69,7 +78,6 @@
       cue.dataset.cue = String(index + 1);
       cue.textContent = CUES[index];
       list.append(cue);
-      list.scrollTop = list.scrollHeight;
       if (current) current.textContent = CUES[index];
       index++;
       if (index < CUES.length) {

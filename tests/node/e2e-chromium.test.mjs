@@ -1,0 +1,185 @@
+// The demo extension end to end in headless Chromium: the MV3 service worker, the
+// content script, the options page, and a real HTTP provider on 127.0.0.1 with a quota.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+
+const repo = process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url));
+const load = (path) => import(pathToFileURL(join(repo, path)).href);
+const harness = await load("extension-demo/harness.mjs");
+const { startMockProvider } = await load("extension-demo/mock-provider.mjs");
+const { startDemoServer } = await load("extension-demo/demo-server.mjs");
+const { pseudoTranslate } = await load("extension-demo/demo-provider.js");
+
+const ready = existsSync("/usr/bin/chromium") && existsSync(join(repo, "extension-demo/vendor/batch-pacer/js/index.js"));
+const skip = ready ? false : "needs /usr/bin/chromium and the built demo (scripts/build-demo.sh)";
+
+// No cues during tests that only look at the article.
+const ARTICLE_ONLY = "?cueStart=600000";
+const STRICT = { rate: 1, capacity: 1, maxInFlight: 0, maxCharactersPerBatch: 800, maxItemsPerBatch: 4, batchDelayMs: 100 };
+const DEFAULTS = { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100 };
+
+let site;
+before(async () => {
+  if (!skip) site = await startDemoServer({ port: 0 });
+});
+after(async () => {
+  await site?.close();
+});
+
+/** One fresh browser (fresh profile, fresh worker state) per test. */
+async function withBrowser(t, fn) {
+  const browser = await harness.launchChromium();
+  t.after(() => browser.close());
+  return fn(browser);
+}
+
+async function withMock(t, options) {
+  const mock = await startMockProvider({ port: 0, ...options });
+  t.after(() => mock.close());
+  return mock;
+}
+
+function useMock(mock, flows) {
+  return {
+    ...flows,
+    provider: { kind: "openai", baseUrl: mock.url, apiKey: "", model: "mock-translator" },
+  };
+}
+
+/** Every paragraph carries exactly one translation: its own. */
+function assertAligned(shown, { allowFailed = false } = {}) {
+  assert.ok(shown.length > 50, `only ${shown.length} paragraphs found`);
+  for (const item of shown) {
+    assert.equal(item.shown, 1, `${item.id} shows ${item.shown} translations`);
+    if (item.failed) {
+      assert.ok(allowFailed, `${item.id} failed: ${item.translation}`);
+      assert.match(item.translation, /not translated/);
+      continue;
+    }
+    assert.equal(item.translation, pseudoTranslate(item.text.trim(), "de"), `${item.id} got another paragraph's translation`);
+  }
+}
+
+async function openPage(browser, query = "") {
+  const page = await browser.context.newPage();
+  await page.goto(site.url + query);
+  return page;
+}
+
+test("the offline demo provider translates the whole page and its subtitles, each under its own paragraph", { skip }, (t) =>
+  withBrowser(t, async (browser) => {
+    const page = await openPage(browser, "?cueStart=100&cueInterval=50");
+    const done = await harness.waitTranslated(page, { timeoutMs: 60_000 });
+    assert.equal(done.failed, 0);
+    assert.equal(done.subtitlesDone, 40);
+    assertAligned(await harness.translations(page));
+    const stats = await harness.getStats(browser);
+    assert.equal(stats.flows.page.pacer.items, done.pageTotal);
+    assert.ok(stats.flows.page.pacer.providerCalls * 3 < done.pageTotal, "batching saves calls");
+    assert.equal(stats.flows.page.pacer.dedupHits >= 1, true, "the duplicated paragraph shares a call");
+  }));
+
+test("the strict preset against a 60-per-minute quota with no burst meets no 429", { skip }, (t) =>
+  withBrowser(t, async (browser) => {
+    const mock = await withMock(t, { rpm: 60, burst: 1, latency: 50 });
+    await harness.applySettings(browser, useMock(mock, { page: STRICT }));
+    const page = await openPage(browser, ARTICLE_ONLY);
+    await harness.waitTranslated(page, { cues: false, timeoutMs: 120_000 });
+    const stats = mock.stats();
+    assert.equal(stats.rateLimited, 0);
+    const gaps = stats.requestTimes.slice(1).map((at, i) => at - stats.requestTimes[i]);
+    assert.ok(gaps.every((g) => g >= 950), `calls closer than 1 s apart: ${gaps}`);
+    assertAligned((await harness.translations(page)).filter((p) => p.id.startsWith("p")));
+  }));
+
+test("the defaults against the same quota absorb the 429s: paused, retried, nothing lost", { skip }, (t) =>
+  withBrowser(t, async (browser) => {
+    const mock = await withMock(t, { rpm: 60, burst: 1, latency: 50 });
+    await harness.applySettings(browser, useMock(mock, { page: DEFAULTS }));
+    const page = await openPage(browser, ARTICLE_ONLY);
+    const done = await harness.waitTranslated(page, { cues: false, timeoutMs: 150_000 });
+    assert.equal(done.failed, 0, "no paragraph rejected");
+    assertAligned((await harness.translations(page)).filter((p) => p.id.startsWith("p")));
+    const stats = await harness.getStats(browser);
+    assert.ok(stats.flows.page.pacer.rateLimited > 0, "the burst met 429s");
+    assert.ok(stats.flows.page.pacer.retries >= stats.flows.page.pacer.rateLimited, "each 429 was retried");
+    // Converged: after the first burst and its pause, 429s are rare.
+    const times = mock.stats().requestTimes;
+    assert.ok(times.length >= 15);
+  }));
+
+test("a settings change on the options page changes the pacing live", { skip }, (t) =>
+  withBrowser(t, async (browser) => {
+    const mock = await withMock(t, { rpm: 0, latency: 20 });
+    await harness.applySettings(browser, useMock(mock, { page: { ...STRICT, rate: 0.5 } }));
+    const page = await openPage(browser, ARTICLE_ONLY);
+    while (mock.stats().ok < 3) await page.waitForTimeout(100);
+    const options = await browser.context.newPage();
+    await options.goto(browser.pageUrl("options.html"));
+    await options.fill("#page-rate", "10");
+    await options.fill("#page-capacity", "5");
+    await options.click("#apply");
+    await options.waitForSelector("#status[data-state=ok]");
+    const changedAt = Date.now();
+    await harness.waitTranslated(page, { cues: false, timeoutMs: 60_000 });
+    const times = mock.stats().requestTimes;
+    const slow = times.filter((at) => at < changedAt);
+    const fast = times.filter((at) => at >= changedAt);
+    const slowGaps = slow.slice(1).map((at, i) => at - slow[i]);
+    assert.ok(slowGaps.every((g) => g >= 1900), `0.5/s before the change: ${slowGaps}`);
+    assert.ok(fast.length >= 5, "most of the page went after the change");
+    assert.ok(fast[fast.length - 1] - changedAt < 5000, `the rest went at the new rate: ${fast.map((at) => at - changedAt)}`);
+  }));
+
+test("an invalid setting is refused with the package's own message and changes nothing", { skip }, (t) =>
+  withBrowser(t, async (browser) => {
+    const options = await browser.context.newPage();
+    await options.goto(browser.pageUrl("options.html"));
+    await options.fill("#page-rate", "-1");
+    await options.click("#apply");
+    await options.waitForSelector("#status[data-state=error]");
+    assert.match(await options.textContent("#page-rate-error"), /rate must be a finite number > 0 \(got -1\)/);
+    const answer = await harness.extensionMessage(browser, { type: "getSettings" });
+    assert.equal(answer.settings.page.rate, 8);
+  }));
+
+test("stopping the service worker mid-page loses nothing and causes no second burst", { skip }, (t) =>
+  withBrowser(t, async (browser) => {
+    // The quota mirrors the settings (1/s, burst 3): a second burst would meet 429s.
+    const mock = await withMock(t, { rpm: 60, burst: 3, latency: 50 });
+    await harness.applySettings(browser, useMock(mock, { page: { ...STRICT, capacity: 3 } }));
+    const page = await openPage(browser, ARTICLE_ONLY);
+    while (mock.stats().ok < 6) await page.waitForTimeout(100);
+    const before = await harness.progress(page);
+    // Stop every service worker of the extension's origin, as Chrome does when idle.
+    const extensionPage = await browser.context.newPage();
+    await extensionPage.goto(browser.pageUrl("stats.html"));
+    const cdp = await browser.context.newCDPSession(extensionPage);
+    await cdp.send("ServiceWorker.enable");
+    await cdp.send("ServiceWorker.stopAllWorkers");
+    await extensionPage.close();
+    const done = await harness.waitTranslated(page, { cues: false, timeoutMs: 120_000 });
+    assert.ok(before.pageDone < done.pageTotal, "the worker stopped mid-page");
+    assert.equal(done.failed, 0);
+    assertAligned((await harness.translations(page)).filter((p) => p.id.startsWith("p")));
+    assert.equal(mock.stats().rateLimited, 0, "the restarted worker did not burst again");
+  }));
+
+for (const fault of ["wrong-count", "drop-separator", "extra-segment", "http-500"]) {
+  test(`fault mode ${fault}: every paragraph ends correctly translated or clearly marked failed`, { skip }, (t) =>
+    withBrowser(t, async (browser) => {
+      const mock = await withMock(t, { rpm: 0, latency: 10, fault, faultRate: 0.5, seed: 3 });
+      await harness.applySettings(browser, useMock(mock, { page: { ...DEFAULTS, rate: 20 } }));
+      const page = await openPage(browser, ARTICLE_ONLY);
+      await harness.waitTranslated(page, { cues: false, timeoutMs: 120_000 });
+      assertAligned((await harness.translations(page)).filter((p) => p.id.startsWith("p")), { allowFailed: true });
+      const stats = await harness.getStats(browser);
+      const faults = Object.values(mock.stats().faults).reduce((a, b) => a + b, 0);
+      assert.ok(faults > 0, "the mock injected faults");
+      const handled = stats.flows.page.pacer.countMismatches + stats.flows.page.pacer.retries;
+      assert.ok(handled > 0, "the pacer noticed and retried");
+    }));
+}
