@@ -94,6 +94,15 @@
     existing.set(node.getAttribute("data-bp-for"), node);
   }
 
+  // New ids continue after every id an earlier instance gave.
+  for (const el of document.querySelectorAll("[data-bp-id]")) {
+    const id = el.getAttribute("data-bp-id");
+    for (const flow of flows) {
+      const n = id.startsWith(flow.prefix) ? Number(id.slice(flow.prefix.length)) : NaN;
+      if (Number.isInteger(n) && n >= flow.nextIndex) flow.nextIndex = n + 1;
+    }
+  }
+
   // --- Items ---------------------------------------------------------------------
 
   /** The element's visible text, line breaks (<br>, blocks) kept as "\n". */
@@ -119,8 +128,6 @@
         out.remove(); // failed under an earlier instance: try again
         out = null;
       }
-      const n = Number(id.slice(flow.prefix.length));
-      if (Number.isInteger(n) && n >= flow.nextIndex) flow.nextIndex = n + 1;
     } else {
       id = null;
     }

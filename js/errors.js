@@ -24,4 +24,5 @@ PacerError.codes = Object.freeze([
   "count_mismatch",
   "aborted",
   "disposed",
+  "queue_full",
 ]);

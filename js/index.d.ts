@@ -217,6 +217,19 @@ export interface PacerSettings {
    * @default 1000
    */
   cacheEntries: number;
+
+  /**
+   * Bounds memory: the most provider items held at once (queued, being looked up in the
+   * `cache` store, or in a running call); `0` means no limit. When it is reached, new
+   * items reject at once with code `queue_full` (identical items that share a held one
+   * are still accepted). Each queued item costs about 1.5 × its text's UTF-8 size + 170
+   * bytes in the core. An addition to the contract: it is not in `DEFAULTS`, and
+   * `pacer.options` shows it only once set.
+   *
+   * Valid range: an integer >= 0.
+   * @default 0 (no limit)
+   */
+  maxQueued?: number;
 }
 
 /**
@@ -849,6 +862,7 @@ export class BatchPacer {
  * - `count_mismatch`: a batch reply kept the wrong segment count and fallback is off.
  * - `aborted`: the item's `signal` was aborted.
  * - `disposed`: the pacer was disposed.
+ * - `queue_full`: `maxQueued` provider items are held already (an addition).
  */
 export type PacerErrorCode =
   | "not_initialized"
@@ -858,7 +872,8 @@ export type PacerErrorCode =
   | "timeout"
   | "count_mismatch"
   | "aborted"
-  | "disposed";
+  | "disposed"
+  | "queue_full";
 
 /** The one error type of batch-pacer: `code` is stable, `message` says what went wrong. */
 export class PacerError extends Error {

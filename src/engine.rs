@@ -329,6 +329,19 @@ impl<C: Clone> Engine<C> {
             self.after_input();
             return Ok(ticket);
         }
+        if self.options.max_queued > 0 && self.job_by_key.len() as u64 >= self.options.max_queued {
+            // Not accepted after all: it never counted as an item.
+            self.stats.items -= 1;
+            self.stats.pending -= 1;
+            self.release_group_if_idle(group);
+            return Err(PacerFailure::new(
+                ErrorCode::QueueFull,
+                format!(
+                    "the queue is full: maxQueued is {} provider items",
+                    self.options.max_queued
+                ),
+            ));
+        }
         let seq = self.next_seq;
         self.next_seq += 1;
         let ticket = job_ticket(self.jobs.next_key());

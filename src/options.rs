@@ -83,6 +83,9 @@ pub struct Options {
     pub adaptive_rate: bool,
     /// In-memory LRU size; 0 turns the cache off.
     pub cache_entries: u64,
+    /// Most provider items held (queued, looked up or running); 0 means no limit.
+    /// An addition to the contract: new items beyond it reject with `queue_full`.
+    pub max_queued: u64,
 }
 
 impl Default for Options {
@@ -102,13 +105,15 @@ impl Default for Options {
             max_rate_limit_retries: 10,
             adaptive_rate: true,
             cache_entries: 1000,
+            max_queued: 0,
         }
     }
 }
 
-/// The option names the core validates, in contract order (JS-only options such as
-/// `clock`, `onEvent` and `cache` are handled by the binding layer).
-pub const OPTION_NAMES: [&str; 14] = [
+/// The option names the core validates: the contract's, in its order, then the package's
+/// additions (JS-only options such as `clock`, `onEvent` and `cache` are handled by the
+/// binding layer).
+pub const OPTION_NAMES: [&str; 15] = [
     "rate",
     "capacity",
     "maxInFlight",
@@ -123,6 +128,7 @@ pub const OPTION_NAMES: [&str; 14] = [
     "maxRateLimitRetries",
     "adaptiveRate",
     "cacheEntries",
+    "maxQueued",
 ];
 
 fn reject(name: &str, rule: &str, got: &OptionValue) -> OptionsError {
@@ -195,6 +201,7 @@ impl Options {
                 }
                 "adaptiveRate" => next.adaptive_rate = boolean(name, value)?,
                 "cacheEntries" => next.cache_entries = integer_at_least(name, 0, value)?,
+                "maxQueued" => next.max_queued = integer_at_least(name, 0, value)?,
                 _ => {
                     return Err(OptionsError {
                         message: format!("unknown option {} (got {value})", js_string(name)),
@@ -206,9 +213,10 @@ impl Options {
     }
 
     /// The options as `(name, value)` pairs in contract order, for `pacer.options`.
-    pub fn entries(&self) -> [(&'static str, OptionValue); 14] {
+    /// `maxQueued` appears only once set, so the contract's fourteen stay as they are.
+    pub fn entries(&self) -> Vec<(&'static str, OptionValue)> {
         use OptionValue::{Bool, Number};
-        [
+        let mut entries = vec![
             ("rate", Number(self.rate)),
             ("capacity", Number(self.capacity)),
             ("maxInFlight", Number(self.max_in_flight as f64)),
@@ -229,7 +237,11 @@ impl Options {
             ),
             ("adaptiveRate", Bool(self.adaptive_rate)),
             ("cacheEntries", Number(self.cache_entries as f64)),
-        ]
+        ];
+        if self.max_queued != 0 {
+            entries.push(("maxQueued", Number(self.max_queued as f64)));
+        }
+        entries
     }
 }
 
@@ -245,7 +257,7 @@ mod tests {
     #[test]
     fn defaults_are_the_contract() {
         let names: Vec<_> = Options::default().entries().iter().map(|e| e.0).collect();
-        assert_eq!(names, OPTION_NAMES);
+        assert_eq!(names, OPTION_NAMES[..14]);
         let o = Options::default();
         assert_eq!((o.rate, o.capacity, o.max_in_flight), (8.0, 60.0, 0));
         assert_eq!(

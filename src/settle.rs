@@ -24,6 +24,8 @@ pub enum ErrorCode {
     Aborted,
     /// The pacer was disposed.
     Disposed,
+    /// `maxQueued` provider items are held already (an addition to the contract).
+    QueueFull,
 }
 
 impl ErrorCode {
@@ -38,6 +40,7 @@ impl ErrorCode {
             ErrorCode::CountMismatch => "count_mismatch",
             ErrorCode::Aborted => "aborted",
             ErrorCode::Disposed => "disposed",
+            ErrorCode::QueueFull => "queue_full",
         }
     }
 }

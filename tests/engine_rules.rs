@@ -812,3 +812,32 @@ fn stats_count_originals_apart_from_retries() {
         (4, 0, 0, 0, 0)
     );
 }
+
+#[test]
+fn max_queued_bounds_the_backlog_and_rejects_new_items_with_queue_full() {
+    let mut sim = Sim::new(
+        options(&[("rate", 0.001), ("capacity", 1.0), ("maxQueued", 3.0)]),
+        echo_provider(1.0),
+    );
+    let kept: Vec<_> = ["a", "b", "c"]
+        .iter()
+        .map(|t| sim.translate(&single(t)))
+        .collect();
+    let err = sim
+        .engine
+        .handle_translate(sim.now, &single("d"))
+        .unwrap_err();
+    assert_eq!(err.code, ErrorCode::QueueFull);
+    assert_eq!(
+        err.message,
+        "the queue is full: maxQueued is 3 provider items"
+    );
+    // Identical items share a held provider item, so they are still accepted.
+    let twin = sim.translate(&single("b"));
+    let s = sim.engine.stats();
+    assert_eq!((s.items, s.dedup_hits, s.pending), (4, 1, 4));
+    sim.engine.handle_dispose();
+    sim.drain();
+    sim.assert_settled_once(&kept);
+    sim.assert_settled_once(&[twin]);
+}

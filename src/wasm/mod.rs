@@ -40,6 +40,7 @@ pub fn error_codes() -> Vec<JsValue> {
         ErrorCode::CountMismatch,
         ErrorCode::Aborted,
         ErrorCode::Disposed,
+        ErrorCode::QueueFull,
     ]
     .iter()
     .map(|c| JsValue::from_str(c.as_str()))

@@ -631,8 +631,12 @@ describe("content script on the demo page", { skip: browserSkip }, () => {
     await page.waitForTimeout(300);
     assert.ok((await page.evaluate(() => globalThis.__fakeExt.log.connectsWhileInvalid)) <= 2, "it stays stopped");
 
-    // The new version injects its content script again (a new world in a real browser).
+    // The new version injects its content script again (a new world in a real browser),
+    // into a page that got one more paragraph meanwhile, at its top.
     await page.evaluate(() => {
+      const added = document.createElement("p");
+      added.textContent = "Update: the Vienna service now runs every night.";
+      document.querySelector("article h1").before(added);
       globalThis.__fakeExt.revive();
       delete globalThis[Symbol.for("batch-pacer.content-script")];
     });
@@ -641,13 +645,15 @@ describe("content script on the demo page", { skip: browserSkip }, () => {
     const state = await page.evaluate(readPage);
     const ownTexts = await page.evaluate(readOwnTextsAfter);
     assertEveryItemTranslatedOnce(state, ownTexts);
-    assert.equal(state.attrs["data-bp-page-total"], stopped.total, "the same blocks");
-    assert.deepEqual(state.items.filter((i) => !i.isCue).map((i) => i.id), stopped.ids, "the same ids");
+    const newId = `p${stopped.ids.length}`;
+    assert.equal(state.attrs["data-bp-page-total"], String(Number(stopped.total) + 1), "the same blocks and the new one");
+    assert.deepEqual(state.items.filter((i) => !i.isCue).map((i) => i.id), [newId, ...stopped.ids], "ids kept; the new block gets the next one");
+    assert.equal(ownTexts[newId], "Update: the Vienna service now runs every night.");
     const resent = sentItems(state.log, "page").filter((i) => i.port >= state.log.atInvalidate.port);
     const answered = new Set(state.log.atInvalidate.answered);
     assert.deepEqual(
       resent.map((i) => i.id).sort(),
-      stopped.ids.filter((id) => !answered.has(id)).sort(),
+      [newId, ...stopped.ids.filter((id) => !answered.has(id))].sort(),
       "the new script sends only the blocks without a translation",
     );
     assert.equal(new Set(state.log.answered).size, state.log.answered.length, "no item answered twice");
