@@ -841,3 +841,16 @@ fn max_queued_bounds_the_backlog_and_rejects_new_items_with_queue_full() {
     sim.assert_settled_once(&kept);
     sim.assert_settled_once(&[twin]);
 }
+
+#[test]
+fn an_item_arriving_after_the_window_closed_still_joins_the_batch_before_it_starts() {
+    let mut sim = Sim::new(options(&[("batchDelayMs", 5.0)]), echo_provider(1.0));
+    sim.translate(&item("one"));
+    sim.translate(&item("two"));
+    // The next item arrives late (a slow first call, a busy page): the batch's window
+    // closed meanwhile, but its call has not started, so the item still joins it.
+    sim.now = ms(7.0);
+    sim.translate(&item("three"));
+    sim.drive();
+    assert_eq!(sim.calls[0].texts, vec!["one", "two", "three"]);
+}

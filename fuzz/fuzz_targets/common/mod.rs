@@ -1,0 +1,130 @@
+//! Helpers shared by the fuzz targets: a byte reader that never fails (it reads zeros once
+//! the input is exhausted) and generators of hostile option values.
+#![allow(dead_code)]
+
+use batch_pacer::options::OPTION_NAMES;
+use batch_pacer::OptionValue;
+
+/// Reads structured values from the fuzzer's bytes.
+pub struct Bytes<'a> {
+    data: &'a [u8],
+}
+
+impl<'a> Bytes<'a> {
+    pub fn new(data: &'a [u8]) -> Self {
+        Bytes { data }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+
+    pub fn u8(&mut self) -> u8 {
+        match self.data.split_first() {
+            Some((first, rest)) => {
+                self.data = rest;
+                *first
+            }
+            None => 0,
+        }
+    }
+
+    pub fn bool(&mut self) -> bool {
+        self.u8() & 1 == 1
+    }
+
+    pub fn u16(&mut self) -> u16 {
+        u16::from_le_bytes([self.u8(), self.u8()])
+    }
+
+    pub fn u64(&mut self) -> u64 {
+        let mut bytes = [0u8; 8];
+        for b in &mut bytes {
+            *b = self.u8();
+        }
+        u64::from_le_bytes(bytes)
+    }
+
+    /// Up to `max` raw bytes.
+    pub fn take(&mut self, max: usize) -> &'a [u8] {
+        let n = usize::from(self.u8()).min(max).min(self.data.len());
+        let (head, rest) = self.data.split_at(n);
+        self.data = rest;
+        head
+    }
+
+    /// A string of up to `max` bytes (invalid UTF-8 is replaced).
+    pub fn string(&mut self, max: usize) -> String {
+        String::from_utf8_lossy(self.take(max)).into_owned()
+    }
+
+    /// A number from a list of hostile values, or any bit pattern.
+    pub fn number(&mut self) -> f64 {
+        const SPECIAL: [f64; 24] = [
+            0.0,
+            -0.0,
+            1.0,
+            -1.0,
+            0.25,
+            0.5,
+            1.5,
+            2.0,
+            4.0,
+            100.0,
+            1000.0,
+            1e6,
+            1e12,
+            9_007_199_254_740_993.0,
+            18_446_744_073_709_551_616.0,
+            1e300,
+            f64::MAX,
+            f64::MIN,
+            f64::MIN_POSITIVE,
+            5e-324,
+            f64::NAN,
+            f64::INFINITY,
+            f64::NEG_INFINITY,
+            -1e300,
+        ];
+        let pick = self.u8();
+        match SPECIAL.get(usize::from(pick) % 32) {
+            Some(value) => *value,
+            None if pick & 0x80 == 0 => f64::from(self.u16()),
+            None => f64::from_bits(self.u64()),
+        }
+    }
+
+    /// Any option value, hostile ones included.
+    pub fn option_value(&mut self) -> OptionValue {
+        match self.u8() % 8 {
+            0 => OptionValue::Undefined,
+            1 => OptionValue::Null,
+            2 => OptionValue::Bool(self.bool()),
+            3 => OptionValue::Text(self.string(16)),
+            4 => OptionValue::Other(self.string(8)),
+            _ => OptionValue::Number(self.number()),
+        }
+    }
+
+    /// An option name: a real one most of the time, else a near miss or garbage.
+    pub fn option_name(&mut self) -> String {
+        let pick = usize::from(self.u8());
+        if let Some(name) = OPTION_NAMES.get(pick % 20) {
+            return (*name).to_owned();
+        }
+        match pick % 4 {
+            0 => OPTION_NAMES[pick % OPTION_NAMES.len()].to_uppercase(),
+            1 => format!("{} ", OPTION_NAMES[pick % OPTION_NAMES.len()]),
+            2 => String::new(),
+            _ => self.string(12),
+        }
+    }
+
+    /// A patch of up to `max` entries.
+    pub fn patch(&mut self, max: usize) -> Vec<(String, OptionValue)> {
+        let n = usize::from(self.u8()) % (max + 1);
+        (0..n)
+            .map(|_| (self.option_name(), self.option_value()))
+            .collect()
+    }
+}

@@ -1,0 +1,460 @@
+//! The engine on virtual time, driven by a byte script of operations: translate (empty
+//! fields, blank texts, duplicates, huge and NaN priorities, already-aborted items),
+//! answer an outstanding call (correctly, with a reply the codec must reject, with
+//! garbage, with a failure of any status and Retry-After, twice, or after it was
+//! cancelled), abort tickets, `set_options` with any values, let time pass, dispose.
+//!
+//! Properties:
+//! - nothing panics (debug assertions and overflow checks are on);
+//! - `handle_translate` rejects exactly the invalid items;
+//! - every accepted ticket settles at most once, and only accepted tickets settle;
+//! - `items = succeeded + failed + aborted + disposed + pending` after every step;
+//! - while every reply is built from the call's own texts (correct, or malformed in a way
+//!   the codec must reject), every translation is the one of the item's own text;
+//! - at the end, with sane options and a provider that answers, the engine goes idle with
+//!   everything settled exactly once and empty queues; a dispose then settles nothing more.
+#![no_main]
+
+mod common;
+
+use std::collections::HashMap;
+
+use batch_pacer::{
+    Call, CallId, Compat, Duration, Engine, ErrorCode, Failure, FailureKind, Instant, Item,
+    OptionValue, Reply, Ticket,
+};
+use common::Bytes;
+use libfuzzer_sys::fuzz_target;
+
+const MAX_OPS: usize = 400;
+const DRAIN_STEPS: usize = 200_000;
+
+/// Whether JS's `trim()` leaves nothing (the engine's definition of a blank text).
+fn is_blank(text: &str) -> bool {
+    text.chars().all(|c| {
+        matches!(
+            c,
+            '\t' | '\n'
+                | '\u{b}'
+                | '\u{c}'
+                | '\r'
+                | ' '
+                | '\u{a0}'
+                | '\u{1680}'
+                | '\u{2000}'..='\u{200a}'
+                    | '\u{2028}'
+                    | '\u{2029}'
+                    | '\u{202f}'
+                    | '\u{205f}'
+                    | '\u{3000}'
+                    | '\u{feff}'
+        )
+    })
+}
+
+/// The provider's translation of a text. No CR: the codec normalizes line endings.
+fn echo(text: &str) -> String {
+    format!("T:{}", text.trim())
+}
+
+struct Accepted {
+    text: String,
+}
+
+struct Run {
+    engine: Engine<()>,
+    now: Instant,
+    outstanding: Vec<Call>,
+    stale: Vec<CallId>,
+    accepted: HashMap<Ticket, Accepted>,
+    order: Vec<Ticket>,
+    settles: HashMap<Ticket, u32>,
+    /// A reply not built from the call's texts was given: translations may be anything.
+    garbage: bool,
+}
+
+impl Run {
+    fn drain(&mut self) {
+        while let Some(id) = self.engine.poll_cancel() {
+            if let Some(i) = self.outstanding.iter().position(|c| c.id == id) {
+                self.outstanding.swap_remove(i);
+            }
+            self.stale.push(id);
+        }
+        while let Some(call) = self.engine.poll_call() {
+            assert!(!call.texts.is_empty(), "a call without texts");
+            assert_eq!(call.is_batch, call.texts.len() > 1);
+            let token = call.separator.trim();
+            assert!(call.texts.iter().all(|t| !t.contains(token)));
+            assert!(call.texts.iter().all(|t| !is_blank(t)), "a blank text was sent");
+            self.outstanding.push(call);
+        }
+        while let Some(settled) = self.engine.poll_settled() {
+            let ticket = settled.ticket;
+            let count = self.settles.entry(ticket).or_default();
+            *count += 1;
+            assert_eq!(*count, 1, "ticket {ticket} settled twice");
+            let accepted = self
+                .accepted
+                .get(&ticket)
+                .unwrap_or_else(|| panic!("unknown ticket {ticket} settled"));
+            match settled.result {
+                Ok(translation) if !self.garbage => {
+                    let want = if is_blank(&accepted.text) {
+                        accepted.text.clone()
+                    } else {
+                        echo(&accepted.text)
+                    };
+                    assert_eq!(
+                        translation, want,
+                        "ticket {ticket} got another item's translation"
+                    );
+                }
+                Ok(_) => {}
+                Err(error) => assert!(
+                    !matches!(
+                        error.code,
+                        ErrorCode::InvalidInput
+                            | ErrorCode::InvalidOptions
+                            | ErrorCode::NotInitialized
+                    ),
+                    "ticket {ticket} failed with {error}"
+                ),
+            }
+        }
+        while self.engine.poll_event().is_some() {}
+        let s = self.engine.stats();
+        assert_eq!(
+            s.items,
+            s.succeeded + s.failed + s.aborted + s.disposed + s.pending,
+            "{s:?}"
+        );
+    }
+
+    fn answer(&mut self, index: usize, outcome: Result<Reply, Failure<()>>) {
+        if self.outstanding.is_empty() {
+            return;
+        }
+        let call = self.outstanding.swap_remove(index % self.outstanding.len());
+        self.stale.push(call.id);
+        self.engine.handle_response(self.now, call.id, outcome);
+    }
+
+    fn correct_reply(call: &Call, as_array: bool) -> Reply {
+        let echoes: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();
+        if as_array {
+            Reply::Texts(echoes)
+        } else {
+            Reply::Text(echoes.join(&call.separator))
+        }
+    }
+
+    /// A reply built from the call's own texts that the codec must not accept.
+    fn rejected_reply(call: &Call, form: u8) -> Reply {
+        let mut echoes: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();
+        let n = echoes.len();
+        if n == 1 {
+            return Reply::Texts(if form & 1 == 0 {
+                Vec::new()
+            } else {
+                vec![echoes[0].clone(), echoes[0].clone()]
+            });
+        }
+        let sep = &call.separator;
+        let at = usize::from(form >> 3) % n;
+        match form % 7 {
+            0 => {
+                echoes.remove(at);
+                Reply::Text(echoes.join(sep))
+            }
+            1 => {
+                echoes.insert(at, "T:extra".into());
+                Reply::Text(echoes.join(sep))
+            }
+            2 => {
+                echoes[at] = " ".into();
+                Reply::Text(echoes.join(sep))
+            }
+            3 => Reply::Text(format!("{}{}", sep, echoes.join(sep))),
+            4 => {
+                let merged = format!("{}\n{}", echoes[at % (n - 1)], echoes[at % (n - 1) + 1]);
+                echoes.splice(at % (n - 1)..at % (n - 1) + 2, [merged]);
+                Reply::Text(echoes.join(sep))
+            }
+            5 => {
+                echoes.pop();
+                Reply::Texts(echoes)
+            }
+            _ => Reply::Text(echoes.join(" ")),
+        }
+    }
+}
+
+fn pick<'a>(bytes: &mut Bytes, from: &[&'a str]) -> &'a str {
+    from[usize::from(bytes.u8()) % from.len()]
+}
+
+fn failure(bytes: &mut Bytes) -> Failure<()> {
+    let statuses = [
+        None,
+        Some(400),
+        Some(401),
+        Some(404),
+        Some(408),
+        Some(409),
+        Some(429),
+        Some(429),
+        Some(500),
+        Some(502),
+        Some(503),
+        Some(0),
+        Some(200),
+        Some(999),
+        Some(u16::MAX),
+    ];
+    let status = statuses[usize::from(bytes.u8()) % statuses.len()];
+    let retry_after = match bytes.u8() % 8 {
+        0 | 1 => None,
+        2 => Some(Duration::ZERO),
+        3 => Some(Duration::from_millis(1500.0)),
+        4 => Some(Duration::from_millis(299_999.0)),
+        5 => Some(Duration::from_millis(300_001.0)),
+        _ => Some(Duration::from_millis(bytes.number())),
+    };
+    match bytes.u8() % 6 {
+        0 => Failure::bad_reply("a number"),
+        1 => Failure {
+            kind: FailureKind::Timeout,
+            status: None,
+            retry_after: None,
+            message: "timed out".into(),
+            cause: None,
+        },
+        _ => Failure::error(status, retry_after, "HTTP error").with_cause(()),
+    }
+}
+
+fn elapse(bytes: &mut Bytes) -> Duration {
+    match bytes.u8() % 8 {
+        0 => Duration::ZERO,
+        1 => Duration::from_millis(1.0),
+        2 => Duration::from_millis(100.0),
+        3 => Duration::from_millis(1000.0),
+        4 => Duration::from_millis(20_000.0),
+        5 => Duration::from_millis(300_000.0),
+        _ => Duration::from_millis(f64::from(bytes.u16())),
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut bytes = Bytes::new(data);
+    let options = batch_pacer::Options::default()
+        .patched(&bytes.patch(4))
+        .unwrap_or_default();
+    let mut run = Run {
+        engine: Engine::new(options, Instant::ZERO, bytes.u64()),
+        now: Instant::ZERO,
+        outstanding: Vec::new(),
+        stale: Vec::new(),
+        accepted: HashMap::new(),
+        order: Vec::new(),
+        settles: HashMap::new(),
+        garbage: false,
+    };
+    let long_text = "Long paragraph. ".repeat(80);
+    let mut ops = 0;
+    while !bytes.is_empty() && ops < MAX_OPS {
+        ops += 1;
+        match bytes.u8() % 14 {
+            0..=3 => {
+                let fuzzed: String;
+                let text = match bytes.u8() % 12 {
+                    0 => "",
+                    1 => "  \n ",
+                    2 => "\u{feff}",
+                    3 => "50% off",
+                    4 => "a\n\n%%\n\nb",
+                    5 => "%%%",
+                    6 => "```js\nlet x = 1;\n```",
+                    7 => &long_text,
+                    8 | 9 => pick(&mut bytes, &["Hello", "World", "Hi", "\u{85}"]),
+                    _ => {
+                        fuzzed = bytes.string(24).replace('\r', "");
+                        &fuzzed
+                    }
+                };
+                let provider_id = pick(&mut bytes, &["p", "p", "q", ""]);
+                let source_lang = pick(&mut bytes, &["en", "en", "en", ""]);
+                let target_lang = pick(&mut bytes, &["de", "fr", "de", ""]);
+                let context = pick(&mut bytes, &["", "", "page"]);
+                let llm = bytes.u8() % 4 != 0;
+                let priority = if bytes.bool() { 0.0 } else { bytes.number() };
+                let item = Item {
+                    text,
+                    compat: Compat {
+                        provider_id,
+                        source_lang,
+                        target_lang,
+                        context,
+                        llm,
+                    },
+                    priority,
+                };
+                let valid = !provider_id.is_empty()
+                    && !source_lang.is_empty()
+                    && !target_lang.is_empty()
+                    && priority.is_finite();
+                let already_aborted = bytes.u8() % 8 == 0;
+                let outcome = if already_aborted {
+                    run.engine.handle_translate_aborted(run.now, &item)
+                } else {
+                    run.engine.handle_translate(run.now, &item)
+                };
+                match outcome {
+                    Ok(ticket) => {
+                        assert!(valid, "accepted an invalid item {item:?}");
+                        let fresh = run.accepted.insert(
+                            ticket,
+                            Accepted {
+                                text: text.to_owned(),
+                            },
+                        );
+                        assert!(fresh.is_none(), "ticket {ticket} handed out twice");
+                        run.order.push(ticket);
+                    }
+                    Err(error) => {
+                        assert!(!valid, "rejected a valid item: {error}");
+                        assert_eq!(error.code, ErrorCode::InvalidInput);
+                    }
+                }
+            }
+            4 | 5 => {
+                let (index, as_array) = (usize::from(bytes.u8()), bytes.bool());
+                if let Some(call) = run.outstanding.get(index % run.outstanding.len().max(1)) {
+                    let reply = Run::correct_reply(call, as_array);
+                    run.answer(index, Ok(reply));
+                }
+            }
+            6 => {
+                let (index, form) = (usize::from(bytes.u8()), bytes.u8());
+                if let Some(call) = run.outstanding.get(index % run.outstanding.len().max(1)) {
+                    let reply = Run::rejected_reply(call, form);
+                    run.answer(index, Ok(reply));
+                }
+            }
+            7 => {
+                run.garbage = true;
+                let index = usize::from(bytes.u8());
+                let reply = if bytes.bool() {
+                    Reply::Text(bytes.string(64))
+                } else {
+                    let n = usize::from(bytes.u8() % 6);
+                    Reply::Texts((0..n).map(|_| bytes.string(16)).collect())
+                };
+                run.answer(index, Ok(reply));
+            }
+            8 => {
+                let index = usize::from(bytes.u8());
+                let failure = failure(&mut bytes);
+                run.answer(index, Err(failure));
+            }
+            9 => {
+                // A second answer, an answer to a cancelled call, or to no call at all.
+                let id = match run.stale.len() {
+                    0 => bytes.u64(),
+                    n => run.stale[usize::from(bytes.u8()) % n],
+                };
+                if run.outstanding.iter().all(|c| c.id != id) {
+                    let reply = Reply::Text(bytes.string(16));
+                    run.engine.handle_response(run.now, id, Ok(reply));
+                }
+            }
+            10 => {
+                let ticket = match (bytes.u8() % 4, run.order.len()) {
+                    (0, _) | (_, 0) => bytes.u64(),
+                    (_, n) => run.order[usize::from(bytes.u8()) % n],
+                };
+                run.engine.handle_abort(run.now, ticket);
+            }
+            11 => {
+                let patch = bytes.patch(3);
+                let before = run.engine.options().clone();
+                if run.engine.set_options(run.now, &patch).is_err() {
+                    assert_eq!(run.engine.options(), &before);
+                }
+            }
+            12 => {
+                if bytes.u8() % 16 == 0 {
+                    run.engine.handle_dispose();
+                } else {
+                    let at = run.engine.poll_timeout().unwrap_or(run.now);
+                    run.now = run.now.max(at);
+                    run.engine.handle_timeout(run.now);
+                }
+            }
+            _ => {
+                run.now = run.now + elapse(&mut bytes);
+                run.engine.handle_timeout(run.now);
+            }
+        }
+        run.drain();
+    }
+
+    // Sane options and a provider that answers everything: the engine must go idle.
+    if !run.engine.is_disposed() {
+        let sane = [
+            ("rate", OptionValue::Number(1000.0)),
+            ("capacity", OptionValue::Number(1000.0)),
+            ("maxInFlight", OptionValue::Number(0.0)),
+        ];
+        run.engine.set_options(run.now, &sane).expect("valid");
+        run.drain();
+        let mut steps = 0;
+        loop {
+            steps += 1;
+            assert!(steps < DRAIN_STEPS, "the engine does not go idle");
+            while !run.outstanding.is_empty() {
+                let reply = Run::correct_reply(&run.outstanding[0], false);
+                run.answer(0, Ok(reply));
+                run.drain();
+            }
+            match run.engine.poll_timeout() {
+                Some(at) => {
+                    run.now = run.now.max(at);
+                    run.engine.handle_timeout(run.now);
+                    run.drain();
+                }
+                None => break,
+            }
+        }
+        assert!(run.outstanding.is_empty());
+        let s = run.engine.stats();
+        assert_eq!((s.pending, s.queued, s.in_flight), (0, 0, 0), "{s:?}");
+        for ticket in &run.order {
+            assert_eq!(run.settles.get(ticket), Some(&1), "ticket {ticket} never settled");
+        }
+    }
+    run.engine.handle_dispose();
+    run.drain();
+    let s = run.engine.stats();
+    assert_eq!((s.pending, s.queued, s.in_flight), (0, 0, 0), "{s:?}");
+    for ticket in &run.order {
+        assert_eq!(run.settles.get(ticket), Some(&1), "ticket {ticket} settled wrongly");
+    }
+    // Later items settle at once with `disposed`.
+    let item = Item {
+        text: "after",
+        compat: Compat {
+            provider_id: "p",
+            source_lang: "en",
+            target_lang: "de",
+            context: "",
+            llm: true,
+        },
+        priority: 0.0,
+    };
+    let ticket = run.engine.handle_translate(run.now, &item).expect("valid");
+    let settled = run.engine.poll_settled().expect("settles at once");
+    assert_eq!(settled.ticket, ticket);
+    assert_eq!(settled.result.map_err(|e| e.code), Err(ErrorCode::Disposed));
+});

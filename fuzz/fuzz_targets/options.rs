@@ -1,0 +1,196 @@
+//! Option validation: any `(name, value)` patch, hostile values included.
+//!
+//! Properties: `Options::patched` never panics; it agrees with a reference model of the
+//! documented rules (API.md's table) on whether the patch is valid and, if not, on which
+//! entry is rejected (the message names that option and the value it got); a valid patch
+//! yields values within the documented ranges; the engine's `set_options` agrees with
+//! `patched`, changes nothing on error, and keeps running on the new values.
+#![no_main]
+
+mod common;
+
+use batch_pacer::options::OPTION_NAMES;
+use batch_pacer::{Compat, Engine, ErrorCode, Instant, Item, OptionValue, Options};
+use common::Bytes;
+use libfuzzer_sys::fuzz_target;
+
+#[derive(Clone, Copy)]
+enum Rule {
+    FiniteAboveZero,
+    FiniteAtLeastZero,
+    IntegerAtLeast(u8),
+    Boolean,
+}
+
+fn rule(name: &str) -> Option<Rule> {
+    Some(match name {
+        "rate" => Rule::FiniteAboveZero,
+        "capacity" | "maxCharactersPerBatch" | "maxItemsPerBatch" => Rule::IntegerAtLeast(1),
+        "maxInFlight" | "maxBatchRetries" | "maxRetries" | "maxRateLimitRetries"
+        | "cacheEntries" => Rule::IntegerAtLeast(0),
+        "batchDelayMs" | "timeoutMs" | "baseRetryDelayMs" => Rule::FiniteAtLeastZero,
+        "fallbackToIndividual" | "adaptiveRate" => Rule::Boolean,
+        _ => return None,
+    })
+}
+
+/// The reference: is this entry acceptable?
+fn valid(name: &str, value: &OptionValue) -> bool {
+    let Some(rule) = rule(name) else {
+        return false;
+    };
+    match (rule, value) {
+        (_, OptionValue::Undefined) => true,
+        (Rule::FiniteAboveZero, OptionValue::Number(n)) => n.is_finite() && *n > 0.0,
+        (Rule::FiniteAtLeastZero, OptionValue::Number(n)) => n.is_finite() && *n >= 0.0,
+        (Rule::IntegerAtLeast(min), OptionValue::Number(n)) => {
+            n.is_finite() && n.fract() == 0.0 && *n >= f64::from(min)
+        }
+        (Rule::Boolean, OptionValue::Bool(_)) => true,
+        _ => false,
+    }
+}
+
+fn check_ranges(o: &Options) {
+    assert!(o.rate.is_finite() && o.rate > 0.0, "rate {}", o.rate);
+    assert!(
+        o.capacity.is_finite() && o.capacity >= 1.0 && o.capacity.fract() == 0.0,
+        "capacity {}",
+        o.capacity
+    );
+    assert!(o.max_characters_per_batch >= 1 && o.max_items_per_batch >= 1);
+    for (name, ms) in [
+        ("batchDelayMs", o.batch_delay_ms),
+        ("timeoutMs", o.timeout_ms),
+        ("baseRetryDelayMs", o.base_retry_delay_ms),
+    ] {
+        // -0 is folded into 0, so no later arithmetic sees a negative zero.
+        assert!(
+            ms.is_finite() && ms >= 0.0 && ms.is_sign_positive(),
+            "{name} {ms}"
+        );
+    }
+}
+
+/// A number in a message reads back as the number the caller gave (JS's `String(n)`),
+/// or says plainly that it is a number of some magnitude.
+fn check_number_display(value: &OptionValue) {
+    let OptionValue::Number(n) = value else {
+        return;
+    };
+    let shown = value.to_string();
+    if shown.contains("a number of magnitude") || !n.is_finite() {
+        return;
+    }
+    let back: f64 = shown.parse().unwrap_or(f64::NAN);
+    assert!(
+        back == *n,
+        "the message shows {shown:?} for {n:e} ({:#x})",
+        n.to_bits()
+    );
+}
+
+fn item(text: &str, priority: f64) -> Item<'_> {
+    Item {
+        text,
+        compat: Compat {
+            provider_id: "p",
+            source_lang: "en",
+            target_lang: "de",
+            context: "",
+            llm: true,
+        },
+        priority,
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let mut bytes = Bytes::new(data);
+    let base = if bytes.bool() {
+        Options::default()
+    } else {
+        // Start from non-default options, reached by a valid patch.
+        let start = bytes.patch(6);
+        if !start.iter().all(|(n, v)| valid(n, v)) {
+            return;
+        }
+        Options::default().patched(&start).expect("a valid patch")
+    };
+    let patch = bytes.patch(8);
+    let first_invalid = patch.iter().find(|(n, v)| !valid(n, v));
+
+    match (base.patched(&patch), first_invalid) {
+        (Ok(next), None) => {
+            check_ranges(&next);
+            // Entries not in the patch (or undefined) keep their value.
+            for (name, value) in next.entries() {
+                let last = patch
+                    .iter()
+                    .rev()
+                    .find(|(n, v)| n == name && *v != OptionValue::Undefined);
+                match last {
+                    None => {
+                        let old = base.entries().into_iter().find(|e| e.0 == name);
+                        assert_eq!(Some((name, value)), old, "{name} changed");
+                    }
+                    Some((_, OptionValue::Number(n))) if n.abs() < 1e15 => {
+                        assert_eq!(value, OptionValue::Number(*n + 0.0), "{name}");
+                    }
+                    Some(_) => {}
+                }
+            }
+        }
+        (Err(error), Some((name, value))) => {
+            let message = &error.message;
+            let got = format!("(got {value})");
+            assert!(message.ends_with(&got), "{message:?} does not end in {got:?}");
+            check_number_display(value);
+            if OPTION_NAMES.contains(&name.as_str()) {
+                assert!(
+                    message.starts_with(&format!("{name} must be ")),
+                    "{message:?} does not name {name:?}"
+                );
+            } else {
+                assert!(message.starts_with("unknown option \""), "{message:?}");
+            }
+        }
+        (Ok(_), Some((name, value))) => panic!("accepted {name} = {value:?}"),
+        (Err(error), None) => panic!("rejected a valid patch: {}", error.message),
+    }
+
+    // The engine agrees, and keeps working with whatever it accepted.
+    let mut engine: Engine<()> = Engine::new(base.clone(), Instant::ZERO, 7);
+    let texts = ["one", "two", "three", "four", "five"];
+    for (i, text) in texts.iter().enumerate() {
+        engine
+            .handle_translate(Instant::from_millis(i as f64), &item(text, 0.0))
+            .expect("valid item");
+    }
+    let before = engine.options().clone();
+    let now = Instant::from_millis(10.0);
+    match engine.set_options(now, &patch) {
+        Ok(()) => assert_eq!(engine.options(), &base.patched(&patch).expect("agrees")),
+        Err(error) => {
+            assert_eq!(error.code, ErrorCode::InvalidOptions);
+            assert_eq!(engine.options(), &before);
+        }
+    }
+    let mut now = now;
+    for _ in 0..8 {
+        while let Some(call) = engine.poll_call() {
+            let reply = batch_pacer::Reply::Texts(call.texts.clone());
+            engine.handle_response(now, call.id, Ok(reply));
+        }
+        while engine.poll_settled().is_some() {}
+        match engine.poll_timeout() {
+            Some(at) => now = now.max(at),
+            None => break,
+        }
+        engine.handle_timeout(now);
+    }
+    let stats = engine.stats();
+    assert_eq!(
+        stats.items,
+        stats.succeeded + stats.failed + stats.aborted + stats.disposed + stats.pending
+    );
+});

@@ -1,0 +1,155 @@
+// The installed package in a real browser: a page, a dedicated worker and a module
+// service worker each import it statically, initialise it from the .wasm shipped beside
+// the module, and translate through a batching provider.
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer } from "node:http";
+import { readFile } from "node:fs/promises";
+import { existsSync, realpathSync } from "node:fs";
+import { dirname, join, normalize, extname } from "node:path";
+import { fileURLToPath } from "node:url";
+import { createRequire } from "node:module";
+
+const packageDir = dirname(dirname(fileURLToPath(import.meta.resolve("batch-pacer"))));
+const repo = process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url));
+
+function loadPlaywright() {
+  for (const base of [import.meta.url, join(repo, "package.json")]) {
+    try {
+      return createRequire(base)("playwright-core");
+    } catch {
+      // try the next place
+    }
+  }
+  return null;
+}
+const playwright = loadPlaywright();
+const skip = playwright && existsSync("/usr/bin/chromium") ? false : "needs playwright-core and /usr/bin/chromium";
+
+// The same scenario in every context: 6 paragraphs, one with a %% line, batched by 4.
+const SCENARIO = `
+import init, { BatchPacer, PacerError, cacheKey } from "/batch-pacer/js/index.js";
+export async function run() {
+  await init();
+  const calls = [];
+  const pacer = new BatchPacer(async (req) => {
+    calls.push({ isBatch: req.isBatch, n: req.texts.length, texts: req.texts.join(" | "), at: performance.now() });
+    return req.texts.map((t) => "<" + t + ">").join(req.separator);
+  }, { batchDelayMs: 200 });
+  const texts = ["one", "two\\n%%\\nthree", "four", "five", "six", "seven"];
+  const out = await Promise.all(texts.map((text) =>
+    pacer.translate({ text, sourceLang: "en", targetLang: "de", providerId: "p" })));
+  let invalid = null;
+  try { new BatchPacer(() => "", { rate: 0 }); } catch (e) { invalid = { code: e.code, message: e.message, isPacerError: e instanceof PacerError }; }
+  return { ok: out.every((t, i) => t === "<" + texts[i] + ">"), out, calls, stats: pacer.stats(), invalid,
+    key: cacheKey({ text: "Hello, world!", sourceLang: "en", targetLang: "de", providerId: "openai" }),
+    hasWindow: typeof window !== "undefined" };
+}`;
+
+const FILES = {
+  "/scenario.js": SCENARIO,
+  "/index.html": `<!doctype html><meta charset="utf-8"><title>batch-pacer in a page</title>
+<script type="module">
+import { run } from "/scenario.js";
+window.pageResult = run().catch((e) => ({ error: String(e && e.stack || e) }));
+</script>`,
+  "/worker.js": `import { run } from "/scenario.js";
+run().then((r) => postMessage(r), (e) => postMessage({ error: String(e && e.stack || e) }));`,
+  "/sw.js": `import { run } from "/scenario.js";
+self.addEventListener("install", () => self.skipWaiting());
+self.addEventListener("activate", (e) => e.waitUntil(self.clients.claim()));
+self.addEventListener("message", (event) => {
+  event.waitUntil(run().then((r) => event.source.postMessage(r), (e) => event.source.postMessage({ error: String(e && e.stack || e) })));
+});`,
+};
+
+const TYPES = { ".js": "text/javascript", ".wasm": "application/wasm", ".html": "text/html", ".json": "application/json" };
+
+let server;
+let base;
+before(async () => {
+  if (skip) return;
+  const root = realpathSync(packageDir);
+  server = createServer(async (req, res) => {
+    const path = new URL(req.url, "http://x").pathname;
+    try {
+      if (FILES[path]) {
+        res.writeHead(200, { "content-type": TYPES[extname(path)] ?? "text/html" });
+        return res.end(FILES[path]);
+      }
+      if (path.startsWith("/batch-pacer/")) {
+        const file = normalize(join(root, path.slice("/batch-pacer/".length)));
+        if (!file.startsWith(root)) throw new Error("outside");
+        const body = await readFile(file);
+        res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" });
+        return res.end(body);
+      }
+    } catch {
+      // fall through to 404
+    }
+    res.writeHead(404).end();
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  base = `http://127.0.0.1:${server.address().port}`;
+});
+after(() => server?.close());
+
+async function withPage(t, fn) {
+  const browser = await playwright.chromium.launch({
+    executablePath: "/usr/bin/chromium",
+    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+      "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  t.after(() => browser.close());
+  const page = await browser.newPage();
+  const errors = [];
+  page.on("pageerror", (e) => errors.push(String(e)));
+  await page.goto(`${base}/index.html`);
+  const result = await fn(page);
+  assert.deepEqual(errors, []);
+  return result;
+}
+
+function assertScenario(result, { hasWindow }) {
+  assert.equal(result.error, undefined, result.error);
+  assert.ok(result.ok, JSON.stringify(result.out));
+  const shape = result.calls.map(({ isBatch, n }) => ({ isBatch, n }));
+  assert.deepEqual(shape, [{ isBatch: true, n: 4 }, { isBatch: true, n: 2 }], JSON.stringify(result.calls));
+  assert.equal(result.stats.items, 6);
+  assert.equal(result.stats.providerCalls, 2);
+  assert.deepEqual(result.invalid, { code: "invalid_options", message: "rate must be a finite number > 0 (got 0)", isPacerError: true });
+  assert.equal(result.key, "9b8ea9be5963e961c9631c9bfedf9b193acd9eb660007d3d18a59ae4fd1c8964");
+  assert.equal(result.hasWindow, hasWindow);
+}
+
+test("in a page", { skip }, (t) =>
+  withPage(t, async (page) => {
+    assertScenario(await page.evaluate(() => window.pageResult), { hasWindow: true });
+  }));
+
+test("in a dedicated module worker", { skip }, (t) =>
+  withPage(t, async (page) => {
+    const result = await page.evaluate(() => new Promise((resolve) => {
+      const worker = new Worker("/worker.js", { type: "module" });
+      worker.onmessage = (e) => resolve(e.data);
+      worker.onerror = (e) => resolve({ error: String(e.message) });
+    }));
+    assertScenario(result, { hasWindow: false });
+  }));
+
+test("in a module service worker (static import, no window)", { skip }, (t) =>
+  withPage(t, async (page) => {
+    const result = await page.evaluate(async () => {
+      const registration = await navigator.serviceWorker.register("/sw.js", { type: "module" });
+      const worker = registration.installing ?? registration.waiting ?? registration.active;
+      await new Promise((resolve) => {
+        if (worker.state === "activated") return resolve();
+        worker.addEventListener("statechange", () => worker.state === "activated" && resolve());
+      });
+      return new Promise((resolve) => {
+        navigator.serviceWorker.addEventListener("message", (e) => resolve(e.data), { once: true });
+        worker.postMessage("run");
+      });
+    });
+    assertScenario(result, { hasWindow: false });
+  }));
