@@ -21,7 +21,8 @@ const FLOW_SETTINGS = {
 
 function realProvider() {
   const { OPENAI_BASE_URL: baseUrl, OPENAI_API_KEY: apiKey, MODEL: model } = process.env;
-  return baseUrl && apiKey && model ? { kind: "openai", baseUrl, apiKey, model } : null;
+  // Local servers (Ollama, LM Studio) need no key.
+  return baseUrl && model ? { kind: "openai", baseUrl, apiKey: apiKey ?? "", model } : null;
 }
 
 function percent(part, whole) {

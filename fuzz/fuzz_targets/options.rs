@@ -27,7 +27,7 @@ fn rule(name: &str) -> Option<Rule> {
         "rate" => Rule::FiniteAboveZero,
         "capacity" | "maxCharactersPerBatch" | "maxItemsPerBatch" => Rule::IntegerAtLeast(1),
         "maxInFlight" | "maxBatchRetries" | "maxRetries" | "maxRateLimitRetries"
-        | "cacheEntries" => Rule::IntegerAtLeast(0),
+        | "cacheEntries" | "maxQueued" => Rule::IntegerAtLeast(0),
         "batchDelayMs" | "timeoutMs" | "baseRetryDelayMs" => Rule::FiniteAtLeastZero,
         "fallbackToIndividual" | "adaptiveRate" => Rule::Boolean,
         _ => return None,
@@ -105,6 +105,9 @@ fn item(text: &str, priority: f64) -> Item<'_> {
 }
 
 fuzz_target!(|data: &[u8]| {
+    for name in OPTION_NAMES {
+        assert!(rule(name).is_some(), "the reference has no rule for {name}");
+    }
     let mut bytes = Bytes::new(data);
     let base = if bytes.bool() {
         Options::default()
