@@ -78,11 +78,11 @@ function fanOut(unitPromise, count) {
 
 /**
  * Bottleneck as its README shows for "N requests per period": one call at a time, at
- * least 1000/rate ms between starts; a 429 is retried from the `failed` event after the
- * server's Retry-After (up to 10 times).
+ * least 1000/rate ms (times `margin`) between starts; a 429 is retried from the `failed`
+ * event after the server's Retry-After (up to 10 times).
  */
-export function quotaBottleneck(texts, provider, { rate, batched }) {
-  const limiter = new Bottleneck({ maxConcurrent: 1, minTime: Math.ceil(1000 / rate) });
+export function quotaBottleneck(texts, provider, { rate, batched, margin = 1 }) {
+  const limiter = new Bottleneck({ maxConcurrent: 1, minTime: Math.ceil((1000 / rate) * margin) });
   limiter.on("failed", (error, jobInfo) => {
     if (error.status === 429 && jobInfo.retryCount < MAX_429_RETRIES) return error.retryAfterMs;
     return undefined;

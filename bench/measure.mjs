@@ -66,15 +66,17 @@ export function fmt(value, digits) {
 }
 
 /**
- * A Markdown table with a "### title" heading and notes below it.
- * @param {{ title: string, columns: string[], rows: (string|number)[][], notes?: string[] }} t
+ * A Markdown table with a "### title" heading and notes below it; the first `textColumns`
+ * columns are left-aligned, the figures right-aligned.
+ * @param {{ title: string, columns: string[], rows: (string|number)[][], notes?: string[],
+ *   textColumns?: number }} t
  */
-export function table({ title, columns, rows, notes = [] }) {
+export function table({ title, columns, rows, notes = [], textColumns = 1 }) {
   const cells = rows.map((row) => row.map((cell) => (typeof cell === "number" ? fmt(cell) : String(cell))));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((row) => row[i].length)));
   const line = (row, align) =>
-    "| " + row.map((cell, i) => (i === 0 || !align ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join(" | ") + " |";
-  const rule = "|" + widths.map((w, i) => (i === 0 ? "-".repeat(w + 2) : "-".repeat(w + 1) + ":")).join("|") + "|";
+    "| " + row.map((cell, i) => (i < textColumns || !align ? cell.padEnd(widths[i]) : cell.padStart(widths[i]))).join(" | ") + " |";
+  const rule = "|" + widths.map((w, i) => (i < textColumns ? "-".repeat(w + 2) : "-".repeat(w + 1) + ":")).join("|") + "|";
   return [`### ${title}`, "", line(columns, false), rule, ...cells.map((row) => line(row, true)), "", ...notes.map((n) => `${n}  `), ""]
     .join("\n")
     .replace(/ {2}\n$/, "\n");

@@ -415,15 +415,15 @@ export async function startMockProvider(options = {}) {
     if (opts.rpm > 0) tokens = Math.min(opts.burst, tokens + (t - refilledAt) * rate());
     refilledAt = t;
   };
-  // A request may arrive up to this early: network and event-loop jitter move a
-  // perfectly paced client's requests by a few ms. The token it borrows is owed (the
-  // bucket goes below 0), so the long-run rate stays exact.
-  const JITTER_ALLOWANCE_MS = 25;
+  // A request may arrive up to a tenth of an interval early: network and event-loop
+  // jitter move a perfectly paced client's requests by some ms. The share of a token it
+  // borrows is owed (the bucket goes below 0), so the long-run rate stays exact.
+  const JITTER_ALLOWANCE = 0.1;
   /** Takes a token: 0 when granted, else the ms until the next token. */
   const takeToken = () => {
     if (opts.rpm === 0) return 0;
     refill();
-    if (tokens >= 1 - JITTER_ALLOWANCE_MS * rate()) {
+    if (tokens >= 1 - JITTER_ALLOWANCE) {
       tokens -= 1;
       return 0;
     }

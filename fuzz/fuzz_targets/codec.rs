@@ -20,7 +20,10 @@ use libfuzzer_sys::fuzz_target;
 
 /// What `split` is documented to do to a segment: line endings normalized, then trimmed.
 fn normalized(text: &str) -> String {
-    text.replace("\r\n", "\n").replace('\r', "\n").trim().to_owned()
+    text.replace("\r\n", "\n")
+        .replace('\r', "\n")
+        .trim()
+        .to_owned()
 }
 
 /// A translation that keeps every separator out: ASCII uppercased, prefixed.
@@ -95,7 +98,10 @@ fuzz_target!(|data: &[u8]| {
     );
     assert_eq!(separator, format!("\n\n{token}\n\n"));
     for text in &texts {
-        assert!(!text.contains(token), "separator {token:?} occurs in {text:?}");
+        assert!(
+            !text.contains(token),
+            "separator {token:?} occurs in {text:?}"
+        );
     }
     if texts.len() < 2 {
         // A single request's reply is used verbatim: split is never asked.
@@ -130,6 +136,10 @@ fuzz_target!(|data: &[u8]| {
             continue;
         };
         let got = split(&dressed, &separator, texts.len());
-        assert_eq!(got.as_ref(), Ok(&want), "style {style:#x}, reply {dressed:?}");
+        assert_eq!(
+            got.as_ref(),
+            Ok(&want),
+            "style {style:#x}, reply {dressed:?}"
+        );
     }
 });

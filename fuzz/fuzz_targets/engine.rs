@@ -34,14 +34,8 @@ fn is_blank(text: &str) -> bool {
     text.chars().all(|c| {
         matches!(
             c,
-            '\t' | '\n'
-                | '\u{b}'
-                | '\u{c}'
-                | '\r'
-                | ' '
-                | '\u{a0}'
-                | '\u{1680}'
-                | '\u{2000}'..='\u{200a}'
+            '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
+                ..='\u{200a}'
                     | '\u{2028}'
                     | '\u{2029}'
                     | '\u{202f}'
@@ -86,7 +80,10 @@ impl Run {
             assert_eq!(call.is_batch, call.texts.len() > 1);
             let token = call.separator.trim();
             assert!(call.texts.iter().all(|t| !t.contains(token)));
-            assert!(call.texts.iter().all(|t| !is_blank(t)), "a blank text was sent");
+            assert!(
+                call.texts.iter().all(|t| !is_blank(t)),
+                "a blank text was sent"
+            );
             self.outstanding.push(call);
         }
         while let Some(settled) = self.engine.poll_settled() {
@@ -322,6 +319,10 @@ fuzz_target!(|data: &[u8]| {
                         assert!(fresh.is_none(), "ticket {ticket} handed out twice");
                         run.order.push(ticket);
                     }
+                    Err(error) if error.code == ErrorCode::QueueFull => {
+                        assert!(valid && !already_aborted, "{error} for {item:?}");
+                        assert!(run.engine.options().max_queued > 0, "{error}");
+                    }
                     Err(error) => {
                         assert!(!valid, "rejected a valid item: {error}");
                         assert_eq!(error.code, ErrorCode::InvalidInput);
@@ -431,7 +432,11 @@ fuzz_target!(|data: &[u8]| {
         let s = run.engine.stats();
         assert_eq!((s.pending, s.queued, s.in_flight), (0, 0, 0), "{s:?}");
         for ticket in &run.order {
-            assert_eq!(run.settles.get(ticket), Some(&1), "ticket {ticket} never settled");
+            assert_eq!(
+                run.settles.get(ticket),
+                Some(&1),
+                "ticket {ticket} never settled"
+            );
         }
     }
     run.engine.handle_dispose();
@@ -439,7 +444,11 @@ fuzz_target!(|data: &[u8]| {
     let s = run.engine.stats();
     assert_eq!((s.pending, s.queued, s.in_flight), (0, 0, 0), "{s:?}");
     for ticket in &run.order {
-        assert_eq!(run.settles.get(ticket), Some(&1), "ticket {ticket} settled wrongly");
+        assert_eq!(
+            run.settles.get(ticket),
+            Some(&1),
+            "ticket {ticket} settled wrongly"
+        );
     }
     // Later items settle at once with `disposed`.
     let item = Item {

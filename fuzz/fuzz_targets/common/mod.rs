@@ -11,7 +11,8 @@ use batch_pacer::OptionValue;
 pub fn skip_known(name: &str) -> bool {
     static SKIP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     let skip = SKIP.get_or_init(|| std::env::var("FUZZ_SKIP_KNOWN").unwrap_or_default());
-    skip.split(',').any(|s| s.trim() == name || s.trim() == "all")
+    skip.split(',')
+        .any(|s| s.trim() == name || s.trim() == "all")
 }
 
 /// Reads structured values from the fuzzer's bytes.
