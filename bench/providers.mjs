@@ -90,3 +90,21 @@ export function groups(texts, { maxItems = 4, maxChars = 1000 } = {}) {
 
 /** The fewest calls that carry `texts`, in order, at `maxItems` / `maxChars` per batch. */
 export const packedCalls = (texts, limits) => groups(texts, limits).length;
+
+/**
+ * The fewest calls found when order does not matter (first-fit decreasing bin packing at
+ * `maxItems` / `maxChars`): what a batcher free to reorder a whole page could reach.
+ */
+export function packedCallsAnyOrder(texts, { maxItems = 4, maxChars = 1000 } = {}) {
+  const bins = [];
+  for (const length of texts.map((t) => t.length).sort((a, b) => b - a)) {
+    const bin = bins.find((b) => b.items < maxItems && b.chars + length <= maxChars);
+    if (bin) {
+      bin.items++;
+      bin.chars += length;
+    } else {
+      bins.push({ items: 1, chars: length });
+    }
+  }
+  return bins.length;
+}

@@ -415,10 +415,10 @@ export async function startMockProvider(options = {}) {
     if (opts.rpm > 0) tokens = Math.min(opts.burst, tokens + (t - refilledAt) * rate());
     refilledAt = t;
   };
-  // A request may arrive up to a tenth of an interval early: network and event-loop
+  // A request may arrive up to a fifth of an interval early: network and event-loop
   // jitter move a perfectly paced client's requests by some ms. The share of a token it
   // borrows is owed (the bucket goes below 0), so the long-run rate stays exact.
-  const JITTER_ALLOWANCE = 0.1;
+  const JITTER_ALLOWANCE = 0.2;
   /** Takes a token: 0 when granted, else the ms until the next token. */
   const takeToken = () => {
     if (opts.rpm === 0) return 0;

@@ -403,10 +403,13 @@ fuzz_target!(|data: &[u8]| {
 
     // Sane options and a provider that answers everything: the engine must go idle.
     if !run.engine.is_disposed() {
+        // No timeout either: hostile delays may have pushed virtual time to its saturated
+        // end, where a deadline (now + timeout) is now, so every call would time out.
         let sane = [
             ("rate", OptionValue::Number(1000.0)),
             ("capacity", OptionValue::Number(1000.0)),
             ("maxInFlight", OptionValue::Number(0.0)),
+            ("timeoutMs", OptionValue::Number(0.0)),
         ];
         run.engine.set_options(run.now, &sane).expect("valid");
         run.drain();
@@ -415,6 +418,8 @@ fuzz_target!(|data: &[u8]| {
             steps += 1;
             assert!(steps < DRAIN_STEPS, "the engine does not go idle");
             while !run.outstanding.is_empty() {
+                steps += 1;
+                assert!(steps < DRAIN_STEPS, "the engine does not go idle");
                 let reply = Run::correct_reply(&run.outstanding[0], false);
                 run.answer(0, Ok(reply));
                 run.drain();

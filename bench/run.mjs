@@ -1,0 +1,581 @@
+// The batch-pacer benchmark suite: six workloads, each printed as one Markdown table
+// (workload 5 as two), every table measured side by side in one run: implementations
+// alternate run by run, and each figure is the median of its runs.
+//
+//   npm run bench                          # scripts/bench.sh: build, core bench, then this
+//   node --expose-gc bench/run.mjs [--package DIR] [--engine-output FILE]
+//   node bench/run.mjs --smoke             # tiny inputs, one run each, no Chromium, no files
+//
+// --package DIR: the installed batch-pacer to measure (default: this repository's js/ and
+// pkg/ after `npm run build`). --no-chromium: skip the service-worker rows. --only 1,4:
+// run these workloads only. Writes bench/results.md and bench/quota.svg (not in --smoke
+// nor with --only).
+
+import { execFile as execFileCb, execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync, existsSync } from "node:fs";
+import { cpus } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { parseArgs, promisify } from "node:util";
+import { gzipSync } from "node:zlib";
+
+import { paragraphs, item, LANGS, UNLIMITED, article, subtitleCues } from "./data.mjs";
+import { instantProvider, quotaProvider, packedCalls, packedCallsAnyOrder } from "./providers.mjs";
+import { sideBySide, table, ratio, fmt, median } from "./measure.mjs";
+import { privateClock, globalClock, follow, runUntil } from "./virtual-time.mjs";
+import {
+  overheadDirect,
+  overheadPQueue,
+  overheadBottleneck,
+  overheadDataLoader,
+  quotaBottleneck,
+  quotaPQueue,
+} from "./contenders.mjs";
+import { SealedWhenDue } from "./sealed-queue.mjs";
+import { openServiceWorkerHost, chromiumAvailable } from "./chromium.mjs";
+import { quotaChart } from "./chart.mjs";
+
+const execFile = promisify(execFileCb);
+const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
+const REPO = fileURLToPath(new URL("..", import.meta.url));
+
+const { values: args } = parseArgs({
+  options: {
+    smoke: { type: "boolean", default: false },
+    package: { type: "string", default: REPO },
+    "engine-output": { type: "string" },
+    "no-chromium": { type: "boolean", default: false },
+    only: { type: "string" },
+  },
+});
+const SMOKE = args.smoke;
+const PACKAGE_DIR = args.package;
+const ENTRY_URL = pathToFileURL(join(PACKAGE_DIR, "js", "index.js")).href;
+
+const CONFIG = SMOKE
+  ? {
+      runs: 1, warmup: 0, overheadSizes: [200], quotaParagraphs: 24, articleSections: 2, cues: 16,
+      lateParagraphs: 16, coldStartRuns: 1, swColdStartRuns: 0, memoryItems: 2000, memoryRuns: 1,
+      chromium: false,
+    }
+  : {
+      runs: 5, warmup: 1, overheadSizes: [10_000, 100_000], quotaParagraphs: 1000, articleSections: 24,
+      cues: 240, lateParagraphs: 200, coldStartRuns: 9, swColdStartRuns: 5, memoryItems: 100_000, memoryRuns: 5,
+      chromium: !args["no-chromium"] && chromiumAvailable(),
+    };
+
+const pacerModule = await import(ENTRY_URL);
+await pacerModule.default();
+const { BatchPacer } = pacerModule;
+
+const LATENCY_MS = 300;
+const BATCHING = { maxItems: 4, maxChars: 1000 }; // the defaults: 4 items / 1000 characters
+const r0calls = (count) => fmt(Math.round(count));
+const mean = (values) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN);
+const runsNote = (what = "runs") => `Each figure: median of ${CONFIG.runs} ${what}, implementations alternating run by run.`;
+
+const sections = [];
+function report(markdown) {
+  console.log(markdown);
+  sections.push(markdown);
+}
+
+// ---------------------------------------------------------------------------------------
+// Virtual-time simulation shared by workloads 2, 3 and 4
+// ---------------------------------------------------------------------------------------
+
+/** A BatchPacer on the simulation's private clock. */
+const pacerFlow = (options) => ({ pacerClock, provider }) => {
+  const pacer = new BatchPacer(provider, { ...options, clock: pacerClock });
+  return { submit: (text) => pacer.translate(item(text)), dispose: () => pacer.dispose() };
+};
+
+/** The Read Frog emulation on the simulation's clock. */
+const sealedFlow = (settings) => ({ clock, provider }) => {
+  const queue = new SealedWhenDue(provider, { ...settings, clock });
+  return { submit: (text) => queue.translate(item(text)) };
+};
+
+/**
+ * Runs one flow against a provider with `quota` in virtual time. `texts` arrive at the
+ * times `at` (ms; all at 0 when omitted). `setup({ clock, pacerClock, provider })`
+ * returns `{ submit(text) }` or, for contenders given the whole list, `{ promises }`.
+ * Libraries that read the global clock need `globalTimers`.
+ */
+async function simulate({ quota, texts, at, setup, globalTimers = false }) {
+  const { clock, pacerClock, uninstall } = globalTimers ? globalClock() : privateClock();
+  try {
+    const server = quotaProvider(clock, { latencyMs: LATENCY_MS, ...quota });
+    const flow = setup({ clock, pacerClock, provider: server.provider, texts });
+    const arrive = (text, ms) =>
+      new Promise((resolve, reject) => clock.setTimeout(() => flow.submit(text).then(resolve, reject), ms));
+    const promises = flow.promises ?? texts.map((text, i) => (at ? arrive(text, at[i]) : flow.submit(text)));
+    const state = follow(clock, promises, at);
+    await runUntil(clock, () => state.pending === 0, { stepMs: 5000 });
+    flow.dispose?.();
+    return {
+      completedMs: state.completedAt,
+      failed: state.failed,
+      calls: server.log.calls,
+      rateLimited: server.log.rateLimited,
+      itemsPerCall: mean(server.log.succeeded.map((s) => s.items)),
+      meanWaitMs: mean(state.waits),
+    };
+  } finally {
+    uninstall();
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Workload 1: scheduling overhead
+// ---------------------------------------------------------------------------------------
+
+async function timed(count, run) {
+  const started = performance.now();
+  const calls = await run();
+  return { usPerItem: ((performance.now() - started) * 1000) / count, calls };
+}
+
+async function paced(texts) {
+  const pacer = new BatchPacer(instantProvider, UNLIMITED);
+  await Promise.all(texts.map((text, i) => pacer.translate(item(text, LANGS[i % LANGS.length]))));
+  const calls = pacer.stats().providerCalls;
+  pacer.dispose();
+  return calls;
+}
+
+async function schedulingOverhead() {
+  const FLOOR = "direct provider calls (floor)";
+  const SW_FLOOR = "direct provider calls (floor), Chromium service worker";
+  const names = [FLOOR, "batch-pacer", "p-queue (pacing only)", "Bottleneck (pacing only)", "DataLoader (batching only, 4 per batch)"];
+  const bySize = new Map();
+  for (const n of CONFIG.overheadSizes) {
+    const texts = paragraphs(n);
+    const run = (fn) => () => timed(n, fn);
+    const results = await sideBySide(
+      [
+        { name: names[0], run: run(() => overheadDirect(texts, instantProvider)) },
+        { name: names[1], run: run(() => paced(texts)) },
+        { name: names[2], run: run(() => overheadPQueue(texts, instantProvider)) },
+        { name: names[3], run: run(() => overheadBottleneck(texts, instantProvider)) },
+        { name: names[4], run: run(() => overheadDataLoader(texts, instantProvider)) },
+      ],
+      CONFIG,
+    );
+    bySize.set(n, results);
+  }
+
+  let chromiumVersion;
+  if (CONFIG.chromium) {
+    names.push(SW_FLOOR, "batch-pacer, Chromium service worker");
+    const host = await openServiceWorkerHost(PACKAGE_DIR);
+    chromiumVersion = host.version;
+    try {
+      await host.register("overhead");
+      for (const n of CONFIG.overheadSizes) {
+        const ask = (impl) => () => host.ask("overhead", { type: "overhead", impl, n });
+        const results = await sideBySide(
+          [{ name: names[5], run: ask("direct") }, { name: names[6], run: ask("pacer") }],
+          CONFIG,
+        );
+        for (const [name, value] of results) bySize.get(n).set(name, value);
+      }
+      await host.unregister("overhead");
+    } finally {
+      await host.close();
+    }
+  }
+
+  const sizes = CONFIG.overheadSizes;
+  const label = (n) => (n >= 1000 ? `${n / 1000}k` : `${n}`);
+  const rows = names.map((name) => {
+    const floor = name.includes("Chromium") ? SW_FLOOR : FLOOR;
+    return [
+      name,
+      ...sizes.flatMap((n) => {
+        const r = bySize.get(n);
+        return [fmt(r.get(name).usPerItem, 2), ratio(r.get(name).usPerItem, r.get(floor).usPerItem)];
+      }),
+      r0calls(bySize.get(sizes.at(-1)).get(name).calls),
+    ];
+  });
+  report(
+    table({
+      title: "1. Scheduling overhead: µs per paragraph, instant provider, no limits",
+      columns: ["implementation", ...sizes.flatMap((n) => [`µs/item, ${label(n)}`, "vs floor"]), `provider calls, ${label(sizes.at(-1))}`],
+      rows,
+      notes: [
+        `${sizes.map(label).join(" and ")} paragraphs of 200 characters, 5 target languages (5 compatibility keys), all submitted at once; the provider answers the joined echo as an already resolved promise.`,
+        `batch-pacer: rate 1e9, capacity 1e9, batchDelayMs 0, cacheEntries 0 (every batch is due at once, so it carries one item). p-queue: concurrency Infinity, intervalCap 1e9 per 1000 ms. Bottleneck: no limits. DataLoader: one loader per target language, maxBatchSize 4, cache off.`,
+        `Baseline ("vs floor"): direct provider calls in the same runtime (one awaited call per paragraph)${chromiumVersion ? `; the service-worker rows run in Chromium ${chromiumVersion}, in a module service worker that imports the built package statically` : ""}.`,
+        runsNote(),
+      ],
+    }),
+  );
+  return { chromiumVersion };
+}
+
+// ---------------------------------------------------------------------------------------
+// Workload 2: quota efficiency
+// ---------------------------------------------------------------------------------------
+
+const QUOTAS = [
+  { label: "60/min, no burst", rate: 1, interval: 60_000, intervalCap: 60 },
+  { label: "15/min", rate: 0.25, interval: 60_000, intervalCap: 15 },
+  { label: "1 per 10 s", rate: 0.1, interval: 10_000, intervalCap: 1 },
+];
+
+/** The contenders of workload 2 for quota `q` (the first one is the baseline). */
+function quotaContenders(q) {
+  const contender = (name, start) => ({
+    name,
+    globalTimers: true,
+    setup: ({ provider, texts }) => ({ promises: start(texts, provider) }),
+  });
+  return [
+    { name: "batch-pacer, seeds' preset", setup: pacerFlow({ rate: q.rate, capacity: 1 }) },
+    { name: "batch-pacer, defaults (8/s, burst 60)", setup: pacerFlow({}) },
+    contender("Bottleneck, 1 paragraph per call", (t, p) => quotaBottleneck(t, p, { rate: q.rate, batched: false })),
+    contender("Bottleneck, groups of 4 by hand", (t, p) => quotaBottleneck(t, p, { rate: q.rate, batched: true })),
+    contender("Bottleneck, groups of 4, minTime +2%", (t, p) => quotaBottleneck(t, p, { rate: q.rate, batched: true, margin: 1.02 })),
+    contender("p-queue, 1 paragraph per call", (t, p) => quotaPQueue(t, p, { ...q, batched: false })),
+    contender("p-queue, groups of 4 by hand", (t, p) => quotaPQueue(t, p, { ...q, batched: true })),
+    contender("p-queue, groups of 4, 1 per interval", (t, p) =>
+      quotaPQueue(t, p, { interval: Math.round(1000 / q.rate), intervalCap: 1, batched: true })),
+  ];
+}
+
+async function quotaEfficiency() {
+  const texts = paragraphs(CONFIG.quotaParagraphs);
+  const minCalls = packedCalls(texts, BATCHING);
+  const rows = [];
+  const groups = [];
+  for (const q of QUOTAS) {
+    const lowerBoundMs = ((minCalls - 1) / q.rate) * 1000 + LATENCY_MS;
+    const contenders = quotaContenders(q);
+    const results = await sideBySide(
+      contenders.map((c) => ({
+        name: c.name,
+        run: () => simulate({ quota: { rate: q.rate, burst: 1 }, texts, setup: c.setup, globalTimers: c.globalTimers }),
+      })),
+      CONFIG,
+    );
+    const baseline = results.get(contenders[0].name);
+    const group = { quota: q.label, rows: [] };
+    for (const c of contenders) {
+      const r = results.get(c.name);
+      const name = c.name === contenders[0].name ? `${c.name} (rate ${q.rate}, capacity 1)` : c.name;
+      rows.push([
+        q.label, name, fmt(r.completedMs / 60_000, 1), fmt(r.completedMs / lowerBoundMs, 2),
+        ratio(r.completedMs, baseline.completedMs), r0calls(r.rateLimited), r0calls(r.calls), r0calls(r.failed),
+      ]);
+      group.rows.push({ name: c.name, ratio: r.completedMs / lowerBoundMs, rateLimited: r.rateLimited, failed: r.failed });
+    }
+    groups.push(group);
+  }
+  report(
+    table({
+      title: `2. Quota efficiency: ${texts.length} paragraphs against a strict quota (virtual time)`,
+      columns: ["quota", "implementation", "completion (min)", "÷ lower bound", "vs baseline", "429s", "provider calls", "failed"],
+      textColumns: 2,
+      rows,
+      notes: [
+        `The provider enforces the quota as a strict token bucket (burst 1, full at start), checked when a request arrives; it answers after ${LATENCY_MS} ms: the echo, or a 429 whose retryAfterMs is the wait for its next token rounded up to whole seconds. Paragraphs: 200 characters, one compatibility key, all submitted at once.`,
+        `Lower bound: (${minCalls} calls − 1) / rate + ${LATENCY_MS} ms, with ${minCalls} = the fewest calls at 4 items / 1000 characters (the preset's batching). Baseline ("vs baseline", completion time): batch-pacer with the seeds' preset for that quota.`,
+        `Bottleneck: maxConcurrent 1, minTime 1000/rate ms (+2% in the row that says so), a 429 retried from its 'failed' event after retryAfterMs (at most 10 times). Its first call starts 2 ms after scheduling and minTime counts from its own clock reading, so its second call reaches the server 1 ms before the next token: against a strict bucket that is a 429.`,
+        `p-queue: interval/intervalCap as the quota reads (60 per 60 s, 15 per 60 s, 1 per 10 s) or, in the "1 per interval" row, 1 per 1000/rate ms; a 429 waits retryAfterMs and is queued again (at most 10 times, then the paragraphs fail). "Groups of 4 by hand": the caller joins 4 paragraphs per call and splits the reply.`,
+        `All on @sinonjs/fake-timers: batch-pacer through its clock option (FakeTimers.createClock), Bottleneck and p-queue with the global timers and Date faked (FakeTimers.install). Runs differ only by retry jitter. ${runsNote()}`,
+      ],
+    }),
+  );
+  return groups;
+}
+
+// ---------------------------------------------------------------------------------------
+// Workload 3: request savings
+// ---------------------------------------------------------------------------------------
+
+const DEFAULT_SETTINGS = { rate: 8, capacity: 60, maxItemsPerBatch: 4, maxCharactersPerBatch: 1000, batchDelayMs: 100 };
+const NO_QUOTA = { rate: 1e9, burst: 1e9 };
+
+async function requestSavings() {
+  const blocks = article(1, CONFIG.articleSections);
+  const articleTexts = blocks.map((b) => b.text);
+  const cues = subtitleCues(CONFIG.cues, 250);
+  const cueTexts = cues.map((c) => c.text);
+  const cueTimes = cues.map((c) => c.at);
+
+  const flows = [
+    { flow: "article", texts: articleTexts, impls: [
+      { name: "batch-pacer, defaults", setup: pacerFlow({}) },
+      { name: "sealed when due (Read Frog's behaviour), defaults", setup: sealedFlow(DEFAULT_SETTINGS) },
+    ] },
+    { flow: "subtitles", texts: cueTexts, at: cueTimes, impls: [
+      { name: "batch-pacer, defaults", setup: pacerFlow({}) },
+      { name: "sealed when due (Read Frog's behaviour), defaults", setup: sealedFlow(DEFAULT_SETTINGS) },
+      { name: "batch-pacer, 60/min preset (rate 1, capacity 1)", setup: pacerFlow({ rate: 1, capacity: 1 }) },
+    ] },
+  ];
+  const rows = [];
+  let articleRatio;
+  for (const f of flows) {
+    const results = await sideBySide(
+      f.impls.map((impl) => ({ name: impl.name, run: () => simulate({ quota: NO_QUOTA, texts: f.texts, at: f.at, setup: impl.setup }) })),
+      CONFIG,
+    );
+    const n = f.texts.length;
+    rows.push([f.flow, "one call per paragraph (baseline)", n, n, "1.00x", "–"]);
+    for (const impl of f.impls) {
+      const r = results.get(impl.name);
+      if (f.flow === "article" && impl.name === "batch-pacer, defaults") articleRatio = n / r.calls;
+      rows.push([f.flow, impl.name, n, r0calls(r.calls), ratio(n, r.calls), fmt(r.meanWaitMs / 1000, 2)]);
+    }
+    const bound = packedCalls(f.texts, BATCHING);
+    rows.push([f.flow, "bound: packing in document order", n, bound, ratio(n, bound), "–"]);
+    const anyOrder = packedCallsAnyOrder(f.texts, BATCHING);
+    rows.push([f.flow, "bound: packing in any order (first-fit decreasing)", n, anyOrder, ratio(n, anyOrder), "–"]);
+  }
+  const lengths = articleTexts.map((t) => t.length);
+  const count = (kind) => blocks.filter((b) => b.kind === kind).length;
+  const target = 3.9;
+  report(
+    table({
+      title: "3. Request savings: provider calls at the defaults (virtual time)",
+      columns: ["flow", "implementation", "paragraphs", "provider calls", "paragraphs per call", "mean wait (s)"],
+      textColumns: 2,
+      rows,
+      notes: [
+        `Article (generated, seed 1): ${blocks.length} blocks in document order, ${count("h1") + count("h2")} headings, ${count("p")} body paragraphs, ${count("li")} list items, ${count("figcaption")} captions; ${Math.min(...lengths)}–${Math.max(...lengths)} characters, median ${median(lengths)}, mean ${Math.round(mean(lengths))}; all submitted at once. Subtitles: ${cues.length} cues of 15–86 characters, one every 250 ms.`,
+        `Defaults: rate 8, capacity 60, 4 items / 1000 characters per batch, batchDelayMs 100; provider latency ${LATENCY_MS} ms, no quota. "paragraphs per call" is the saving against the baseline. Bounds (computed, not run): the fewest calls for these texts at 4 items / 1000 characters per call, keeping document order, or in any order (what a batcher free to reorder the whole page could reach).`,
+        `Target for articles: at least ${target}x fewer calls than paragraphs; measured ${fmt(articleRatio, 2)}x (${articleRatio >= target ? "met" : "not met"}). Mean wait: from a paragraph's arrival to its translation.`,
+        runsNote(),
+      ],
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------
+// Workload 4: late binding
+// ---------------------------------------------------------------------------------------
+
+async function lateBinding() {
+  const settings = { rate: 0.25, capacity: 1, maxItemsPerBatch: 4, maxCharactersPerBatch: 1000, batchDelayMs: 100 };
+  const texts = paragraphs(CONFIG.lateParagraphs);
+  const at = texts.map((_, i) => i * 300);
+  const SEALED = "sealed when due (Read Frog's behaviour)";
+  const LATE = "batch-pacer (sealed when its call starts)";
+  const results = await sideBySide(
+    [
+      { name: SEALED, run: () => simulate({ quota: { rate: 0.25, burst: 1 }, texts, at, setup: sealedFlow(settings) }) },
+      { name: LATE, run: () => simulate({ quota: { rate: 0.25, burst: 1 }, texts, at, setup: pacerFlow(settings) }) },
+    ],
+    CONFIG,
+  );
+  const base = results.get(SEALED);
+  const rows = [SEALED, LATE].map((name) => {
+    const r = results.get(name);
+    return [
+      name, r0calls(r.calls), ratio(r.calls, base.calls), fmt(r.itemsPerCall, 2),
+      `${fmt((r.itemsPerCall / settings.maxItemsPerBatch) * 100, 0)}%`,
+      fmt(r.completedMs / 60_000, 1), ratio(r.completedMs, base.completedMs), fmt(r.meanWaitMs / 1000, 1), r0calls(r.rateLimited),
+    ];
+  });
+  report(
+    table({
+      title: "4. Late binding: one paragraph every 300 ms at rate 0.25 (virtual time)",
+      columns: ["implementation", "provider calls", "vs baseline", "items per call", "batch fullness", "completion (min)", "vs baseline", "mean wait (s)", "429s"],
+      rows,
+      notes: [
+        `${texts.length} paragraphs of 200 characters, one every 300 ms; rate 0.25, capacity 1, 4 items / 1000 characters, batchDelayMs 100, against a provider with the same quota (strict bucket, burst 1, ${LATENCY_MS} ms latency).`,
+        `Baseline: a scheduler in this benchmark (bench/sealed-queue.mjs) that mirrors Read Frog's queues: a batch is sealed when it becomes due (full, or 100 ms after its first item) and then waits in a lazily refilled token bucket. batch-pacer's due batches keep taking paragraphs until their call starts. Batch fullness: mean items per call ÷ 4.`,
+        runsNote(),
+      ],
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------
+// Workload 5: size and cold start
+// ---------------------------------------------------------------------------------------
+
+async function child(args, nodeFlags = []) {
+  const { stdout } = await execFile(process.execPath, [...nodeFlags, join(BENCH_DIR, "child.mjs"), ...args], {
+    cwd: REPO,
+    maxBuffer: 1 << 20,
+  });
+  return JSON.parse(stdout.trim().split("\n").at(-1));
+}
+
+function shippedFiles() {
+  const manifest = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8"));
+  return manifest.files.filter((f) => /\.(js|wasm)$/.test(f) && existsSync(join(PACKAGE_DIR, f)));
+}
+
+async function sizeAndColdStart() {
+  const files = shippedFiles();
+  const sizeRows = [];
+  let raw = 0;
+  let gz = 0;
+  for (const file of files) {
+    const bytes = readFileSync(join(PACKAGE_DIR, file));
+    const zipped = gzipSync(bytes, { level: 9 }).length;
+    raw += bytes.length;
+    gz += zipped;
+    sizeRows.push([file, bytes.length, zipped, ratio(zipped, bytes.length)]);
+  }
+  sizeRows.push(["total (wasm + JS)", raw, gz, ratio(gz, raw)]);
+  report(
+    table({
+      title: "5a. Size: the files the package ships (bytes)",
+      columns: ["file", "raw", "gzip -9", "gzip / raw"],
+      rows: sizeRows,
+      notes: [`From the package measured (${PACKAGE_DIR === REPO ? "this repository after the build" : "the packed and installed tarball"}); the .d.ts and README are left out. Sizes are exact (no runs).`],
+    }),
+  );
+
+  const impls = ["batch-pacer", "p-queue", "bottleneck"];
+  const node = await sideBySide(
+    impls.map((impl) => ({ name: impl, run: () => child(["cold-start", impl, ENTRY_URL]) })),
+    { runs: CONFIG.coldStartRuns },
+  );
+  let worker;
+  if (CONFIG.chromium) {
+    const host = await openServiceWorkerHost(PACKAGE_DIR);
+    try {
+      const samples = [];
+      for (let i = 0; i < CONFIG.swColdStartRuns; i++) {
+        const tag = `cold-${i}`;
+        await host.register(tag);
+        samples.push(await host.ask(tag, { type: "coldStart" }));
+        await host.unregister(tag);
+      }
+      worker = { version: host.version, ...Object.fromEntries(["evaluatedMs", "initMs", "constructMs"].map((k) => [k, median(samples.map((s) => s[k]))])) };
+    } finally {
+      await host.close();
+    }
+  }
+  const base = node.get("p-queue");
+  const total = (r) => r.importMs + r.initMs + r.constructMs;
+  const rows = impls.map((impl) => {
+    const r = node.get(impl);
+    return [
+      `${impl}, Node (fresh process)`, fmt(r.importMs, 2), impl === "batch-pacer" ? fmt(r.initMs, 2) : "–",
+      fmt(r.constructMs, 2), fmt(r.initMs + r.constructMs, 2), fmt(total(r), 2), ratio(total(r), total(base)),
+      fmt(r.sinceProcessStartMs, 1),
+    ];
+  });
+  if (worker) {
+    rows.push([
+      "batch-pacer, Chromium service worker (fresh registration)", "–", fmt(worker.initMs, 2), fmt(worker.constructMs, 2),
+      fmt(worker.initMs + worker.constructMs, 2), "–", "–", fmt(worker.evaluatedMs + worker.initMs + worker.constructMs, 1),
+    ]);
+  }
+  report(
+    table({
+      title: "5b. Cold start: import, init() and new BatchPacer() in a fresh runtime (ms)",
+      columns: ["implementation", "import", "init()", "construct", "init + construct", "import + init + construct", "vs baseline", "ready, from process/worker start"],
+      rows,
+      notes: [
+        `Node: one fresh child process per run (bench/child.mjs), ${CONFIG.coldStartRuns} runs each, implementations alternating; init() reads and compiles the .wasm. Baseline ("vs baseline", import + init + construct): p-queue, a pure-JS queue.`,
+        worker
+          ? `Chromium ${worker.version}: median of ${CONFIG.swColdStartRuns} fresh registrations of a module service worker that imports the package statically (served without caching); "ready" counts from the worker's start: module graph evaluated (${fmt(worker.evaluatedMs, 1)} ms), then init() (fetch + compile of the .wasm) and the constructor, timed inside the worker (its clock has 0.1 ms resolution).`
+          : "Chromium: not measured in this run.",
+      ],
+    }),
+  );
+  return worker?.version;
+}
+
+// ---------------------------------------------------------------------------------------
+// Workload 6: memory
+// ---------------------------------------------------------------------------------------
+
+async function memory() {
+  const n = CONFIG.memoryItems;
+  const impls = [
+    { name: "floor: item + pending promise in a JS array", id: "floor" },
+    { name: "batch-pacer", id: "batch-pacer" },
+    { name: "p-queue (not started)", id: "p-queue" },
+    { name: "Bottleneck (reservoir 0)", id: "bottleneck" },
+  ];
+  const results = await sideBySide(
+    impls.map((impl) => ({ name: impl.name, run: () => child(["memory", impl.id, String(n), ENTRY_URL], ["--expose-gc"]) })),
+    { runs: CONFIG.memoryRuns },
+  );
+  const floor = results.get(impls[0].name).bytesPerItem;
+  report(
+    table({
+      title: `6. Memory: bytes per queued paragraph, ${n.toLocaleString("en-US")} queued in Node`,
+      columns: ["implementation", "bytes per queued item", "vs floor"],
+      rows: impls.map((impl) => {
+        const b = results.get(impl.name).bytesPerItem;
+        return [impl.name, fmt(Math.round(b)), ratio(b, floor)];
+      }),
+      notes: [
+        `Paragraphs of 200 characters (their strings exist before the first reading), each queued with translate()/add()/schedule() and its promise kept; nothing dispatched (batch-pacer: rate 1e-6, capacity 1, batchDelayMs 1e9; its one first call never answers). Held = heapUsed + external (external includes ArrayBuffers and the wasm linear memory, which process.memoryUsage().arrayBuffers leaves out), after gc() with --expose-gc, minus the same reading before queueing.`,
+        `One fresh process per run, median of ${CONFIG.memoryRuns} runs, implementations alternating. Baseline: the floor any JS queue pays (the item object and a pending promise with its resolve/reject).`,
+      ],
+    }),
+  );
+}
+
+// ---------------------------------------------------------------------------------------
+
+function machine() {
+  const cpu = cpus();
+  let uname = "";
+  try {
+    uname = execFileSync("uname", ["-a"], { encoding: "utf8" }).trim();
+  } catch {
+    uname = `${process.platform} ${process.arch}`;
+  }
+  return { uname, cpu: `${cpu[0]?.model ?? "unknown"} (${cpu.length} logical CPUs)`, node: process.version };
+}
+
+function writeResults({ chromiumVersion, groups, started }) {
+  const m = machine();
+  const command = process.env.BENCH_COMMAND ?? `node bench/run.mjs ${process.argv.slice(2).join(" ")}`.trim();
+  let engine = "";
+  if (args["engine-output"] && existsSync(args["engine-output"])) {
+    engine = ["### 0. Core engine (`cargo bench --bench engine`)", "", "```", readFileSync(args["engine-output"], "utf8").trim(), "```", ""].join("\n");
+  }
+  const header = [
+    "# batch-pacer benchmark results",
+    "",
+    `- command: \`${command}\``,
+    `- date: ${started.toISOString()}`,
+    `- machine: \`${m.uname}\``,
+    `- CPU: ${m.cpu}`,
+    `- Node: ${m.node}${chromiumVersion ? `; Chromium ${chromiumVersion} (headless, /usr/bin/chromium)` : ""}`,
+    `- package measured: ${PACKAGE_DIR === REPO ? "this repository's js/ and pkg/ after the build" : "the packed tarball, installed into a temporary project"}`,
+    "",
+    "Every table is measured side by side in one run: implementations alternate run by run and each figure is the median of its runs (counts in the notes). Workloads 2–4 run in virtual time (@sinonjs/fake-timers). The chart of workload 2 is [quota.svg](quota.svg).",
+    "",
+  ].join("\n");
+  writeFileSync(join(BENCH_DIR, "results.md"), [header, engine, ...sections].join("\n"));
+  const lowerBound = `completion ÷ ((fewest calls − 1) / rate + ${LATENCY_MS} ms)`;
+  writeFileSync(
+    join(BENCH_DIR, "quota.svg"),
+    quotaChart(groups, {
+      title: `Workload 2: ${CONFIG.quotaParagraphs} paragraphs against a strict quota (virtual time, median of ${CONFIG.runs} runs)`,
+      subtitle: `${lowerBound}; fewer 429s is better. ${m.node}, ${started.toISOString().slice(0, 10)}`,
+    }),
+  );
+  console.log(`wrote ${join("bench", "results.md")} and ${join("bench", "quota.svg")}`);
+}
+
+async function main() {
+  const started = new Date();
+  const only = args.only ? new Set(args.only.split(",").map((s) => s.trim())) : null;
+  const wanted = (n) => !only || only.has(String(n));
+  console.log(`batch-pacer benchmarks${SMOKE ? " (smoke: tiny inputs, one run each)" : ""}; package: ${PACKAGE_DIR}\n`);
+  const { chromiumVersion } = wanted(1) ? await schedulingOverhead() : {};
+  const groups = wanted(2) ? await quotaEfficiency() : [];
+  if (wanted(3)) await requestSavings();
+  if (wanted(4)) await lateBinding();
+  const workerVersion = wanted(5) ? await sizeAndColdStart() : undefined;
+  if (wanted(6)) await memory();
+  if (!SMOKE && !only) writeResults({ chromiumVersion: chromiumVersion ?? workerVersion, groups, started });
+}
+
+await main();
