@@ -2,7 +2,7 @@
 //! has a type the core cannot see); every other rule is the core's.
 
 use js_sys::{Array, Function, Object, Reflect};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -372,8 +372,8 @@ fn to_js<T: Serialize>(value: &T) -> JsValue {
 }
 
 /// A snapshot as JSON sees it (`pacer.snapshot()`, the `restore` option).
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct SnapshotView {
     version: u32,
     wall_time: f64,
@@ -381,8 +381,8 @@ struct SnapshotView {
     providers: Vec<ProviderView>,
 }
 
-#[derive(Serialize, Deserialize)]
-#[serde(rename_all = "camelCase", deny_unknown_fields)]
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
 struct ProviderView {
     provider_id: String,
     paused_for_ms: f64,
@@ -409,26 +409,62 @@ pub fn snapshot_object(snapshot: &Snapshot) -> JsValue {
     })
 }
 
-/// Reads a `restore` value; the core checks what the numbers mean.
+fn snapshot_number(value: &JsValue, field: &str) -> Result<f64, String> {
+    get(value, field).as_f64().ok_or_else(|| {
+        format!(
+            "restore.{field} must be a number (got {})",
+            describe(&get(value, field))
+        )
+    })
+}
+
+/// Reads a `restore` value (read by hand: a serde deserializer would pull float
+/// formatting into the binary); the core checks what the numbers mean.
 pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
-    let view: SnapshotView = serde_wasm_bindgen::from_value(value.clone())
-        .map_err(|e| format!("restore must be a value returned by snapshot() ({e})"))?;
-    if view.version != 1 {
-        return Err(format!("restore.version must be 1 (got {})", view.version));
+    if !value.is_object() || Array::is_array(value) {
+        return Err(format!(
+            "restore must be a value returned by snapshot() (got {})",
+            describe(value)
+        ));
+    }
+    if get(value, "version").as_f64() != Some(1.0) {
+        return Err(format!(
+            "restore.version must be 1 (got {})",
+            describe(&get(value, "version"))
+        ));
+    }
+    let providers_value = get(value, "providers");
+    if !Array::is_array(&providers_value) {
+        return Err(format!(
+            "restore.providers must be an array (got {})",
+            describe(&providers_value)
+        ));
+    }
+    let mut providers = Vec::new();
+    for entry in Array::from(&providers_value).iter() {
+        let provider_id = get(&entry, "providerId").as_string().ok_or_else(|| {
+            format!(
+                "restore.providers[].providerId must be a string (got {})",
+                describe(&get(&entry, "providerId"))
+            )
+        })?;
+        let adaptive = get(&entry, "adaptiveRate");
+        let adaptive_rate = if adaptive.is_null() || adaptive.is_undefined() {
+            None
+        } else {
+            Some(snapshot_number(&entry, "adaptiveRate")?)
+        };
+        providers.push(ProviderSnapshot {
+            provider_id,
+            paused_for: Duration::from_millis(snapshot_number(&entry, "pausedForMs")?),
+            adaptive_rate,
+            adaptive_ceiling: snapshot_number(&entry, "adaptiveCeiling")?,
+        });
     }
     Ok(Snapshot {
-        wall_time_ms: view.wall_time,
-        tokens: view.tokens,
-        providers: view
-            .providers
-            .into_iter()
-            .map(|p| ProviderSnapshot {
-                provider_id: p.provider_id,
-                paused_for: Duration::from_millis(p.paused_for_ms),
-                adaptive_rate: p.adaptive_rate,
-                adaptive_ceiling: p.adaptive_ceiling,
-            })
-            .collect(),
+        wall_time_ms: snapshot_number(value, "wallTime")?,
+        tokens: snapshot_number(value, "tokens")?,
+        providers,
     })
 }
 
