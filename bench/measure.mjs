@@ -21,10 +21,11 @@ function medianOf(samples) {
 /**
  * Measures implementations side by side: run r runs every implementation once, in an
  * order rotated by r, so that no implementation always runs first (warm caches) or last
- * (a fuller heap). `warmup` rounds are run and discarded. Each `run()` returns a number or
+ * (a fuller heap). `warmup` rounds are run and discarded (except for an implementation with
+ * `warmup: false`, whose cost is not about warm code). Each `run()` returns a number or
  * an object of numbers; the result maps each name to the median of its runs, with
  * `samples` the raw values.
- * @param {{ name: string, run: () => Promise<number | object> }[]} impls
+ * @param {{ name: string, run: () => Promise<number | object>, warmup?: boolean }[]} impls
  */
 export async function sideBySide(impls, { runs, warmup = 0 }) {
   const samples = new Map(impls.map((impl) => [impl.name, []]));
@@ -32,6 +33,7 @@ export async function sideBySide(impls, { runs, warmup = 0 }) {
     const shift = ((round % impls.length) + impls.length) % impls.length;
     const order = [...impls.slice(shift), ...impls.slice(0, shift)];
     for (const impl of order) {
+      if (round < 0 && impl.warmup === false) continue;
       globalThis.gc?.();
       const value = await impl.run();
       if (round >= 0) samples.get(impl.name).push(value);

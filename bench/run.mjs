@@ -8,7 +8,7 @@
 //
 // --package DIR: the installed batch-pacer to measure (default: this repository's js/ and
 // pkg/ after `npm run build`). --no-chromium: skip the service-worker rows. --only 1,4:
-// run these workloads only. Writes bench/results.md and bench/quota.svg (not in --smoke
+// run these workloads only. --sizes 1000,5000: workload 1's paragraph counts. Writes bench/results.md and bench/quota.svg (not in --smoke
 // nor with --only).
 
 import { execFile as execFileCb, execFileSync } from "node:child_process";
@@ -46,6 +46,7 @@ const { values: args } = parseArgs({
     "engine-output": { type: "string" },
     "no-chromium": { type: "boolean", default: false },
     only: { type: "string" },
+    sizes: { type: "string" },
   },
 });
 const SMOKE = args.smoke;
@@ -63,6 +64,8 @@ const CONFIG = SMOKE
       cues: 240, lateParagraphs: 200, coldStartRuns: 9, swColdStartRuns: 5, memoryItems: 100_000, memoryRuns: 5,
       chromium: !args["no-chromium"] && chromiumAvailable(),
     };
+
+if (args.sizes) CONFIG.overheadSizes = args.sizes.split(",").map(Number);
 
 const pacerModule = await import(ENTRY_URL);
 await pacerModule.default();
@@ -157,7 +160,8 @@ async function schedulingOverhead() {
         { name: names[0], run: run(() => overheadDirect(texts, instantProvider)) },
         { name: names[1], run: run(() => paced(texts)) },
         { name: names[2], run: run(() => overheadPQueue(texts, instantProvider)) },
-        { name: names[3], run: run(() => overheadBottleneck(texts, instantProvider)) },
+        // Bottleneck waits a timer turn per job, so a warm-up round would only cost minutes.
+        { name: names[3], run: run(() => overheadBottleneck(texts, instantProvider)), warmup: false },
         { name: names[4], run: run(() => overheadDataLoader(texts, instantProvider)) },
       ],
       CONFIG,
@@ -208,7 +212,7 @@ async function schedulingOverhead() {
         `${sizes.map(label).join(" and ")} paragraphs of 200 characters, 5 target languages (5 compatibility keys), all submitted at once; the provider answers the joined echo as an already resolved promise.`,
         `batch-pacer: rate 1e9, capacity 1e9, batchDelayMs 0, cacheEntries 0 (every batch is due at once, so it carries one item). p-queue: concurrency Infinity, intervalCap 1e9 per 1000 ms. Bottleneck: no limits. DataLoader: one loader per target language, maxBatchSize 4, cache off.`,
         `Baseline ("vs floor"): direct provider calls in the same runtime (one awaited call per paragraph)${chromiumVersion ? `; the service-worker rows run in Chromium ${chromiumVersion}, in a module service worker that imports the built package statically` : ""}.`,
-        runsNote(),
+        `${runsNote()} One discarded warm-up round first (not for Bottleneck, whose cost is a timer turn per job, not cold code).`,
       ],
     }),
   );

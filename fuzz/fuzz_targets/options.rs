@@ -189,13 +189,19 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(engine.options(), &before);
         }
     }
-    // A few steps of a provider that answers at once. (Hostile delays may push virtual
-    // time to its saturated end, where every call times out the instant it starts: the
-    // steps are bounded, not run to idle.)
+    // A few steps of a provider that answers at once. The steps and answers are bounded,
+    // not run to idle: a timeout that rounds to 0 µs (or virtual time pushed to its
+    // saturated end by hostile delays) makes every call time out the instant it starts,
+    // and every input then restarts every running call, as configured.
     let mut now = now;
+    let mut answers = 0;
     for _ in 0..8 {
         let calls: Vec<_> = std::iter::from_fn(|| engine.poll_call()).collect();
         for call in calls {
+            answers += 1;
+            if answers > 64 {
+                break;
+            }
             let reply = batch_pacer::Reply::Texts(call.texts.clone());
             engine.handle_response(now, call.id, Ok(reply));
         }

@@ -63,6 +63,21 @@ function assertAligned(shown, { allowFailed = false } = {}) {
   }
 }
 
+/** Stops every service worker of the extension's origin, as Chrome does when idle. */
+async function stopServiceWorker(browser) {
+  const worker = await browser.serviceWorker();
+  const origin = await worker.evaluate(() => performance.timeOrigin);
+  const extensionPage = await browser.context.newPage();
+  await extensionPage.goto(browser.pageUrl("stats.html"));
+  const cdp = await browser.context.newCDPSession(extensionPage);
+  await cdp.send("ServiceWorker.enable");
+  await cdp.send("ServiceWorker.stopAllWorkers");
+  await extensionPage.close();
+  // The worker really went away: the next event starts a fresh one (another time origin).
+  const restarted = await harness.extensionMessage(browser, { type: "getSettings" }).then(() => browser.serviceWorker());
+  assert.notEqual(await restarted.evaluate(() => performance.timeOrigin), origin, "the worker was not stopped");
+}
+
 async function openPage(browser, query = "") {
   const page = await browser.context.newPage();
   await page.goto(site.url + query);
@@ -154,18 +169,29 @@ test("stopping the service worker mid-page loses nothing and causes no second bu
     const page = await openPage(browser, ARTICLE_ONLY);
     while (mock.stats().ok < 6) await page.waitForTimeout(100);
     const before = await harness.progress(page);
-    // Stop every service worker of the extension's origin, as Chrome does when idle.
-    const extensionPage = await browser.context.newPage();
-    await extensionPage.goto(browser.pageUrl("stats.html"));
-    const cdp = await browser.context.newCDPSession(extensionPage);
-    await cdp.send("ServiceWorker.enable");
-    await cdp.send("ServiceWorker.stopAllWorkers");
-    await extensionPage.close();
+    await stopServiceWorker(browser);
     const done = await harness.waitTranslated(page, { cues: false, timeoutMs: 120_000 });
     assert.ok(before.pageDone < done.pageTotal, "the worker stopped mid-page");
     assert.equal(done.failed, 0);
     assertAligned((await harness.translations(page)).filter((p) => p.id.startsWith("p")));
     assert.equal(mock.stats().rateLimited, 0, "the restarted worker did not burst again");
+  }));
+
+test("translations come back from indexedDBCache after the worker restarts", { skip }, (t) =>
+  withBrowser(t, async (browser) => {
+    const mock = await withMock(t, { rpm: 0, latency: 20 });
+    await harness.applySettings(browser, useMock(mock, { page: { ...DEFAULTS } }));
+    const first = await openPage(browser, ARTICLE_ONLY);
+    await harness.waitTranslated(first, { cues: false, timeoutMs: 60_000 });
+    await first.close();
+    const callsBefore = mock.stats().ok;
+    await stopServiceWorker(browser);
+    const again = await openPage(browser, ARTICLE_ONLY);
+    const done = await harness.waitTranslated(again, { cues: false, timeoutMs: 60_000 });
+    assertAligned((await harness.translations(again)).filter((p) => p.id.startsWith("p")));
+    assert.equal(mock.stats().ok, callsBefore, "no provider call: every paragraph came from the cache");
+    const stats = await harness.getStats(browser);
+    assert.ok(stats.flows.page.pacer.cacheHits >= done.pageTotal - 1, `cache hits ${stats.flows.page.pacer.cacheHits}`);
   }));
 
 for (const fault of ["wrong-count", "drop-separator", "extra-segment", "http-500"]) {

@@ -1,0 +1,685 @@
+//! Bad batch replies in the forms real models produce, each driven through the engine on
+//! virtual time: the provider answers the first call (a batch of 3 or 4 paragraphs) with
+//! the bad reply and every later call correctly.
+//!
+//! Every form must end in one of two ways, never in a wrong paragraph:
+//! - `Retry`: the codec refuses the reply (count mismatch or empty segment), the batch is
+//!   sent again, and each item gets its own translation;
+//! - `Accept`: the reply is mapped one to one and each item gets its own translation
+//!   (exactly, or its own translation with the model's decoration left around it, or its
+//!   own untranslated text: the codec cannot tell those from a translation, but they stay
+//!   under the right paragraph).
+//!
+//! Forms that are accepted *and misaligned* are kept as ignored tests that demonstrate
+//! the misalignment; they pass once the codec refuses them.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod sim;
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use batch_pacer::{Call, Instant, Reply};
+use sim::*;
+
+const FOUR: [&str; 4] = [
+    "The committee met on Tuesday to discuss the budget.",
+    "Prices rose by 50% over the last year.",
+    "Contact the support team if the problem persists.",
+    "Thank you for reading this article.",
+];
+
+const THREE: [&str; 3] = [
+    "Click the button to start the download.",
+    "The file is about 20 MB in size.",
+    "Restart the application when it is done.",
+];
+
+/// How a bad reply must end.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Expect {
+    /// Refused: retried, then every item gets exactly its own translation.
+    Retry,
+    /// Accepted as it is: every item gets exactly its own translation.
+    Accept,
+    /// Accepted: every item gets a text holding its own translation (or its own source,
+    /// left untranslated) and nothing of another item.
+    AcceptOwn,
+}
+
+/// The segments of the correct reply.
+fn translations(call: &Call) -> Vec<String> {
+    call.texts.iter().map(|t| echo(t)).collect()
+}
+
+/// One bad reply form: a name, what it must lead to, and the reply built from the call.
+struct Form {
+    name: &'static str,
+    texts: &'static [&'static str],
+    expect: Expect,
+    reply: fn(&Call) -> Reply,
+}
+
+fn text(s: String) -> Reply {
+    Reply::Text(s)
+}
+
+fn sep_line(call: &Call) -> &str {
+    call.separator.trim()
+}
+
+const FORMS: &[Form] = &[
+    Form {
+        name: "one separator missing (blank line instead)",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let t = translations(c);
+            text(format!(
+                "{}\n\n{}{}{}{}{}",
+                t[0], t[1], c.separator, t[2], c.separator, t[3]
+            ))
+        },
+    },
+    Form {
+        name: "every separator missing",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| text(translations(c).join("\n\n")),
+    },
+    Form {
+        name: "an extra separator splitting one translation in two",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let mut t = translations(c);
+            let second = t[1].clone();
+            let (a, b) = second.split_at(second.len() / 2);
+            t.splice(1..2, [a.to_owned(), b.to_owned()]);
+            text(t.join(&c.separator))
+        },
+    },
+    Form {
+        name: "a doubled separator (empty segment between)",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let t = translations(c);
+            let s = &c.separator;
+            text(format!("{}{s}{s}{}{s}{}{s}{}", t[0], t[1], t[2], t[3]))
+        },
+    },
+    Form {
+        name: "numbered list instead of separators",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let lines: Vec<String> = translations(c)
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("{}. {t}", i + 1))
+                .collect();
+            text(lines.join("\n"))
+        },
+    },
+    Form {
+        name: "numbered list with the separators kept",
+        texts: &FOUR,
+        expect: Expect::AcceptOwn,
+        reply: |c| {
+            let lines: Vec<String> = translations(c)
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("{}. {t}", i + 1))
+                .collect();
+            text(lines.join(&c.separator))
+        },
+    },
+    Form {
+        name: "chatter before, on its own lines",
+        texts: &FOUR,
+        expect: Expect::AcceptOwn,
+        reply: |c| {
+            text(format!(
+                "Sure! Here are the translations:\n\n{}",
+                translations(c).join(&c.separator)
+            ))
+        },
+    },
+    Form {
+        name: "chatter before, followed by a separator",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            text(format!(
+                "Sure! Here are the translations:{}{}",
+                c.separator,
+                translations(c).join(&c.separator)
+            ))
+        },
+    },
+    Form {
+        name: "chatter after, on its own lines",
+        texts: &FOUR,
+        expect: Expect::AcceptOwn,
+        reply: |c| {
+            text(format!(
+                "{}\n\nLet me know if you need anything else!",
+                translations(c).join(&c.separator)
+            ))
+        },
+    },
+    Form {
+        name: "chatter after, behind a separator",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            text(format!(
+                "{}{}I hope this helps!",
+                translations(c).join(&c.separator),
+                c.separator
+            ))
+        },
+    },
+    Form {
+        name: "chatter before and after a code fence",
+        texts: &THREE,
+        expect: Expect::AcceptOwn,
+        reply: |c| {
+            text(format!(
+                "Here you go:\n```text\n{}\n```\nAnything else?",
+                translations(c).join(&c.separator)
+            ))
+        },
+    },
+    Form {
+        name: "code fence without a language tag",
+        texts: &FOUR,
+        expect: Expect::Accept,
+        reply: |c| text(format!("```\n{}\n```", translations(c).join(&c.separator))),
+    },
+    Form {
+        name: "code fence with a language tag",
+        texts: &FOUR,
+        expect: Expect::Accept,
+        reply: |c| {
+            text(format!(
+                "```markdown\n{}\n```\n",
+                translations(c).join(&c.separator)
+            ))
+        },
+    },
+    Form {
+        name: "every segment in its own code fence",
+        texts: &THREE,
+        expect: Expect::AcceptOwn,
+        reply: |c| {
+            let fenced: Vec<String> = translations(c)
+                .iter()
+                .map(|t| format!("```text\n{t}\n```"))
+                .collect();
+            text(fenced.join(&c.separator))
+        },
+    },
+    Form {
+        name: "an empty segment",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let mut t = translations(c);
+            t[2] = String::new();
+            text(t.join(&c.separator))
+        },
+    },
+    Form {
+        name: "a segment of white space only",
+        texts: &THREE,
+        expect: Expect::Retry,
+        reply: |c| {
+            let mut t = translations(c);
+            t[1] = " \t ".into();
+            text(t.join(&c.separator))
+        },
+    },
+    Form {
+        name: "a segment left untranslated",
+        texts: &FOUR,
+        expect: Expect::AcceptOwn,
+        reply: |c| {
+            let mut t = translations(c);
+            t[1] = c.texts[1].clone();
+            text(t.join(&c.separator))
+        },
+    },
+    Form {
+        name: "the whole batch left untranslated",
+        texts: &THREE,
+        expect: Expect::AcceptOwn,
+        reply: |c| text(c.text.clone()),
+    },
+    Form {
+        name: "two segments merged into one",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let t = translations(c);
+            text(format!(
+                "{}{}{} {}{}{}",
+                t[0], c.separator, t[1], t[2], c.separator, t[3]
+            ))
+        },
+    },
+    Form {
+        name: "all segments merged into one paragraph",
+        texts: &THREE,
+        expect: Expect::Retry,
+        reply: |c| text(translations(c).join(" ")),
+    },
+    Form {
+        name: "separators with one % more",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let longer = format!("\n\n%{}\n\n", sep_line(c));
+            text(translations(c).join(&longer))
+        },
+    },
+    Form {
+        name: "separators with one % less",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let shorter = format!("\n\n{}\n\n", &sep_line(c)[1..]);
+            text(translations(c).join(&shorter))
+        },
+    },
+    Form {
+        name: "one separator of a different length",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let t = translations(c);
+            let odd = format!("\n\n{}%\n\n", sep_line(c));
+            text(format!(
+                "{}{}{}{odd}{}{}{}",
+                t[0], c.separator, t[1], t[2], c.separator, t[3]
+            ))
+        },
+    },
+    Form {
+        name: "separators inline",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let inline = format!(" {} ", sep_line(c));
+            text(translations(c).join(&inline))
+        },
+    },
+    Form {
+        name: "separators at the start of the next line",
+        texts: &THREE,
+        expect: Expect::Retry,
+        reply: |c| {
+            let glued = format!("\n{} ", sep_line(c));
+            text(translations(c).join(&glued))
+        },
+    },
+    Form {
+        name: "separators in bold",
+        texts: &THREE,
+        expect: Expect::Retry,
+        reply: |c| {
+            let bold = format!("\n\n**{}**\n\n", sep_line(c));
+            text(translations(c).join(&bold))
+        },
+    },
+    Form {
+        name: "markdown bullet list instead of separators",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let bullets: Vec<String> = translations(c).iter().map(|t| format!("- {t}")).collect();
+            text(bullets.join("\n"))
+        },
+    },
+    Form {
+        name: "markdown bullets with the separators kept",
+        texts: &THREE,
+        expect: Expect::AcceptOwn,
+        reply: |c| {
+            let bullets: Vec<String> = translations(c).iter().map(|t| format!("* {t}")).collect();
+            text(bullets.join(&c.separator))
+        },
+    },
+    Form {
+        name: "a JSON array as a string",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let quoted: Vec<String> = translations(c)
+                .iter()
+                .map(|t| format!("\"{}\"", t.replace('"', "\\\"")))
+                .collect();
+            text(format!("[{}]", quoted.join(", ")))
+        },
+    },
+    Form {
+        name: "a JSON array in a json code fence",
+        texts: &THREE,
+        expect: Expect::Retry,
+        reply: |c| {
+            let quoted: Vec<String> = translations(c)
+                .iter()
+                .map(|t| format!("  \"{t}\""))
+                .collect();
+            text(format!("```json\n[\n{}\n]\n```", quoted.join(",\n")))
+        },
+    },
+    Form {
+        name: "a JSON object keyed by number",
+        texts: &THREE,
+        expect: Expect::Retry,
+        reply: |c| {
+            let pairs: Vec<String> = translations(c)
+                .iter()
+                .enumerate()
+                .map(|(i, t)| format!("\"{}\": \"{t}\"", i + 1))
+                .collect();
+            text(format!("{{{}}}", pairs.join(", ")))
+        },
+    },
+    Form {
+        name: "a leading separator",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            text(format!(
+                "{}{}",
+                c.separator,
+                translations(c).join(&c.separator)
+            ))
+        },
+    },
+    Form {
+        name: "a trailing separator",
+        texts: &FOUR,
+        expect: Expect::Accept,
+        reply: |c| {
+            text(format!(
+                "{}{}",
+                translations(c).join(&c.separator),
+                c.separator
+            ))
+        },
+    },
+    Form {
+        name: "CRLF line endings and padded separator lines",
+        texts: &FOUR,
+        expect: Expect::Accept,
+        reply: |c| {
+            let padded = format!("\r\n   {}  \r\n", sep_line(c));
+            text(translations(c).join(&padded))
+        },
+    },
+    Form {
+        name: "array reply one short",
+        texts: &FOUR,
+        expect: Expect::Retry,
+        reply: |c| {
+            let mut t = translations(c);
+            t.pop();
+            Reply::Texts(t)
+        },
+    },
+    Form {
+        name: "array reply with the whole joined reply in one element",
+        texts: &THREE,
+        expect: Expect::Retry,
+        reply: |c| Reply::Texts(vec![translations(c).join(&c.separator)]),
+    },
+    Form {
+        name: "array reply with an empty element",
+        texts: &THREE,
+        expect: Expect::Retry,
+        reply: |c| {
+            let mut t = translations(c);
+            t[0] = String::new();
+            Reply::Texts(t)
+        },
+    },
+];
+
+/// What became of a batch whose first reply was bad.
+struct Outcome {
+    calls: Vec<CallRecord>,
+    mismatches: u64,
+    results: Vec<Result<String, String>>,
+}
+
+/// Sends `texts` as one batch; call number 1 is answered with `bad`, every other call
+/// correctly, or with `bad` too for every batch call when `persistent`.
+fn run(texts: &[&str], bad: fn(&Call) -> Reply, persistent: bool) -> Outcome {
+    let count = Rc::new(Cell::new(0u32));
+    let seen = count.clone();
+    let provider = move |call: &Call, _now: Instant| {
+        seen.set(seen.get() + 1);
+        let first = seen.get() == 1;
+        let reply = if first || (persistent && call.is_batch) {
+            bad(call)
+        } else {
+            echo_reply(call)
+        };
+        Answer::After(Duration::from_millis(50.0), Ok(reply))
+    };
+    let mut sim = Sim::new(options(&[]), provider);
+    let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    sim.assert_settled_once(&tickets);
+    let results = tickets
+        .iter()
+        .map(|t| sim.result(*t).clone().map_err(|e| e.to_string()))
+        .collect();
+    assert!(
+        sim.calls[0].is_batch && sim.calls[0].texts.len() == texts.len(),
+        "the first call carries the whole batch"
+    );
+    Outcome {
+        mismatches: sim.engine.stats().count_mismatches,
+        calls: sim.calls,
+        results,
+    }
+}
+
+/// Every item's result is its own translation (or its own text), never another item's.
+fn assert_own(form: &str, texts: &[&str], outcome: &Outcome, exact: bool) {
+    for (i, result) in outcome.results.iter().enumerate() {
+        let got = match result {
+            Ok(got) => got,
+            Err(e) => panic!("{form}: item {i} failed: {e}"),
+        };
+        let own = echo(texts[i]);
+        if exact {
+            assert_eq!(got, &own, "{form}: item {i}");
+            continue;
+        }
+        assert!(
+            got.contains(&own) || got.contains(texts[i]),
+            "{form}: item {i} got {got:?}, which holds neither {own:?} nor its source"
+        );
+        for (j, other) in texts.iter().enumerate().filter(|(j, _)| *j != i) {
+            assert!(
+                !got.contains(&echo(other)) && !got.contains(other),
+                "{form}: item {i} got {got:?}, which holds item {j}'s paragraph"
+            );
+        }
+    }
+}
+
+#[test]
+fn bad_replies_are_refused_or_mapped_one_to_one() {
+    let mut report = Vec::new();
+    for form in FORMS {
+        let outcome = run(form.texts, form.reply, false);
+        let retried = outcome.calls.len() > 1;
+        match form.expect {
+            Expect::Retry => {
+                assert!(
+                    retried && outcome.mismatches == 1,
+                    "{}: expected a retry, got {} calls and {} mismatches: {:?}",
+                    form.name,
+                    outcome.calls.len(),
+                    outcome.mismatches,
+                    outcome.results
+                );
+                // The retry is the same batch again, not a guess at part of it.
+                assert_eq!(outcome.calls.len(), 2, "{}", form.name);
+                assert_eq!(outcome.calls[1].attempt, 1, "{}", form.name);
+                assert_eq!(
+                    outcome.calls[1].texts, outcome.calls[0].texts,
+                    "{}",
+                    form.name
+                );
+                assert_own(form.name, form.texts, &outcome, true);
+            }
+            Expect::Accept | Expect::AcceptOwn => {
+                assert!(
+                    !retried && outcome.mismatches == 0,
+                    "{}: expected the reply to be accepted, got {} calls",
+                    form.name,
+                    outcome.calls.len()
+                );
+                assert_own(
+                    form.name,
+                    form.texts,
+                    &outcome,
+                    form.expect == Expect::Accept,
+                );
+            }
+        }
+        report.push(format!(
+            "{:<55} {}",
+            form.name,
+            if retried { "retried" } else { "accepted" }
+        ));
+    }
+    println!("{}", report.join("\n"));
+}
+
+#[test]
+fn bad_replies_that_persist_end_in_the_one_by_one_fallback() {
+    for form in FORMS.iter().filter(|f| f.expect == Expect::Retry) {
+        let outcome = run(form.texts, form.reply, true);
+        let singles = outcome.calls.iter().filter(|c| !c.is_batch).count();
+        // One try and maxBatchRetries (3) retries of the batch, then each item alone.
+        assert_eq!(outcome.mismatches, 4, "{}", form.name);
+        assert_eq!(singles, form.texts.len(), "{}", form.name);
+        assert_own(form.name, form.texts, &outcome, true);
+    }
+}
+
+// ----- accepted and misaligned: the codec cannot tell, so it guesses -----
+
+/// Runs one reply form that has the right segment count but does not map one to one,
+/// and asserts that no item gets another item's paragraph.
+fn assert_never_misaligned(name: &str, texts: &[&str], bad: fn(&Call) -> Reply) {
+    let outcome = run(texts, bad, false);
+    assert_own(name, texts, &outcome, false);
+}
+
+#[test]
+#[ignore = "accepted and misaligned: a chatter segment plus a merged pair has the right count"]
+fn chatter_segment_plus_merged_pair_is_not_accepted() {
+    assert_never_misaligned("chatter segment + merged pair", &FOUR, |c| {
+        let t = translations(c);
+        let s = &c.separator;
+        text(format!(
+            "Here are the translations:{s}{}{s}{}\n{}{s}{}",
+            t[0], t[1], t[2], t[3]
+        ))
+    });
+}
+
+#[test]
+#[ignore = "accepted and misaligned: a chatter segment plus an omitted last paragraph has the right count"]
+fn chatter_segment_plus_missing_paragraph_is_not_accepted() {
+    // A reply cut short (the output token limit) after a preamble the model set apart.
+    assert_never_misaligned("chatter segment + truncated reply", &FOUR, |c| {
+        let t = translations(c);
+        let s = &c.separator;
+        text(format!(
+            "Sure! Here you go:{s}{}{s}{}{s}{}",
+            t[0], t[1], t[2]
+        ))
+    });
+}
+
+#[test]
+#[ignore = "accepted and misaligned: an array reply with a preamble element and one paragraph missing"]
+fn array_with_preamble_and_missing_element_is_not_accepted() {
+    assert_never_misaligned("array: preamble + one missing", &THREE, |c| {
+        let mut t = translations(c);
+        t.pop();
+        t.insert(0, "Translations:".into());
+        Reply::Texts(t)
+    });
+}
+
+#[test]
+#[ignore = "accepted and misaligned: one translation repeated in place of the next"]
+fn a_repeated_segment_in_place_of_another_is_not_accepted() {
+    assert_never_misaligned("repeated segment", &FOUR, |c| {
+        let mut t = translations(c);
+        t[2] = t[1].clone();
+        text(t.join(&c.separator))
+    });
+}
+
+#[test]
+#[ignore = "accepted and misaligned: segments in another order"]
+fn reordered_segments_are_not_accepted() {
+    assert_never_misaligned("two segments swapped", &THREE, |c| {
+        let mut t = translations(c);
+        t.swap(0, 1);
+        text(t.join(&c.separator))
+    });
+}
+
+// ----- accepted and altered: a correct reply that looks like a fenced one -----
+
+const CODE_PAGE: [&str; 3] = [
+    "```js\nconst total = 1;\n```",
+    "Run the snippet above in the console.",
+    "```sh\nnpm start\n```",
+];
+
+#[test]
+#[ignore = "a correct reply whose first segment opens and last closes a code fence loses both fences"]
+fn code_blocks_left_as_they_are_keep_their_fences() {
+    // Models leave code untranslated: the correct reply starts and ends with a fence,
+    // which the splitter takes for a fence wrapping the whole reply.
+    let provider = |call: &Call, _now: Instant| {
+        let segments: Vec<String> = call
+            .texts
+            .iter()
+            .map(|t| {
+                if t.starts_with("```") {
+                    t.clone()
+                } else {
+                    echo(t)
+                }
+            })
+            .collect();
+        Answer::After(
+            Duration::from_millis(50.0),
+            Ok(Reply::Text(segments.join(&call.separator))),
+        )
+    };
+    let mut sim = Sim::new(options(&[]), provider);
+    let tickets: Vec<_> = CODE_PAGE.iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    sim.assert_settled_once(&tickets);
+    assert_eq!(sim.calls.len(), 1);
+    assert_eq!(sim.ok(tickets[1]), echo(CODE_PAGE[1]));
+    assert_eq!(sim.ok(tickets[0]), CODE_PAGE[0]);
+    assert_eq!(sim.ok(tickets[2]), CODE_PAGE[2]);
+}
