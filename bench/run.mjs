@@ -13,7 +13,7 @@
 
 import { execFile as execFileCb, execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
-import { cpus } from "node:os";
+import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs, promisify } from "node:util";
@@ -238,7 +238,7 @@ function quotaContenders(q) {
   });
   return [
     { name: "batch-pacer, seeds' preset", setup: pacerFlow({ rate: q.rate, capacity: 1 }) },
-    { name: "batch-pacer, defaults (8/s, burst 60)", setup: pacerFlow({}) },
+    { name: "batch-pacer, defaults (8/s, burst 60, adaptiveRate)", setup: pacerFlow({}) },
     contender("Bottleneck, 1 paragraph per call", (t, p) => quotaBottleneck(t, p, { rate: q.rate, batched: false })),
     contender("Bottleneck, groups of 4 by hand", (t, p) => quotaBottleneck(t, p, { rate: q.rate, batched: true })),
     contender("Bottleneck, groups of 4, minTime +2%", (t, p) => quotaBottleneck(t, p, { rate: q.rate, batched: true, margin: 1.02 })),
@@ -533,7 +533,8 @@ function machine() {
   } catch {
     uname = `${process.platform} ${process.arch}`;
   }
-  return { uname, cpu: `${cpu[0]?.model ?? "unknown"} (${cpu.length} logical CPUs)`, node: process.version };
+  const load = loadavg().map((l) => l.toFixed(2)).join(", ");
+  return { uname, cpu: `${cpu[0]?.model ?? "unknown"} (${cpu.length} logical CPUs)`, node: process.version, load };
 }
 
 function writeResults({ chromiumVersion, groups, started }) {
@@ -549,7 +550,7 @@ function writeResults({ chromiumVersion, groups, started }) {
     `- command: \`${command}\``,
     `- date: ${started.toISOString()}`,
     `- machine: \`${m.uname}\``,
-    `- CPU: ${m.cpu}`,
+    `- CPU: ${m.cpu}; load average (1, 5, 15 min) when the run ended: ${m.load}`,
     `- Node: ${m.node}${chromiumVersion ? `; Chromium ${chromiumVersion} (headless, /usr/bin/chromium)` : ""}`,
     `- package measured: ${PACKAGE_DIR === REPO ? "this repository's js/ and pkg/ after the build" : "the packed tarball, installed into a temporary project"}`,
     "",

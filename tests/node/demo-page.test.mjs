@@ -12,40 +12,14 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import { existsSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { launchChromium, playwright } from "./chromium.mjs";
 
 const repo = path.resolve(process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url)));
 const { startDemoServer } = await import(pathToFileURL(repo + "/extension-demo/demo-server.mjs").href);
 const CONTENT_JS = readFileSync(path.join(repo, "extension-demo/content.js"), "utf8");
 
-const CHROMIUM_ARGS = [
-  "--headless=new",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-dev-shm-usage",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
-
-/** playwright-core from here, else from the repository's node_modules; null if neither. */
-async function loadPlaywright() {
-  try {
-    return await import("playwright-core");
-  } catch {
-    // not installed beside the test (the packed-package project); try the repository
-  }
-  try {
-    return createRequire(path.join(repo, "package.json"))("playwright-core");
-  } catch {
-    return null;
-  }
-}
-
-const playwright = await loadPlaywright();
 const browserSkip = !playwright
   ? "playwright-core is not installed here nor in the repository"
   : !existsSync("/usr/bin/chromium")
@@ -426,7 +400,7 @@ describe("content script on the demo page", { skip: browserSkip }, () => {
 
   before(async () => {
     server = await startDemoServer({ port: 0 });
-    browser = await playwright.chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+    browser = await launchChromium();
   });
 
   after(async () => {

@@ -10,39 +10,13 @@ import assert from "node:assert/strict";
 import http from "node:http";
 import { existsSync, readFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
-import { createRequire } from "node:module";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
-
-const CHROMIUM_ARGS = [
-  "--headless=new",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-dev-shm-usage",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
+import { launchChromium, playwright } from "./chromium.mjs";
 
 const repo = path.resolve(process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url)));
 const demoDir = path.join(repo, "extension-demo");
 
-/** playwright-core from here, else from the repository's node_modules; null if neither. */
-async function loadPlaywright() {
-  try {
-    return await import("playwright-core");
-  } catch {
-    // not installed beside the test (the packed-package project); try the repository
-  }
-  try {
-    return createRequire(path.join(repo, "package.json"))("playwright-core");
-  } catch {
-    return null;
-  }
-}
-
-const playwright = await loadPlaywright();
 const browserSkip = !playwright
   ? `playwright-core is not installed here nor under ${repo}`
   : !existsSync("/usr/bin/chromium")
@@ -230,7 +204,7 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
     });
     await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
     origin = `http://127.0.0.1:${server.address().port}`;
-    browser = await playwright.chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+    browser = await launchChromium();
   });
 
   after(async () => {

@@ -11,20 +11,9 @@ import { test, describe, before, after } from "node:test";
 import assert from "node:assert/strict";
 import http from "node:http";
 import { existsSync, readFileSync } from "node:fs";
-import { createRequire } from "node:module";
+import { launchChromium, playwright } from "./chromium.mjs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-
-const CHROMIUM_ARGS = [
-  "--headless=new",
-  "--no-sandbox",
-  "--disable-gpu",
-  "--disable-dev-shm-usage",
-  "--disable-background-networking",
-  "--disable-component-update",
-  "--disable-sync",
-  "--no-first-run",
-];
 
 function locateModule() {
   const tried = [];
@@ -47,26 +36,9 @@ function locateModule() {
   throw new Error(`js/indexeddb-cache.js not found; tried: ${tried.join(", ")}`);
 }
 
-/** playwright-core from here, else from the repository's node_modules; null if neither. */
-async function loadPlaywright() {
-  try {
-    return await import("playwright-core");
-  } catch {
-    // not installed beside the test (the packed-package project); try the repository
-  }
-  const repo = process.env.BATCH_PACER_REPO;
-  if (!repo) return null;
-  try {
-    return createRequire(path.join(path.resolve(repo), "package.json"))("playwright-core");
-  } catch {
-    return null;
-  }
-}
-
 const modulePath = locateModule();
 const moduleSource = readFileSync(modulePath, "utf8");
 const { indexedDBCache } = await import(pathToFileURL(modulePath).href);
-const playwright = await loadPlaywright();
 const hasChromium = existsSync("/usr/bin/chromium");
 const browserSkip = !playwright
   ? "playwright-core is not installed here nor under $BATCH_PACER_REPO"
@@ -269,7 +241,7 @@ describe("indexedDBCache in Chromium", { skip: browserSkip }, () => {
     });
     await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
     origin = `http://127.0.0.1:${server.address().port}`;
-    browser = await playwright.chromium.launch({ executablePath: "/usr/bin/chromium", args: CHROMIUM_ARGS });
+    browser = await launchChromium();
     context = await browser.newContext();
   });
 

@@ -8,22 +8,10 @@ import { readFile } from "node:fs/promises";
 import { existsSync, realpathSync } from "node:fs";
 import { dirname, join, normalize, extname } from "node:path";
 import { fileURLToPath } from "node:url";
-import { createRequire } from "node:module";
+import { launchChromium, playwright } from "./chromium.mjs";
 
 const packageDir = dirname(dirname(fileURLToPath(import.meta.resolve("batch-pacer"))));
-const repo = process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url));
 
-function loadPlaywright() {
-  for (const base of [import.meta.url, join(repo, "package.json")]) {
-    try {
-      return createRequire(base)("playwright-core");
-    } catch {
-      // try the next place
-    }
-  }
-  return null;
-}
-const playwright = loadPlaywright();
 const skip = playwright && existsSync("/usr/bin/chromium") ? false : "needs playwright-core and /usr/bin/chromium";
 
 // The same scenario in every context: 6 paragraphs, one with a %% line, batched by 4.
@@ -95,11 +83,7 @@ before(async () => {
 after(() => server?.close());
 
 async function withPage(t, fn) {
-  const browser = await playwright.chromium.launch({
-    executablePath: "/usr/bin/chromium",
-    args: ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-      "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  const browser = await launchChromium();
   t.after(() => browser.close());
   const page = await browser.newPage();
   const errors = [];
