@@ -114,24 +114,31 @@ export async function waitTranslated(page, { timeoutMs = 180_000, cues = true } 
   }
 }
 
-/** Every paragraph and cue with its translation as shown under it. */
-export async function translations(page) {
-  return page.evaluate(() =>
-    [...document.querySelectorAll("[data-bp-id]")].map((el) => {
-      const id = el.getAttribute("data-bp-id");
-      const shown = document.querySelectorAll(`[data-bp-for="${CSS.escape(id)}"]`);
-      // innerText needs the element in the page (it turns <br> into line breaks):
-      // lift out translations shown inside it for the reading, then put them back.
-      const inside = [...el.querySelectorAll(".bp-translation")].map((t) => [t, t.parentNode, t.nextSibling]);
-      inside.forEach(([t]) => t.remove());
-      const text = el.innerText;
-      inside.forEach(([t, parent, next]) => parent.insertBefore(t, next));
-      return {
-        id,
-        text,
-        shown: shown.length,
-        translation: shown[0]?.textContent ?? null,
-        failed: shown[0]?.classList.contains("bp-failed") ?? false,
-      };
-    }));
+/**
+ * Every paragraph and cue with its translation as shown under it. Runs inside the page
+ * (pass it to page.evaluate, or to WebDriver's executeScript). The text is innerText read
+ * in place, which turns <br> into line breaks: translations shown inside the element are
+ * lifted out for the reading, then put back.
+ */
+export function readTranslationsInPage() {
+  return [...document.querySelectorAll("[data-bp-id]")].map((el) => {
+    const id = el.getAttribute("data-bp-id");
+    const shown = document.querySelectorAll(`[data-bp-for="${CSS.escape(id)}"]`);
+    const inside = [...el.querySelectorAll(".bp-translation")].map((t) => [t, t.parentNode, t.nextSibling]);
+    inside.forEach(([t]) => t.remove());
+    const text = el.innerText;
+    inside.forEach(([t, parent, next]) => parent.insertBefore(t, next));
+    return {
+      id,
+      text,
+      shown: shown.length,
+      translation: shown[0]?.textContent ?? null,
+      failed: shown[0]?.classList.contains("bp-failed") ?? false,
+    };
+  });
+}
+
+/** Every paragraph and cue of a playwright page, with its translation. */
+export function translations(page) {
+  return page.evaluate(readTranslationsInPage);
 }

@@ -30,6 +30,7 @@ const { startDemoServer } = await load("extension-demo/demo-server.mjs");
 const { startMockProvider, pseudoTranslate: mockTranslate, reversePseudoTranslation } =
   await load("extension-demo/mock-provider.mjs");
 const { pseudoTranslate } = await load("extension-demo/demo-provider.js");
+const { readTranslationsInPage } = await load("extension-demo/harness.mjs");
 
 const EXTENSION_DIR = join(repo, "extension-demo");
 const FIREFOX = "/usr/bin/firefox-esr";
@@ -149,27 +150,9 @@ async function waitTranslated(driver, { cues = true, timeoutMs = 60_000 } = {}) 
   }
 }
 
-/**
- * Every paragraph and cue with its translation as shown under it. The element's text is
- * its innerText read in place, with translations shown inside it lifted out meanwhile.
- */
+/** Every paragraph and cue with its translation, read by the harness's in-page function. */
 function translations(driver) {
-  return driver.executeScript(() =>
-    [...document.querySelectorAll("[data-bp-id]")].map((el) => {
-      const id = el.getAttribute("data-bp-id");
-      const shown = document.querySelectorAll(`[data-bp-for="${CSS.escape(id)}"]`);
-      const inside = [...el.querySelectorAll(".bp-translation")].map((t) => [t, t.parentNode, t.nextSibling]);
-      inside.forEach(([t]) => t.remove());
-      const text = el.innerText;
-      inside.forEach(([t, parent, next]) => parent.insertBefore(t, next));
-      return {
-        id,
-        text,
-        shown: shown.length,
-        translation: shown[0]?.textContent ?? null,
-        failed: shown[0]?.classList.contains("bp-failed") ?? false,
-      };
-    }));
+  return driver.executeScript(readTranslationsInPage);
 }
 
 /** Every item shows exactly one translation, its own, and none failed. */
