@@ -680,4 +680,30 @@ describe("driven by BatchPacer", () => {
     assert.equal(srv.requests.length, 1);
     assertNoCanary(err);
   });
+
+  test("the key never reaches events, stats, snapshots or errors, even when the server echoes it", async (t) => {
+    await init();
+    let n = 0;
+    const srv = await startServer(t, (r, res) => {
+      n += 1;
+      const echo = { error: { message: `bad request from ${r.headers.authorization}` } };
+      if (n === 1) return sendJson(res, 429, echo, { "retry-after": "0" });
+      if (n === 2) return sendJson(res, 500, echo);
+      return sendJson(res, 403, echo);
+    });
+    const events = [];
+    const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, apiKey: CANARY, model: "m" }), {
+      batchDelayMs: 0,
+      baseRetryDelayMs: 0,
+      onEvent: (e) => events.push(e),
+    });
+    t.after(() => pacer.dispose());
+    const err = await rejection(pacer.translate({ text: "Hello", sourceLang: "en", targetLang: "de", providerId: "openai" }));
+    assert.equal(err.status, 403);
+    assertNoCanary(err);
+    assert.ok(events.some((e) => e.type === "rateLimited") && events.some((e) => e.type === "retry"));
+    for (const [what, value] of [["events", events], ["stats", pacer.stats()], ["snapshot", pacer.snapshot()], ["options", pacer.options]]) {
+      assert.ok(!JSON.stringify(value).includes(CANARY), `the API key leaked into ${what}`);
+    }
+  });
 });
