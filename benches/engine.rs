@@ -110,7 +110,7 @@ fn floor_run(texts: &[String]) -> usize {
         }
         let separator = choose_separator(chunk);
         let joined = join(chunk, &separator);
-        out += split(&joined, &separator, chunk.len()).map_or(0, |s| s.len());
+        out += split(&joined, &separator, chunk.len(), true).map_or(0, |s| s.len());
     }
     out
 }

@@ -58,8 +58,22 @@ pub enum Mismatch {
     EmptySegment { index: usize },
 }
 
-/// Splits a batch reply on `separator` into exactly `expected` segments.
-pub fn split(reply: &str, separator: &str, expected: usize) -> Result<Vec<String>, Mismatch> {
+/// Whether a reply's wrapping code fence may be stripped: not when the batch itself
+/// begins or ends with a fence (the reply's fence is then the paragraphs' own).
+pub fn fence_is_added<S: AsRef<str>>(texts: &[S]) -> bool {
+    let first = texts.first().map_or("", |t| t.as_ref().trim_start());
+    let last = texts.last().map_or("", |t| t.as_ref().trim_end());
+    !first.starts_with("```") && !last.ends_with("```")
+}
+
+/// Splits a batch reply on `separator` into exactly `expected` segments; a code fence
+/// wrapping the whole reply is removed first when `strip_fence` (see [`fence_is_added`]).
+pub fn split(
+    reply: &str,
+    separator: &str,
+    expected: usize,
+    strip_fence: bool,
+) -> Result<Vec<String>, Mismatch> {
     let token = separator.trim();
     let normalized;
     let reply = if reply.contains('\r') {
@@ -68,7 +82,11 @@ pub fn split(reply: &str, separator: &str, expected: usize) -> Result<Vec<String
     } else {
         reply
     };
-    let body = strip_code_fence(reply.trim());
+    let body = if strip_fence {
+        strip_code_fence(reply.trim())
+    } else {
+        reply.trim()
+    };
     let mut segments = Vec::with_capacity(expected);
     let mut current = String::new();
     for line in body.split('\n') {
@@ -138,7 +156,7 @@ mod tests {
     fn join_then_split_round_trips() {
         let texts = ["one", "two\nlines", "three %% inline"];
         let sep = choose_separator(&texts);
-        assert_eq!(split(&join(&texts, &sep), &sep, 3).unwrap(), texts);
+        assert_eq!(split(&join(&texts, &sep), &sep, 3, true).unwrap(), texts);
     }
 
     #[test]
@@ -154,43 +172,60 @@ mod tests {
             "```\nA\n%%\nB\n```",
             "```text\nA\n\n%%\n\nB\n```\n",
         ] {
-            assert_eq!(split(reply, SEP, 2).as_ref(), Ok(&want), "reply {reply:?}");
+            assert_eq!(
+                split(reply, SEP, 2, true).as_ref(),
+                Ok(&want),
+                "reply {reply:?}"
+            );
         }
     }
 
     #[test]
     fn split_reports_what_it_cannot_trust() {
         assert_eq!(
-            split("A B", SEP, 2),
+            split("A B", SEP, 2, true),
             Err(Mismatch::Count {
                 expected: 2,
                 got: 1
             })
         );
         assert_eq!(
-            split("A %% B", SEP, 2),
+            split("A %% B", SEP, 2, true),
             Err(Mismatch::Count {
                 expected: 2,
                 got: 1
             })
         );
         assert_eq!(
-            split("A\n%%\nB\n%%\nC", SEP, 2),
+            split("A\n%%\nB\n%%\nC", SEP, 2, true),
             Err(Mismatch::Count {
                 expected: 2,
                 got: 3
             })
         );
         assert_eq!(
-            split("A\n%%\n\n%%\nC", SEP, 3),
+            split("A\n%%\n\n%%\nC", SEP, 3, true),
             Err(Mismatch::EmptySegment { index: 1 })
         );
         assert_eq!(
-            split("%%\nA\n%%\nB", SEP, 2),
+            split("%%\nA\n%%\nB", SEP, 2, true),
             Err(Mismatch::Count {
                 expected: 2,
                 got: 3
             })
+        );
+    }
+
+    #[test]
+    fn a_fence_belonging_to_the_paragraphs_is_kept() {
+        let texts = ["```\ncode", "middle", "more\n```"];
+        assert!(!fence_is_added(&texts));
+        assert!(fence_is_added(&["plain", "text"]));
+        let joined = join(&texts, SEP);
+        assert_eq!(split(&joined, SEP, 3, false).unwrap(), texts);
+        assert_ne!(
+            split(&joined, SEP, 3, true).ok().as_deref(),
+            Some(&texts.map(String::from)[..])
         );
     }
 
@@ -198,7 +233,7 @@ mod tests {
     fn a_longer_separator_ignores_shorter_runs_in_the_reply() {
         let sep = "\n\n%%%\n\n";
         assert_eq!(
-            split("x\n%%\ny\n%%%\nz", sep, 2).unwrap(),
+            split("x\n%%\ny\n%%%\nz", sep, 2, true).unwrap(),
             vec!["x\n%%\ny".to_string(), "z".to_string()]
         );
     }

@@ -2,8 +2,9 @@
 //! `{:?}` / `{}` on floats: those pull Unicode tables and float-formatting code into the
 //! wasm binary, which would triple its size.
 
-/// A number as JS's `String(n)` writes it (integers, NaN, Infinity exactly; fractions as
-/// the shortest decimal that reads back as the same double, up to 17 digits).
+/// A number as JS's `String(n)` writes it: integers, NaN, Infinity and, between 1e-7
+/// and 1e21, the shortest decimal that reads back as the same double (Rust's `{}` gives
+/// the same digits there; JS switches to exponent notation outside that range).
 pub fn js_number(n: f64) -> String {
     if n.is_nan() {
         return "NaN".into();
@@ -11,34 +12,19 @@ pub fn js_number(n: f64) -> String {
     if n.is_infinite() {
         return if n > 0.0 { "Infinity" } else { "-Infinity" }.into();
     }
-    let sign = if n < 0.0 { "-" } else { "" };
+    if n == 0.0 {
+        // JS writes -0 as "0".
+        return "0".into();
+    }
     let a = n.abs();
-    if a.fract() == 0.0 && a < 1e21 {
-        return format!("{sign}{}", a as u128);
+    if (1e-7..1e21).contains(&a) {
+        return format!("{n}");
     }
-    if !(1e-7..1e21).contains(&a) {
-        // Exponent forms are rare in option values; say it is a number rather than
-        // carry a general float printer.
-        return format!(
-            "{sign}(a number of magnitude {})",
-            if a < 1.0 { "< 1e-7" } else { ">= 1e21" }
-        );
-    }
-    for digits in 1..=17u32 {
-        let scale = 10f64.powi(digits as i32);
-        let scaled = (a * scale).round();
-        if scaled / scale == a && scaled < 1e21 {
-            let scaled = scaled as u128;
-            let divisor = 10u128.pow(digits);
-            let fraction = format!("{:0width$}", scaled % divisor, width = digits as usize);
-            return format!(
-                "{sign}{}.{}",
-                scaled / divisor,
-                fraction.trim_end_matches('0')
-            );
-        }
-    }
-    format!("{sign}{}", a.trunc() as u128)
+    let sign = if n < 0.0 { "-" } else { "" };
+    format!(
+        "{sign}(a number of magnitude {})",
+        if a < 1.0 { "< 1e-7" } else { ">= 1e21" }
+    )
 }
 
 /// A string as a JS double-quoted literal, escaping quotes, backslashes and controls.
@@ -76,6 +62,9 @@ mod tests {
             (20000.0, "20000"),
             (123.456, "123.456"),
             (-0.001, "-0.001"),
+            (-0.12182676811153227, "-0.12182676811153227"),
+            (-0.0, "0"),
+            (123456789.125, "123456789.125"),
             (f64::NAN, "NaN"),
             (f64::NEG_INFINITY, "-Infinity"),
         ];

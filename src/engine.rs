@@ -165,6 +165,8 @@ struct Running {
     episode: u32,
     deadline: Option<Instant>,
     separator: String,
+    /// Whether a code fence around the reply was added by the model (not the texts').
+    strip_fence: bool,
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -442,7 +444,8 @@ impl<C: Clone> Engine<C> {
     pub fn handle_abort(&mut self, now: Instant, ticket: Ticket) {
         self.advance(now);
         let job_key = if ticket & COUNTED_TICKET == 0 {
-            self.jobs.key_from_bits(ticket - 1).filter(|k| {
+            let bits = ticket.checked_sub(1).unwrap_or(u64::MAX);
+            self.jobs.key_from_bits(bits).filter(|k| {
                 self.jobs
                     .get(*k)
                     .is_some_and(|j| j.waiters.contains(ticket))
@@ -1062,6 +1065,7 @@ impl<C: Clone> Engine<C> {
                     .map_or(0, |p| p.episode),
                 deadline,
                 separator: separator.clone(),
+                strip_fence: codec::fence_is_added(&texts),
             },
         );
         self.calls.push_back(Call {
@@ -1083,7 +1087,7 @@ impl<C: Clone> Engine<C> {
         let expected = batch.jobs.len();
         let parsed = match reply {
             Reply::Text(text) if expected == 1 => Ok(vec![text]),
-            Reply::Text(text) => codec::split(&text, &run.separator, expected),
+            Reply::Text(text) => codec::split(&text, &run.separator, expected, run.strip_fence),
             Reply::Texts(texts) => codec::check_segments(texts, expected),
         };
         match parsed {

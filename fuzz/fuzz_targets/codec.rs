@@ -15,7 +15,7 @@
 
 mod common;
 
-use batch_pacer::codec::{check_segments, choose_separator, join, split};
+use batch_pacer::codec::{check_segments, choose_separator, fence_is_added, join, split};
 use libfuzzer_sys::fuzz_target;
 
 /// What `split` is documented to do to a segment: line endings normalized, then trimmed.
@@ -75,7 +75,7 @@ fuzz_target!(|data: &[u8]| {
     let sep_len = usize::from(style % 12).min(body.len());
     let raw_separator = String::from_utf8_lossy(&body[..sep_len]);
     let raw_reply = String::from_utf8_lossy(&body[sep_len..]);
-    if let Ok(segments) = split(&raw_reply, &raw_separator, expected_raw) {
+    if let Ok(segments) = split(&raw_reply, &raw_separator, expected_raw, style & 1 == 0) {
         assert_eq!(segments.len(), expected_raw);
         assert!(segments.iter().all(|s| !s.trim().is_empty()));
     }
@@ -119,7 +119,7 @@ fuzz_target!(|data: &[u8]| {
         // (an untranslated reply of code-block paragraphs) is taken for a fenced reply.
         return;
     }
-    match split(&joined, &separator, texts.len()) {
+    match split(&joined, &separator, texts.len(), fence_is_added(&texts)) {
         Ok(got) => assert_eq!(got, want, "joined {joined:?}"),
         Err(mismatch) => assert!(
             want.iter().any(String::is_empty),
@@ -135,7 +135,7 @@ fuzz_target!(|data: &[u8]| {
         let Some(dressed) = dress(&reply, &separator, style, has_cr) else {
             continue;
         };
-        let got = split(&dressed, &separator, texts.len());
+        let got = split(&dressed, &separator, texts.len(), fence_is_added(&translations));
         assert_eq!(
             got.as_ref(),
             Ok(&want),
