@@ -56,6 +56,9 @@ pub enum Mismatch {
     Count { expected: usize, got: usize },
     /// Segment `index` is empty although its text was not.
     EmptySegment { index: usize },
+    /// The count is right but segment `index` shows signs of another paragraph's
+    /// translation (see the `alignment` module).
+    Misaligned { index: usize },
 }
 
 /// Whether a reply's wrapping code fence may be stripped: not when the batch itself

@@ -12,6 +12,7 @@ use std::rc::Rc;
 
 use sha2::Sha256;
 
+use crate::alignment;
 use crate::batch::{travels_alone, utf16_len, Batch, Limits, Member, Priority, State};
 use crate::bucket::TokenBucket;
 use crate::cache::Lru;
@@ -1090,6 +1091,17 @@ impl<C: Clone> Engine<C> {
             Reply::Text(text) => codec::split(&text, &run.separator, expected, run.strip_fence),
             Reply::Texts(texts) => codec::check_segments(texts, expected),
         };
+        let parsed = parsed.and_then(|segments| {
+            if expected > 1 {
+                let texts: Vec<&str> = batch
+                    .jobs
+                    .iter()
+                    .filter_map(|j| self.jobs.get(*j).map(|job| &*job.text))
+                    .collect();
+                alignment::check(&texts, &segments)?;
+            }
+            Ok(segments)
+        });
         match parsed {
             Ok(translations) => self.succeed(run, translations),
             Err(mismatch) => self.on_mismatch(run, mismatch),
@@ -1127,7 +1139,7 @@ impl<C: Clone> Engine<C> {
         let expected = batch.jobs.len();
         let got = match mismatch {
             Mismatch::Count { got, .. } => got,
-            Mismatch::EmptySegment { .. } => expected,
+            Mismatch::EmptySegment { .. } | Mismatch::Misaligned { .. } => expected,
         };
         self.events.push_back(Event::CountMismatch {
             provider_id: provider_id.clone(),

@@ -14,10 +14,11 @@
 //!
 //! The modules, bottom up: `time` (virtual instants), `options` (defaults, validation),
 //! `bucket` (token bucket), `batch` (assembly and due times), `codec` (separator, join,
-//! tolerant split), `retry` (classification, backoff), `key` (unambiguous SHA-256 keys),
+//! tolerant split), `alignment` (evidence that a reply is shifted), `retry` (classification, backoff), `key` (unambiguous SHA-256 keys),
 //! `cache` (LRU), `store` (the persistent store's lookups and writes), `engine`
 //! (composition). `wasm` exists only on `wasm32`.
 
+pub mod alignment;
 pub mod batch;
 pub mod bucket;
 pub mod cache;

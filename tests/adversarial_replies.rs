@@ -3,15 +3,20 @@
 //! the bad reply and every later call correctly.
 //!
 //! Every form must end in one of two ways, never in a wrong paragraph:
-//! - `Retry`: the codec refuses the reply (count mismatch or empty segment), the batch is
-//!   sent again, and each item gets its own translation;
-//! - `Accept`: the reply is mapped one to one and each item gets its own translation
-//!   (exactly, or its own translation with the model's decoration left around it, or its
-//!   own untranslated text: the codec cannot tell those from a translation, but they stay
-//!   under the right paragraph).
+//! - refused: the codec reports a mismatch (count or empty segment), the same batch is
+//!   sent again, and each item gets exactly its own translation;
+//! - accepted: the reply is mapped one to one and each item gets its own translation
+//!   (exactly, or, for the `Decorated` forms, its own translation with the model's
+//!   decoration left around it or its own untranslated text: the codec cannot tell those
+//!   from a translation, but they stay under the right paragraph).
 //!
-//! Forms that are accepted *and misaligned* are kept as ignored tests that demonstrate
-//! the misalignment; they pass once the codec refuses them.
+//! Each form records what the codec does today (printed with `--nocapture`); a codec that
+//! learns to parse a `Refused` form exactly, or to refuse a `Decorated` one, still passes.
+//! The `Tolerated` forms are the ones the contract promises to accept.
+//!
+//! Forms with the right count that do not map one to one (a preamble plus a merged
+//! pair, a repeated or swapped segment) are refused by the alignment checks: their tests
+//! demand that no item ever gets another item's paragraph.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod sim;
@@ -35,16 +40,16 @@ const THREE: [&str; 3] = [
     "Restart the application when it is done.",
 ];
 
-/// How a bad reply must end.
+/// What the codec does with a form today, and so what the test allows.
 #[derive(Clone, Copy, Debug, PartialEq)]
 enum Expect {
-    /// Refused: retried, then every item gets exactly its own translation.
-    Retry,
-    /// Accepted as it is: every item gets exactly its own translation.
-    Accept,
-    /// Accepted: every item gets a text holding its own translation (or its own source,
-    /// left untranslated) and nothing of another item.
-    AcceptOwn,
+    /// Refused and retried (or, if the codec learns the form, parsed exactly).
+    Refused,
+    /// Accepted exactly: the contract tolerates the form.
+    Tolerated,
+    /// Accepted with the model's decoration kept around each item's own translation (or
+    /// the item's own text left untranslated); or refused and retried.
+    Decorated,
 }
 
 /// The segments of the correct reply.
@@ -72,7 +77,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "one separator missing (blank line instead)",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let t = translations(c);
             text(format!(
@@ -84,13 +89,13 @@ const FORMS: &[Form] = &[
     Form {
         name: "every separator missing",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| text(translations(c).join("\n\n")),
     },
     Form {
         name: "an extra separator splitting one translation in two",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let mut t = translations(c);
             let second = t[1].clone();
@@ -102,7 +107,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "a doubled separator (empty segment between)",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let t = translations(c);
             let s = &c.separator;
@@ -112,7 +117,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "numbered list instead of separators",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let lines: Vec<String> = translations(c)
                 .iter()
@@ -125,7 +130,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "numbered list with the separators kept",
         texts: &FOUR,
-        expect: Expect::AcceptOwn,
+        expect: Expect::Decorated,
         reply: |c| {
             let lines: Vec<String> = translations(c)
                 .iter()
@@ -138,7 +143,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "chatter before, on its own lines",
         texts: &FOUR,
-        expect: Expect::AcceptOwn,
+        expect: Expect::Decorated,
         reply: |c| {
             text(format!(
                 "Sure! Here are the translations:\n\n{}",
@@ -149,7 +154,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "chatter before, followed by a separator",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             text(format!(
                 "Sure! Here are the translations:{}{}",
@@ -161,7 +166,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "chatter after, on its own lines",
         texts: &FOUR,
-        expect: Expect::AcceptOwn,
+        expect: Expect::Decorated,
         reply: |c| {
             text(format!(
                 "{}\n\nLet me know if you need anything else!",
@@ -172,7 +177,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "chatter after, behind a separator",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             text(format!(
                 "{}{}I hope this helps!",
@@ -184,7 +189,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "chatter before and after a code fence",
         texts: &THREE,
-        expect: Expect::AcceptOwn,
+        expect: Expect::Decorated,
         reply: |c| {
             text(format!(
                 "Here you go:\n```text\n{}\n```\nAnything else?",
@@ -195,13 +200,13 @@ const FORMS: &[Form] = &[
     Form {
         name: "code fence without a language tag",
         texts: &FOUR,
-        expect: Expect::Accept,
+        expect: Expect::Tolerated,
         reply: |c| text(format!("```\n{}\n```", translations(c).join(&c.separator))),
     },
     Form {
         name: "code fence with a language tag",
         texts: &FOUR,
-        expect: Expect::Accept,
+        expect: Expect::Tolerated,
         reply: |c| {
             text(format!(
                 "```markdown\n{}\n```\n",
@@ -212,7 +217,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "every segment in its own code fence",
         texts: &THREE,
-        expect: Expect::AcceptOwn,
+        expect: Expect::Decorated,
         reply: |c| {
             let fenced: Vec<String> = translations(c)
                 .iter()
@@ -224,7 +229,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "an empty segment",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let mut t = translations(c);
             t[2] = String::new();
@@ -234,7 +239,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "a segment of white space only",
         texts: &THREE,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let mut t = translations(c);
             t[1] = " \t ".into();
@@ -244,7 +249,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "a segment left untranslated",
         texts: &FOUR,
-        expect: Expect::AcceptOwn,
+        expect: Expect::Decorated,
         reply: |c| {
             let mut t = translations(c);
             t[1] = c.texts[1].clone();
@@ -254,13 +259,13 @@ const FORMS: &[Form] = &[
     Form {
         name: "the whole batch left untranslated",
         texts: &THREE,
-        expect: Expect::AcceptOwn,
+        expect: Expect::Decorated,
         reply: |c| text(c.text.clone()),
     },
     Form {
         name: "two segments merged into one",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let t = translations(c);
             text(format!(
@@ -272,13 +277,13 @@ const FORMS: &[Form] = &[
     Form {
         name: "all segments merged into one paragraph",
         texts: &THREE,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| text(translations(c).join(" ")),
     },
     Form {
         name: "separators with one % more",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let longer = format!("\n\n%{}\n\n", sep_line(c));
             text(translations(c).join(&longer))
@@ -287,7 +292,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "separators with one % less",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let shorter = format!("\n\n{}\n\n", &sep_line(c)[1..]);
             text(translations(c).join(&shorter))
@@ -296,7 +301,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "one separator of a different length",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let t = translations(c);
             let odd = format!("\n\n{}%\n\n", sep_line(c));
@@ -309,7 +314,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "separators inline",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let inline = format!(" {} ", sep_line(c));
             text(translations(c).join(&inline))
@@ -318,7 +323,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "separators at the start of the next line",
         texts: &THREE,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let glued = format!("\n{} ", sep_line(c));
             text(translations(c).join(&glued))
@@ -327,7 +332,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "separators in bold",
         texts: &THREE,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let bold = format!("\n\n**{}**\n\n", sep_line(c));
             text(translations(c).join(&bold))
@@ -336,7 +341,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "markdown bullet list instead of separators",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let bullets: Vec<String> = translations(c).iter().map(|t| format!("- {t}")).collect();
             text(bullets.join("\n"))
@@ -345,7 +350,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "markdown bullets with the separators kept",
         texts: &THREE,
-        expect: Expect::AcceptOwn,
+        expect: Expect::Decorated,
         reply: |c| {
             let bullets: Vec<String> = translations(c).iter().map(|t| format!("* {t}")).collect();
             text(bullets.join(&c.separator))
@@ -354,7 +359,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "a JSON array as a string",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let quoted: Vec<String> = translations(c)
                 .iter()
@@ -366,7 +371,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "a JSON array in a json code fence",
         texts: &THREE,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let quoted: Vec<String> = translations(c)
                 .iter()
@@ -378,7 +383,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "a JSON object keyed by number",
         texts: &THREE,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let pairs: Vec<String> = translations(c)
                 .iter()
@@ -391,7 +396,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "a leading separator",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             text(format!(
                 "{}{}",
@@ -403,7 +408,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "a trailing separator",
         texts: &FOUR,
-        expect: Expect::Accept,
+        expect: Expect::Tolerated,
         reply: |c| {
             text(format!(
                 "{}{}",
@@ -415,7 +420,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "CRLF line endings and padded separator lines",
         texts: &FOUR,
-        expect: Expect::Accept,
+        expect: Expect::Tolerated,
         reply: |c| {
             let padded = format!("\r\n   {}  \r\n", sep_line(c));
             text(translations(c).join(&padded))
@@ -424,7 +429,7 @@ const FORMS: &[Form] = &[
     Form {
         name: "array reply one short",
         texts: &FOUR,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let mut t = translations(c);
             t.pop();
@@ -434,13 +439,13 @@ const FORMS: &[Form] = &[
     Form {
         name: "array reply with the whole joined reply in one element",
         texts: &THREE,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| Reply::Texts(vec![translations(c).join(&c.separator)]),
     },
     Form {
         name: "array reply with an empty element",
         texts: &THREE,
-        expect: Expect::Retry,
+        expect: Expect::Refused,
         reply: |c| {
             let mut t = translations(c);
             t[0] = String::new();
@@ -520,55 +525,45 @@ fn bad_replies_are_refused_or_mapped_one_to_one() {
     let mut report = Vec::new();
     for form in FORMS {
         let outcome = run(form.texts, form.reply, false);
-        let retried = outcome.calls.len() > 1;
-        match form.expect {
-            Expect::Retry => {
-                assert!(
-                    retried && outcome.mismatches == 1,
-                    "{}: expected a retry, got {} calls and {} mismatches: {:?}",
-                    form.name,
-                    outcome.calls.len(),
-                    outcome.mismatches,
-                    outcome.results
-                );
-                // The retry is the same batch again, not a guess at part of it.
-                assert_eq!(outcome.calls.len(), 2, "{}", form.name);
-                assert_eq!(outcome.calls[1].attempt, 1, "{}", form.name);
-                assert_eq!(
-                    outcome.calls[1].texts, outcome.calls[0].texts,
-                    "{}",
-                    form.name
-                );
-                assert_own(form.name, form.texts, &outcome, true);
-            }
-            Expect::Accept | Expect::AcceptOwn => {
-                assert!(
-                    !retried && outcome.mismatches == 0,
-                    "{}: expected the reply to be accepted, got {} calls",
-                    form.name,
-                    outcome.calls.len()
-                );
-                assert_own(
-                    form.name,
-                    form.texts,
-                    &outcome,
-                    form.expect == Expect::Accept,
-                );
-            }
+        let retried = outcome.calls.len() > 1 || outcome.mismatches > 0;
+        if retried {
+            assert!(
+                form.expect != Expect::Tolerated,
+                "{}: the contract tolerates this form, yet it was retried",
+                form.name
+            );
+            // One mismatch, then the same batch again, not a guess at part of it.
+            assert_eq!(outcome.mismatches, 1, "{}", form.name);
+            assert_eq!(outcome.calls.len(), 2, "{}", form.name);
+            assert_eq!(outcome.calls[1].attempt, 1, "{}", form.name);
+            assert_eq!(
+                outcome.calls[1].texts, outcome.calls[0].texts,
+                "{}",
+                form.name
+            );
         }
-        report.push(format!(
-            "{:<55} {}",
-            form.name,
-            if retried { "retried" } else { "accepted" }
-        ));
+        let exact = retried || form.expect != Expect::Decorated;
+        assert_own(form.name, form.texts, &outcome, exact);
+        let now = if retried { "retried" } else { "accepted" };
+        let was = match form.expect {
+            Expect::Refused => "retried",
+            Expect::Tolerated | Expect::Decorated => "accepted",
+        };
+        let note = if now == was { "" } else { " (changed)" };
+        report.push(format!("{:<55} {now}{note}", form.name));
     }
     println!("{}", report.join("\n"));
 }
 
 #[test]
 fn bad_replies_that_persist_end_in_the_one_by_one_fallback() {
-    for form in FORMS.iter().filter(|f| f.expect == Expect::Retry) {
+    for form in FORMS.iter().filter(|f| f.expect == Expect::Refused) {
         let outcome = run(form.texts, form.reply, true);
+        if outcome.mismatches == 0 {
+            // The codec has learned to parse this form: then it must parse it exactly.
+            assert_own(form.name, form.texts, &outcome, true);
+            continue;
+        }
         let singles = outcome.calls.iter().filter(|c| !c.is_batch).count();
         // One try and maxBatchRetries (3) retries of the batch, then each item alone.
         assert_eq!(outcome.mismatches, 4, "{}", form.name);
@@ -587,7 +582,6 @@ fn assert_never_misaligned(name: &str, texts: &[&str], bad: fn(&Call) -> Reply) 
 }
 
 #[test]
-#[ignore = "accepted and misaligned: a chatter segment plus a merged pair has the right count"]
 fn chatter_segment_plus_merged_pair_is_not_accepted() {
     assert_never_misaligned("chatter segment + merged pair", &FOUR, |c| {
         let t = translations(c);
@@ -600,7 +594,6 @@ fn chatter_segment_plus_merged_pair_is_not_accepted() {
 }
 
 #[test]
-#[ignore = "accepted and misaligned: a chatter segment plus an omitted last paragraph has the right count"]
 fn chatter_segment_plus_missing_paragraph_is_not_accepted() {
     // A reply cut short (the output token limit) after a preamble the model set apart.
     assert_never_misaligned("chatter segment + truncated reply", &FOUR, |c| {
@@ -614,7 +607,6 @@ fn chatter_segment_plus_missing_paragraph_is_not_accepted() {
 }
 
 #[test]
-#[ignore = "accepted and misaligned: an array reply with a preamble element and one paragraph missing"]
 fn array_with_preamble_and_missing_element_is_not_accepted() {
     assert_never_misaligned("array: preamble + one missing", &THREE, |c| {
         let mut t = translations(c);
@@ -625,7 +617,6 @@ fn array_with_preamble_and_missing_element_is_not_accepted() {
 }
 
 #[test]
-#[ignore = "accepted and misaligned: one translation repeated in place of the next"]
 fn a_repeated_segment_in_place_of_another_is_not_accepted() {
     assert_never_misaligned("repeated segment", &FOUR, |c| {
         let mut t = translations(c);
@@ -635,7 +626,6 @@ fn a_repeated_segment_in_place_of_another_is_not_accepted() {
 }
 
 #[test]
-#[ignore = "accepted and misaligned: segments in another order"]
 fn reordered_segments_are_not_accepted() {
     assert_never_misaligned("two segments swapped", &THREE, |c| {
         let mut t = translations(c);
@@ -653,7 +643,6 @@ const CODE_PAGE: [&str; 3] = [
 ];
 
 #[test]
-#[ignore = "a correct reply whose first segment opens and last closes a code fence loses both fences"]
 fn code_blocks_left_as_they_are_keep_their_fences() {
     // Models leave code untranslated: the correct reply starts and ends with a fence,
     // which the splitter takes for a fence wrapping the whole reply.

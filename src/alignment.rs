@@ -1,0 +1,99 @@
+//! Does a reply with the right segment count really map one to one?
+//!
+//! The count alone cannot tell: a model that puts a preamble in front, merges two
+//! paragraphs and keeps the total, repeats one translation in place of the next, or
+//! swaps two, gives the right number of segments with the wrong paragraph under each.
+//! These checks look for evidence of such a shift and report it as a mismatch, so the
+//! batch is retried (then sent one item at a time) rather than guessed at:
+//! - a segment that ends with ':' where its paragraph does not (a preamble such as
+//!   "Here are the translations:");
+//! - two identical segments for two different paragraphs;
+//! - a number of one paragraph that is missing from its own segment but appears in
+//!   another segment (numbers survive translation, so they anchor segments to paragraphs;
+//!   a number that vanished everywhere, e.g. written out in words, proves nothing).
+//!
+//! A false alarm costs a retry, never a wrong paragraph.
+
+use crate::codec::Mismatch;
+
+/// Checks `segments` (one per text, already counted) against `texts`.
+pub fn check<S: AsRef<str>>(texts: &[S], segments: &[String]) -> Result<(), Mismatch> {
+    for (index, (text, segment)) in texts.iter().zip(segments).enumerate() {
+        let text = text.as_ref().trim_end();
+        if segment.trim_end().ends_with(':') && !text.ends_with(':') && !text.ends_with('：') {
+            return Err(Mismatch::Misaligned { index });
+        }
+    }
+    for (i, a) in segments.iter().enumerate() {
+        for (j, b) in segments.iter().enumerate().skip(i + 1) {
+            if a.trim() == b.trim() && texts[i].as_ref().trim() != texts[j].as_ref().trim() {
+                return Err(Mismatch::Misaligned { index: j });
+            }
+        }
+    }
+    for (index, text) in texts.iter().enumerate() {
+        for number in digit_runs(text.as_ref()) {
+            let own = segments[index].contains(number);
+            let elsewhere = segments.iter().enumerate().any(|(k, s)| {
+                k != index && s.contains(number) && !texts[k].as_ref().contains(number)
+            });
+            if !own && elsewhere {
+                return Err(Mismatch::Misaligned { index });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The runs of ASCII digits in `text`.
+fn digit_runs(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !c.is_ascii_digit())
+        .filter(|run| !run.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn owned(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn a_faithful_reply_passes() {
+        let texts = ["Prices rose by 50% in 2024.", "Ingredients:", "Thanks."];
+        let reply = owned(&["Die Preise stiegen 2024 um 50 %.", "Zutaten:", "Danke."]);
+        assert_eq!(check(&texts, &reply), Ok(()));
+        // Numbers written out in words prove nothing.
+        let words = owned(&[
+            "Die Preise stiegen um fünfzig Prozent.",
+            "Zutaten:",
+            "Danke.",
+        ]);
+        assert_eq!(check(&texts, &words), Ok(()));
+    }
+
+    #[test]
+    fn evidence_of_a_shift_is_a_mismatch() {
+        let texts = ["Click to start.", "The file is 20 MB.", "Restart it."];
+        let preamble = owned(&[
+            "Here are the translations:",
+            "Klicken.",
+            "Die Datei hat 20 MB.",
+        ]);
+        assert_eq!(
+            check(&texts, &preamble),
+            Err(Mismatch::Misaligned { index: 0 })
+        );
+        let repeated = owned(&["Klicken.", "Die Datei hat 20 MB.", "Die Datei hat 20 MB."]);
+        assert_eq!(
+            check(&texts, &repeated),
+            Err(Mismatch::Misaligned { index: 2 })
+        );
+        let swapped = owned(&["Die Datei hat 20 MB.", "Klicken.", "Neu starten."]);
+        assert_eq!(
+            check(&texts, &swapped),
+            Err(Mismatch::Misaligned { index: 1 })
+        );
+    }
+}
