@@ -634,6 +634,120 @@ fn reordered_segments_are_not_accepted() {
     });
 }
 
+// ----- accepted and misaligned still: shifts the alignment checks cannot see -----
+//
+// The checks need evidence: a segment ending in ':', two identical segments, or a number
+// that moved. Paragraphs without digits, a preamble that ends in '.' or '!', and a
+// translation moved rather than repeated leave none.
+
+/// Paragraphs without digits or colons: nothing anchors a segment to its paragraph.
+const PLAIN: [&str; 4] = [
+    "The committee met on Tuesday to discuss the budget.",
+    "Most members agreed that the proposal was too expensive.",
+    "Contact the support team if the problem persists.",
+    "Thank you for reading this article.",
+];
+
+#[test]
+#[ignore = "accepted and misaligned: a preamble ending in '!' set apart by a separator, plus a merged pair, has the right count"]
+fn a_preamble_without_colon_plus_merged_pair_is_not_accepted() {
+    assert_never_misaligned("preamble without colon + merged pair", &PLAIN, |c| {
+        let t = translations(c);
+        let s = &c.separator;
+        text(format!(
+            "Sure, here are the translations!{s}{}{s}{}\n{}{s}{}",
+            t[0], t[1], t[2], t[3]
+        ))
+    });
+}
+
+#[test]
+#[ignore = "accepted and misaligned: a preamble ending in '.' set apart by a separator, then a reply cut short, has the right count"]
+fn a_preamble_without_colon_plus_truncated_reply_is_not_accepted() {
+    // The output token limit cuts the last paragraph off.
+    assert_never_misaligned("preamble without colon + truncated reply", &PLAIN, |c| {
+        let t = translations(c);
+        let s = &c.separator;
+        text(format!("Here you go.{s}{}{s}{}{s}{}", t[0], t[1], t[2]))
+    });
+}
+
+#[test]
+#[ignore = "accepted and misaligned: the first paragraph skipped and a closing remark set apart by a separator"]
+fn a_skipped_paragraph_plus_closing_remark_is_not_accepted() {
+    assert_never_misaligned("first skipped + closing remark", &PLAIN, |c| {
+        let t = translations(c);
+        let s = &c.separator;
+        text(format!(
+            "{}{s}{}{s}{}{s}I hope this helps!",
+            t[1], t[2], t[3]
+        ))
+    });
+}
+
+#[test]
+#[ignore = "accepted and misaligned: two segments swapped in paragraphs without numbers"]
+fn swapped_segments_without_numbers_are_not_accepted() {
+    assert_never_misaligned("two segments swapped, no numbers", &PLAIN, |c| {
+        let mut t = translations(c);
+        t.swap(1, 2);
+        text(t.join(&c.separator))
+    });
+}
+
+#[test]
+#[ignore = "accepted and misaligned: an array reply with a preamble element ending in '.' and the last element missing"]
+fn array_with_preamble_without_colon_is_not_accepted() {
+    assert_never_misaligned("array: preamble without colon + one missing", &PLAIN, |c| {
+        let mut t = translations(c);
+        t.pop();
+        t.insert(0, "Here are the translations.".into());
+        Reply::Texts(t)
+    });
+}
+
+// ----- accepted and altered: fences -----
+
+#[test]
+#[ignore = "accepted and altered: when the last paragraph ends with a fence, a fence the model wraps around the whole reply is kept in the first and last items"]
+fn a_wrapping_fence_is_removed_even_when_a_paragraph_ends_with_one() {
+    let texts = [
+        "Install the package first.",
+        "Then run it as below.",
+        "```sh\nnpm start\n```",
+    ];
+    let provider = |call: &Call, _now: Instant| {
+        let segments: Vec<String> = call
+            .texts
+            .iter()
+            .map(|t| {
+                if t.starts_with("```") {
+                    t.clone()
+                } else {
+                    echo(t)
+                }
+            })
+            .collect();
+        let wrapped = format!("```markdown\n{}\n```", segments.join(&call.separator));
+        Answer::After(Duration::from_millis(50.0), Ok(Reply::Text(wrapped)))
+    };
+    let mut sim = Sim::new(options(&[]), provider);
+    let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    sim.assert_settled_once(&tickets);
+    // Refusing the reply would be fine too; keeping the model's fence lines is not.
+    for (ticket, text) in tickets.iter().zip(texts) {
+        if let Ok(got) = sim.result(*ticket) {
+            let want = if text.starts_with("```") {
+                text.to_owned()
+            } else {
+                echo(text)
+            };
+            assert_eq!(got, &want);
+        }
+    }
+}
+
 // ----- accepted and altered: a correct reply that looks like a fenced one -----
 
 const CODE_PAGE: [&str; 3] = [

@@ -71,17 +71,63 @@ impl ItemFields {
 
 type InputResult<T> = Result<T, PacerFailure<JsValue>>;
 
+// Direct property access from the generated JS glue: no key strings cross the
+// boundary, which matters on the per-item and per-call paths.
+#[wasm_bindgen]
+extern "C" {
+    /// A `translate` item as JS passed it.
+    pub type ItemJs;
+    #[wasm_bindgen(method, getter, structural)]
+    fn text(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural, js_name = sourceLang)]
+    fn source_lang(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural, js_name = targetLang)]
+    fn target_lang(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural, js_name = providerId)]
+    fn provider_id(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural)]
+    fn context(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural)]
+    fn llm(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural)]
+    fn priority(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural)]
+    fn signal(this: &ItemJs) -> JsValue;
+
+    /// The request object handed to the provider.
+    pub type RequestJs;
+    #[wasm_bindgen(method, setter, structural)]
+    fn set_texts(this: &RequestJs, value: &Array);
+    #[wasm_bindgen(method, setter, structural)]
+    fn set_text(this: &RequestJs, value: &str);
+    #[wasm_bindgen(method, setter, structural)]
+    fn set_separator(this: &RequestJs, value: &str);
+    #[wasm_bindgen(method, setter, structural, js_name = isBatch)]
+    fn set_is_batch(this: &RequestJs, value: bool);
+    #[wasm_bindgen(method, setter, structural, js_name = sourceLang)]
+    fn set_source_lang(this: &RequestJs, value: &str);
+    #[wasm_bindgen(method, setter, structural, js_name = targetLang)]
+    fn set_target_lang(this: &RequestJs, value: &str);
+    #[wasm_bindgen(method, setter, structural, js_name = providerId)]
+    fn set_provider_id(this: &RequestJs, value: &str);
+    #[wasm_bindgen(method, setter, structural)]
+    fn set_context(this: &RequestJs, value: &str);
+    #[wasm_bindgen(method, setter, structural)]
+    fn set_attempt(this: &RequestJs, value: u32);
+    #[wasm_bindgen(method, setter, structural)]
+    fn set_signal(this: &RequestJs, value: &JsValue);
+}
+
 fn string_field(
-    value: &JsValue,
+    value: JsValue,
     field: &str,
     rule: &str,
     default: Option<&str>,
 ) -> InputResult<String> {
-    let v = get(value, field);
-    match (v.as_string(), default) {
+    match (value.as_string(), default) {
         (Some(s), _) => Ok(s),
-        (None, Some(d)) if v.is_undefined() => Ok(d.to_owned()),
-        _ => Err(invalid_input(field, rule, &describe(&v))),
+        (None, Some(d)) if value.is_undefined() => Ok(d.to_owned()),
+        _ => Err(invalid_input(field, rule, &describe(&value))),
     }
 }
 
@@ -90,25 +136,26 @@ pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
     if !value.is_object() {
         return Err(invalid_input("item", "an object", &describe(value)));
     }
+    let item: &ItemJs = value.unchecked_ref();
     let name = "a non-empty string";
-    let text = string_field(value, "text", "a string", None)?;
-    let source_lang = string_field(value, "sourceLang", name, None)?;
-    let target_lang = string_field(value, "targetLang", name, None)?;
-    let provider_id = string_field(value, "providerId", name, None)?;
-    let context = string_field(value, "context", "a string", Some(""))?;
-    let llm = match get(value, "llm") {
+    let text = string_field(item.text(), "text", "a string", None)?;
+    let source_lang = string_field(item.source_lang(), "sourceLang", name, None)?;
+    let target_lang = string_field(item.target_lang(), "targetLang", name, None)?;
+    let provider_id = string_field(item.provider_id(), "providerId", name, None)?;
+    let context = string_field(item.context(), "context", "a string", Some(""))?;
+    let llm = match item.llm() {
         v if v.is_undefined() => true,
         v => v
             .as_bool()
             .ok_or_else(|| invalid_input("llm", "a boolean", &describe(&v)))?,
     };
-    let priority = match get(value, "priority") {
+    let priority = match item.priority() {
         v if v.is_undefined() => 0.0,
         v => v
             .as_f64()
             .ok_or_else(|| invalid_input("priority", "a finite number", &describe(&v)))?,
     };
-    let signal = get(value, "signal");
+    let signal = item.signal();
     let aborted = if signal.is_undefined() || signal.is_null() {
         false
     } else {
@@ -198,34 +245,18 @@ pub fn options_object(options: &Options) -> JsValue {
 /// The request object handed to the provider.
 pub fn request_object(call: &Call, signal: &JsValue) -> JsValue {
     let texts: Array = call.texts.iter().map(|t| JsValue::from_str(t)).collect();
-    let object = Object::new();
-    set(&object, "texts", &texts);
-    set(&object, "text", &JsValue::from_str(&call.text));
-    set(&object, "separator", &JsValue::from_str(&call.separator));
-    set(&object, "isBatch", &JsValue::from_bool(call.is_batch));
-    set(
-        &object,
-        "sourceLang",
-        &JsValue::from_str(&call.compat.source_lang),
-    );
-    set(
-        &object,
-        "targetLang",
-        &JsValue::from_str(&call.compat.target_lang),
-    );
-    set(
-        &object,
-        "providerId",
-        &JsValue::from_str(&call.compat.provider_id),
-    );
-    set(&object, "context", &JsValue::from_str(&call.compat.context));
-    set(
-        &object,
-        "attempt",
-        &JsValue::from_f64(f64::from(call.attempt)),
-    );
-    set(&object, "signal", signal);
-    object.into()
+    let request: RequestJs = Object::new().unchecked_into();
+    request.set_texts(&texts);
+    request.set_text(&call.text);
+    request.set_separator(&call.separator);
+    request.set_is_batch(call.is_batch);
+    request.set_source_lang(&call.compat.source_lang);
+    request.set_target_lang(&call.compat.target_lang);
+    request.set_provider_id(&call.compat.provider_id);
+    request.set_context(&call.compat.context);
+    request.set_attempt(call.attempt);
+    request.set_signal(signal);
+    request.into()
 }
 
 /// A provider's resolved value as a reply, or a bad-reply failure.

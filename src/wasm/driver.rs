@@ -426,7 +426,11 @@ impl Inner {
                 return;
             };
             let wake = state.engine.poll_timeout();
-            if state.timer.as_ref().map(|(at, _)| *at) == wake {
+            let armed = state.timer.as_ref().map(|(at, _)| *at);
+            // A timer already set for this time or earlier stays: waking early costs one
+            // empty turn, while re-arming on every call (each moves the next deadline)
+            // would cost a clearTimeout and a setTimeout per call.
+            if armed == wake || armed.zip(wake).is_some_and(|(armed, wake)| armed <= wake) {
                 return;
             }
             (wake, (state.timer.take(), state.spent_timer.take()))
