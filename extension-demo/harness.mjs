@@ -58,6 +58,24 @@ export async function launchChromium({ headless = !process.env.DISPLAY, executab
   };
 }
 
+/**
+ * Stops every service worker of the extension's origin, as Chrome does when idle, and
+ * wakes a fresh one; returns the stopped and the new worker's time origins.
+ */
+export async function stopServiceWorker(browser) {
+  const worker = await browser.serviceWorker();
+  const before = await worker.evaluate(() => performance.timeOrigin);
+  const extensionPage = await browser.context.newPage();
+  await extensionPage.goto(browser.pageUrl("stats.html"));
+  const cdp = await browser.context.newCDPSession(extensionPage);
+  await cdp.send("ServiceWorker.enable");
+  await cdp.send("ServiceWorker.stopAllWorkers");
+  await extensionPage.close();
+  await extensionMessage(browser, { type: "getSettings" });
+  const after = await (await browser.serviceWorker()).evaluate(() => performance.timeOrigin);
+  return { before, after };
+}
+
 /** Sends one message as an extension page (the options page) and returns the answer. */
 export async function extensionMessage(browser, message) {
   const page = await browser.context.newPage();

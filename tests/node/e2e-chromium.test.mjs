@@ -63,19 +63,10 @@ function assertAligned(shown, { allowFailed = false } = {}) {
   }
 }
 
-/** Stops every service worker of the extension's origin, as Chrome does when idle. */
+/** Stops the extension's worker; a fresh one (another time origin) takes over. */
 async function stopServiceWorker(browser) {
-  const worker = await browser.serviceWorker();
-  const origin = await worker.evaluate(() => performance.timeOrigin);
-  const extensionPage = await browser.context.newPage();
-  await extensionPage.goto(browser.pageUrl("stats.html"));
-  const cdp = await browser.context.newCDPSession(extensionPage);
-  await cdp.send("ServiceWorker.enable");
-  await cdp.send("ServiceWorker.stopAllWorkers");
-  await extensionPage.close();
-  // The worker really went away: the next event starts a fresh one (another time origin).
-  const restarted = await harness.extensionMessage(browser, { type: "getSettings" }).then(() => browser.serviceWorker());
-  assert.notEqual(await restarted.evaluate(() => performance.timeOrigin), origin, "the worker was not stopped");
+  const { before, after } = await harness.stopServiceWorker(browser);
+  assert.notEqual(after, before, "the worker was not stopped");
 }
 
 async function openPage(browser, query = "") {
