@@ -16,10 +16,10 @@ export function quotaChart(groups, { title, subtitle }) {
   const labelW = 330;
   const panelW = 300;
   const leftX = labelW + 20;
-  const rightX = leftX + panelW + 60;
+  const rightX = leftX + panelW + 90;
   const width = rightX + panelW + 70;
   const rows = groups.reduce((n, g) => n + g.rows.length, 0);
-  const height = top + rows * rowH + groups.length * groupGap + 40;
+  const height = top + rows * rowH + groups.length * (groupGap - 8) + 36;
 
   const maxRatio = Math.max(2, ...groups.flatMap((g) => g.rows.map((r) => r.ratio).filter(Number.isFinite)));
   const ratioTicks = [1, 1.5, 2, 3, 5, 10, 20, 50, 100, 200, 500].filter((t) => t <= maxRatio * 1.05);
@@ -41,7 +41,10 @@ export function quotaChart(groups, { title, subtitle }) {
     `<text x="${rightX}" y="${top - 12}" font-weight="600">429 answers (log scale)</text>`,
   );
   const bottom = height - 30;
+  let lastTick = -Infinity;
   for (const t of ratioTicks) {
+    if (xRatio(t) - lastTick < 30) continue; // keep tick labels apart
+    lastTick = xRatio(t);
     const x = xRatio(t).toFixed(1);
     out.push(`<line x1="${x}" y1="${top - 4}" x2="${x}" y2="${bottom}" stroke="#e3e3e3"/>`);
     out.push(`<text x="${x}" y="${bottom + 14}" text-anchor="middle" fill="#555">${t}×</text>`);
@@ -62,10 +65,14 @@ export function quotaChart(groups, { title, subtitle }) {
       const fill = ours ? "#1f7a8c" : "#c8773a";
       const mid = y + rowH / 2;
       out.push(`<text x="${labelW + 10}" y="${mid + 4}" text-anchor="end">${esc(row.name)}</text>`);
-      const w1 = Math.max(1, xRatio(row.ratio) - leftX);
+      const w1 = Math.max(2, xRatio(row.ratio) - leftX);
       out.push(`<rect x="${leftX}" y="${y + 3}" width="${w1.toFixed(1)}" height="${rowH - 6}" fill="${fill}"/>`);
       const failed = row.failed > 0 ? ` (${row.failed} failed)` : "";
-      out.push(`<text x="${(leftX + w1 + 4).toFixed(1)}" y="${mid + 4}" fill="#333">${row.ratio.toFixed(2)}×${failed}</text>`);
+      const label = `${row.ratio.toFixed(2)}×${failed}`;
+      // A long bar carries its label inside, so that it never runs into the next panel.
+      const inside = w1 > panelW * 0.55;
+      const lx = inside ? leftX + w1 - 4 : leftX + w1 + 4;
+      out.push(`<text x="${lx.toFixed(1)}" y="${mid + 4}" fill="${inside ? "#fff" : "#333"}"${inside ? ' text-anchor="end"' : ""}>${esc(label)}</text>`);
       const w2 = Math.max(row.rateLimited > 0 ? 1 : 0, x429(row.rateLimited) - rightX);
       if (w2 > 0) out.push(`<rect x="${rightX}" y="${y + 3}" width="${w2.toFixed(1)}" height="${rowH - 6}" fill="${fill}"/>`);
       out.push(`<text x="${(rightX + w2 + 4).toFixed(1)}" y="${mid + 4}" fill="#333">${Math.round(row.rateLimited).toLocaleString("en-US")}</text>`);

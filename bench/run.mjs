@@ -6,10 +6,12 @@
 //   node --expose-gc bench/run.mjs [--package DIR] [--engine-output FILE]
 //   node bench/run.mjs --smoke             # tiny inputs, one run each, no Chromium, no files
 //
-// --package DIR: the installed batch-pacer to measure (default: this repository's js/ and
-// pkg/ after `npm run build`). --no-chromium: skip the service-worker rows. --only 1,4:
-// run these workloads only. --sizes 1000,5000: workload 1's paragraph counts. Writes bench/results.md and bench/quota.svg (not in --smoke
-// nor with --only).
+// --package DIR      the installed batch-pacer to measure (default: this repository's js/
+//                    and pkg/ after `npm run build`)
+// --no-chromium      skip the service-worker rows
+// --only 1,4         run these workloads only
+// --sizes 1000,5000  workload 1's paragraph counts
+// A full run writes bench/results.md and bench/quota.svg (--smoke and --only write nothing).
 
 import { execFile as execFileCb, execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync, existsSync } from "node:fs";
@@ -73,7 +75,7 @@ const { BatchPacer } = pacerModule;
 
 const LATENCY_MS = 300;
 const BATCHING = { maxItems: 4, maxChars: 1000 }; // the defaults: 4 items / 1000 characters
-const r0calls = (count) => fmt(Math.round(count));
+const whole = (count) => fmt(Math.round(count)); // counts are medians: print them whole
 const mean = (values) => (values.length ? values.reduce((a, b) => a + b, 0) / values.length : NaN);
 const runsNote = (what = "runs") => `Each figure: median of ${CONFIG.runs} ${what}, implementations alternating run by run.`;
 
@@ -200,7 +202,7 @@ async function schedulingOverhead() {
         const r = bySize.get(n);
         return [fmt(r.get(name).usPerItem, 2), ratio(r.get(name).usPerItem, r.get(floor).usPerItem)];
       }),
-      r0calls(bySize.get(sizes.at(-1)).get(name).calls),
+      whole(bySize.get(sizes.at(-1)).get(name).calls),
     ];
   });
   report(
@@ -271,7 +273,7 @@ async function quotaEfficiency() {
       const name = c.name === contenders[0].name ? `${c.name} (rate ${q.rate}, capacity 1)` : c.name;
       rows.push([
         q.label, name, fmt(r.completedMs / 60_000, 1), fmt(r.completedMs / lowerBoundMs, 2),
-        ratio(r.completedMs, baseline.completedMs), r0calls(r.rateLimited), r0calls(r.calls), r0calls(r.failed),
+        ratio(r.completedMs, baseline.completedMs), whole(r.rateLimited), whole(r.calls), whole(r.failed),
       ]);
       group.rows.push({ name: c.name, ratio: r.completedMs / lowerBoundMs, rateLimited: r.rateLimited, failed: r.failed });
     }
@@ -332,7 +334,7 @@ async function requestSavings() {
     for (const impl of f.impls) {
       const r = results.get(impl.name);
       if (f.flow === "article" && impl.name === "batch-pacer, defaults") articleRatio = n / r.calls;
-      rows.push([f.flow, impl.name, n, r0calls(r.calls), ratio(n, r.calls), fmt(r.meanWaitMs / 1000, 2)]);
+      rows.push([f.flow, impl.name, n, whole(r.calls), ratio(n, r.calls), fmt(r.meanWaitMs / 1000, 2)]);
     }
     const bound = packedCalls(f.texts, BATCHING);
     rows.push([f.flow, "bound: packing in document order", n, bound, ratio(n, bound), "–"]);
@@ -379,9 +381,9 @@ async function lateBinding() {
   const rows = [SEALED, LATE].map((name) => {
     const r = results.get(name);
     return [
-      name, r0calls(r.calls), ratio(r.calls, base.calls), fmt(r.itemsPerCall, 2),
+      name, whole(r.calls), ratio(r.calls, base.calls), fmt(r.itemsPerCall, 2),
       `${fmt((r.itemsPerCall / settings.maxItemsPerBatch) * 100, 0)}%`,
-      fmt(r.completedMs / 60_000, 1), ratio(r.completedMs, base.completedMs), fmt(r.meanWaitMs / 1000, 1), r0calls(r.rateLimited),
+      fmt(r.completedMs / 60_000, 1), ratio(r.completedMs, base.completedMs), fmt(r.meanWaitMs / 1000, 1), whole(r.rateLimited),
     ];
   });
   report(
@@ -563,7 +565,7 @@ function writeResults({ chromiumVersion, groups, started }) {
     join(BENCH_DIR, "quota.svg"),
     quotaChart(groups, {
       title: `Workload 2: ${CONFIG.quotaParagraphs} paragraphs against a strict quota (virtual time, median of ${CONFIG.runs} runs)`,
-      subtitle: `${lowerBound}; fewer 429s is better. ${m.node}, ${started.toISOString().slice(0, 10)}`,
+      subtitle: `${lowerBound}; teal: batch-pacer, orange: Bottleneck and p-queue; "failed": paragraphs given up after 10 retries. Node ${m.node}, ${started.toISOString().slice(0, 10)}`,
     }),
   );
   console.log(`wrote ${join("bench", "results.md")} and ${join("bench", "quota.svg")}`);

@@ -203,6 +203,10 @@ fn quota(provider_id: &str) -> usize {
 
 const BACKLOG: usize = 3_000;
 
+/// A run that needs more virtual time than this has stalled (1,000,000 items need about
+/// 5 hours with the defaults).
+const MAX_VIRTUAL_HOURS: f64 = 1000.0;
+
 impl Soak {
     fn at(&mut self, at: Instant, event: Event) {
         self.seq += 1;
@@ -639,6 +643,22 @@ fn main() {
         steps += 1;
         still = if at > soak.now { 0 } else { still + 1 };
         assert!(still < 1_000_000, "no progress at {:?}", soak.now);
+        if at.as_millis() > MAX_VIRTUAL_HOURS * 3_600_000.0 {
+            let slowest: Vec<String> = soak
+                .pacers
+                .iter()
+                .flat_map(|p| p.tally.slowest.iter())
+                .map(|(provider, rate)| format!("{provider} {rate:.5}/s"))
+                .collect();
+            panic!(
+                "after {MAX_VIRTUAL_HOURS} virtual hours {} of {} items are sent and {} \
+                 unsettled: the pacers stall (slowest adaptive rates: {})",
+                soak.sent,
+                soak.items,
+                soak.pacers.iter().map(|p| p.pending.len()).sum::<usize>(),
+                slowest.join(", ")
+            );
+        }
         soak.now = soak.now.max(at);
         let now = soak.now;
         while let Some(entry) = soak.schedule.first_entry() {
@@ -829,7 +849,7 @@ fn main() {
         .pacers
         .iter()
         .flat_map(|p| p.tally.slowest.iter())
-        .map(|(provider, rate)| format!("{provider} {rate:.3}/s"))
+        .map(|(provider, rate)| format!("{provider} {rate:.5}/s"))
         .collect();
     println!("slowest adaptive rates: {}", slowest.join(", "));
     println!(
