@@ -103,20 +103,26 @@ export async function getStats(browser) {
   return answer.stats;
 }
 
-/** Progress the content script publishes on the page's root element. */
-export async function progress(page) {
-  return page.evaluate(() => {
-    const d = document.documentElement.dataset;
-    const n = (v) => (v === undefined ? null : Number(v));
-    return {
-      pageTotal: n(d.bpPageTotal),
-      pageDone: n(d.bpPageDone),
-      subtitlesTotal: n(d.bpSubtitlesTotal),
-      subtitlesDone: n(d.bpSubtitlesDone),
-      failed: n(d.bpFailed) ?? 0,
-      cuesDone: n(d.cuesDone),
-    };
-  });
+/**
+ * Progress the content script publishes on the page's root element. Runs inside the page
+ * (page.evaluate, or WebDriver's executeScript).
+ */
+export function readProgressInPage() {
+  const d = document.documentElement.dataset;
+  const n = (v) => (v === undefined ? null : Number(v));
+  return {
+    pageTotal: n(d.bpPageTotal),
+    pageDone: n(d.bpPageDone),
+    subtitlesTotal: n(d.bpSubtitlesTotal),
+    subtitlesDone: n(d.bpSubtitlesDone),
+    failed: n(d.bpFailed) ?? 0,
+    cuesDone: n(d.cuesDone),
+  };
+}
+
+/** Progress of a playwright page. */
+export function progress(page) {
+  return page.evaluate(readProgressInPage);
 }
 
 /** Waits until every paragraph and every cue (if the page has cues) is answered. */

@@ -1473,8 +1473,8 @@ impl<C: Clone> Engine<C> {
 }
 
 /// Whether `text` is empty or only white space as JS's `trim()` defines it (which differs
-/// from Rust's: U+FEFF is white space there, U+0085 is not).
-fn is_blank(text: &str) -> bool {
+/// from Rust's: U+FEFF is white space there, U+0085 is not). Such text resolves to itself.
+pub fn is_blank(text: &str) -> bool {
     text.chars().all(|c| {
         matches!(
             c,

@@ -20,8 +20,8 @@ mod common;
 use std::collections::HashMap;
 
 use batch_pacer::{
-    Call, CallId, Compat, Duration, Engine, ErrorCode, Failure, FailureKind, Instant, Item,
-    OptionValue, Reply, Ticket,
+    is_blank, Call, CallId, Compat, Duration, Engine, ErrorCode, Failure, FailureKind, Instant,
+    Item, OptionValue, Reply, Ticket,
 };
 use common::Bytes;
 use libfuzzer_sys::fuzz_target;
@@ -42,23 +42,6 @@ macro_rules! trace {
     };
 }
 const DRAIN_STEPS: usize = 200_000;
-
-/// Whether JS's `trim()` leaves nothing (the engine's definition of a blank text).
-fn is_blank(text: &str) -> bool {
-    text.chars().all(|c| {
-        matches!(
-            c,
-            '\t' | '\n' | '\u{b}' | '\u{c}' | '\r' | ' ' | '\u{a0}' | '\u{1680}' | '\u{2000}'
-                ..='\u{200a}'
-                    | '\u{2028}'
-                    | '\u{2029}'
-                    | '\u{202f}'
-                    | '\u{205f}'
-                    | '\u{3000}'
-                    | '\u{feff}'
-        )
-    })
-}
 
 /// The provider's translation of a text. No CR: the codec normalizes line endings.
 fn echo(text: &str) -> String {

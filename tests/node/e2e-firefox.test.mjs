@@ -30,7 +30,7 @@ const { startDemoServer } = await load("extension-demo/demo-server.mjs");
 const { startMockProvider, pseudoTranslate: mockTranslate, reversePseudoTranslation } =
   await load("extension-demo/mock-provider.mjs");
 const { pseudoTranslate } = await load("extension-demo/demo-provider.js");
-const { readTranslationsInPage } = await load("extension-demo/harness.mjs");
+const { readProgressInPage, readTranslationsInPage } = await load("extension-demo/harness.mjs");
 
 const EXTENSION_DIR = join(repo, "extension-demo");
 const FIREFOX = "/usr/bin/firefox-esr";
@@ -121,20 +121,9 @@ async function withMock(t, options) {
   return mock;
 }
 
-/** Progress the content script publishes on the page's root element. */
+/** Progress the content script publishes, read by the harness's in-page function. */
 function progress(driver) {
-  return driver.executeScript(() => {
-    const d = document.documentElement.dataset;
-    const n = (v) => (v === undefined ? null : Number(v));
-    return {
-      pageTotal: n(d.bpPageTotal),
-      pageDone: n(d.bpPageDone),
-      subtitlesTotal: n(d.bpSubtitlesTotal),
-      subtitlesDone: n(d.bpSubtitlesDone),
-      failed: n(d.bpFailed) ?? 0,
-      cuesDone: n(d.cuesDone),
-    };
-  });
+  return driver.executeScript(readProgressInPage);
 }
 
 /** Polls until every paragraph (and, when `cues`, all 40 cues) has its answer. */
