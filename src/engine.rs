@@ -184,6 +184,8 @@ enum Timer {
 const ADAPTIVE_FAST_GROWTH: f64 = 1.05;
 const ADAPTIVE_SLOW_GROWTH: f64 = 1.005;
 const ADAPTIVE_SLOW_ZONE: f64 = 0.75;
+/// The lowest adaptive rate, in calls per second.
+const ADAPTIVE_FLOOR: f64 = 1.0 / 60.0;
 
 /// The sans-IO pacer. `C` is the driver's error type, returned as `cause`.
 #[derive(Debug)]
@@ -499,7 +501,7 @@ impl<C: Clone> Engine<C> {
         self.bucket.set_capacity(self.now, next.capacity);
         for provider in &mut self.providers {
             if let Some(adaptive) = &mut provider.adaptive {
-                if adaptive.bucket.rate() >= next.rate {
+                if !next.adaptive_rate || adaptive.bucket.rate() >= next.rate {
                     provider.adaptive = None;
                 } else {
                     adaptive.ceiling = adaptive.ceiling.min(next.rate);
@@ -1244,7 +1246,9 @@ impl<C: Clone> Engine<C> {
         provider.episode = provider.episode.wrapping_add(1);
         if adaptive_on {
             let current = provider.adaptive.as_ref().map_or(rate, |a| a.bucket.rate());
-            let slower = current / 2.0;
+            // A floor of one call a minute: 429s that come whatever the rate (a flaky
+            // gateway) must not halve it towards zero; Retry-After pauses cover the rest.
+            let slower = (current / 2.0).max(ADAPTIVE_FLOOR.min(rate));
             provider.adaptive = Some(Adaptive {
                 bucket: TokenBucket::empty(slower, 1.0, now),
                 ceiling: current,

@@ -854,3 +854,39 @@ fn an_item_arriving_after_the_window_closed_still_joins_the_batch_before_it_star
     sim.drive();
     assert_eq!(sim.calls[0].texts, vec!["one", "two", "three"]);
 }
+
+#[test]
+fn the_adaptive_rate_has_a_floor_and_turning_it_off_lifts_it() {
+    // 429s that come whatever the rate: each episode halves, but never below 1/min.
+    let opts = options(&[("maxRateLimitRetries", 40.0), ("baseRetryDelayMs", 1.0)]);
+    let mut sim = Sim::new(opts, |_: &Call, _| {
+        Answer::After(Duration::from_millis(1.0), Err(http_error(429, Some(0.0))))
+    });
+    sim.translate(&single("x"));
+    sim.drive();
+    let rates: Vec<f64> = sim
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            batch_pacer::Event::AdaptiveRate { rate: Some(r), .. } => Some(*r),
+            _ => None,
+        })
+        .collect();
+    assert!(rates.len() > 10);
+    assert!(rates.iter().all(|r| *r >= 1.0 / 60.0 - 1e-12), "{rates:?}");
+    assert!(sim.engine.snapshot(0.0).providers[0]
+        .adaptive_rate
+        .is_some());
+    sim.engine
+        .set_options(sim.now, &[("adaptiveRate", OptionValue::Bool(false))])
+        .unwrap();
+    assert_eq!(
+        sim.engine
+            .snapshot(0.0)
+            .providers
+            .iter()
+            .filter(|p| p.adaptive_rate.is_some())
+            .count(),
+        0
+    );
+}

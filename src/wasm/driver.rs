@@ -322,13 +322,18 @@ impl Inner {
             Ok(returned) => {
                 // Promise.resolve accepts promises, thenables and plain values alike.
                 let promise = Promise::resolve(&returned);
-                let inner = Rc::clone(self);
+                // Weak: a provider that never settles (and ignores its abort signal) must
+                // not keep a disposed or dropped pacer alive. While the call matters, its
+                // deadline timer holds the pacer.
+                let inner = Rc::downgrade(self);
                 spawn_local(async move {
                     let outcome = match JsFuture::from(promise).await {
                         Ok(value) => convert::reply_from(value),
                         Err(error) => Err(convert::failure_from(error)),
                     };
-                    inner.respond(id, outcome);
+                    if let Some(inner) = inner.upgrade() {
+                        inner.respond(id, outcome);
+                    }
                 });
             }
         }
@@ -344,13 +349,15 @@ impl Inner {
             Err(error) => self.found(id, LookupResult::Failed(convert::error_message(&error))),
             Ok(returned) => {
                 let promise = Promise::resolve(&returned);
-                let inner = Rc::clone(self);
+                let inner = Rc::downgrade(self);
                 spawn_local(async move {
                     let result = match JsFuture::from(promise).await {
                         Ok(value) => convert::lookup_result(&value),
                         Err(error) => LookupResult::Failed(convert::error_message(&error)),
                     };
-                    inner.found(id, result);
+                    if let Some(inner) = inner.upgrade() {
+                        inner.found(id, result);
+                    }
                 });
             }
         }
@@ -377,9 +384,11 @@ impl Inner {
             Err(error) => self.store_failed(&error),
             Ok(returned) => {
                 let promise = Promise::resolve(&returned);
-                let inner = Rc::clone(self);
+                let inner = Rc::downgrade(self);
                 spawn_local(async move {
-                    if let Err(error) = JsFuture::from(promise).await {
+                    if let (Err(error), Some(inner)) =
+                        (JsFuture::from(promise).await, inner.upgrade())
+                    {
                         inner.store_failed(&error);
                     }
                 });
