@@ -222,8 +222,8 @@ export interface PacerSettings {
    * Bounds memory: the most provider items held at once (queued, being looked up in the
    * `cache` store, or in a running call); `0` means no limit. When it is reached, new
    * items reject at once with code `queue_full` (identical items that share a held one
-   * are still accepted). Each queued item costs about 1.5 × its text's UTF-8 size + 170
-   * bytes in the core. An addition to the contract: it is not in `DEFAULTS`, and
+   * are still accepted). Each queued item costs about its text's UTF-8 size + 170 bytes in
+   * the core. An addition to the contract: it is not in `DEFAULTS`, and
    * `pacer.options` shows it only once set.
    *
    * Valid range: an integer >= 0.
