@@ -1,7 +1,7 @@
 // Request Control: the options page. Edits the settings of both flows and the provider,
 // and lets the background validate them with the package's own rules and messages.
 
-import { FLOWS, FLOW_FIELDS, PRESETS, DEFAULT_SETTINGS, MESSAGES } from "./protocol.js";
+import { FLOWS, FLOW_FIELDS, PRESETS, DEFAULT_SETTINGS, MESSAGES, describeFailure, send } from "./protocol.js";
 
 const FLOW_TITLES = { page: "Page translation", subtitles: "Video subtitles" };
 
@@ -64,20 +64,6 @@ const statusLine = $("status");
 let loaded = false;
 let busy = false;
 let apiKeySet = false;
-
-// ---------------------------------------------------------------------------------------
-// Messaging
-
-/** Sends one message to the background; `browser` in Firefox, `chrome` in Chromium. */
-async function send(message) {
-  const api = globalThis.browser ?? globalThis.chrome;
-  if (!api?.runtime?.sendMessage) throw new Error("the extension messaging API is not available");
-  return api.runtime.sendMessage(message);
-}
-
-function describeFailure(error) {
-  return error instanceof Error ? error.message : String(error);
-}
 
 // ---------------------------------------------------------------------------------------
 // Building the flow sections

@@ -97,3 +97,18 @@ export const DEFAULT_SETTINGS = Object.freeze({
 
 /** The browser's extension API: `browser` in Firefox, `chrome` in Chromium. */
 export const ext = globalThis.browser ?? globalThis.chrome;
+
+/**
+ * Sends one message from an extension page to the background. The API is looked up at
+ * call time, so a page works wherever the extension API appears before its first message.
+ */
+export async function send(message) {
+  const api = globalThis.browser ?? globalThis.chrome;
+  if (!api?.runtime?.sendMessage) throw new Error("the extension messaging API is not available");
+  return api.runtime.sendMessage(message);
+}
+
+/** An error's message for the pages' status lines. */
+export function describeFailure(error) {
+  return error instanceof Error ? error.message : String(error);
+}

@@ -2,7 +2,7 @@
 // paragraphs became how many provider calls, the pacer's counters, the counts per provider
 // and a chart of both totals over time.
 
-import { FLOWS, MESSAGES } from "./protocol.js";
+import { FLOWS, MESSAGES, describeFailure, send } from "./protocol.js";
 
 const POLL_MS = 1000;
 
@@ -40,19 +40,6 @@ let loadedOnce = false;
 let timer;
 let running = false;
 let rerun = false;
-
-// ---------------------------------------------------------------------------------------
-// Messaging
-
-async function send(message) {
-  const api = globalThis.browser ?? globalThis.chrome;
-  if (!api?.runtime?.sendMessage) throw new Error("the extension messaging API is not available");
-  return api.runtime.sendMessage(message);
-}
-
-function describeFailure(error) {
-  return error instanceof Error ? error.message : String(error);
-}
 
 function setStatus(text, state) {
   const line = $("stats-status");
