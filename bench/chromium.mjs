@@ -8,6 +8,7 @@ import { readFile } from "node:fs/promises";
 import { existsSync } from "node:fs";
 import { join, normalize, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
+import { CHROMIUM_ARGS } from "../tests/node/chromium.mjs";
 
 const BENCH_DIR = resolve(fileURLToPath(new URL(".", import.meta.url)));
 export const CHROMIUM = "/usr/bin/chromium";
@@ -52,16 +53,7 @@ export async function openServiceWorkerHost(packageDir) {
   const browser = await chromium.launch({
     executablePath: CHROMIUM,
     headless: false, // --headless=new below chooses the headless mode
-    args: [
-      "--headless=new",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-dev-shm-usage",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
+    args: CHROMIUM_ARGS,
   });
   try {
     const page = await browser.newPage();
