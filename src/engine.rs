@@ -116,8 +116,8 @@ impl Waiters {
 
 /// Tickets with this bit come from a counter (immediate answers, dedup joiners); the
 /// others are the bits of the job they wait on, plus one, so finding a job needs no map
-/// and no ticket is 0.
-const COUNTED_TICKET: Ticket = 1 << 63;
+/// and no ticket is 0. Every ticket stays below 2^53: JS holds tickets as numbers.
+const COUNTED_TICKET: Ticket = 1 << 52;
 
 fn job_ticket(job: Key) -> Ticket {
     job.to_bits() + 1

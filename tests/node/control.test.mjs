@@ -94,6 +94,23 @@ describe("AbortSignal", () => {
     assert.equal(calls.length, 1);
   });
 
+  test("aborting a later one of identical items aborts that item, not another", async (t) => {
+    const { clock, calls, send, pacer } = setup(t, { batchDelayMs: 100 });
+    const controllers = [0, 1, 2, 3].map(() => new AbortController());
+    const sent = controllers.map((c) => send(item("same", { signal: c.signal })));
+    controllers[2].abort();
+    await clock.tickAsync(0);
+    assertPacerError(sent[2].reason, "aborted");
+    for (const i of [0, 1, 3]) assert.equal(sent[i].status, "pending", `item ${i} is still waiting`);
+    controllers[3].abort();
+    await clock.tickAsync(100);
+    assertPacerError(sent[3].reason, "aborted");
+    assert.equal(sent[0].value, "SAME");
+    assert.equal(sent[1].value, "SAME");
+    assert.equal(calls.length, 1);
+    assert.equal(pacer.stats().aborted, 2);
+  });
+
   test("aborting after the item settled changes nothing", async (t) => {
     const { clock, send, pacer } = setup(t);
     const controller = new AbortController();
