@@ -92,9 +92,18 @@ export function cacheKey(item) {
   return coreCacheKey(item);
 }
 
+/** Registered compatibility combinations kept per pacer before they are forgotten. */
+const MAX_COMPATS = 4096;
+
+/** Whether `signal` has the shape the core accepts (an `AbortSignal` or look-alike). */
+const isSignal = (signal) => typeof signal.aborted === "boolean" && typeof signal.addEventListener === "function";
+
 /** Paces and batches translation requests to one provider callback. */
 export class BatchPacer {
   #core;
+  /** providerId → sourceLang → targetLang → context → [id when llm, id when not]. */
+  #compats = new Map();
+  #compatCount = 0;
 
   constructor(provider, options) {
     requireReady("new BatchPacer()");
@@ -106,7 +115,7 @@ export class BatchPacer {
     return new Promise((resolve, reject) => {
       const signal = item !== null && typeof item === "object" ? item.signal : undefined;
       if (signal === undefined || signal === null) {
-        this.#core.translate(item, resolve, reject);
+        this.#enqueue(item, resolve, reject);
         return;
       }
       // Forward the signal's abort to the core, and stop listening once settled.
@@ -117,12 +126,58 @@ export class BatchPacer {
         if (onAbort) signal.removeEventListener("abort", onAbort);
         settle(value);
       };
-      const ticket = this.#core.translate(item, finish(resolve), finish(reject));
+      const ticket = this.#enqueue(item, finish(resolve), finish(reject), signal);
       if (ticket && !settled) {
         onAbort = () => this.#core.abort(ticket);
         signal.addEventListener("abort", onAbort, { once: true });
       }
     });
+  }
+
+  /**
+   * Hands an item to the core and returns its ticket (0 when it settled at once). An
+   * item whose fields have the expected types crosses as its text and the id of its
+   * compatibility fields; any other goes through the core's full check, which names
+   * the field that is wrong.
+   */
+  #enqueue(item, resolve, reject, signal) {
+    if (item !== null && typeof item === "object" && (signal === undefined || (isSignal(signal) && !signal.aborted))) {
+      const { text, sourceLang, targetLang, providerId, context = "", llm = true, priority = 0 } = item;
+      if (
+        typeof text === "string" && typeof sourceLang === "string" && typeof targetLang === "string" &&
+        typeof providerId === "string" && typeof context === "string" && typeof llm === "boolean" &&
+        typeof priority === "number"
+      ) {
+        const compat = this.#compatId(providerId, sourceLang, targetLang, context, llm);
+        if (compat !== 0) return this.#core.submit(text, compat, priority, resolve, reject);
+      }
+    }
+    return this.#core.translate(item, resolve, reject);
+  }
+
+  #compatId(providerId, sourceLang, targetLang, context, llm) {
+    const level = (map, key) => {
+      let next = map.get(key);
+      if (next === undefined) map.set(key, (next = new Map()));
+      return next;
+    };
+    const byContext = level(level(level(this.#compats, providerId), sourceLang), targetLang);
+    let ids = byContext.get(context);
+    if (ids === undefined) byContext.set(context, (ids = [0, 0]));
+    const slot = llm ? 0 : 1;
+    if (ids[slot] === 0) {
+      if (this.#compatCount >= MAX_COMPATS) {
+        // Pages with ever-new contexts must not grow the table without bound.
+        this.#core.clearCompats();
+        this.#compats.clear();
+        this.#compatCount = 0;
+        return this.#compatId(providerId, sourceLang, targetLang, context, llm);
+      }
+      // 0: the core is busy (a re-entrant call it cannot serve); the full path answers.
+      ids[slot] = this.#core.registerCompat(providerId, sourceLang, targetLang, context, llm);
+      if (ids[slot] !== 0) this.#compatCount++;
+    }
+    return ids[slot];
   }
 
   /** Validates the whole patch, then applies it to queued work at once. */

@@ -4,6 +4,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 [ -x node_modules/.bin/wasm-opt ] || npm install --no-audit --no-fund --loglevel=error
+# Snippet folders are named by a hash: clear old ones so that none ships by mistake.
+rm -rf pkg/snippets
 wasm-pack build --release --target web --out-dir pkg --out-name batch_pacer --no-pack --no-typescript
 # wasm-pack writes a .gitignore of "*" into pkg/, which would keep the files out of `npm pack`.
 rm -f pkg/.gitignore

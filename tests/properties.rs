@@ -6,6 +6,7 @@ mod sim;
 use std::cell::Cell;
 use std::rc::Rc;
 
+use batch_pacer::codec;
 use batch_pacer::key::{item_key, to_hex};
 use batch_pacer::{Call, Compat, Failure, Item, LookupResult, OptionValue, Options, Reply};
 use proptest::prelude::*;
@@ -373,5 +374,18 @@ proptest! {
             prop_assert!(*start >= ideal - 1e-9 && *start <= ideal + slack,
                 "call {} at {} ms, ideal {} ms", k, start, ideal);
         }
+    }
+
+    /// The JS side of calls rebuilds `request.texts` as `text.split(separator)`: that is
+    /// only right if the separator occurs in the joined text exactly at the joins, for
+    /// any texts, including ones full of `%`, newlines and partial separators.
+    #[test]
+    fn splitting_the_joined_text_on_the_separator_gives_the_texts_back(
+        texts in prop::collection::vec("[a%\\n \\r]{1,12}", 1..6),
+    ) {
+        let separator = codec::choose_separator(&texts);
+        let joined = codec::join(&texts, &separator);
+        let back: Vec<&str> = joined.split(separator.as_str()).collect();
+        prop_assert_eq!(back, texts.iter().map(String::as_str).collect::<Vec<_>>());
     }
 }

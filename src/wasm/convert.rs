@@ -7,8 +7,8 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::{
-    invalid_input, Call, Compat, Duration, Event, Failure, Item, LookupResult, OptionValue,
-    Options, PacerFailure, ProviderSnapshot, Reply, Snapshot, Stats,
+    invalid_input, Compat, Duration, Event, Failure, Item, LookupResult, OptionValue, Options,
+    PacerFailure, ProviderSnapshot, Reply, Snapshot, Stats,
 };
 
 /// Reads a property; a throwing getter reads as `undefined`.
@@ -93,29 +93,6 @@ extern "C" {
     fn priority(this: &ItemJs) -> JsValue;
     #[wasm_bindgen(method, getter, structural)]
     fn signal(this: &ItemJs) -> JsValue;
-
-    /// The request object handed to the provider.
-    pub type RequestJs;
-    #[wasm_bindgen(method, setter, structural)]
-    fn set_texts(this: &RequestJs, value: &Array);
-    #[wasm_bindgen(method, setter, structural)]
-    fn set_text(this: &RequestJs, value: &str);
-    #[wasm_bindgen(method, setter, structural)]
-    fn set_separator(this: &RequestJs, value: &str);
-    #[wasm_bindgen(method, setter, structural, js_name = isBatch)]
-    fn set_is_batch(this: &RequestJs, value: bool);
-    #[wasm_bindgen(method, setter, structural, js_name = sourceLang)]
-    fn set_source_lang(this: &RequestJs, value: &str);
-    #[wasm_bindgen(method, setter, structural, js_name = targetLang)]
-    fn set_target_lang(this: &RequestJs, value: &str);
-    #[wasm_bindgen(method, setter, structural, js_name = providerId)]
-    fn set_provider_id(this: &RequestJs, value: &str);
-    #[wasm_bindgen(method, setter, structural)]
-    fn set_context(this: &RequestJs, value: &str);
-    #[wasm_bindgen(method, setter, structural)]
-    fn set_attempt(this: &RequestJs, value: u32);
-    #[wasm_bindgen(method, setter, structural)]
-    fn set_signal(this: &RequestJs, value: &JsValue);
 }
 
 fn string_field(
@@ -240,23 +217,6 @@ pub fn options_object(options: &Options) -> JsValue {
         set(&object, name, &v);
     }
     object.into()
-}
-
-/// The request object handed to the provider.
-pub fn request_object(call: &Call, signal: &JsValue) -> JsValue {
-    let texts: Array = call.texts.iter().map(|t| JsValue::from_str(t)).collect();
-    let request: RequestJs = Object::new().unchecked_into();
-    request.set_texts(&texts);
-    request.set_text(&call.text);
-    request.set_separator(&call.separator);
-    request.set_is_batch(call.is_batch);
-    request.set_source_lang(&call.compat.source_lang);
-    request.set_target_lang(&call.compat.target_lang);
-    request.set_provider_id(&call.compat.provider_id);
-    request.set_context(&call.compat.context);
-    request.set_attempt(call.attempt);
-    request.set_signal(signal);
-    request.into()
 }
 
 /// A provider's resolved value as a reply, or a bad-reply failure.

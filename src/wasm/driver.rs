@@ -5,21 +5,22 @@
 //! the user's clock), so a callback that re-enters the pacer cannot cause a panic.
 
 use std::cell::RefCell;
-use std::rc::Rc;
+use std::rc::{Rc, Weak};
 
 use js_sys::{Function, Promise};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
-use web_sys::AbortController;
 
 use super::clock::{Clock, TimerHandle};
+use super::compat_table::CompatTable;
 use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
+use super::host::{Answer, Calls};
 use crate::hash::IdMap;
 use crate::{
-    Call, CallId, Engine, ErrorCode, Event, Instant, Lookup, LookupId, LookupResult, Options,
-    Settled, StoreWrite, Ticket,
+    Call, CallId, Engine, ErrorCode, Event, Instant, Item, Lookup, LookupId, LookupResult, Options,
+    PacerFailure, Settled, StoreWrite, Ticket,
 };
 
 /// Resolve and reject functions of one `translate` promise.
@@ -28,7 +29,7 @@ type Resolvers = (Function, Function);
 struct State {
     engine: Engine<JsValue>,
     resolvers: IdMap<Resolvers>,
-    controllers: IdMap<Option<AbortController>>,
+    compats: CompatTable,
     timer: Option<(Instant, TimerHandle)>,
     /// A timer that has fired; dropped later, never inside its own callback.
     spent_timer: Option<TimerHandle>,
@@ -37,7 +38,8 @@ struct State {
 
 struct Inner {
     state: RefCell<State>,
-    provider: Function,
+    /// Starts and cancels provider calls on the JS side.
+    calls: Calls,
     clock: Clock,
     /// The user's `{ get, set }` persistent store.
     store: Option<JsValue>,
@@ -45,9 +47,9 @@ struct Inner {
 
 /// One unit of work taken out of the engine, performed with no borrow held.
 enum Action {
-    Cancel(AbortController),
+    Cancel(CallId),
     Settle(Resolvers, Settled<JsValue>),
-    Start(Call, Option<AbortController>),
+    Start(Call),
     Notify(Function, Event),
     Lookup(Lookup),
     Write(StoreWrite),
@@ -109,21 +111,24 @@ impl PacerCore {
                 .map_err(|e| invalid_options(e.message))?;
             engine.restore(&snapshot, elapsed);
         }
-        Ok(PacerCore {
-            inner: Rc::new(Inner {
-                state: RefCell::new(State {
-                    engine,
-                    resolvers: IdMap::default(),
-                    controllers: IdMap::default(),
-                    timer: None,
-                    spent_timer: None,
-                    on_event,
-                }),
-                provider,
-                clock,
-                store,
+        let inner = Rc::new_cyclic(|weak: &Weak<Inner>| Inner {
+            state: RefCell::new(State {
+                engine,
+                resolvers: IdMap::default(),
+                compats: CompatTable::default(),
+                timer: None,
+                spent_timer: None,
+                on_event,
             }),
-        })
+            calls: Calls::new(
+                &provider,
+                answer(weak, convert::reply_from),
+                answer(weak, |error| Err(convert::failure_from(error))),
+            ),
+            clock,
+            store,
+        });
+        Ok(PacerCore { inner })
     }
 
     /// Queues an item; its promise is settled through `resolve` / `reject`. Returns the
@@ -136,35 +141,69 @@ impl PacerCore {
                 return 0.0;
             }
         };
-        let now = self.inner.now();
-        let admitted = {
-            let Ok(mut state) = self.inner.state.try_borrow_mut() else {
-                let _ = reject.call1(&JsValue::UNDEFINED, &busy());
-                return 0.0;
-            };
+        self.admit(resolve, reject, |engine, now, _| {
             let item = fields.item();
-            let admitted = if fields.aborted {
-                state.engine.handle_translate_aborted(now, &item)
+            if fields.aborted {
+                engine.handle_translate_aborted(now, &item)
             } else {
-                state.engine.handle_translate(now, &item)
-            };
-            if let Ok(ticket) = admitted {
+                engine.handle_translate(now, &item)
+            }
+        })
+    }
+
+    /// Registers a combination of compatibility fields for `submit`; returns its id.
+    /// The fields are checked when an item uses them, like those of `translate`.
+    #[wasm_bindgen(js_name = registerCompat)]
+    pub fn register_compat(
+        &self,
+        provider_id: String,
+        source_lang: String,
+        target_lang: String,
+        context: String,
+        llm: bool,
+    ) -> u32 {
+        match self.inner.state.try_borrow_mut() {
+            Ok(mut state) => {
                 state
-                    .resolvers
-                    .insert(ticket, (resolve.clone(), reject.clone()));
+                    .compats
+                    .register(provider_id, source_lang, target_lang, context, llm)
             }
-            admitted
-        };
-        match admitted {
-            Ok(ticket) => {
-                self.inner.flush();
-                ticket as f64
-            }
-            Err(error) => {
-                let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&error));
-                0.0
-            }
+            Err(_) => 0,
         }
+    }
+
+    /// Forgets every registered combination.
+    #[wasm_bindgen(js_name = clearCompats)]
+    pub fn clear_compats(&self) {
+        if let Ok(mut state) = self.inner.state.try_borrow_mut() {
+            state.compats.clear();
+        }
+    }
+
+    /// `translate` for an item whose fields the JS layer has type-checked (strings, a
+    /// number, no signal or one not aborted): only the text crosses, with the id of its
+    /// registered compatibility fields.
+    pub fn submit(
+        &self,
+        text: String,
+        compat: u32,
+        priority: f64,
+        resolve: Function,
+        reject: Function,
+    ) -> f64 {
+        self.admit(resolve, reject, |engine, now, compats| {
+            let compat = compats.get(compat).ok_or_else(|| {
+                PacerFailure::new(ErrorCode::InvalidInput, "unknown compatibility id")
+            })?;
+            engine.handle_translate(
+                now,
+                &Item {
+                    text: &text,
+                    compat,
+                    priority,
+                },
+            )
+        })
     }
 
     /// The item of `ticket` was aborted by its signal.
@@ -242,6 +281,61 @@ impl PacerCore {
     }
 }
 
+type Admission = Result<Ticket, PacerFailure<JsValue>>;
+
+impl PacerCore {
+    /// Runs `handle` on the engine and keeps the item's resolvers under its ticket.
+    /// Returns the ticket for `abort` (0 when the item was rejected at once).
+    fn admit(
+        &self,
+        resolve: Function,
+        reject: Function,
+        handle: impl FnOnce(&mut Engine<JsValue>, Instant, &CompatTable) -> Admission,
+    ) -> f64 {
+        let now = self.inner.now();
+        let admitted = {
+            let Ok(mut state) = self.inner.state.try_borrow_mut() else {
+                let _ = reject.call1(&JsValue::UNDEFINED, &busy());
+                return 0.0;
+            };
+            let state = &mut *state;
+            let admitted = handle(&mut state.engine, now, &state.compats);
+            match admitted {
+                Ok(ticket) => {
+                    state.resolvers.insert(ticket, (resolve, reject));
+                    Ok(ticket)
+                }
+                Err(error) => Err((reject, error)),
+            }
+        };
+        match admitted {
+            Ok(ticket) => {
+                self.inner.flush();
+                ticket as f64
+            }
+            Err((reject, error)) => {
+                let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&error));
+                0.0
+            }
+        }
+    }
+}
+
+/// A callback for the JS side of calls: turns what it hands back into the engine's input.
+/// Weak: a provider that never settles (and ignores its abort signal) must not keep a
+/// disposed or dropped pacer alive.
+fn answer(
+    inner: &Weak<Inner>,
+    outcome: fn(JsValue) -> Result<crate::Reply, crate::Failure<JsValue>>,
+) -> Answer {
+    let inner = inner.clone();
+    Closure::new(move |id: f64, value: JsValue| {
+        if let Some(inner) = inner.upgrade() {
+            inner.respond(id as CallId, outcome(value));
+        }
+    })
+}
+
 fn busy() -> JsValue {
     js_error_of(
         ErrorCode::InvalidInput,
@@ -262,10 +356,8 @@ impl Inner {
     fn next_action(&self) -> Option<Action> {
         let mut state = self.state.try_borrow_mut().ok()?;
         let state = &mut *state;
-        while let Some(id) = state.engine.poll_cancel() {
-            if let Some(Some(controller)) = state.controllers.remove(&id) {
-                return Some(Action::Cancel(controller));
-            }
+        if let Some(id) = state.engine.poll_cancel() {
+            return Some(Action::Cancel(id));
         }
         while let Some(settled) = state.engine.poll_settled() {
             if let Some(resolvers) = state.resolvers.remove(&settled.ticket) {
@@ -283,18 +375,14 @@ impl Inner {
                 return Some(Action::Notify(handler.clone(), event));
             }
         }
-        let call = state.engine.poll_call()?;
-        // Every supported host has AbortController; without one the call still starts.
-        let controller = AbortController::new().ok();
-        state.controllers.insert(call.id, controller.clone());
-        Some(Action::Start(call, controller))
+        state.engine.poll_call().map(Action::Start)
     }
 
     /// Performs every pending output, then re-arms the timer.
     fn flush(self: &Rc<Self>) {
         while let Some(action) = self.next_action() {
             match action {
-                Action::Cancel(controller) => controller.abort(),
+                Action::Cancel(id) => self.calls.cancel(id),
                 Action::Settle((resolve, reject), settled) => {
                     let _ = match settled.result {
                         Ok(text) => resolve.call1(&JsValue::UNDEFINED, &JsValue::from_str(&text)),
@@ -305,38 +393,16 @@ impl Inner {
                 Action::Notify(handler, event) => {
                     let _ = handler.call1(&JsValue::UNDEFINED, &convert::event_object(&event));
                 }
-                Action::Start(call, controller) => self.start(call, controller),
+                Action::Start(call) => {
+                    if let Err(thrown) = self.calls.start(&call) {
+                        self.respond(call.id, Err(convert::failure_from(thrown)));
+                    }
+                }
                 Action::Lookup(lookup) => self.look_up(lookup),
                 Action::Write(write) => self.write(write),
             }
         }
         self.arm_timer();
-    }
-
-    fn start(self: &Rc<Self>, call: Call, controller: Option<AbortController>) {
-        let signal = controller.map_or(JsValue::UNDEFINED, |c| c.signal().into());
-        let request = convert::request_object(&call, &signal);
-        let id = call.id;
-        match self.provider.call1(&JsValue::UNDEFINED, &request) {
-            Err(thrown) => self.respond(id, Err(convert::failure_from(thrown))),
-            Ok(returned) => {
-                // Promise.resolve accepts promises, thenables and plain values alike.
-                let promise = Promise::resolve(&returned);
-                // Weak: a provider that never settles (and ignores its abort signal) must
-                // not keep a disposed or dropped pacer alive. While the call matters, its
-                // deadline timer holds the pacer.
-                let inner = Rc::downgrade(self);
-                spawn_local(async move {
-                    let outcome = match JsFuture::from(promise).await {
-                        Ok(value) => convert::reply_from(value),
-                        Err(error) => Err(convert::failure_from(error)),
-                    };
-                    if let Some(inner) = inner.upgrade() {
-                        inner.respond(id, outcome);
-                    }
-                });
-            }
-        }
     }
 
     /// `store.get(key)`; whatever it does, the engine hears a hit, a miss or a failure.
@@ -412,7 +478,6 @@ impl Inner {
     ) {
         let now = self.now();
         if let Ok(mut state) = self.state.try_borrow_mut() {
-            state.controllers.remove(&id);
             state.engine.handle_response(now, id, outcome);
         }
         self.flush();

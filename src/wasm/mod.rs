@@ -2,9 +2,11 @@
 //! contract is decided here.
 
 mod clock;
+mod compat_table;
 mod convert;
 mod driver;
 mod errors;
+mod host;
 
 use wasm_bindgen::prelude::*;
 

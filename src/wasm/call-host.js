@@ -1,0 +1,71 @@
+// The JS side of provider calls: builds each request, calls the provider and hands its
+// answer back to the core. A promise awaited here costs a fraction of one awaited
+// through a Rust future, and a request's AbortController is made only when the
+// provider reads `request.signal` (many providers never do).
+
+/**
+ * @param {Function} provider the user's provider
+ * @param {(id: number, value: unknown) => void} reply the core's handler of answers
+ * @param {(id: number, error: unknown) => void} fail the core's handler of failures
+ */
+export function makeCallHost(provider, reply, fail) {
+  /** Running calls by id: the signal's controller, once made, and whether it is aborted. */
+  const calls = new Map();
+
+  const answer = (handler, id, value) => {
+    calls.delete(id);
+    try {
+      handler(id, value);
+    } catch {
+      // The core was freed while the call ran: nobody waits for this answer.
+    }
+  };
+
+  return {
+    // `text` holds the texts joined with `separator`, which occurs in none of them;
+    // `compat` is [providerId, sourceLang, targetLang, context].
+    start(id, text, separator, isBatch, compat, attempt) {
+      const call = { controller: undefined, cancelled: false };
+      calls.set(id, call);
+      const request = {
+        texts: isBatch ? text.split(separator) : [text],
+        text,
+        separator,
+        isBatch,
+        sourceLang: compat[1],
+        targetLang: compat[2],
+        providerId: compat[0],
+        context: compat[3],
+        attempt,
+        get signal() {
+          if (call.controller === undefined) {
+            call.controller = new AbortController();
+            if (call.cancelled) call.controller.abort();
+          }
+          return call.controller.signal;
+        },
+      };
+      let returned;
+      try {
+        returned = provider(request);
+      } catch (error) {
+        answer(fail, id, error);
+        return;
+      }
+      // Promise.resolve accepts promises, thenables and plain values alike.
+      Promise.resolve(returned).then(
+        (value) => answer(reply, id, value),
+        (error) => answer(fail, id, error),
+      );
+    },
+
+    // Aborts the call's signal: timeout, dispose, or every item of the call withdrawn.
+    cancel(id) {
+      const call = calls.get(id);
+      if (call === undefined) return;
+      calls.delete(id);
+      call.cancelled = true;
+      call.controller?.abort();
+    },
+  };
+}

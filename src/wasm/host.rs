@@ -1,0 +1,128 @@
+//! Provider calls through their JS side (`call-host.js`): it builds each request, calls
+//! the provider and hands the answer back through two callbacks made here.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use js_sys::{Array, Function};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use crate::{Call, CallId, CompatInfo};
+
+#[wasm_bindgen(module = "/src/wasm/call-host.js")]
+extern "C" {
+    /// `{ start(...), cancel(id) }` for one pacer.
+    pub type CallHost;
+
+    #[wasm_bindgen(js_name = makeCallHost)]
+    fn make_call_host(provider: &Function, reply: &Function, fail: &Function) -> CallHost;
+
+    /// Starts a provider call; `text` is the texts joined with `separator`, `compat`
+    /// is `[providerId, sourceLang, targetLang, context]`.
+    #[wasm_bindgen(method, structural, catch)]
+    fn start(
+        this: &CallHost,
+        id: f64,
+        text: &str,
+        separator: &JsValue,
+        is_batch: bool,
+        compat: &JsValue,
+        attempt: u32,
+    ) -> Result<(), JsValue>;
+
+    #[wasm_bindgen(method, structural)]
+    fn cancel(this: &CallHost, id: f64);
+}
+
+/// What the JS side hands back: `(call id, fulfilled value or rejection reason)`.
+pub type Answer = Closure<dyn Fn(f64, JsValue)>;
+
+/// How many compatibility groups keep their fields as JS strings between calls.
+const RECENT_GROUPS: usize = 8;
+
+/// The calls of one pacer. Owns the answer callbacks, so they live as long as it does.
+pub struct Calls {
+    host: CallHost,
+    _answers: (Answer, Answer),
+    /// The fields of recent groups and the last separator as JS strings: most calls
+    /// repeat them, and each string made anew costs a decode.
+    recent: RefCell<Recent>,
+}
+
+#[derive(Default)]
+struct Recent {
+    groups: Vec<(Rc<CompatInfo>, JsValue)>,
+    separator: Option<(String, JsValue)>,
+}
+
+impl Recent {
+    fn compat(&mut self, compat: &Rc<CompatInfo>) -> JsValue {
+        if let Some(i) = self.groups.iter().position(|(c, _)| Rc::ptr_eq(c, compat)) {
+            return self.groups[i].1.clone();
+        }
+        let fields: JsValue = Array::of4(
+            &compat.provider_id.as_str().into(),
+            &compat.source_lang.as_str().into(),
+            &compat.target_lang.as_str().into(),
+            &compat.context.as_str().into(),
+        )
+        .into();
+        if self.groups.len() == RECENT_GROUPS {
+            self.groups.remove(0);
+        }
+        self.groups.push((Rc::clone(compat), fields.clone()));
+        fields
+    }
+
+    fn separator(&mut self, separator: &str) -> JsValue {
+        match &self.separator {
+            Some((text, value)) if text == separator => value.clone(),
+            _ => {
+                let value = JsValue::from_str(separator);
+                self.separator = Some((separator.to_owned(), value.clone()));
+                value
+            }
+        }
+    }
+}
+
+impl Calls {
+    /// Calls go to `provider`; answers come back through `reply` and `fail`.
+    pub fn new(provider: &Function, reply: Answer, fail: Answer) -> Self {
+        let host = make_call_host(
+            provider,
+            reply.as_ref().unchecked_ref(),
+            fail.as_ref().unchecked_ref(),
+        );
+        Calls {
+            host,
+            _answers: (reply, fail),
+            recent: RefCell::default(),
+        }
+    }
+
+    /// Starts `call`; the error is what the JS side threw, if it did.
+    pub fn start(&self, call: &Call) -> Result<(), JsValue> {
+        let (separator, compat) = {
+            let mut recent = self.recent.borrow_mut();
+            (
+                recent.separator(&call.separator),
+                recent.compat(&call.compat),
+            )
+        };
+        self.host.start(
+            call.id as f64,
+            &call.text,
+            &separator,
+            call.is_batch,
+            &compat,
+            call.attempt,
+        )
+    }
+
+    /// Aborts the signal of call `id`.
+    pub fn cancel(&self, id: CallId) {
+        self.host.cancel(id as f64);
+    }
+}
