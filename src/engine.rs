@@ -20,7 +20,7 @@ use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
 use crate::codec::{self, Mismatch};
 use crate::display::js_number;
 use crate::hash::IdMap;
-use crate::key::{finish_key, short, Compat, ShortKey};
+use crate::key::{finish_key, Compat, Keyer, ShortKey};
 use crate::options::{OptionValue, Options};
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
@@ -123,13 +123,16 @@ fn job_ticket(job: Key) -> Ticket {
     job.to_bits() + 1
 }
 
-/// A compatibility group: its shared fields, a hasher primed with them, and the
+/// A compatibility group: its shared fields, hashers primed with them, and the
 /// batch still open to new items.
 #[derive(Debug)]
 struct Group {
     info: Rc<CompatInfo>,
     encoded: Box<[u8]>,
+    /// For the persistent store's keys.
     hasher: Sha256,
+    /// For in-memory keys.
+    keyer: Keyer,
     provider: u32,
     open: Option<Key>,
     jobs: u64,
@@ -195,6 +198,8 @@ pub struct Engine<C> {
     now: Instant,
     bucket: TokenBucket,
     jitter: Jitter,
+    /// In-memory item keys, under a secret derived from the seed.
+    keyer: Keyer,
     jobs: Slab<Job>,
     /// Jobs by the first word of their key; the job's full key confirms a match.
     job_by_key: IdMap<Key>,
@@ -239,6 +244,7 @@ impl<C: Clone> Engine<C> {
             options,
             now,
             jitter: Jitter::new(seed),
+            keyer: Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365),
             jobs: Slab::default(),
             job_by_key: IdMap::default(),
             job_by_ticket: IdMap::default(),
@@ -306,8 +312,7 @@ impl<C: Clone> Engine<C> {
             self.resolve(ticket, item.text.to_owned());
             return Ok(ticket);
         }
-        let (group, digest) = self.group_for(&item.compat, item.text);
-        let key = short(&digest);
+        let (group, key) = self.group_for(&item.compat, item.text);
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
             let ticket = self.counted_ticket();
@@ -375,6 +380,11 @@ impl<C: Clone> Engine<C> {
                 if let Some(j) = self.jobs.get_mut(job) {
                     j.batch = Key::NONE;
                 }
+                let digest = self
+                    .groups
+                    .get(group)
+                    .map(|g| finish_key(g.hasher.clone(), item.text))
+                    .unwrap_or_default();
                 store.begin(
                     job,
                     &digest,
@@ -800,18 +810,18 @@ impl<C: Clone> Engine<C> {
     }
 
     /// The group of these fields (created on first use) and the item key of `text` in it.
-    fn group_for(&mut self, compat: &Compat<'_>, text: &str) -> (Key, [u8; 32]) {
+    fn group_for(&mut self, compat: &Compat<'_>, text: &str) -> (Key, ShortKey) {
         self.scratch.clear();
         compat.encode(&mut self.scratch);
         if let Some(&key) = self.group_by_fields.get(self.scratch.as_slice()) {
             if let Some(group) = self.groups.get(key) {
-                return (key, finish_key(group.hasher.clone(), text));
+                return (key, group.keyer.key(text));
             }
         }
         let provider = self.provider_for(compat.provider_id);
         let encoded: Box<[u8]> = self.scratch.as_slice().into();
-        let hasher = compat.hasher();
-        let item_key = finish_key(hasher.clone(), text);
+        let keyer = self.keyer.primed(compat);
+        let item_key = keyer.key(text);
         let key = self.groups.insert(Group {
             info: Rc::new(CompatInfo {
                 provider_id: compat.provider_id.to_owned(),
@@ -820,7 +830,8 @@ impl<C: Clone> Engine<C> {
                 context: compat.context.to_owned(),
                 llm: compat.llm,
             }),
-            hasher,
+            hasher: compat.hasher(),
+            keyer,
             encoded: encoded.clone(),
             provider,
             open: None,

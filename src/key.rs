@@ -1,4 +1,5 @@
-//! Unambiguous item keys: SHA-256 over length-prefixed fields.
+//! Unambiguous item keys over length-prefixed fields: SHA-256 for the persistent store
+//! (stable, documented) and keyed SipHash in memory.
 //!
 //! Byte layout (stable across versions): for each field in the order `providerId`,
 //! `sourceLang`, `targetLang`, `context`, `llm`, `text`, the field's UTF-8 byte length as
@@ -6,7 +7,10 @@
 //! Length prefixes make every field boundary explicit, so no choice of field contents
 //! (separators, `|`, NUL bytes) can make two different items share a key.
 
+use core::hash::Hasher;
+
 use sha2::{Digest, Sha256};
+use siphasher::sip128::{Hasher128, SipHasher13};
 
 /// The fields that decide whether two items may share a batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -69,20 +73,55 @@ pub fn to_hex(digest: &[u8; 32]) -> String {
     out
 }
 
-/// The first 128 bits of a digest: the in-memory identity of an item. Collisions need
-/// about 2^64 distinct items, far beyond any queue or cache this library holds.
+/// The in-memory identity of an item (dedup and the LRU): 128 bits of SipHash-1-3 over
+/// the same length-prefixed fields, under a random key per pacer. Without the key, no
+/// one can make two items collide on purpose; by chance it takes about 2^64 distinct
+/// items, far beyond any queue or cache this library holds. SipHash costs a tenth of
+/// SHA-256 in WebAssembly, which only the persistent store's keys need.
 /// Two words rather than a `u128`, whose 16-byte alignment would pad every job.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
 pub struct ShortKey(pub [u64; 2]);
 
-/// The [`ShortKey`] of a digest.
-pub fn short(digest: &[u8; 32]) -> ShortKey {
-    let word = |at: usize| {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(&digest[at..at + 8]);
-        u64::from_be_bytes(bytes)
-    };
-    ShortKey([word(0), word(8)])
+/// Makes [`ShortKey`]s under one secret key.
+#[derive(Clone, Debug)]
+pub struct Keyer(SipHasher13);
+
+impl Keyer {
+    /// A keyer whose key is derived from `seed`.
+    pub fn new(seed: u64) -> Self {
+        let mut state = seed;
+        Keyer(SipHasher13::new_with_keys(
+            splitmix64(&mut state),
+            splitmix64(&mut state),
+        ))
+    }
+
+    /// This keyer with `compat` absorbed; finish it with [`Keyer::key`].
+    pub fn primed(&self, compat: &Compat<'_>) -> Keyer {
+        let mut encoded = Vec::with_capacity(64 + compat.context.len());
+        compat.encode(&mut encoded);
+        let mut sip = self.0;
+        sip.write(&encoded);
+        Keyer(sip)
+    }
+
+    /// The key of `text` under a keyer primed with its compatibility fields.
+    pub fn key(&self, text: &str) -> ShortKey {
+        let mut sip = self.0;
+        sip.write(&(text.len() as u64).to_be_bytes());
+        sip.write(text.as_bytes());
+        let hash = sip.finish128();
+        ShortKey([hash.h1, hash.h2])
+    }
+}
+
+/// Spreads a seed over 64-bit words (Steele, Lea and Flood's SplitMix64).
+fn splitmix64(state: &mut u64) -> u64 {
+    *state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    let mut z = *state;
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
 }
 
 #[cfg(test)]
@@ -114,6 +153,29 @@ mod tests {
             to_hex(&key),
             "9b8ea9be5963e961c9631c9bfedf9b193acd9eb660007d3d18a59ae4fd1c8964"
         );
+    }
+
+    #[test]
+    fn short_keys_separate_fields_and_depend_on_the_secret() {
+        let keyer = Keyer::new(7);
+        let key = |c: Compat<'_>, text: &str| keyer.primed(&c).key(text);
+        let keys = [
+            key(compat("a", "b", "c", "d", true), "e"),
+            key(compat("a|b", "", "c", "d", true), "e"),
+            key(compat("a", "bc", "", "d", true), "e"),
+            key(compat("a", "b", "c", "", true), "de"),
+            key(compat("a", "b", "c", "d", false), "e"),
+        ];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        assert_eq!(keys[0], key(compat("a", "b", "c", "d", true), "e"));
+        let other = Keyer::new(8)
+            .primed(&compat("a", "b", "c", "d", true))
+            .key("e");
+        assert_ne!(keys[0], other);
     }
 
     #[test]
