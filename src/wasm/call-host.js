@@ -4,6 +4,43 @@
 // provider reads `request.signal` (many providers never do).
 
 /**
+ * A provider request. `signal` is an own, enumerable accessor (so a copy made with
+ * spread has it too) that makes the call's AbortController on first read: creating one
+ * costs microseconds in Node, and many providers never read it.
+ */
+class ProviderRequest {
+  #call;
+
+  /** One shared accessor: an object literal with its own getter costs far more to make. */
+  static #signal = {
+    enumerable: true,
+    configurable: true,
+    get() {
+      const call = this.#call;
+      if (call.controller === undefined) {
+        call.controller = new AbortController();
+        if (call.cancelled) call.controller.abort();
+      }
+      return call.controller.signal;
+    },
+  };
+
+  constructor(call, text, separator, isBatch, compat, attempt) {
+    this.#call = call;
+    this.texts = isBatch ? text.split(separator) : [text];
+    this.text = text;
+    this.separator = separator;
+    this.isBatch = isBatch;
+    this.sourceLang = compat[1];
+    this.targetLang = compat[2];
+    this.providerId = compat[0];
+    this.context = compat[3];
+    this.attempt = attempt;
+    Object.defineProperty(this, "signal", ProviderRequest.#signal);
+  }
+}
+
+/**
  * @param {Function} provider the user's provider
  * @param {(id: number, value: unknown) => void} reply the core's handler of answers
  * @param {(id: number, error: unknown) => void} fail the core's handler of failures
@@ -27,24 +64,7 @@ export function makeCallHost(provider, reply, fail) {
     start(id, text, separator, isBatch, compat, attempt) {
       const call = { controller: undefined, cancelled: false };
       calls.set(id, call);
-      const request = {
-        texts: isBatch ? text.split(separator) : [text],
-        text,
-        separator,
-        isBatch,
-        sourceLang: compat[1],
-        targetLang: compat[2],
-        providerId: compat[0],
-        context: compat[3],
-        attempt,
-        get signal() {
-          if (call.controller === undefined) {
-            call.controller = new AbortController();
-            if (call.cancelled) call.controller.abort();
-          }
-          return call.controller.signal;
-        },
-      };
+      const request = new ProviderRequest(call, text, separator, isBatch, compat, attempt);
       let returned;
       try {
         returned = provider(request);

@@ -297,6 +297,25 @@ describe("timeoutMs", () => {
     assert.ok(events.some((e) => e.type === "timeout" && e.providerId === "p1"));
   });
 
+  test("a provider that reads the signal only after the timeout finds it aborted", async (t) => {
+    const requests = [];
+    const { clock, send } = setup(t, {
+      timeoutMs: 1000,
+      maxRetries: 0,
+      provider: (request) => {
+        requests.push(request);
+        return new Promise(() => {});
+      },
+    });
+    const s = send(item("x", { llm: false }));
+    await clock.tickAsync(1000);
+    assertPacerError(s.reason, "timeout");
+    const { signal } = requests[0];
+    assert.ok(signal instanceof AbortSignal);
+    assert.equal(signal.aborted, true);
+    assert.equal(requests[0].signal, signal, "the same signal on every read");
+  });
+
   test("a timed-out call is retried like a network error", async (t) => {
     const { clock, calls, send } = setup(t, {
       timeoutMs: 500,
