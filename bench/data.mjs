@@ -93,3 +93,9 @@ export function subtitleCues(n, everyMs = 250, seed = 7) {
 
 /** Workload 1's pacer settings: no pacing limit, no batching window, no cache. */
 export const UNLIMITED = Object.freeze({ rate: 1e9, capacity: 1e9, batchDelayMs: 0, cacheEntries: 0 });
+
+/**
+ * Workload 1 with the default batching (4 items / 1000 characters per call): every batch
+ * fills by count at once, since the paragraph counts are multiples of 4 per language.
+ */
+export const UNLIMITED_BATCHED = Object.freeze({ rate: 1e9, capacity: 1e9, cacheEntries: 0 });

@@ -21,7 +21,7 @@ import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs, promisify } from "node:util";
 import { gzipSync } from "node:zlib";
 
-import { paragraphs, item, LANGS, UNLIMITED, article, subtitleCues } from "./data.mjs";
+import { paragraphs, item, LANGS, UNLIMITED, UNLIMITED_BATCHED, article, subtitleCues } from "./data.mjs";
 import { instantProvider, quotaProvider, packedCalls, packedCallsAnyOrder } from "./providers.mjs";
 import { sideBySide, table, ratio, fmt, median } from "./measure.mjs";
 import { privateClock, globalClock, follow, runUntil } from "./virtual-time.mjs";
@@ -141,8 +141,8 @@ async function timed(count, run) {
   return { usPerItem: ((performance.now() - started) * 1000) / count, calls };
 }
 
-async function paced(texts) {
-  const pacer = new BatchPacer(instantProvider, UNLIMITED);
+async function paced(texts, options = UNLIMITED) {
+  const pacer = new BatchPacer(instantProvider, options);
   await Promise.all(texts.map((text, i) => pacer.translate(item(text, LANGS[i % LANGS.length]))));
   const calls = pacer.stats().providerCalls;
   pacer.dispose();
@@ -152,7 +152,10 @@ async function paced(texts) {
 async function schedulingOverhead() {
   const FLOOR = "direct provider calls (floor)";
   const SW_FLOOR = "direct provider calls (floor), Chromium service worker";
-  const names = [FLOOR, "batch-pacer", "p-queue (pacing only)", "Bottleneck (pacing only)", "DataLoader (batching only, 4 per batch)"];
+  const names = [
+    FLOOR, "batch-pacer", "p-queue (pacing only)", "Bottleneck (pacing only)", "DataLoader (batching only, 4 per batch)",
+    "batch-pacer, default batching (4 per call)",
+  ];
   const bySize = new Map();
   for (const n of CONFIG.overheadSizes) {
     const texts = paragraphs(n);
@@ -165,6 +168,7 @@ async function schedulingOverhead() {
         // Bottleneck waits a timer turn per job, so a warm-up round would only cost minutes.
         { name: names[3], run: run(() => overheadBottleneck(texts, instantProvider)), warmup: false },
         { name: names[4], run: run(() => overheadDataLoader(texts, instantProvider)) },
+        { name: names[5], run: run(() => paced(texts, UNLIMITED_BATCHED)) },
       ],
       CONFIG,
     );
@@ -173,7 +177,7 @@ async function schedulingOverhead() {
 
   let chromiumVersion;
   if (CONFIG.chromium) {
-    names.push(SW_FLOOR, "batch-pacer, Chromium service worker");
+    names.push(SW_FLOOR, "batch-pacer, Chromium service worker", "batch-pacer, default batching, Chromium service worker");
     const host = await openServiceWorkerHost(PACKAGE_DIR);
     chromiumVersion = host.version;
     try {
@@ -181,7 +185,11 @@ async function schedulingOverhead() {
       for (const n of CONFIG.overheadSizes) {
         const ask = (impl) => () => host.ask("overhead", { type: "overhead", impl, n });
         const results = await sideBySide(
-          [{ name: names[5], run: ask("direct") }, { name: names[6], run: ask("pacer") }],
+          [
+            { name: names[6], run: ask("direct") },
+            { name: names[7], run: ask("pacer") },
+            { name: names[8], run: ask("batched") },
+          ],
           CONFIG,
         );
         for (const [name, value] of results) bySize.get(n).set(name, value);
@@ -212,7 +220,7 @@ async function schedulingOverhead() {
       rows,
       notes: [
         `${sizes.map(label).join(" and ")} paragraphs of 200 characters, 5 target languages (5 compatibility keys), all submitted at once; the provider answers the joined echo as an already resolved promise.`,
-        `batch-pacer: rate 1e9, capacity 1e9, batchDelayMs 0, cacheEntries 0 (every batch is due at once, so it carries one item). p-queue: concurrency Infinity, intervalCap 1e9 per 1000 ms. Bottleneck: no limits. DataLoader: one loader per target language, maxBatchSize 4, cache off.`,
+        `batch-pacer: rate 1e9, capacity 1e9, batchDelayMs 0, cacheEntries 0 (every batch is due at once, so it carries one item); "default batching": rate 1e9, capacity 1e9, cacheEntries 0 and the default 4 items / 1000 characters per call (the counts are multiples of 4 per language, so every batch fills by count at once). p-queue: concurrency Infinity, intervalCap 1e9 per 1000 ms. Bottleneck: no limits. DataLoader: one loader per target language, maxBatchSize 4, cache off.`,
         `Baseline ("vs floor"): direct provider calls in the same runtime (one awaited call per paragraph)${chromiumVersion ? `; the service-worker rows run in Chromium ${chromiumVersion}, in a module service worker that imports the built package statically` : ""}.`,
         `${runsNote()} One discarded warm-up round first (not for Bottleneck, whose cost is a timer turn per job, not cold code).`,
       ],

@@ -5,6 +5,7 @@ import wasmInit, {
   PacerCore,
   setErrorFactory,
   cacheKey as coreCacheKey,
+  inputWriter,
 } from "../pkg/batch_pacer.js";
 import { PacerError } from "./errors.js";
 
@@ -32,9 +33,12 @@ export const DEFAULTS = Object.freeze({
 
 let ready = false;
 let loading = null;
+/** Writes item texts into the core's input buffer (see `#enqueue`). */
+let input = null;
 
 function markReady() {
   setErrorFactory(({ code, message, status, cause }) => new PacerError(code, message, { status, cause }));
+  input = inputWriter();
   ready = true;
 }
 
@@ -149,7 +153,7 @@ export class BatchPacer {
         typeof priority === "number"
       ) {
         const compat = this.#compatId(providerId, sourceLang, targetLang, context, llm);
-        if (compat !== 0) return this.#core.submit(text, compat, priority, resolve, reject);
+        if (compat !== 0) return this.#core.submit(input.write(text), compat, priority, resolve, reject);
       }
     }
     return this.#core.translate(item, resolve, reject);

@@ -2,7 +2,7 @@
 // statically, listeners are registered synchronously, and initialisation is awaited
 // inside the handler. It runs the benchmark's requests and posts the figures back.
 import init, { BatchPacer } from "./js/index.js";
-import { paragraphs, item, LANGS, UNLIMITED } from "./bench/data.mjs";
+import { paragraphs, item, LANGS, UNLIMITED, UNLIMITED_BATCHED } from "./bench/data.mjs";
 import { instantProvider, request } from "./bench/providers.mjs";
 
 // Time from the worker's start to its module graph evaluated (imports fetched and run).
@@ -37,7 +37,10 @@ async function handle(message) {
       await init();
       if (texts.length !== message.n) texts = paragraphs(message.n);
       const started = performance.now();
-      const calls = message.impl === "direct" ? await direct(texts) : await paced(texts);
+      const calls =
+        message.impl === "direct"
+          ? await direct(texts)
+          : await paced(texts, message.impl === "batched" ? UNLIMITED_BATCHED : UNLIMITED);
       return { usPerItem: ((performance.now() - started) * 1000) / texts.length, calls };
     }
     default:
@@ -50,8 +53,8 @@ async function direct(list) {
   return list.length;
 }
 
-async function paced(list) {
-  const pacer = new BatchPacer(instantProvider, UNLIMITED);
+async function paced(list, options) {
+  const pacer = new BatchPacer(instantProvider, options);
   await Promise.all(list.map((text, i) => pacer.translate(item(text, LANGS[i % LANGS.length]))));
   const calls = pacer.stats().providerCalls;
   pacer.dispose();

@@ -42,17 +42,24 @@ class ProviderRequest {
 
 /**
  * @param {Function} provider the user's provider
- * @param {(id: number, value: unknown) => void} reply the core's handler of answers
+ * @param {{ write(text: string): number }} input the core's input buffer
+ * @param {(id: number, bytes: number) => void} replyText the core's handler of string
+ *   answers, written to the input buffer
+ * @param {(id: number, value: unknown) => void} reply the core's handler of other answers
  * @param {(id: number, error: unknown) => void} fail the core's handler of failures
  */
-export function makeCallHost(provider, reply, fail) {
+export function makeCallHost(provider, input, replyText, reply, fail) {
   /** Running calls by id: the signal's controller, once made, and whether it is aborted. */
   const calls = new Map();
 
   const answer = (handler, id, value) => {
     calls.delete(id);
     try {
-      handler(id, value);
+      if (handler === reply && typeof value === "string") {
+        replyText(id, input.write(value));
+      } else {
+        handler(id, value);
+      }
     } catch {
       // The core was freed while the call ran: nobody waits for this answer.
     }

@@ -17,6 +17,7 @@ use super::compat_table::CompatTable;
 use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
 use super::host::{Answer, Calls};
+use super::input;
 use crate::hash::IdMap;
 use crate::{
     Call, CallId, Engine, ErrorCode, Event, Instant, Item, Lookup, LookupId, LookupResult, Options,
@@ -122,6 +123,12 @@ impl PacerCore {
             }),
             calls: Calls::new(
                 &provider,
+                answer(weak, |bytes| {
+                    match input::take(bytes.as_f64().unwrap_or(0.0) as usize) {
+                        Ok(text) => Ok(crate::Reply::Text(text)),
+                        Err(message) => Err(crate::Failure::bad_reply(message)),
+                    }
+                }),
                 answer(weak, convert::reply_from),
                 answer(weak, |error| Err(convert::failure_from(error))),
             ),
@@ -181,16 +188,26 @@ impl PacerCore {
     }
 
     /// `translate` for an item whose fields the JS layer has type-checked (strings, a
-    /// number, no signal or one not aborted): only the text crosses, with the id of its
-    /// registered compatibility fields.
+    /// number, no signal or one not aborted): its text is the `bytes` last written to
+    /// the input buffer, its other fields those registered under `compat`.
     pub fn submit(
         &self,
-        text: String,
+        bytes: usize,
         compat: u32,
         priority: f64,
         resolve: Function,
         reject: Function,
     ) -> f64 {
+        let text = match input::take(bytes) {
+            Ok(text) => text,
+            Err(message) => {
+                let _ = reject.call1(
+                    &JsValue::UNDEFINED,
+                    &js_error_of(ErrorCode::InvalidInput, message),
+                );
+                return 0.0;
+            }
+        };
         self.admit(resolve, reject, |engine, now, compats| {
             let compat = compats.get(compat).ok_or_else(|| {
                 PacerFailure::new(ErrorCode::InvalidInput, "unknown compatibility id")

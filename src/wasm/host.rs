@@ -16,7 +16,13 @@ extern "C" {
     pub type CallHost;
 
     #[wasm_bindgen(js_name = makeCallHost)]
-    fn make_call_host(provider: &Function, reply: &Function, fail: &Function) -> CallHost;
+    fn make_call_host(
+        provider: &Function,
+        input: &JsValue,
+        reply_text: &Function,
+        reply: &Function,
+        fail: &Function,
+    ) -> CallHost;
 
     /// Starts a provider call; `text` is the texts joined with `separator`, `compat`
     /// is `[providerId, sourceLang, targetLang, context]`.
@@ -35,7 +41,8 @@ extern "C" {
     fn cancel(this: &CallHost, id: f64);
 }
 
-/// What the JS side hands back: `(call id, fulfilled value or rejection reason)`.
+/// What the JS side hands back: `(call id, what it got)`, where what it got is a reply
+/// string's length in the input buffer, any other fulfilled value, or a rejection reason.
 pub type Answer = Closure<dyn Fn(f64, JsValue)>;
 
 /// How many compatibility groups keep their fields as JS strings between calls.
@@ -44,7 +51,7 @@ const RECENT_GROUPS: usize = 8;
 /// The calls of one pacer. Owns the answer callbacks, so they live as long as it does.
 pub struct Calls {
     host: CallHost,
-    _answers: (Answer, Answer),
+    _answers: [Answer; 3],
     /// The fields of recent groups and the last separator as JS strings: most calls
     /// repeat them, and each string made anew costs a decode.
     recent: RefCell<Recent>,
@@ -88,16 +95,19 @@ impl Recent {
 }
 
 impl Calls {
-    /// Calls go to `provider`; answers come back through `reply` and `fail`.
-    pub fn new(provider: &Function, reply: Answer, fail: Answer) -> Self {
+    /// Calls go to `provider`; answers come back through `reply_text` (a string reply,
+    /// written to the input buffer), `reply` (any other value) and `fail`.
+    pub fn new(provider: &Function, reply_text: Answer, reply: Answer, fail: Answer) -> Self {
         let host = make_call_host(
             provider,
+            &super::input::input_writer(),
+            reply_text.as_ref().unchecked_ref(),
             reply.as_ref().unchecked_ref(),
             fail.as_ref().unchecked_ref(),
         );
         Calls {
             host,
-            _answers: (reply, fail),
+            _answers: [reply_text, reply, fail],
             recent: RefCell::default(),
         }
     }

@@ -7,6 +7,7 @@ mod convert;
 mod driver;
 mod errors;
 mod host;
+mod input;
 
 use wasm_bindgen::prelude::*;
 

@@ -114,3 +114,30 @@ describe("blank text", () => {
     assert.deepEqual(calls[0].texts, ["a", "b"]);
   });
 });
+
+describe("texts of every size and script cross intact", () => {
+  test("each item reaches the provider and comes back as its own text", async (t) => {
+    const { clock, calls, send } = setup(t, {
+      answer: (request) => (request.isBatch ? request.texts.map((x) => `<${x}>`) : `<${request.text}>`),
+    });
+    const texts = [
+      "plain", "héllo wörld", "日本語のテキスト", "😀 emoji 👩‍👩‍👧", "mixed ascii then ü at the end ü",
+      "x".repeat(5000), "ä".repeat(3000), `${"%".repeat(40)} percent runs`, "tab\tand\r\nnewlines",
+    ];
+    // Enough long texts that the module's memory grows between writes.
+    for (let i = 0; i < 300; i++) texts.push(`${i} ${"long paragraph ".repeat(400)}`);
+    const sent = texts.map((text) => send(item(text)));
+    await clock.tickAsync(60_000);
+    sent.forEach((s, i) => assert.equal(s.value, `<${texts[i]}>`, `item ${i} got its own text`));
+    const seen = calls.flatMap((c) => c.texts);
+    assert.deepEqual([...seen].sort(), [...texts].sort(), "the provider saw each text exactly");
+  });
+
+  test("a lone surrogate arrives as U+FFFD, like any UTF-8 conversion", async (t) => {
+    const { clock, calls, send } = setup(t);
+    const s = send(item("a\uD800b", { llm: false }));
+    await clock.tickAsync(1000);
+    assert.equal(calls[0].text, "a\uFFFDb");
+    assert.equal(s.value, "A\uFFFDB");
+  });
+});

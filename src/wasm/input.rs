@@ -1,0 +1,57 @@
+//! The input buffer: texts and replies arrive as UTF-8 written by `input.js`, which
+//! encodes with `TextEncoder.encodeInto` instead of the glue's per-character loop.
+
+use std::cell::RefCell;
+
+use wasm_bindgen::prelude::*;
+
+#[wasm_bindgen(module = "/src/wasm/input.js")]
+extern "C" {
+    /// `{ write(text) -> bytes }`.
+    pub type InputWriter;
+
+    #[wasm_bindgen(js_name = makeInput)]
+    fn make_input(memory: JsValue, reserve: JsValue) -> InputWriter;
+}
+
+thread_local! {
+    static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
+    static WRITER: JsValue = make_input(
+        wasm_bindgen::memory(),
+        // Lives as long as the module: every pacer writes through it.
+        Closure::<dyn Fn(u32) -> u32>::new(reserve).into_js_value(),
+    )
+    .into();
+}
+
+/// Makes the buffer hold `bytes` and returns its address (stable until the next call).
+fn reserve(bytes: u32) -> u32 {
+    BUFFER.with(|buffer| {
+        let mut buffer = buffer.borrow_mut();
+        let bytes = bytes as usize;
+        if buffer.len() < bytes {
+            *buffer = vec![0; bytes];
+        }
+        buffer.as_mut_ptr() as u32
+    })
+}
+
+/// The module's writer, for the JS layer.
+#[wasm_bindgen(js_name = inputWriter)]
+pub fn input_writer() -> JsValue {
+    WRITER.with(JsValue::clone)
+}
+
+/// Takes the `len` bytes last written. Copied out at once: any JS that runs later (a
+/// user clock, a provider) may write the buffer again.
+pub fn take(len: usize) -> Result<String, &'static str> {
+    BUFFER.with(|buffer| {
+        let buffer = buffer.borrow();
+        let bytes = buffer
+            .get(..len)
+            .ok_or("more bytes than the input buffer holds")?;
+        core::str::from_utf8(bytes)
+            .map(str::to_owned)
+            .map_err(|_| "the input buffer does not hold UTF-8")
+    })
+}
