@@ -6,6 +6,7 @@ import wasmInit, {
   setErrorFactory,
   cacheKey as coreCacheKey,
   inputWriter,
+  setRandomSource,
 } from "../pkg/batch_pacer.js";
 import { PacerError } from "./errors.js";
 
@@ -39,6 +40,11 @@ let input = null;
 function markReady() {
   setErrorFactory(({ code, message, status, cause }) => new PacerError(code, message, { status, cause }));
   input = inputWriter();
+  if (isNode()) {
+    // The global crypto loads Web Crypto on first use in Node, a millisecond or more.
+    const { randomFillSync } = process.getBuiltinModule("node:crypto");
+    setRandomSource((bytes) => randomFillSync(bytes));
+  }
   ready = true;
 }
 

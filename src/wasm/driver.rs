@@ -18,6 +18,7 @@ use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
 use super::host::{Answer, Calls};
 use super::input;
+use super::seed;
 use crate::hash::IdMap;
 use crate::{
     Call, CallId, Engine, ErrorCode, Event, Instant, Item, Lookup, LookupId, LookupResult, Options,
@@ -100,7 +101,7 @@ impl PacerCore {
         };
         let on_event = event_handler(input.on_event)?;
         let now = Instant::from_millis(clock.now_ms());
-        let seed = random_seed();
+        let seed = seed::random_seed();
         let mut engine = Engine::new(parsed, now, seed);
         if store.is_some() {
             engine.enable_store();
@@ -351,23 +352,6 @@ fn answer(
             inner.respond(id as CallId, outcome(value));
         }
     })
-}
-
-#[wasm_bindgen]
-extern "C" {
-    #[wasm_bindgen(js_namespace = crypto, js_name = getRandomValues, catch)]
-    fn get_random_values(buffer: &mut [u8]) -> Result<JsValue, JsValue>;
-}
-
-/// The engine's seed, which also keys its in-memory item keys: from
-/// `crypto.getRandomValues` (every supported host has it), else `Math.random`.
-fn random_seed() -> u64 {
-    let mut bytes = [0u8; 8];
-    if get_random_values(&mut bytes).is_ok() {
-        u64::from_le_bytes(bytes)
-    } else {
-        (js_sys::Math::random() * 9_007_199_254_740_992.0) as u64
-    }
 }
 
 fn busy() -> JsValue {

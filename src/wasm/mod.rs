@@ -8,6 +8,7 @@ mod driver;
 mod errors;
 mod host;
 mod input;
+mod seed;
 
 use wasm_bindgen::prelude::*;
 
