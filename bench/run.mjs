@@ -14,7 +14,7 @@
 // A full run writes bench/results.md and bench/quota.svg (--smoke and --only write nothing).
 
 import { execFile as execFileCb, execFileSync } from "node:child_process";
-import { readFileSync, writeFileSync, existsSync } from "node:fs";
+import { readFileSync, writeFileSync, existsSync, readdirSync, statSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -422,8 +422,15 @@ async function child(args, nodeFlags = []) {
 
 function shippedFiles() {
   const manifest = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8"));
-  return manifest.files.filter((f) => /\.(js|wasm)$/.test(f) && existsSync(join(PACKAGE_DIR, f)));
+  const expand = (entry) =>
+    existsSync(join(PACKAGE_DIR, entry)) && statSync(join(PACKAGE_DIR, entry)).isDirectory()
+      ? readdirSync(join(PACKAGE_DIR, entry), { recursive: true }).map((f) => join(entry, f))
+      : [entry];
+  return manifest.files.flatMap(expand).filter((f) => /\.(js|wasm)$/.test(f) && existsSync(join(PACKAGE_DIR, f)));
 }
+
+/** The optional helpers: a bundler drops them when only BatchPacer is imported. */
+const OPTIONAL_MODULES = ["js/openai.js", "js/indexeddb-cache.js"];
 
 async function sizeAndColdStart() {
   const files = shippedFiles();
@@ -438,6 +445,9 @@ async function sizeAndColdStart() {
     sizeRows.push([file, bytes.length, zipped, ratio(zipped, bytes.length)]);
   }
   sizeRows.push(["total (wasm + JS)", raw, gz, ratio(gz, raw)]);
+  const core = sizeRows.filter(([file]) => files.includes(file) && !OPTIONAL_MODULES.includes(file));
+  const sum = (column) => core.reduce((total, row) => total + row[column], 0);
+  sizeRows.push(["core: all but openai.js and indexeddb-cache.js", sum(1), sum(2), ratio(sum(2), sum(1))]);
   report(
     table({
       title: "5a. Size: the files the package ships (bytes)",

@@ -41,9 +41,12 @@ function markReady() {
   setErrorFactory(({ code, message, status, cause }) => new PacerError(code, message, { status, cause }));
   input = inputWriter();
   if (isNode()) {
-    // The global crypto loads Web Crypto on first use in Node, a millisecond or more.
-    const { randomFillSync } = process.getBuiltinModule("node:crypto");
-    setRandomSource((bytes) => randomFillSync(bytes));
+    // In a fresh Node process both the global crypto and node:crypto take about 3 ms to
+    // load. The seed keys the in-memory item keys against crafted collisions, which only
+    // code able to observe Math.random could attempt: in Node, code of the same process.
+    setRandomSource((bytes) => {
+      for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(Math.random() * 256);
+    });
   }
   ready = true;
 }

@@ -15,9 +15,8 @@ thread_local! {
     static SOURCE: RefCell<Option<Function>> = const { RefCell::new(None) };
 }
 
-/// Registers `source(bytes)`, which fills a `Uint8Array` with random bytes. Node's
-/// global `crypto` loads Web Crypto on first use (about a millisecond), while
-/// `randomFillSync` from `node:crypto` is at hand, so the JS layer passes that there.
+/// Registers `source(bytes)`, which fills a `Uint8Array` with random bytes: the JS layer
+/// passes one in Node, where loading Web Crypto costs milliseconds.
 #[wasm_bindgen(js_name = setRandomSource)]
 pub fn set_random_source(source: Function) {
     SOURCE.with(|s| *s.borrow_mut() = Some(source));
