@@ -10,8 +10,6 @@ use core::cmp::Reverse;
 use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::rc::Rc;
 
-use sha2::Sha256;
-
 use crate::alignment;
 use crate::batch::{travels_alone, utf16_len, Batch, Limits, Member, Priority, State};
 use crate::bucket::TokenBucket;
@@ -20,7 +18,7 @@ use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
 use crate::codec::{self, Mismatch};
 use crate::display::js_number;
 use crate::hash::IdMap;
-use crate::key::{finish_key, Compat, Keyer, ShortKey};
+use crate::key::{item_key, Compat, Keyer, ShortKey};
 use crate::options::{OptionValue, Options};
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
@@ -123,14 +121,12 @@ fn job_ticket(job: Key) -> Ticket {
     job.to_bits() + 1
 }
 
-/// A compatibility group: its shared fields, hashers primed with them, and the
+/// A compatibility group: its shared fields, a keyer primed with them, and the
 /// batch still open to new items.
 #[derive(Debug)]
 struct Group {
     info: Rc<CompatInfo>,
     encoded: Box<[u8]>,
-    /// For the persistent store's keys.
-    hasher: Sha256,
     /// For in-memory keys.
     keyer: Keyer,
     provider: u32,
@@ -380,11 +376,7 @@ impl<C: Clone> Engine<C> {
                 if let Some(j) = self.jobs.get_mut(job) {
                     j.batch = Key::NONE;
                 }
-                let digest = self
-                    .groups
-                    .get(group)
-                    .map(|g| finish_key(g.hasher.clone(), item.text))
-                    .unwrap_or_default();
+                let digest = item_key(&item.compat, item.text);
                 store.begin(
                     job,
                     &digest,
@@ -830,7 +822,6 @@ impl<C: Clone> Engine<C> {
                 context: compat.context.to_owned(),
                 llm: compat.llm,
             }),
-            hasher: compat.hasher(),
             keyer,
             encoded: encoded.clone(),
             provider,

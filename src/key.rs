@@ -41,25 +41,14 @@ impl Compat<'_> {
         push_field(out, self.context.as_bytes());
         push_field(out, &[u8::from(self.llm)]);
     }
-
-    /// A hasher that has absorbed these fields; clone it and finish with [`finish_key`].
-    pub fn hasher(&self) -> Sha256 {
-        let mut encoded = Vec::with_capacity(64 + self.context.len());
-        self.encode(&mut encoded);
-        Sha256::new_with_prefix(&encoded)
-    }
 }
 
-/// Completes an item key from a hasher returned by [`Compat::hasher`].
-pub fn finish_key(mut compat_hasher: Sha256, text: &str) -> [u8; 32] {
-    compat_hasher.update((text.len() as u64).to_be_bytes());
-    compat_hasher.update(text.as_bytes());
-    compat_hasher.finalize().into()
-}
-
-/// The full key of an item.
+/// The persistent key of an item: SHA-256 over its length-prefixed fields.
 pub fn item_key(compat: &Compat<'_>, text: &str) -> [u8; 32] {
-    finish_key(compat.hasher(), text)
+    let mut encoded = Vec::with_capacity(80 + compat.context.len() + text.len());
+    compat.encode(&mut encoded);
+    push_field(&mut encoded, text.as_bytes());
+    Sha256::digest(&encoded).into()
 }
 
 /// Lowercase hex of a digest.
