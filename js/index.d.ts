@@ -411,7 +411,9 @@ export interface ProviderRequest {
   readonly attempt: number;
   /**
    * Aborted when the call times out (`timeoutMs`) or the pacer is disposed; pass it to
-   * `fetch`.
+   * `fetch`. An own enumerable accessor (a spread copy of the request has it too) whose
+   * `AbortController` is made on first read, so providers that never read it do not pay
+   * for one; read after the call ended, it is already aborted.
    */
   readonly signal: AbortSignal;
 }
