@@ -31,7 +31,7 @@ impl fmt::Display for OptionValue {
         match self {
             OptionValue::Undefined => f.write_str("undefined"),
             OptionValue::Null => f.write_str("null"),
-            OptionValue::Bool(b) => write!(f, "{b}"),
+            OptionValue::Bool(b) => f.write_str(if *b { "true" } else { "false" }),
             OptionValue::Number(n) => f.write_str(&js_number(*n)),
             OptionValue::Text(s) => f.write_str(&js_string(s)),
             OptionValue::Other(kind) => f.write_str(kind),
