@@ -34,7 +34,9 @@ impl TokenBucket {
         TokenBucket {
             rate,
             capacity,
-            tokens: tokens.clamp(0.0, capacity),
+            // Not `clamp`: its min <= max assertion formats floats with Debug, which
+            // brings ~23 KB of float formatting into the wasm binary.
+            tokens: tokens.max(0.0).min(capacity),
             updated: now,
         }
     }

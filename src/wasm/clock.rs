@@ -114,7 +114,7 @@ impl Clock {
         match self {
             Clock::Global { .. } => {
                 // setTimeout takes a 32-bit delay; longer waits re-arm on wake-up.
-                let millis = ms.ceil().clamp(0.0, f64::from(i32::MAX as u32)) as u32;
+                let millis = ms.ceil().max(0.0).min(f64::from(i32::MAX)) as u32;
                 Some(TimerHandle::Global(Timeout::new(millis, callback)))
             }
             Clock::User {
@@ -129,7 +129,7 @@ impl Clock {
                         f();
                     }
                 });
-                let millis = JsValue::from_f64(ms.ceil().clamp(0.0, f64::from(i32::MAX)));
+                let millis = JsValue::from_f64(ms.ceil().max(0.0).min(f64::from(i32::MAX)));
                 let handle = set_timeout
                     .call2(target, closure.as_ref().unchecked_ref(), &millis)
                     .ok()?;
