@@ -31,14 +31,18 @@ pub fn check<S: AsRef<str>>(texts: &[S], segments: &[String]) -> Result<(), Mism
             }
         }
     }
-    for (index, text) in texts.iter().enumerate() {
-        for number in digit_runs(text.as_ref()) {
+    // A number occurs in a text only inside one of its digit runs, so searching the
+    // (few, short) runs is the same as searching the whole text, and far cheaper.
+    let text_runs: Vec<Vec<&[u8]>> = texts.iter().map(|t| digit_runs(t.as_ref())).collect();
+    let segment_runs: Vec<Vec<&[u8]>> = segments.iter().map(|s| digit_runs(s)).collect();
+    for (index, runs) in text_runs.iter().enumerate() {
+        for number in runs {
             // The common case, a number kept in its own segment, needs no further search.
-            if segments[index].contains(number) {
+            if occurs(number, &segment_runs[index]) {
                 continue;
             }
-            let elsewhere = segments.iter().enumerate().any(|(k, s)| {
-                k != index && s.contains(number) && !texts[k].as_ref().contains(number)
+            let elsewhere = segment_runs.iter().enumerate().any(|(k, s)| {
+                k != index && occurs(number, s) && !occurs(number, &text_runs[k])
             });
             if elsewhere {
                 return Err(Mismatch::Misaligned { index });
@@ -49,9 +53,17 @@ pub fn check<S: AsRef<str>>(texts: &[S], segments: &[String]) -> Result<(), Mism
 }
 
 /// The runs of ASCII digits in `text`.
-fn digit_runs(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !c.is_ascii_digit())
+fn digit_runs(text: &str) -> Vec<&[u8]> {
+    text.as_bytes()
+        .split(|b| !b.is_ascii_digit())
         .filter(|run| !run.is_empty())
+        .collect()
+}
+
+/// Whether `number` occurs inside one of `runs`.
+fn occurs(number: &[u8], runs: &[&[u8]]) -> bool {
+    runs.iter()
+        .any(|run| run.windows(number.len()).any(|w| w == number))
 }
 
 #[cfg(test)]
@@ -74,6 +86,22 @@ mod tests {
             "Danke.",
         ]);
         assert_eq!(check(&texts, &words), Ok(()));
+    }
+
+    #[test]
+    fn a_number_inside_a_longer_number_still_counts() {
+        // "12" occurs in "2012": the check is by substring, as before, within digit runs.
+        let texts = ["Item 12.", "Year 2012."];
+        assert_eq!(check(&texts, &owned(&["Punkt 12.", "Jahr 2012."])), Ok(()));
+        assert_eq!(
+            check(&texts, &owned(&["Punkt.", "Jahr 2012 und 12."])),
+            Ok(()),
+            "12 is also in the second paragraph's own text, so it proves nothing"
+        );
+        assert_eq!(
+            check(&["No 7 here.", "Nothing."], &owned(&["Nichts.", "Nr 7 hier."])),
+            Err(Mismatch::Misaligned { index: 0 })
+        );
     }
 
     #[test]

@@ -28,7 +28,7 @@ fn longest_percent_run(text: &str) -> usize {
         return 0;
     };
     let (mut best, mut run) = (0, 0);
-    for b in text[first..].bytes() {
+    for &b in text.as_bytes().iter().skip(first) {
         run = if b == b'%' { run + 1 } else { 0 };
         best = best.max(run);
     }
@@ -127,13 +127,17 @@ pub fn check_segments(segments: Vec<String>, expected: usize) -> Result<Vec<Stri
 
 /// Removes one code fence wrapping the whole reply (```` ```lang … ``` ````).
 fn strip_code_fence(reply: &str) -> &str {
-    if !(reply.starts_with("```") && reply.ends_with("```") && reply.len() >= 6) {
+    // Slicing by index would compile in a panic path (with char formatting) that the
+    // pattern methods avoid.
+    let Some(inner) = reply
+        .strip_prefix("```")
+        .and_then(|rest| rest.strip_suffix("```"))
+    else {
         return reply;
-    }
-    let inner = &reply[3..reply.len() - 3];
+    };
     // The opening fence line may carry a language tag; the body starts after it.
-    match inner.find('\n') {
-        Some(newline) => inner[newline + 1..].trim(),
+    match inner.split_once('\n') {
+        Some((_, body)) => body.trim(),
         None => reply,
     }
 }

@@ -1430,15 +1430,17 @@ impl<C: Clone> Engine<C> {
 
     /// Rebuilds every batch that has not started, under the limits now in force.
     fn regroup_open_batches(&mut self) {
-        let open: Vec<Key> = self
+        // Batches by their first item's arrival (a heap rather than a sort: the heap's
+        // code is in the binary already, for the timers).
+        let mut open: BinaryHeap<Reverse<(u64, Key)>> = self
             .batches
             .iter()
             .filter(|(_, b)| !b.sealed && matches!(b.state, State::Collecting | State::Ready))
-            .map(|(k, _)| k)
+            .map(|(k, b)| Reverse((b.seq, k)))
             .collect();
         // Batches and the jobs inside them are in arrival order: keep it.
-        let mut members: Vec<(u64, usize, Member, Key, Instant)> = Vec::new();
-        for batch_key in open {
+        let mut members: Vec<(Member, Key, Instant)> = Vec::new();
+        while let Some(Reverse((_, batch_key))) = open.pop() {
             let Some(batch) = self.batches.remove(batch_key) else {
                 continue;
             };
@@ -1450,7 +1452,7 @@ impl<C: Clone> Engine<C> {
             if let Some(g) = self.groups.get_mut(batch.compat) {
                 g.open = None;
             }
-            for (position, job_key) in batch.jobs.into_iter().enumerate() {
+            for job_key in batch.jobs {
                 if let Some(job) = self.jobs.get(job_key) {
                     let member = Member {
                         job: job_key,
@@ -1458,12 +1460,11 @@ impl<C: Clone> Engine<C> {
                         priority: batch.priority,
                         seq: batch.seq,
                     };
-                    members.push((batch.seq, position, member, batch.compat, batch.first_at));
+                    members.push((member, batch.compat, batch.first_at));
                 }
             }
         }
-        members.sort_unstable_by_key(|m| (m.0, m.1));
-        for (_, _, member, group, first_at) in members {
+        for (member, group, first_at) in members {
             self.place(member, group, first_at);
         }
     }
