@@ -413,7 +413,8 @@ export interface ProviderRequest {
    * Aborted when the call times out (`timeoutMs`) or the pacer is disposed; pass it to
    * `fetch`. An own enumerable accessor (a spread copy of the request has it too) whose
    * `AbortController` is made on first read, so providers that never read it do not pay
-   * for one; read after the call ended, it is already aborted.
+   * for one; read after the call was cancelled, it is already aborted. Assigning to it
+   * replaces it, as on a plain object.
    */
   readonly signal: AbortSignal;
 }

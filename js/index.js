@@ -108,8 +108,21 @@ export function cacheKey(item) {
 /** Registered compatibility combinations kept per pacer before they are forgotten. */
 const MAX_COMPATS = 4096;
 
-/** Whether `signal` has the shape the core accepts (an `AbortSignal` or look-alike). */
-const isSignal = (signal) => typeof signal.aborted === "boolean" && typeof signal.addEventListener === "function";
+/**
+ * Contexts longer than this take the full path: a context that changes with every item
+ * (say, the previous paragraph) would only churn the table of combinations.
+ */
+const MAX_REGISTERED_CONTEXT = 256;
+
+/** Whether `signal` is a not yet aborted `AbortSignal` (or look-alike). */
+function isLiveSignal(signal) {
+  try {
+    return signal.aborted === false && typeof signal.addEventListener === "function";
+  } catch {
+    // A throwing getter: the core's own check names the field.
+    return false;
+  }
+}
 
 /** Paces and batches translation requests to one provider callback. */
 export class BatchPacer {
@@ -126,9 +139,15 @@ export class BatchPacer {
   /** Resolves with the item's translation; rejects with a PacerError. */
   translate(item) {
     return new Promise((resolve, reject) => {
-      const signal = item !== null && typeof item === "object" ? item.signal : undefined;
+      if (item === null || typeof item !== "object") {
+        this.#core.translate(item, resolve, reject);
+        return;
+      }
+      // Each field is read once, here: getters and proxies see one read.
+      const { text, sourceLang, targetLang, providerId, context, llm, priority, signal } = item;
+      const fields = { text, sourceLang, targetLang, providerId, context, llm, priority, signal };
       if (signal === undefined || signal === null) {
-        this.#enqueue(item, resolve, reject);
+        this.#enqueue(fields, resolve, reject);
         return;
       }
       // Forward the signal's abort to the core, and stop listening once settled.
@@ -139,33 +158,35 @@ export class BatchPacer {
         if (onAbort) signal.removeEventListener("abort", onAbort);
         settle(value);
       };
-      const ticket = this.#enqueue(item, finish(resolve), finish(reject), signal);
+      const ticket = this.#enqueue(fields, finish(resolve), finish(reject));
       if (ticket && !settled) {
         onAbort = () => this.#core.abort(ticket);
         signal.addEventListener("abort", onAbort, { once: true });
+        // Code run by the core while it queued the item (onEvent, a provider) may have
+        // aborted the signal before the listener existed.
+        if (signal.aborted === true) onAbort();
       }
     });
   }
 
   /**
-   * Hands an item to the core and returns its ticket (0 when it settled at once). An
-   * item whose fields have the expected types crosses as its text and the id of its
-   * compatibility fields; any other goes through the core's full check, which names
-   * the field that is wrong.
+   * Hands an item's fields to the core and returns its ticket (0 when it settled at
+   * once). Fields of the expected types cross as the text and the id of the registered
+   * compatibility fields; any others go through the core's full check, which names the
+   * field that is wrong.
    */
-  #enqueue(item, resolve, reject, signal) {
-    if (item !== null && typeof item === "object" && (signal === undefined || (isSignal(signal) && !signal.aborted))) {
-      const { text, sourceLang, targetLang, providerId, context = "", llm = true, priority = 0 } = item;
-      if (
-        typeof text === "string" && typeof sourceLang === "string" && typeof targetLang === "string" &&
-        typeof providerId === "string" && typeof context === "string" && typeof llm === "boolean" &&
-        typeof priority === "number"
-      ) {
-        const compat = this.#compatId(providerId, sourceLang, targetLang, context, llm);
-        if (compat !== 0) return this.#core.submit(input.write(text), compat, priority, resolve, reject);
-      }
+  #enqueue(fields, resolve, reject) {
+    const { text, sourceLang, targetLang, providerId, context = "", llm = true, priority = 0, signal } = fields;
+    if (
+      typeof text === "string" && typeof sourceLang === "string" && typeof targetLang === "string" &&
+      typeof providerId === "string" && typeof context === "string" && typeof llm === "boolean" &&
+      typeof priority === "number" && context.length <= MAX_REGISTERED_CONTEXT &&
+      (signal === undefined || signal === null || isLiveSignal(signal))
+    ) {
+      const compat = this.#compatId(providerId, sourceLang, targetLang, context, llm);
+      if (compat !== 0) return this.#core.submit(input.write(text), compat, priority, resolve, reject);
     }
-    return this.#core.translate(item, resolve, reject);
+    return this.#core.translate(fields, resolve, reject);
   }
 
   #compatId(providerId, sourceLang, targetLang, context, llm) {

@@ -41,9 +41,10 @@ pub fn check<S: AsRef<str>>(texts: &[S], segments: &[String]) -> Result<(), Mism
             if occurs(number, &segment_runs[index]) {
                 continue;
             }
-            let elsewhere = segment_runs.iter().enumerate().any(|(k, s)| {
-                k != index && occurs(number, s) && !occurs(number, &text_runs[k])
-            });
+            let elsewhere = segment_runs
+                .iter()
+                .enumerate()
+                .any(|(k, s)| k != index && occurs(number, s) && !occurs(number, &text_runs[k]));
             if elsewhere {
                 return Err(Mismatch::Misaligned { index });
             }
@@ -99,7 +100,10 @@ mod tests {
             "12 is also in the second paragraph's own text, so it proves nothing"
         );
         assert_eq!(
-            check(&["No 7 here.", "Nothing."], &owned(&["Nichts.", "Nr 7 hier."])),
+            check(
+                &["No 7 here.", "Nothing."],
+                &owned(&["Nichts.", "Nr 7 hier."])
+            ),
             Err(Mismatch::Misaligned { index: 0 })
         );
     }

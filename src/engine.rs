@@ -570,7 +570,8 @@ impl<C: Clone> Engine<C> {
     /// Reports what a lookup found. A failure is a miss, reported as an event.
     pub fn handle_lookup(&mut self, now: Instant, id: LookupId, result: LookupResult) {
         self.advance(now);
-        if let Some(job) = self.jobs.key_from_bits(id) {
+        // Full bits: a lookup's answer may arrive long after its job ended.
+        if let Some(job) = self.jobs.key_from_full_bits(id) {
             self.end_lookup(job, result);
         }
         self.after_input();

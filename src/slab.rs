@@ -39,10 +39,16 @@ impl Key {
 
     /// The key as one number below 2^52, so that it survives the trip through a JS
     /// number (tickets are): the index, and the generation's low 20 bits above it. A
-    /// slot reused 2^20 times gives the same bits again, which is safe because bits are
-    /// only looked up while their entry is alive (a ticket settles when its job ends).
+    /// slot reused 2^20 times gives the same bits again: only for ids that are looked
+    /// up while their entry is alive (a ticket settles when its job ends). Ids that may
+    /// outlive their entry use [`Key::to_full_bits`].
     pub fn to_bits(self) -> u64 {
         (u64::from(self.generation & 0xF_FFFF) << 32) | u64::from(self.index)
+    }
+
+    /// The key as one number with the whole generation: unique for 2^32 reuses of a slot.
+    pub fn to_full_bits(self) -> u64 {
+        (u64::from(self.generation) << 32) | u64::from(self.index)
     }
 }
 
@@ -63,13 +69,22 @@ impl<T> Slab<T> {
 
     /// The live key whose [`Key::to_bits`] is `bits`.
     pub fn key_from_bits(&self, bits: u64) -> Option<Key> {
+        self.live_key(bits).filter(|key| key.to_bits() == bits)
+    }
+
+    /// The live key whose [`Key::to_full_bits`] is `bits`.
+    pub fn key_from_full_bits(&self, bits: u64) -> Option<Key> {
+        self.live_key(bits).filter(|key| key.to_full_bits() == bits)
+    }
+
+    fn live_key(&self, bits: u64) -> Option<Key> {
         let index = (bits & 0xFFFF_FFFF) as u32;
         let slot = self.slots.get(index as usize)?;
-        let key = Key {
+        slot.value.as_ref()?;
+        Some(Key {
             index,
             generation: slot.generation,
-        };
-        (slot.value.is_some() && key.to_bits() == bits).then_some(key)
+        })
     }
 
     /// Stores `value` and returns its key.
@@ -170,6 +185,22 @@ mod tests {
         let b = slab.insert(2);
         assert_eq!(slab.next_key().to_bits() >> 52, 0);
         assert_ne!(a.to_bits(), b.to_bits());
+    }
+
+    #[test]
+    fn full_bits_tell_apart_keys_whose_short_bits_wrapped() {
+        let mut slab = Slab::default();
+        let old = slab.insert(0u8);
+        let old_full = old.to_full_bits();
+        slab.remove(old);
+        let mut key = slab.insert(1);
+        for _ in 1..(1u32 << 20) {
+            slab.remove(key);
+            key = slab.insert(1);
+        }
+        assert_eq!(key.to_bits(), old.to_bits(), "the short bits wrapped");
+        assert_eq!(slab.key_from_full_bits(old_full), None);
+        assert_eq!(slab.key_from_full_bits(key.to_full_bits()), Some(key));
     }
 
     #[test]

@@ -62,7 +62,7 @@ pub struct Store {
 impl Store {
     /// Starts the lookup of a new job.
     pub fn begin(&mut self, job: Key, digest: &[u8; 32], pending: PendingLookup) {
-        let id = job.to_bits();
+        let id = job.to_full_bits();
         self.pending.insert(id, pending);
         self.digests.insert(id, *digest);
         self.lookups.push_back(Lookup {
@@ -73,17 +73,17 @@ impl Store {
 
     /// Ends the lookup of `job`, if it is still under way.
     pub fn finish_lookup(&mut self, job: Key) -> Option<PendingLookup> {
-        self.pending.remove(&job.to_bits())
+        self.pending.remove(&job.to_full_bits())
     }
 
     /// The lookup of `job`, if under way (for its deadline).
     pub fn pending(&self, job: Key) -> Option<&PendingLookup> {
-        self.pending.get(&job.to_bits())
+        self.pending.get(&job.to_full_bits())
     }
 
     /// Queues the write of a success.
     pub fn written(&mut self, job: Key, translation: &str) {
-        if let Some(digest) = self.digests.remove(&job.to_bits()) {
+        if let Some(digest) = self.digests.remove(&job.to_full_bits()) {
             self.writes.push_back(StoreWrite {
                 key: to_hex(&digest),
                 value: translation.to_owned(),
@@ -93,8 +93,8 @@ impl Store {
 
     /// Drops what is kept for `job` (it failed or left).
     pub fn forget(&mut self, job: Key) {
-        self.pending.remove(&job.to_bits());
-        self.digests.remove(&job.to_bits());
+        self.pending.remove(&job.to_full_bits());
+        self.digests.remove(&job.to_full_bits());
     }
 
     /// Drops everything (dispose).

@@ -3,30 +3,40 @@
 // through a Rust future, and a request's AbortController is made only when the
 // provider reads `request.signal` (many providers never do).
 
+/** The request's call record, under a symbol so that proxies and copies still reach it. */
+const CALL = Symbol("batch-pacer call");
+
 /**
- * A provider request. `signal` is an own, enumerable accessor (so a copy made with
- * spread has it too) that makes the call's AbortController on first read: creating one
- * costs microseconds in Node, and many providers never read it.
+ * One shared accessor for `request.signal` (an object literal with its own getter costs
+ * far more to make). It makes the call's AbortController on first read; assigning
+ * replaces it with a plain data property, as on an ordinary object.
+ */
+const SIGNAL = {
+  enumerable: true,
+  configurable: true,
+  get() {
+    const call = this[CALL];
+    if (call.controller === undefined) {
+      // Every supported host has AbortController; without one there is no signal.
+      if (typeof AbortController !== "function") return undefined;
+      call.controller = new AbortController();
+      if (call.cancelled) call.controller.abort();
+    }
+    return call.controller.signal;
+  },
+  set(value) {
+    Object.defineProperty(this, "signal", { value, writable: true, enumerable: true, configurable: true });
+  },
+};
+
+/**
+ * A provider request. `signal` is an own, enumerable accessor (a spread copy has it
+ * too) that makes the call's AbortController on first read: creating one costs
+ * microseconds in Node, and many providers never read it.
  */
 class ProviderRequest {
-  #call;
-
-  /** One shared accessor: an object literal with its own getter costs far more to make. */
-  static #signal = {
-    enumerable: true,
-    configurable: true,
-    get() {
-      const call = this.#call;
-      if (call.controller === undefined) {
-        call.controller = new AbortController();
-        if (call.cancelled) call.controller.abort();
-      }
-      return call.controller.signal;
-    },
-  };
-
   constructor(call, text, separator, isBatch, compat, attempt) {
-    this.#call = call;
+    this[CALL] = call;
     this.texts = isBatch ? text.split(separator) : [text];
     this.text = text;
     this.separator = separator;
@@ -36,7 +46,7 @@ class ProviderRequest {
     this.providerId = compat[0];
     this.context = compat[3];
     this.attempt = attempt;
-    Object.defineProperty(this, "signal", ProviderRequest.#signal);
+    Object.defineProperty(this, "signal", SIGNAL);
   }
 }
 
@@ -54,14 +64,27 @@ export function makeCallHost(provider, input, replyText, reply, fail) {
 
   const answer = (handler, id, value) => {
     calls.delete(id);
-    try {
-      if (handler === reply && typeof value === "string") {
-        replyText(id, input.write(value));
-      } else {
-        handler(id, value);
+    let bytes;
+    if (handler === reply && typeof value === "string") {
+      try {
+        bytes = input.write(value);
+      } catch (error) {
+        // A reply too large for the module's memory fails the call like a bad reply.
+        handler = fail;
+        value = error;
       }
-    } catch {
-      // The core was freed while the call ran: nobody waits for this answer.
+    }
+    try {
+      if (bytes === undefined) handler(id, value);
+      else replyText(id, bytes);
+    } catch (error) {
+      // The core was freed while the call ran: nobody waits for this answer. Anything
+      // else is a fault of this package, to be seen rather than swallowed.
+      if (!String(error?.message).includes("after being dropped")) {
+        queueMicrotask(() => {
+          throw error;
+        });
+      }
     }
   };
 

@@ -4,8 +4,13 @@
 
 /**
  * @param {WebAssembly.Memory} memory the module's memory
- * @param {(bytes: number) => number} reserve makes the buffer hold `bytes`; returns its address
+ * @param {(bytes: number) => number} reserve makes the buffer hold exactly `bytes`
+ *   (reallocating it when it is smaller or much larger); returns its address
  */
+/** The usual size of the buffer, and the size above which it is given back. */
+const SMALL = 4096;
+const LARGE = 1 << 20;
+
 export function makeInput(memory, reserve) {
   const encoder = new TextEncoder();
   let view = new Uint8Array(0);
@@ -13,10 +18,12 @@ export function makeInput(memory, reserve) {
     /** Writes `text` into the buffer and returns its length in bytes. */
     write(text) {
       if (text.length === 0) return 0;
-      // UTF-8 takes at most 3 bytes per UTF-16 unit. A grown memory detaches the view.
+      // UTF-8 takes at most 3 bytes per UTF-16 unit. A grown memory detaches the view
+      // (its length becomes 0); a buffer grown for one huge text is given back once
+      // texts are small again.
       const most = text.length * 3;
-      if (most > view.byteLength) {
-        const size = Math.max(most, 4096);
+      if (most > view.byteLength || (view.byteLength > LARGE && most <= SMALL)) {
+        const size = Math.max(most, SMALL);
         const address = reserve(size);
         view = new Uint8Array(memory.buffer, address, size);
       }

@@ -24,14 +24,12 @@ thread_local! {
     .into();
 }
 
-/// Makes the buffer hold `bytes` and returns its address (stable until the next call).
+/// Makes the buffer `bytes` long and returns its address (stable until the next call).
+/// A new allocation each time: JS asks only when the buffer must grow or shrink.
 fn reserve(bytes: u32) -> u32 {
     BUFFER.with(|buffer| {
         let mut buffer = buffer.borrow_mut();
-        let bytes = bytes as usize;
-        if buffer.len() < bytes {
-            *buffer = vec![0; bytes];
-        }
+        *buffer = vec![0; bytes as usize];
         buffer.as_mut_ptr() as u32
     })
 }

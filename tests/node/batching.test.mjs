@@ -3,7 +3,7 @@
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 
-import { setup, item, deferred } from "./helpers.mjs";
+import { setup, item, deferred, assertPacerError } from "./helpers.mjs";
 
 describe("a batch becomes due", () => {
   test("when it holds maxItemsPerBatch items (at once, no delay)", async (t) => {
@@ -319,5 +319,44 @@ describe("the request object", () => {
     assert.equal(typeof calls[0].separator, "string");
     assert.equal(calls[0].attempt, 0);
     assert.ok(calls[0].signal instanceof AbortSignal);
+  });
+});
+
+describe("the provider request", () => {
+  test("its signal works through a proxy, an inherited read and a descriptor copy, and can be replaced", async (t) => {
+    const seen = [];
+    const { clock, send } = setup(t, {
+      provider: (request) => {
+        const viaProxy = new Proxy(request, {}).signal;
+        const inherited = Object.create(request).signal;
+        const copy = Object.defineProperties({}, Object.getOwnPropertyDescriptors(request)).signal;
+        seen.push(viaProxy === request.signal && inherited === request.signal && copy === request.signal);
+        const own = new AbortController().signal;
+        request.signal = own;
+        seen.push(request.signal === own);
+        return request.text;
+      },
+    });
+    const s = send(item("x", { llm: false }));
+    await clock.tickAsync(0);
+    assert.equal(s.value, "x");
+    assert.deepEqual(seen, [true, true]);
+  });
+
+  test("an abort raised while translate() is still queueing the item is not missed", async (t) => {
+    const controller = new AbortController();
+    // The call starts inside translate(): the provider runs before translate() returns.
+    const { clock, send, pacer } = setup(t, {
+      provider: () => {
+        controller.abort();
+        return new Promise(() => {});
+      },
+    });
+    const s = send(item("x", { llm: false, signal: controller.signal }));
+    await clock.tickAsync(0);
+    assert.equal(s.status, "rejected");
+    assertPacerError(s.reason, "aborted");
+    assert.equal(s.settlements, 1);
+    assert.equal(pacer.stats().aborted, 1);
   });
 });

@@ -65,6 +65,39 @@ describe("invalid items", () => {
     });
   }
 
+  test("a signal whose aborted getter throws rejects invalid_input naming signal", async (t) => {
+    const { pacer } = setup(t);
+    const signal = { get aborted() { throw new Error("boom"); }, addEventListener() {} };
+    const err = await translateNoThrow(pacer, { ...item("x"), signal }).then(() => assert.fail("resolved"), (e) => e);
+    assertPacerError(err, "invalid_input");
+    assert.ok(err.message.includes("signal"), err.message);
+  });
+
+  test("each field of an item is read once, valid or not", async (t) => {
+    const { pacer, clock } = setup(t);
+    const counting = (target) => {
+      const reads = new Map();
+      const proxy = new Proxy(target, {
+        get(object, key, receiver) {
+          reads.set(key, (reads.get(key) ?? 0) + 1);
+          return Reflect.get(object, key, receiver);
+        },
+      });
+      return { proxy, reads };
+    };
+    const valid = counting(item("counted"));
+    const invalid = counting({ ...item("counted"), llm: "yes" });
+    const ok = track(pacer.translate(valid.proxy));
+    const bad = track(pacer.translate(invalid.proxy));
+    await clock.tickAsync(1000);
+    assert.equal(ok.value, "COUNTED");
+    assertPacerError(bad.reason, "invalid_input");
+    for (const { reads } of [valid, invalid]) {
+      assert.ok(reads.size > 0);
+      for (const [key, count] of reads) assert.equal(count, 1, `${String(key)} read ${count} times`);
+    }
+  });
+
   test("an invalid item leaves the valid ones alone", async (t) => {
     const { pacer, clock, send } = setup(t);
     const good = send(item("good"));
