@@ -19,20 +19,13 @@ struct OwnedCompat {
 
 impl CompatTable {
     /// Registers a combination; returns its id (never 0).
-    pub fn register(
-        &mut self,
-        provider_id: String,
-        source_lang: String,
-        target_lang: String,
-        context: String,
-        llm: bool,
-    ) -> u32 {
+    pub fn register(&mut self, compat: Compat<'_>) -> u32 {
         self.entries.push(OwnedCompat {
-            provider_id,
-            source_lang,
-            target_lang,
-            context,
-            llm,
+            provider_id: compat.provider_id.to_owned(),
+            source_lang: compat.source_lang.to_owned(),
+            target_lang: compat.target_lang.to_owned(),
+            context: compat.context.to_owned(),
+            llm: compat.llm,
         });
         self.entries.len() as u32
     }

@@ -21,8 +21,8 @@ use super::input;
 use super::seed;
 use crate::hash::IdMap;
 use crate::{
-    Call, CallId, Engine, ErrorCode, Event, Instant, Item, Lookup, LookupId, LookupResult, Options,
-    PacerFailure, Settled, StoreWrite, Ticket,
+    Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup, LookupId, LookupResult,
+    Options, PacerFailure, Settled, StoreWrite, Ticket,
 };
 
 /// Resolve and reject functions of one `translate` promise.
@@ -164,18 +164,21 @@ impl PacerCore {
     #[wasm_bindgen(js_name = registerCompat)]
     pub fn register_compat(
         &self,
-        provider_id: String,
-        source_lang: String,
-        target_lang: String,
-        context: String,
+        provider_id: &str,
+        source_lang: &str,
+        target_lang: &str,
+        context: &str,
         llm: bool,
     ) -> u32 {
+        let compat = Compat {
+            provider_id,
+            source_lang,
+            target_lang,
+            context,
+            llm,
+        };
         match self.inner.state.try_borrow_mut() {
-            Ok(mut state) => {
-                state
-                    .compats
-                    .register(provider_id, source_lang, target_lang, context, llm)
-            }
+            Ok(mut state) => state.compats.register(compat),
             Err(_) => 0,
         }
     }
