@@ -91,22 +91,28 @@ export function makeCallHost(provider, input, replyText, reply, fail) {
   return {
     // `text` holds the texts joined with `separator`, which occurs in none of them;
     // `compat` is [providerId, sourceLang, targetLang, context].
+    // Never throws (the core calls it without a try/catch wrapper): a throwing provider
+    // fails its call.
     start(id, text, separator, isBatch, compat, attempt) {
       const call = { controller: undefined, cancelled: false };
       calls.set(id, call);
-      const request = new ProviderRequest(call, text, separator, isBatch, compat, attempt);
       let returned;
       try {
-        returned = provider(request);
+        returned = provider(new ProviderRequest(call, text, separator, isBatch, compat, attempt));
       } catch (error) {
         answer(fail, id, error);
         return;
       }
-      // Promise.resolve accepts promises, thenables and plain values alike.
-      Promise.resolve(returned).then(
-        (value) => answer(reply, id, value),
-        (error) => answer(fail, id, error),
-      );
+      try {
+        // Promise.resolve accepts promises, thenables and plain values alike (it throws
+        // only for a promise whose `constructor` getter throws).
+        Promise.resolve(returned).then(
+          (value) => answer(reply, id, value),
+          (error) => answer(fail, id, error),
+        );
+      } catch (error) {
+        answer(fail, id, error);
+      }
     },
 
     // Aborts the call's signal: timeout, dispose, or every item of the call withdrawn.

@@ -19,6 +19,7 @@ use super::errors::{js_error, js_error_of};
 use super::host::{Answer, Calls};
 use super::input;
 use super::seed;
+use super::settle;
 use crate::hash::IdMap;
 use crate::{
     Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup, LookupId, LookupResult,
@@ -404,21 +405,17 @@ impl Inner {
         while let Some(action) = self.next_action() {
             match action {
                 Action::Cancel(id) => self.calls.cancel(id),
-                Action::Settle((resolve, reject), settled) => {
-                    let _ = match settled.result {
-                        Ok(text) => resolve.call1(&JsValue::UNDEFINED, &JsValue::from_str(&text)),
-                        Err(error) => reject.call1(&JsValue::UNDEFINED, &js_error(&error)),
-                    };
-                }
+                Action::Settle((resolve, reject), settled) => match settled.result {
+                    Ok(text) => settle::resolve_with(&resolve, &text),
+                    Err(error) => {
+                        let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&error));
+                    }
+                },
                 // A throwing handler must not stop the pacer: its error is dropped.
                 Action::Notify(handler, event) => {
                     let _ = handler.call1(&JsValue::UNDEFINED, &convert::event_object(&event));
                 }
-                Action::Start(call) => {
-                    if let Err(thrown) = self.calls.start(&call) {
-                        self.respond(call.id, Err(convert::failure_from(thrown)));
-                    }
-                }
+                Action::Start(call) => self.calls.start(&call),
                 Action::Lookup(lookup) => self.look_up(lookup),
                 Action::Write(write) => self.write(write),
             }

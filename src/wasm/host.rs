@@ -25,8 +25,9 @@ extern "C" {
     ) -> CallHost;
 
     /// Starts a provider call; `text` is the texts joined with `separator`, `compat`
-    /// is `[providerId, sourceLang, targetLang, context]`.
-    #[wasm_bindgen(method, structural, catch)]
+    /// is `[providerId, sourceLang, targetLang, context]`. It never throws: whatever
+    /// goes wrong comes back as the call's failure.
+    #[wasm_bindgen(method, structural)]
     fn start(
         this: &CallHost,
         id: f64,
@@ -35,7 +36,7 @@ extern "C" {
         is_batch: bool,
         compat: &JsValue,
         attempt: u32,
-    ) -> Result<(), JsValue>;
+    );
 
     #[wasm_bindgen(method, structural)]
     fn cancel(this: &CallHost, id: f64);
@@ -112,8 +113,8 @@ impl Calls {
         }
     }
 
-    /// Starts `call`; the error is what the JS side threw, if it did.
-    pub fn start(&self, call: &Call) -> Result<(), JsValue> {
+    /// Starts `call`.
+    pub fn start(&self, call: &Call) {
         let (separator, compat) = {
             let mut recent = self.recent.borrow_mut();
             (

@@ -9,6 +9,7 @@ mod errors;
 mod host;
 mod input;
 mod seed;
+mod settle;
 
 use wasm_bindgen::prelude::*;
 

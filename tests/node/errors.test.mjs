@@ -95,6 +95,9 @@ describe("PacerError", () => {
   });
 });
 
+/** A 5-million-character reply: the module's input buffer grows for it, then shrinks. */
+const HUGE = "y".repeat(5_000_000);
+
 describe("every translate promise settles exactly once", () => {
   /** A provider behaviour, and whether the item should resolve with a value. */
   const behaviours = {
@@ -125,6 +128,15 @@ describe("every translate promise settles exactly once", () => {
       provider: () => ({ then() { throw new Error("then exploded"); } }),
       expect: "provider_error",
     },
+    "returns a promise whose constructor getter throws": {
+      provider: () => {
+        const promise = new Promise(() => {});
+        Object.defineProperty(promise, "constructor", { get() { throw new Error("constructor exploded"); } });
+        return promise;
+      },
+      expect: "provider_error",
+    },
+    "returns a huge string": { provider: () => HUGE, expect: HUGE },
     "rejects with null": { provider: () => Promise.reject(null), expect: "provider_error" },
     "rejects with undefined": { provider: () => Promise.reject(undefined), expect: "provider_error" },
   };
