@@ -114,6 +114,13 @@ const MAX_COMPATS = 4096;
  */
 const MAX_REGISTERED_CONTEXT = 256;
 
+/** The map under `key` in `map`, made on first use. */
+function childMap(map, key) {
+  let child = map.get(key);
+  if (child === undefined) map.set(key, (child = new Map()));
+  return child;
+}
+
 /** Whether `signal` is a not yet aborted `AbortSignal` (or look-alike). */
 function isLiveSignal(signal) {
   try {
@@ -190,12 +197,7 @@ export class BatchPacer {
   }
 
   #compatId(providerId, sourceLang, targetLang, context, llm) {
-    const level = (map, key) => {
-      let next = map.get(key);
-      if (next === undefined) map.set(key, (next = new Map()));
-      return next;
-    };
-    const byContext = level(level(level(this.#compats, providerId), sourceLang), targetLang);
+    const byContext = childMap(childMap(childMap(this.#compats, providerId), sourceLang), targetLang);
     let ids = byContext.get(context);
     if (ids === undefined) byContext.set(context, (ids = [0, 0]));
     const slot = llm ? 0 : 1;

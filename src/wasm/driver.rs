@@ -125,12 +125,7 @@ impl PacerCore {
             }),
             calls: Calls::new(
                 &provider,
-                answer(weak, |bytes| {
-                    match input::take(bytes.as_f64().unwrap_or(0.0) as usize) {
-                        Ok(text) => Ok(crate::Reply::Text(text)),
-                        Err(message) => Err(crate::Failure::bad_reply(message)),
-                    }
-                }),
+                answer(weak, input::reply),
                 answer(weak, convert::reply_from),
                 answer(weak, |error| Err(convert::failure_from(error))),
             ),
@@ -215,7 +210,10 @@ impl PacerCore {
         };
         self.admit(resolve, reject, |engine, now, compats| {
             let compat = compats.get(compat).ok_or_else(|| {
-                PacerFailure::new(ErrorCode::InvalidInput, "unknown compatibility id")
+                PacerFailure::new(
+                    ErrorCode::InvalidInput,
+                    format!("compat must be an id returned by registerCompat (got {compat})"),
+                )
             })?;
             engine.handle_translate(
                 now,

@@ -5,6 +5,8 @@ use std::cell::RefCell;
 
 use wasm_bindgen::prelude::*;
 
+use crate::{Failure, Reply};
+
 #[wasm_bindgen(module = "/src/wasm/input.js")]
 extern "C" {
     /// `{ write(text) -> bytes }`.
@@ -52,4 +54,11 @@ pub fn take(len: usize) -> Result<String, &'static str> {
             .map(str::to_owned)
             .map_err(|_| "the input buffer does not hold UTF-8")
     })
+}
+
+/// A string reply that the JS side wrote to the buffer (`bytes` long), as the engine's
+/// reply.
+pub fn reply(bytes: JsValue) -> Result<Reply, Failure<JsValue>> {
+    let bytes = bytes.as_f64().unwrap_or(0.0) as usize;
+    take(bytes).map(Reply::Text).map_err(Failure::bad_reply)
 }
