@@ -44,3 +44,17 @@ test("bench/run.mjs --smoke exits 0 and prints each workload's table", { timeout
   assert.equal(tables.length, HEADERS.length);
   for (const t of tables) assert.ok(t.split("\n").filter((line) => line.startsWith("| ")).length >= 2, t);
 });
+
+test("bench/compare-builds.mjs compares two builds and prints a ratio per workload", { timeout: 60_000 }, async () => {
+  const pkg = installedPackage() ?? repo;
+  const args = [join(repo, "bench", "compare-builds.mjs"), pkg, pkg, "--items", "40", "--runs", "1"];
+  const { code, stdout, stderr } = await new Promise((resolve) => {
+    execFile(process.execPath, args, { cwd: repo, timeout: 55_000 }, (error, out, err) =>
+      resolve({ code: error ? (error.code ?? error.signal) : 0, stdout: out, stderr: err }),
+    );
+  });
+  assert.equal(code, 0, `compare-builds failed:\n${stderr}\n${stdout}`);
+  const rows = stdout.split("\n").filter((line) => /^\| (one call|default batching)/.test(line));
+  assert.equal(rows.length, 2, stdout);
+  for (const row of rows) assert.match(row, /\d+\.\d\dx \|$/, row);
+});
