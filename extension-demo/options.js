@@ -2,6 +2,7 @@
 // and lets the background validate them with the package's own rules and messages.
 
 import { FLOWS, FLOW_FIELDS, PRESETS, DEFAULT_SETTINGS, MESSAGES, describeFailure, send } from "./protocol.js";
+import { element } from "./dom.js";
 
 const FLOW_TITLES = { page: "Page translation", subtitles: "Video subtitles" };
 
@@ -67,17 +68,6 @@ let apiKeySet = false;
 
 // ---------------------------------------------------------------------------------------
 // Building the flow sections
-
-function element(tag, attributes = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === undefined || value === null) continue;
-    if (name === "text") node.textContent = value;
-    else node.setAttribute(name, value);
-  }
-  for (const child of children) node.append(child);
-  return node;
-}
 
 function buildFlow(container) {
   const flow = container.dataset.flow;

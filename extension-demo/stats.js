@@ -3,6 +3,7 @@
 // and a chart of both totals over time.
 
 import { FLOWS, MESSAGES, describeFailure, send } from "./protocol.js";
+import { element } from "./dom.js";
 
 const POLL_MS = 1000;
 
@@ -78,17 +79,6 @@ function clockTime(epochMs) {
 
 // ---------------------------------------------------------------------------------------
 // DOM helpers
-
-function element(tag, attributes = {}, children = []) {
-  const node = document.createElement(tag);
-  for (const [name, value] of Object.entries(attributes)) {
-    if (value === undefined || value === null) continue;
-    if (name === "text") node.textContent = value;
-    else node.setAttribute(name, value);
-  }
-  for (const child of children) node.append(child);
-  return node;
-}
 
 function svg(tag, attributes = {}, text) {
   const node = document.createElementNS(SVG_NS, tag);

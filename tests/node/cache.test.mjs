@@ -17,6 +17,7 @@ import {
   thrown,
   assertPacerError,
   BatchPacer,
+  prng,
 } from "./helpers.mjs";
 
 /**
@@ -59,18 +60,6 @@ function referenceKey({ providerId, sourceLang, targetLang, context = "", llm = 
   field(Buffer.from([llm ? 1 : 0]));
   field(Buffer.from(text, "utf8"));
   return hash.digest("hex");
-}
-
-/** A small seeded PRNG (mulberry32), so that the random items are reproducible. */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const README_VECTOR = {

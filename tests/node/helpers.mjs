@@ -157,3 +157,15 @@ export function assertWindowBound(times, capacity, rate) {
 }
 
 export { BatchPacer, PacerError, FakeTimers };
+
+/** A small seeded PRNG (mulberry32) returning floats in [0, 1): reproducible random inputs. */
+export function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}

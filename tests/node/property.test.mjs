@@ -4,19 +4,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 
-import { setup, item, httpError, assertWindowBound } from "./helpers.mjs";
-
-/** A small deterministic PRNG (mulberry32). */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { setup, item, httpError, assertWindowBound, prng } from "./helpers.mjs";
 
 for (const seed of [1, 2, 3, 4, 5, 6]) {
   test(`seed ${seed}: window bound and exactly-once under mixed failures`, async (t) => {
