@@ -22,7 +22,9 @@ import http from "node:http";
 import { createReadStream, realpathSync } from "node:fs";
 import { realpath, stat } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath, pathToFileURL } from "node:url";
+import { fileURLToPath } from "node:url";
+
+import { closeOnSignals, isMainModule } from "./cli.mjs";
 
 export const DEMO_PAGE_DIR = fileURLToPath(new URL("./demo-page/", import.meta.url));
 
@@ -207,23 +209,7 @@ async function main(argv) {
     return;
   }
   process.stdout.write(`demo page at ${demo.url}\n`);
-  const stop = () => {
-    process.off("SIGINT", stop);
-    process.off("SIGTERM", stop);
-    demo.close().then(() => process.exit(0));
-    setTimeout(() => process.exit(0), 1000).unref();
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
+  closeOnSignals(demo);
 }
 
-function isMainModule() {
-  if (!process.argv[1]) return false;
-  try {
-    return pathToFileURL(realpathSync(process.argv[1])).href === import.meta.url;
-  } catch {
-    return false;
-  }
-}
-
-if (isMainModule()) main(process.argv.slice(2));
+if (isMainModule(import.meta.url)) main(process.argv.slice(2));

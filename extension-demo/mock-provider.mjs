@@ -58,8 +58,8 @@
 
 import http from "node:http";
 import { timingSafeEqual } from "node:crypto";
-import { pathToFileURL } from "node:url";
-import { realpathSync } from "node:fs";
+
+import { closeOnSignals, isMainModule } from "./cli.mjs";
 
 export const MODEL_ID = "mock-translator";
 
@@ -885,24 +885,7 @@ async function main(argv) {
   }
   process.stdout.write(`mock provider listening on ${mock.url}\n`);
 
-  const stop = () => {
-    process.off("SIGINT", stop);
-    process.off("SIGTERM", stop);
-    mock.close().then(() => process.exit(0));
-    // Never linger more than a moment on shutdown.
-    setTimeout(() => process.exit(0), 1000).unref();
-  };
-  process.on("SIGINT", stop);
-  process.on("SIGTERM", stop);
+  closeOnSignals(mock);
 }
 
-function isMainModule() {
-  if (!process.argv[1]) return false;
-  try {
-    return pathToFileURL(realpathSync(process.argv[1])).href === import.meta.url;
-  } catch {
-    return false;
-  }
-}
-
-if (isMainModule()) main(process.argv.slice(2));
+if (isMainModule(import.meta.url)) main(process.argv.slice(2));
