@@ -3,10 +3,8 @@
 import wasmInit, {
   initSync as wasmInitSync,
   PacerCore,
-  setErrorFactory,
+  setup,
   cacheKey as coreCacheKey,
-  inputWriter,
-  setRandomSource,
 } from "../pkg/batch_pacer.js";
 import { PacerError } from "./errors.js";
 
@@ -38,17 +36,18 @@ let loading = null;
 let input = null;
 
 function markReady() {
-  setErrorFactory(({ code, message, status, cause }) => new PacerError(code, message, { status, cause }));
-  input = inputWriter();
-  if (isNode()) {
+  input = setup(
+    ({ code, message, status, cause }) => new PacerError(code, message, { status, cause }),
     // In a fresh Node process both the global crypto and node:crypto take about 3 ms to
     // load. The seed keys the in-memory item keys against crafted collisions, which only
     // code able to observe Math.random could attempt: in Node, code of the same process.
-    setRandomSource((bytes) => {
-      for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(Math.random() * 256);
-    });
-  }
+    isNode() ? fillFromMathRandom : undefined,
+  );
   ready = true;
+}
+
+function fillFromMathRandom(bytes) {
+  for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(Math.random() * 256);
 }
 
 function isNode() {

@@ -14,7 +14,6 @@ thread_local! {
 }
 
 /// Registers `factory({ code, message, status, cause })`, which returns a `PacerError`.
-#[wasm_bindgen(js_name = setErrorFactory)]
 pub fn set_error_factory(factory: Function) {
     FACTORY.with(|f| *f.borrow_mut() = Some(factory));
 }

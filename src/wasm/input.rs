@@ -37,7 +37,6 @@ fn reserve(bytes: u32) -> u32 {
 }
 
 /// The module's writer, for the JS layer.
-#[wasm_bindgen(js_name = inputWriter)]
 pub fn input_writer() -> JsValue {
     WRITER.with(JsValue::clone)
 }

@@ -10,6 +10,7 @@ mod host;
 mod input;
 mod seed;
 mod settle;
+mod setup;
 
 use wasm_bindgen::prelude::*;
 

@@ -17,7 +17,6 @@ thread_local! {
 
 /// Registers `source(bytes)`, which fills a `Uint8Array` with random bytes: the JS layer
 /// passes one in Node, where loading Web Crypto costs milliseconds.
-#[wasm_bindgen(js_name = setRandomSource)]
 pub fn set_random_source(source: Function) {
     SOURCE.with(|s| *s.borrow_mut() = Some(source));
 }
