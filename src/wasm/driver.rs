@@ -510,7 +510,6 @@ impl Inner {
 
     /// Sleeps until the engine's next wake-up (one timer at most).
     fn arm_timer(self: &Rc<Self>) {
-        let now = self.now();
         let (wake, stale) = {
             let Ok(mut state) = self.state.try_borrow_mut() else {
                 return;
@@ -530,7 +529,8 @@ impl Inner {
         let Some(at) = wake else {
             return;
         };
-        let delay = at.since(now).as_millis();
+        // Read only now: most flushes leave the armed timer as it is.
+        let delay = at.since(self.now()).as_millis();
         let inner = Rc::clone(self);
         let handle = self.clock.set_timeout(delay, move || inner.on_timer());
         if let (Some(handle), Ok(mut state)) = (handle, self.state.try_borrow_mut()) {
