@@ -404,7 +404,7 @@ impl Inner {
             match action {
                 Action::Cancel(id) => self.calls.cancel(id),
                 Action::Settle((resolve, reject), settled) => match settled.result {
-                    Ok(text) => settle::resolve_with(&resolve, &text),
+                    Ok(text) => settle::resolve(&resolve, &text),
                     Err(error) => {
                         let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&error));
                     }

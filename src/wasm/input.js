@@ -2,18 +2,21 @@
 // The generated glue copies strings in a JavaScript loop, one character at a time,
 // which costs several times more for paragraphs and replies of hundreds of characters.
 
+/** The usual size of the buffer, and the size above which it is given back. */
+const SMALL = 4096;
+const LARGE = 1 << 20;
+
 /**
  * @param {WebAssembly.Memory} memory the module's memory
  * @param {(bytes: number) => number} reserve makes the buffer hold exactly `bytes`
  *   (reallocating it when it is smaller or much larger); returns its address
  */
-/** The usual size of the buffer, and the size above which it is given back. */
-const SMALL = 4096;
-const LARGE = 1 << 20;
-
 export function makeInput(memory, reserve) {
   const encoder = new TextEncoder();
   let view = new Uint8Array(0);
+  // The string last written and its length in bytes: the buffer starts with it.
+  let last = "";
+  let lastBytes = 0;
   return {
     /** Writes `text` into the buffer and returns its length in bytes. */
     write(text) {
@@ -27,7 +30,25 @@ export function makeInput(memory, reserve) {
         const address = reserve(size);
         view = new Uint8Array(memory.buffer, address, size);
       }
-      return encoder.encodeInto(text, view).written;
+      last = text;
+      lastBytes = encoder.encodeInto(text, view).written;
+      return lastBytes;
+    },
+
+    /**
+     * Resolves with the string last written, which the core found equal to a
+     * translation `bytes` long, and returns true; false when that string is no longer
+     * the last one. A string with a lone surrogate is declined: the core's copy holds
+     * U+FFFD in its place, as every text crossing as UTF-8 does.
+     */
+    resolveWithLast(resolve, bytes) {
+      if (bytes !== lastBytes || last.isWellFormed?.() === false) return false;
+      try {
+        resolve(last);
+      } catch {
+        // Like resolveWith (settle.js): a settle callback's throw is ignored.
+      }
+      return true;
     },
   };
 }

@@ -1,29 +1,34 @@
 //! The input buffer: texts and replies arrive as UTF-8 written by `input.js`, which
 //! encodes with `TextEncoder.encodeInto` instead of the glue's per-character loop.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 
+use js_sys::Function;
 use wasm_bindgen::prelude::*;
 
 use crate::{Failure, Reply};
 
 #[wasm_bindgen(module = "/src/wasm/input.js")]
 extern "C" {
-    /// `{ write(text) -> bytes }`.
+    /// `{ write(text) -> bytes, resolveWithLast(resolve, bytes) -> bool }`.
     pub type InputWriter;
 
     #[wasm_bindgen(js_name = makeInput)]
     fn make_input(memory: JsValue, reserve: JsValue) -> InputWriter;
+
+    #[wasm_bindgen(method, structural, js_name = resolveWithLast)]
+    fn resolve_with_last(this: &InputWriter, resolve: &Function, bytes: u32) -> bool;
 }
 
 thread_local! {
     static BUFFER: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
-    static WRITER: JsValue = make_input(
+    /// The length of the text last taken out of the buffer.
+    static TAKEN: Cell<usize> = const { Cell::new(0) };
+    static WRITER: InputWriter = make_input(
         wasm_bindgen::memory(),
         // Lives as long as the module: every pacer writes through it.
         Closure::<dyn Fn(u32) -> u32>::new(reserve).into_js_value(),
-    )
-    .into();
+    );
 }
 
 /// Makes the buffer `bytes` long and returns its address (stable until the next call).
@@ -38,12 +43,13 @@ fn reserve(bytes: u32) -> u32 {
 
 /// The module's writer, for the JS layer.
 pub fn input_writer() -> JsValue {
-    WRITER.with(JsValue::clone)
+    WRITER.with(|writer| JsValue::clone(writer))
 }
 
 /// Takes the `len` bytes last written. Copied out at once: any JS that runs later (a
 /// user clock, a provider) may write the buffer again.
 pub fn take(len: usize) -> Result<String, &'static str> {
+    TAKEN.set(len);
     BUFFER.with(|buffer| {
         let buffer = buffer.borrow();
         let bytes = buffer
@@ -53,6 +59,21 @@ pub fn take(len: usize) -> Result<String, &'static str> {
             .map(str::to_owned)
             .map_err(|_| "the input buffer does not hold UTF-8")
     })
+}
+
+/// Resolves with the JS string last written when `text` is that string (say, a reply
+/// that is the whole translation of a single item): the string JS already has is handed
+/// back instead of a new one made from `text`. Returns whether it did.
+///
+/// The buffer always starts with the last string written, so when it starts with `text`
+/// and the JS side confirms that string's length, `text` is that string.
+pub fn resolve_if_last(resolve: &Function, text: &str) -> bool {
+    let len = text.len();
+    if len == 0 || TAKEN.get() != len {
+        return false;
+    }
+    let holds = BUFFER.with(|buffer| buffer.borrow().get(..len) == Some(text.as_bytes()));
+    holds && WRITER.with(|writer| writer.resolve_with_last(resolve, len as u32))
 }
 
 /// A string reply that the JS side wrote to the buffer (`bytes` long), as the engine's

@@ -7,5 +7,12 @@ use wasm_bindgen::prelude::*;
 extern "C" {
     /// `resolve(text)`, with `text` decoded from wasm memory in the same crossing.
     #[wasm_bindgen(js_name = resolveWith)]
-    pub fn resolve_with(resolve: &Function, text: &str);
+    fn resolve_with(resolve: &Function, text: &str);
+}
+
+/// `resolve(text)`, with the JS string the text came from when there is one.
+pub fn resolve(resolve: &Function, text: &str) {
+    if !super::input::resolve_if_last(resolve, text) {
+        resolve_with(resolve, text);
+    }
 }
