@@ -7,7 +7,7 @@
 //! the outputs, then sleep until `poll_timeout`.
 
 use core::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, HashMap, VecDeque};
 use std::rc::Rc;
 
 use crate::alignment;
@@ -20,6 +20,7 @@ use crate::display::js_number;
 use crate::hash::IdMap;
 use crate::key::{item_key, Compat, Keyer, ShortKey};
 use crate::options::{OptionValue, Options};
+use crate::ready::ReadySet;
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::slab::{Key, Slab};
@@ -145,7 +146,7 @@ struct Adaptive {
 #[derive(Debug)]
 struct Provider {
     id: Rc<str>,
-    ready: BTreeSet<ReadyKey>,
+    ready: ReadySet<ReadyKey>,
     paused_until: Instant,
     adaptive: Option<Adaptive>,
     /// Counts 429 episodes. A call remembers the count at its start; a 429 for a call
@@ -850,7 +851,7 @@ impl<C: Clone> Engine<C> {
         let id: Rc<str> = id.into();
         self.providers.push(Provider {
             id: id.clone(),
-            ready: BTreeSet::new(),
+            ready: ReadySet::default(),
             paused_until: Instant::ZERO,
             adaptive: None,
             episode: 0,
