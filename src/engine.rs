@@ -205,7 +205,6 @@ pub struct Engine<C> {
     groups: Slab<Group>,
     group_by_fields: HashMap<Box<[u8]>, Key>,
     providers: Vec<Provider>,
-    provider_by_id: HashMap<Rc<str>, u32>,
     running: IdMap<Running>,
     timers: BinaryHeap<Reverse<(Instant, Timer)>>,
     cache: Lru,
@@ -249,7 +248,6 @@ impl<C: Clone> Engine<C> {
             groups: Slab::default(),
             group_by_fields: HashMap::new(),
             providers: Vec::new(),
-            provider_by_id: HashMap::new(),
             running: IdMap::default(),
             timers: BinaryHeap::new(),
             next_counted_ticket: COUNTED_TICKET,
@@ -843,20 +841,21 @@ impl<C: Clone> Engine<C> {
         }
     }
 
+    /// The index of provider `id`, added on first use. A scan rather than a map: there are
+    /// a handful of providers, every dispatch already walks them all, and this runs only
+    /// when a compatibility group is created.
     fn provider_for(&mut self, id: &str) -> u32 {
-        if let Some(&index) = self.provider_by_id.get(id) {
-            return index;
+        if let Some(index) = self.providers.iter().position(|p| &*p.id == id) {
+            return index as u32;
         }
         let index = self.providers.len() as u32;
-        let id: Rc<str> = id.into();
         self.providers.push(Provider {
-            id: id.clone(),
+            id: id.into(),
             ready: ReadySet::default(),
             paused_until: Instant::ZERO,
             adaptive: None,
             episode: 0,
         });
-        self.provider_by_id.insert(id, index);
         index
     }
 
