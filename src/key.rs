@@ -94,6 +94,14 @@ impl Keyer {
         Keyer(sip)
     }
 
+    /// A keyed 64-bit hash of encoded compatibility fields (see [`Compat::encode`]), to
+    /// find a group by its fields in an id map.
+    pub fn fields_word(&self, encoded: &[u8]) -> u64 {
+        let mut sip = self.0;
+        sip.write(encoded);
+        sip.finish128().h1
+    }
+
     /// The key of `text` under a keyer primed with its compatibility fields.
     pub fn key(&self, text: &str) -> ShortKey {
         let mut sip = self.0;
