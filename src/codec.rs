@@ -80,7 +80,7 @@ pub fn split(
     let token = separator.trim();
     let normalized;
     let reply = if reply.contains('\r') {
-        normalized = reply.replace("\r\n", "\n").replace('\r', "\n");
+        normalized = normalize_line_ends(reply);
         normalized.as_str()
     } else {
         reply
@@ -109,6 +109,21 @@ pub fn split(
     }
     let segments = segments.into_iter().map(|s| s.trim().to_owned()).collect();
     check_segments(segments, expected)
+}
+
+/// Turns CRLF and lone CR line ends into LF.
+fn normalize_line_ends(text: &str) -> String {
+    // By hand rather than `replace("\r\n", "\n")`: a string pattern compiles in a
+    // searcher whose slicing panic path (with char formatting) is large in the .wasm.
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some((line, after)) = rest.split_once('\r') {
+        out.push_str(line);
+        out.push('\n');
+        rest = after.strip_prefix('\n').unwrap_or(after);
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Checks an array reply (one string per text).
@@ -184,6 +199,22 @@ mod tests {
                 Ok(&want),
                 "reply {reply:?}"
             );
+        }
+    }
+
+    #[test]
+    fn line_ends_become_lf() {
+        for text in [
+            "",
+            "a",
+            "a\r\nb",
+            "a\rb",
+            "\r\r\n",
+            "\r\n\n\r",
+            "x\r\n\r\ny\r",
+        ] {
+            let expected = text.replace("\r\n", "\n").replace('\r', "\n");
+            assert_eq!(normalize_line_ends(text), expected, "text {text:?}");
         }
     }
 

@@ -7,7 +7,7 @@
 //! the outputs, then sleep until `poll_timeout`.
 
 use core::cmp::Reverse;
-use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
+use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
 
 use crate::alignment;
@@ -20,6 +20,7 @@ use crate::display::js_number;
 use crate::hash::IdMap;
 use crate::key::{item_key, Compat, Keyer, ShortKey};
 use crate::options::{OptionValue, Options};
+use crate::ready::ReadySet;
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::slab::{Key, Slab};
@@ -127,6 +128,8 @@ fn job_ticket(job: Key) -> Ticket {
 struct Group {
     info: Rc<CompatInfo>,
     encoded: Box<[u8]>,
+    /// Its entry in `group_by_fields`.
+    fields_word: u64,
     /// For in-memory keys.
     keyer: Keyer,
     provider: u32,
@@ -145,7 +148,7 @@ struct Adaptive {
 #[derive(Debug)]
 struct Provider {
     id: Rc<str>,
-    ready: BTreeSet<ReadyKey>,
+    ready: ReadySet<ReadyKey>,
     paused_until: Instant,
     adaptive: Option<Adaptive>,
     /// Counts 429 episodes. A call remembers the count at its start; a 429 for a call
@@ -202,9 +205,11 @@ pub struct Engine<C> {
     job_by_ticket: IdMap<Key>,
     batches: Slab<Batch>,
     groups: Slab<Group>,
-    group_by_fields: HashMap<Box<[u8]>, Key>,
+    /// Groups by a keyed hash of their encoded fields; the group's own fields confirm a
+    /// match (an id map rather than one keyed by the bytes: its code is in the binary
+    /// already).
+    group_by_fields: IdMap<Key>,
     providers: Vec<Provider>,
-    provider_by_id: HashMap<Rc<str>, u32>,
     running: IdMap<Running>,
     timers: BinaryHeap<Reverse<(Instant, Timer)>>,
     cache: Lru,
@@ -246,9 +251,8 @@ impl<C: Clone> Engine<C> {
             job_by_ticket: IdMap::default(),
             batches: Slab::default(),
             groups: Slab::default(),
-            group_by_fields: HashMap::new(),
+            group_by_fields: IdMap::default(),
             providers: Vec::new(),
-            provider_by_id: HashMap::new(),
             running: IdMap::default(),
             timers: BinaryHeap::new(),
             next_counted_ticket: COUNTED_TICKET,
@@ -806,9 +810,12 @@ impl<C: Clone> Engine<C> {
     fn group_for(&mut self, compat: &Compat<'_>, text: &str) -> (Key, ShortKey) {
         self.scratch.clear();
         compat.encode(&mut self.scratch);
-        if let Some(&key) = self.group_by_fields.get(self.scratch.as_slice()) {
+        let fields_word = self.keyer.fields_word(&self.scratch);
+        if let Some(&key) = self.group_by_fields.get(&fields_word) {
             if let Some(group) = self.groups.get(key) {
-                return (key, group.keyer.key(text));
+                if *group.encoded == *self.scratch {
+                    return (key, group.keyer.key(text));
+                }
             }
         }
         let provider = self.provider_for(compat.provider_id);
@@ -824,12 +831,15 @@ impl<C: Clone> Engine<C> {
                 llm: compat.llm,
             }),
             keyer,
-            encoded: encoded.clone(),
+            encoded,
+            fields_word,
             provider,
             open: None,
             jobs: 0,
         });
-        self.group_by_fields.insert(encoded, key);
+        // On the (2^-64) chance that another live group shares the word, this one simply
+        // goes unindexed: its items then start groups of their own.
+        self.group_by_fields.entry(fields_word).or_insert(key);
         (key, item_key)
     }
 
@@ -837,25 +847,28 @@ impl<C: Clone> Engine<C> {
         let idle = self.groups.get(group).is_some_and(|g| g.jobs == 0);
         if idle {
             if let Some(g) = self.groups.remove(group) {
-                self.group_by_fields.remove(&g.encoded);
+                if self.group_by_fields.get(&g.fields_word) == Some(&group) {
+                    self.group_by_fields.remove(&g.fields_word);
+                }
             }
         }
     }
 
+    /// The index of provider `id`, added on first use. A scan rather than a map: there are
+    /// a handful of providers, every dispatch already walks them all, and this runs only
+    /// when a compatibility group is created.
     fn provider_for(&mut self, id: &str) -> u32 {
-        if let Some(&index) = self.provider_by_id.get(id) {
-            return index;
+        if let Some(index) = self.providers.iter().position(|p| &*p.id == id) {
+            return index as u32;
         }
         let index = self.providers.len() as u32;
-        let id: Rc<str> = id.into();
         self.providers.push(Provider {
-            id: id.clone(),
-            ready: BTreeSet::new(),
+            id: id.into(),
+            ready: ReadySet::default(),
             paused_until: Instant::ZERO,
             adaptive: None,
             episode: 0,
         });
-        self.provider_by_id.insert(id, index);
         index
     }
 

@@ -68,8 +68,17 @@ pub fn to_hex(digest: &[u8; 32]) -> String {
 /// items, far beyond any queue or cache this library holds. SipHash costs a tenth of
 /// SHA-256 in WebAssembly, which only the persistent store's keys need.
 /// Two words rather than a `u128`, whose 16-byte alignment would pad every job.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ShortKey(pub [u64; 2]);
+
+impl core::hash::Hash for ShortKey {
+    // Word by word: the derived impl hashes an array as a length-prefixed byte slice,
+    // which goes through the hasher's byte loop.
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        state.write_u64(self.0[0]);
+        state.write_u64(self.0[1]);
+    }
+}
 
 /// Makes [`ShortKey`]s under one secret key.
 #[derive(Clone, Debug)]
@@ -92,6 +101,14 @@ impl Keyer {
         let mut sip = self.0;
         sip.write(&encoded);
         Keyer(sip)
+    }
+
+    /// A keyed 64-bit hash of encoded compatibility fields (see [`Compat::encode`]), to
+    /// find a group by its fields in an id map.
+    pub fn fields_word(&self, encoded: &[u8]) -> u64 {
+        let mut sip = self.0;
+        sip.write(encoded);
+        sip.finish128().h1
     }
 
     /// The key of `text` under a keyer primed with its compatibility fields.

@@ -29,6 +29,7 @@ pub mod engine;
 mod hash;
 pub mod key;
 pub mod options;
+mod ready;
 pub mod retry;
 pub mod settle;
 mod slab;
