@@ -36,6 +36,7 @@ import {
 import { SealedWhenDue } from "./sealed-queue.mjs";
 import { openServiceWorkerHost, chromiumAvailable } from "./chromium.mjs";
 import { quotaChart } from "./chart.mjs";
+import { sizeFloor } from "./size-floor.mjs";
 
 const execFile = promisify(execFileCb);
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
@@ -448,12 +449,27 @@ async function sizeAndColdStart() {
   const core = sizeRows.filter(([file]) => files.includes(file) && !OPTIONAL_MODULES.includes(file));
   const sum = (column) => core.reduce((total, row) => total + row[column], 0);
   sizeRows.push(["core: all but openai.js and indexeddb-cache.js", sum(1), sum(2), ratio(sum(2), sum(1))]);
+  // The floor takes a cargo build (half a minute from cold): full runs only.
+  const floor = SMOKE ? [] : sizeFloor(REPO);
+  if (floor.length > 0) {
+    const [floorRaw, floorGzip] = [floor.reduce((t, f) => t + f.raw, 0), floor.reduce((t, f) => t + f.gzip, 0)];
+    sizeRows.push([
+      `floor: the dependencies alone, no pacing logic (bench/size-floor: ${floor.map((f) => f.file).join(" + ")})`,
+      floorRaw, floorGzip, ratio(floorGzip, floorRaw),
+    ]);
+    sizeRows.push(["core ÷ floor", ratio(sum(1), floorRaw), ratio(sum(2), floorGzip), "–"]);
+  }
   report(
     table({
       title: "5a. Size: the files the package ships (bytes)",
       columns: ["file", "raw", "gzip -9", "gzip / raw"],
       rows: sizeRows,
-      notes: [`From the package measured (${PACKAGE_DIR === REPO ? "this repository after the build" : "the packed and installed tarball"}); the .d.ts and README are left out. Sizes are exact (no runs).`],
+      notes: [
+        `From the package measured (${PACKAGE_DIR === REPO ? "this repository after the build" : "the packed and installed tarball"}); the .d.ts and README are left out. Sizes are exact (no runs).`,
+        floor.length > 0
+          ? "Floor: bench/size-floor, the package's dependencies (wasm-bindgen, js-sys, wasm-bindgen-futures, serde-wasm-bindgen, gloo-timers, sha2) each used once as the package uses them, built with the same profile, cfg and wasm-opt flags; baseline of the \"core ÷ floor\" row."
+          : "Floor: not built in --smoke.",
+      ],
     }),
   );
 

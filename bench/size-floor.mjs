@@ -1,0 +1,39 @@
+// Workload 5a's floor: builds bench/size-floor (the package's dependencies, each used
+// once, no pacing logic) the way the package is built, and returns its files' sizes.
+
+import { execFileSync } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { gzipSync } from "node:zlib";
+
+/** The package's wasm-opt flags, read from Cargo.toml so that both builds use the same. */
+function wasmOptFlags(repo) {
+  const manifest = readFileSync(join(repo, "Cargo.toml"), "utf8");
+  const line = manifest.match(/^wasm-opt\s*=\s*(\[.*\])\s*$/m);
+  if (!line) throw new Error("no wasm-opt flags in Cargo.toml");
+  return JSON.parse(line[1]);
+}
+
+/**
+ * Builds the floor module with cargo, wasm-bindgen and wasm-opt (all installed by the
+ * README's setup) and returns `[{ file, raw, gzip }]` for its .wasm and JS glue.
+ */
+export function sizeFloor(repo) {
+  const target = join(repo, "target", "size-floor");
+  const out = join(target, "pkg");
+  const run = (command, args) => execFileSync(command, args, { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  run("cargo", [
+    "build", "--release", "--target", "wasm32-unknown-unknown",
+    "--manifest-path", join(repo, "bench", "size-floor", "Cargo.toml"), "--target-dir", target,
+  ]);
+  run("wasm-bindgen", [
+    "--target", "web", "--no-typescript", "--out-dir", out,
+    join(target, "wasm32-unknown-unknown", "release", "size_floor.wasm"),
+  ]);
+  const wasm = join(out, "size_floor_bg.wasm");
+  run(join(repo, "node_modules", ".bin", "wasm-opt"), [...wasmOptFlags(repo), wasm, "-o", wasm]);
+  return ["size_floor_bg.wasm", "size_floor.js"].map((file) => {
+    const bytes = readFileSync(join(out, file));
+    return { file, raw: bytes.length, gzip: gzipSync(bytes, { level: 9 }).length };
+  });
+}

@@ -1,0 +1,63 @@
+//! Each dependency used once, as batch-pacer uses it: a JS class whose options are read
+//! through js-sys and whose stats leave through serde-wasm-bindgen, a provider promise
+//! awaited through wasm-bindgen-futures after a gloo-timers delay, and a SHA-256 hex key.
+
+use serde::Serialize;
+use sha2::{Digest, Sha256};
+use wasm_bindgen::prelude::*;
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Stats {
+    items: u32,
+    provider_calls: u32,
+}
+
+#[wasm_bindgen]
+pub struct Floor {
+    provider: js_sys::Function,
+    items: u32,
+    calls: u32,
+}
+
+#[wasm_bindgen]
+impl Floor {
+    #[wasm_bindgen(constructor)]
+    pub fn new(provider: js_sys::Function, options: JsValue) -> Result<Floor, JsValue> {
+        let rate = js_sys::Reflect::get(&options, &JsValue::from_str("rate"))?;
+        let calls = rate.as_f64().unwrap_or(8.0) as u32;
+        Ok(Floor {
+            provider,
+            items: 0,
+            calls,
+        })
+    }
+
+    pub fn stats(&self) -> Result<JsValue, JsValue> {
+        let stats = Stats {
+            items: self.items,
+            provider_calls: self.calls,
+        };
+        Ok(stats.serialize(&serde_wasm_bindgen::Serializer::json_compatible())?)
+    }
+
+    pub fn translate(&mut self, text: String) -> js_sys::Promise {
+        self.items += 1;
+        let provider = self.provider.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            gloo_timers::future::TimeoutFuture::new(0).await;
+            let returned = provider.call1(&JsValue::NULL, &JsValue::from_str(&text))?;
+            wasm_bindgen_futures::JsFuture::from(js_sys::Promise::from(returned)).await
+        })
+    }
+}
+
+#[wasm_bindgen(js_name = cacheKey)]
+pub fn cache_key(text: &str) -> String {
+    const HEX: &[u8; 16] = b"0123456789abcdef";
+    Sha256::digest(text.as_bytes())
+        .iter()
+        .flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]])
+        .map(char::from)
+        .collect()
+}
