@@ -19,6 +19,9 @@ section "native core: cargo test"
 cargo test
 
 wasm_tests=(--test wasm_browser --test wasm_service_worker)
+# Each suite is a ~20 MB debug module that the browser fetches and compiles before the
+# first test; on a busy two-CPU machine that alone can pass the runner's default 20 s.
+export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-120}"
 section "wasm binding in Chromium (page + service worker)"
 wasm-pack test --headless --chrome --chromedriver "$(command -v chromedriver)" -- "${wasm_tests[@]}"
 section "wasm binding in Firefox ESR (page + service worker)"
