@@ -8,7 +8,7 @@
 //
 // --package DIR      the installed batch-pacer to measure (default: this repository's js/
 //                    and pkg/ after `npm run build`)
-// --no-chromium      skip the service-worker rows
+// --no-chromium      skip the service-worker rows (page-registered and extension)
 // --only 1,4         run these workloads only
 // --sizes 1000,5000  workload 1's paragraph counts
 // A full run writes bench/results.md and bench/quota.svg (--smoke and --only write nothing).
@@ -35,6 +35,7 @@ import {
 } from "./contenders.mjs";
 import { SealedWhenDue } from "./sealed-queue.mjs";
 import { openServiceWorkerHost, chromiumAvailable } from "./chromium.mjs";
+import { extensionServiceWorkerColdStart } from "./extension-sw.mjs";
 import { quotaChart } from "./chart.mjs";
 import { sizeFloor } from "./size-floor.mjs";
 
@@ -494,6 +495,9 @@ async function sizeAndColdStart() {
       await host.close();
     }
   }
+  const extension = CONFIG.chromium
+    ? await extensionServiceWorkerColdStart({ packageDir: PACKAGE_DIR, files, runs: CONFIG.swColdStartRuns })
+    : undefined;
   const base = node.get("p-queue");
   const total = (r) => r.importMs + r.initMs + r.constructMs;
   const rows = impls.map((impl) => {
@@ -510,6 +514,12 @@ async function sizeAndColdStart() {
       fmt(worker.initMs + worker.constructMs, 2), "–", "–", fmt(worker.evaluatedMs + worker.initMs + worker.constructMs, 1),
     ]);
   }
+  if (extension) {
+    rows.push([
+      "batch-pacer, Chromium extension service worker (fresh worker)", "–", fmt(extension.initMs, 2), fmt(extension.constructMs, 2),
+      fmt(extension.initMs + extension.constructMs, 2), "–", "–", fmt(extension.evaluatedMs + extension.initMs + extension.constructMs, 1),
+    ]);
+  }
   report(
     table({
       title: "5b. Cold start: import, init() and new BatchPacer() in a fresh runtime (ms)",
@@ -520,10 +530,13 @@ async function sizeAndColdStart() {
         worker
           ? `Chromium ${worker.version}: median of ${CONFIG.swColdStartRuns} fresh registrations of a module service worker that imports the package statically (served without caching); "ready" counts from the worker's start: module graph evaluated (${fmt(worker.evaluatedMs, 1)} ms), then init() (fetch + compile of the .wasm) and the constructor, timed inside the worker (its clock has 0.1 ms resolution).`
           : "Chromium: not measured in this run.",
-      ],
+        extension
+          ? `Chromium extension: median of ${CONFIG.swColdStartRuns} fresh workers of a bench MV3 extension (bench/extension-sw, chrome-extension:// origin) that imports the package statically from its own files; before each sample the worker is stopped (CDP ServiceWorker.stopAllWorkers, as Chrome stops an idle one) and a runtime message starts a new one (the worker started at install is not counted); module graph evaluated (${fmt(extension.evaluatedMs, 1)} ms), then init() (the .wasm fetched from the extension's own files, then compiled) and the constructor, timed inside the worker.`
+          : "",
+      ].filter(Boolean),
     }),
   );
-  return worker?.version;
+  return worker?.version ?? extension?.version;
 }
 
 // ---------------------------------------------------------------------------------------
