@@ -1,8 +1,6 @@
 //! Least-recently-used cache of successful translations, keyed by item digest.
 
-use std::collections::HashMap;
-
-use crate::hash::DigestMap;
+use crate::hash::IdMap;
 use crate::key::ShortKey;
 
 const NIL: u32 = u32::MAX;
@@ -16,10 +14,15 @@ struct Node {
 }
 
 /// A fixed-capacity LRU; capacity 0 stores nothing.
+///
+/// Entries are found by the first word of their key (the core's one hash map type), the
+/// node's whole key confirms a match. Two keys that share a first word (a 2^-64 chance
+/// for a pair) cannot both be cached: the later one replaces the other.
 #[derive(Debug)]
 pub struct Lru {
     capacity: usize,
-    index: DigestMap<u32>,
+    /// Node index by the first word of its key.
+    index: IdMap<u64>,
     nodes: Vec<Node>,
     /// Most recently used node.
     head: u32,
@@ -32,7 +35,7 @@ impl Lru {
     pub fn new(capacity: usize) -> Lru {
         Lru {
             capacity,
-            index: HashMap::default(),
+            index: IdMap::default(),
             nodes: Vec::new(),
             head: NIL,
             tail: NIL,
@@ -51,7 +54,10 @@ impl Lru {
 
     /// The cached value for `key`, marking it most recently used.
     pub fn get(&mut self, key: ShortKey) -> Option<&str> {
-        let at = *self.index.get(&key)?;
+        let at = self.find(key.0[0])?;
+        if self.nodes[at as usize].key != key {
+            return None;
+        }
         self.detach(at);
         self.push_front(at);
         Some(&self.nodes[at as usize].value)
@@ -62,8 +68,10 @@ impl Lru {
         if self.capacity == 0 {
             return;
         }
-        if let Some(&at) = self.index.get(&key) {
-            self.nodes[at as usize].value = value.into();
+        if let Some(at) = self.find(key.0[0]) {
+            let node = &mut self.nodes[at as usize];
+            node.key = key;
+            node.value = value.into();
             self.detach(at);
             self.push_front(at);
             return;
@@ -78,7 +86,7 @@ impl Lru {
             prev: NIL,
             next: NIL,
         });
-        self.index.insert(key, at);
+        self.index.insert(key.0[0], u64::from(at));
         self.push_front(at);
     }
 
@@ -88,6 +96,10 @@ impl Lru {
         while self.nodes.len() > capacity {
             self.evict_tail();
         }
+    }
+
+    fn find(&self, first_word: u64) -> Option<u32> {
+        self.index.get(&first_word).map(|&at| at as u32)
     }
 
     fn detach(&mut self, at: u32) {
@@ -129,14 +141,14 @@ impl Lru {
         }
         self.detach(victim);
         let removed = self.nodes.swap_remove(victim as usize);
-        self.index.remove(&removed.key);
+        self.index.remove(&removed.key.0[0]);
         let moved_from = self.nodes.len() as u32;
         if victim != moved_from {
             let (key, prev, next) = {
                 let node = &self.nodes[victim as usize];
                 (node.key, node.prev, node.next)
             };
-            self.index.insert(key, victim);
+            self.index.insert(key.0[0], u64::from(victim));
             match prev {
                 NIL => self.head = victim,
                 p => self.nodes[p as usize].next = victim,
@@ -170,6 +182,19 @@ mod tests {
         lru.set_capacity(1);
         assert_eq!(lru.len(), 1);
         assert_eq!(lru.get(k(3)), Some("three"));
+    }
+
+    #[test]
+    fn a_key_sharing_the_first_word_replaces_the_entry() {
+        let mut lru = Lru::new(4);
+        lru.put(ShortKey([5, 1]), "first");
+        lru.put(k(6), "other");
+        assert_eq!(lru.get(ShortKey([5, 2])), None);
+        lru.put(ShortKey([5, 2]), "second");
+        assert_eq!(lru.len(), 2);
+        assert_eq!(lru.get(ShortKey([5, 1])), None);
+        assert_eq!(lru.get(ShortKey([5, 2])), Some("second"));
+        assert_eq!(lru.get(k(6)), Some("other"));
     }
 
     #[test]

@@ -19,6 +19,7 @@ use crate::codec::{self, Mismatch};
 use crate::display::js_number;
 use crate::hash::IdMap;
 use crate::key::{item_key, Compat, Keyer, ShortKey};
+use crate::key_index::KeyIndex;
 use crate::options::{OptionValue, Options};
 use crate::ready::ReadySet;
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
@@ -201,14 +202,14 @@ pub struct Engine<C> {
     keyer: Keyer,
     jobs: Slab<Job>,
     /// Jobs by the first word of their key; the job's full key confirms a match.
-    job_by_key: IdMap<Key>,
-    job_by_ticket: IdMap<Key>,
+    job_by_key: KeyIndex,
+    job_by_ticket: KeyIndex,
     batches: Slab<Batch>,
     groups: Slab<Group>,
     /// Groups by a keyed hash of their encoded fields; the group's own fields confirm a
     /// match (an id map rather than one keyed by the bytes: its code is in the binary
     /// already).
-    group_by_fields: IdMap<Key>,
+    group_by_fields: KeyIndex,
     providers: Vec<Provider>,
     running: IdMap<Running>,
     timers: BinaryHeap<Reverse<(Instant, Timer)>>,
@@ -247,11 +248,11 @@ impl<C: Clone> Engine<C> {
             jitter: Jitter::new(seed),
             keyer: Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365),
             jobs: Slab::default(),
-            job_by_key: IdMap::default(),
-            job_by_ticket: IdMap::default(),
+            job_by_key: KeyIndex::default(),
+            job_by_ticket: KeyIndex::default(),
             batches: Slab::default(),
             groups: Slab::default(),
-            group_by_fields: IdMap::default(),
+            group_by_fields: KeyIndex::default(),
             providers: Vec::new(),
             running: IdMap::default(),
             timers: BinaryHeap::new(),
@@ -324,8 +325,7 @@ impl<C: Clone> Engine<C> {
         let priority = Priority::new(item.priority);
         let twin = self
             .job_by_key
-            .get(&key.0[0])
-            .copied()
+            .get(key.0[0])
             .filter(|j| self.jobs.get(*j).is_some_and(|job| job.key == key));
         if let Some(job) = twin {
             let ticket = self.counted_ticket();
@@ -363,7 +363,7 @@ impl<C: Clone> Engine<C> {
         });
         // On the (2^-64) chance that another job shares the first word, this one simply
         // goes without dedup.
-        self.job_by_key.entry(key.0[0]).or_insert(job);
+        self.job_by_key.insert_if_vacant(key.0[0], job);
         if let Some(g) = self.groups.get_mut(group) {
             g.jobs += 1;
         }
@@ -460,7 +460,7 @@ impl<C: Clone> Engine<C> {
                     .is_some_and(|j| j.waiters.contains(ticket))
             })
         } else {
-            self.job_by_ticket.remove(&ticket)
+            self.job_by_ticket.remove(ticket)
         };
         let Some(job_key) = job_key else {
             return;
@@ -784,7 +784,7 @@ impl<C: Clone> Engine<C> {
                     }
                     self.after_job_removed(pending.group);
                     for ticket in job.waiters.take() {
-                        self.job_by_ticket.remove(&ticket);
+                        self.job_by_ticket.remove(ticket);
                         self.resolve(ticket, translation.clone());
                     }
                 }
@@ -811,7 +811,7 @@ impl<C: Clone> Engine<C> {
         self.scratch.clear();
         compat.encode(&mut self.scratch);
         let fields_word = self.keyer.fields_word(&self.scratch);
-        if let Some(&key) = self.group_by_fields.get(&fields_word) {
+        if let Some(key) = self.group_by_fields.get(fields_word) {
             if let Some(group) = self.groups.get(key) {
                 if *group.encoded == *self.scratch {
                     return (key, group.keyer.key(text));
@@ -839,7 +839,7 @@ impl<C: Clone> Engine<C> {
         });
         // On the (2^-64) chance that another live group shares the word, this one simply
         // goes unindexed: its items then start groups of their own.
-        self.group_by_fields.entry(fields_word).or_insert(key);
+        self.group_by_fields.insert_if_vacant(fields_word, key);
         (key, item_key)
     }
 
@@ -847,9 +847,8 @@ impl<C: Clone> Engine<C> {
         let idle = self.groups.get(group).is_some_and(|g| g.jobs == 0);
         if idle {
             if let Some(g) = self.groups.remove(group) {
-                if self.group_by_fields.get(&g.fields_word) == Some(&group) {
-                    self.group_by_fields.remove(&g.fields_word);
-                }
+                self.group_by_fields
+                    .remove_if_leads_to(g.fields_word, group);
             }
         }
     }
@@ -1142,7 +1141,7 @@ impl<C: Clone> Engine<C> {
             }
             self.after_job_removed(batch.compat);
             for ticket in job.waiters.take() {
-                self.job_by_ticket.remove(&ticket);
+                self.job_by_ticket.remove(ticket);
                 self.resolve(ticket, translation.clone());
             }
         }
@@ -1373,7 +1372,7 @@ impl<C: Clone> Engine<C> {
             }
             self.after_job_removed(batch.compat);
             for ticket in job.waiters.take() {
-                self.job_by_ticket.remove(&ticket);
+                self.job_by_ticket.remove(ticket);
                 self.stats.failed += 1;
                 self.stats.pending -= 1;
                 self.settled.push_back(Settled {
@@ -1430,9 +1429,7 @@ impl<C: Clone> Engine<C> {
     }
 
     fn forget_job_key(&mut self, job: Key, key: ShortKey) {
-        if self.job_by_key.get(&key.0[0]) == Some(&job) {
-            self.job_by_key.remove(&key.0[0]);
-        }
+        self.job_by_key.remove_if_leads_to(key.0[0], job);
     }
 
     fn after_job_removed(&mut self, group: Key) {

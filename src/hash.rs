@@ -27,8 +27,8 @@ impl Hasher for FoldHasher {
     }
 }
 
-/// A map keyed by digests.
-pub type DigestMap<V> = HashMap<crate::key::ShortKey, V, BuildHasherDefault<FoldHasher>>;
-
-/// A map keyed by sequential `u64` ids.
+/// A map keyed by `u64` ids (sequential ids, or the first word of a digest).
+///
+/// The core only ever uses `IdMap<u64>`, whose values are slab keys' bits or indices:
+/// each other key or value type would add its own copy of the table code to the .wasm.
 pub type IdMap<V> = HashMap<u64, V, BuildHasherDefault<FoldHasher>>;

@@ -28,6 +28,7 @@ mod display;
 pub mod engine;
 mod hash;
 pub mod key;
+mod key_index;
 pub mod options;
 mod ready;
 pub mod retry;

@@ -50,6 +50,14 @@ impl Key {
     pub fn to_full_bits(self) -> u64 {
         (u64::from(self.generation) << 32) | u64::from(self.index)
     }
+
+    /// The key whose [`Key::to_full_bits`] is `bits`.
+    pub fn from_full_bits(bits: u64) -> Key {
+        Key {
+            index: bits as u32,
+            generation: (bits >> 32) as u32,
+        }
+    }
 }
 
 impl<T> Slab<T> {

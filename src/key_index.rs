@@ -1,0 +1,78 @@
+//! Slab keys found by a `u64` id.
+
+use crate::hash::IdMap;
+use crate::slab::Key;
+
+/// Maps ids to slab keys. The keys are held as their bits so that every index in the
+/// core is the same `IdMap<u64>`, whose code the .wasm then holds once.
+#[derive(Debug, Default)]
+pub struct KeyIndex(IdMap<u64>);
+
+impl KeyIndex {
+    /// The key under `id`.
+    pub fn get(&self, id: u64) -> Option<Key> {
+        self.0.get(&id).map(|&bits| Key::from_full_bits(bits))
+    }
+
+    /// Puts `key` under `id`; returns the key it replaces.
+    pub fn insert(&mut self, id: u64, key: Key) -> Option<Key> {
+        self.0
+            .insert(id, key.to_full_bits())
+            .map(Key::from_full_bits)
+    }
+
+    /// Puts `key` under `id` unless `id` is taken already.
+    pub fn insert_if_vacant(&mut self, id: u64, key: Key) {
+        self.0.entry(id).or_insert(key.to_full_bits());
+    }
+
+    /// Removes and returns the key under `id`.
+    pub fn remove(&mut self, id: u64) -> Option<Key> {
+        self.0.remove(&id).map(Key::from_full_bits)
+    }
+
+    /// Removes `id` if it still leads to `key`.
+    pub fn remove_if_leads_to(&mut self, id: u64, key: Key) {
+        if self.get(id) == Some(key) {
+            self.0.remove(&id);
+        }
+    }
+
+    /// Number of ids.
+    pub fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    /// Removes every id.
+    pub fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::KeyIndex;
+    use crate::slab::Slab;
+
+    #[test]
+    fn keys_come_back_whole() {
+        let mut slab = Slab::default();
+        let mut index = KeyIndex::default();
+        let first = slab.insert(());
+        slab.remove(first);
+        let reused = slab.insert(());
+        assert_ne!(first, reused);
+        index.insert(7, reused);
+        assert_eq!(index.get(7), Some(reused));
+        index.insert_if_vacant(7, first);
+        assert_eq!(index.get(7), Some(reused));
+        index.remove_if_leads_to(7, first);
+        assert_eq!(index.get(7), Some(reused));
+        index.remove_if_leads_to(7, reused);
+        assert_eq!(index.get(7), None);
+        index.insert_if_vacant(8, first);
+        assert_eq!(index.len(), 1);
+        assert_eq!(index.remove(8), Some(first));
+        assert_eq!(index.len(), 0);
+    }
+}
