@@ -17,7 +17,7 @@ use crate::cache::Lru;
 use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
 use crate::codec::{self, Mismatch};
 use crate::display::js_number;
-use crate::hash::IdMap;
+use crate::id_table::IdTable;
 use crate::key::{item_key, Compat, Keyer, ShortKey};
 use crate::key_index::KeyIndex;
 use crate::options::{OptionValue, Options};
@@ -211,7 +211,7 @@ pub struct Engine<C> {
     /// already).
     group_by_fields: KeyIndex,
     providers: Vec<Provider>,
-    running: IdMap<Running>,
+    running: IdTable<Running>,
     timers: BinaryHeap<Reverse<(Instant, Timer)>>,
     cache: Lru,
     next_counted_ticket: Ticket,
@@ -254,7 +254,7 @@ impl<C: Clone> Engine<C> {
             groups: Slab::default(),
             group_by_fields: KeyIndex::default(),
             providers: Vec::new(),
-            running: IdMap::default(),
+            running: IdTable::default(),
             timers: BinaryHeap::new(),
             next_counted_ticket: COUNTED_TICKET,
             next_call: 1,
@@ -412,7 +412,7 @@ impl<C: Clone> Engine<C> {
         outcome: Result<Reply, Failure<C>>,
     ) {
         self.advance(now);
-        if let Some(run) = self.running.remove(&id) {
+        if let Some(run) = self.running.remove(id) {
             match outcome {
                 Ok(reply) => self.on_reply(run, reply),
                 Err(failure) => self.on_failure(run, failure),
@@ -536,8 +536,8 @@ impl<C: Clone> Engine<C> {
             return;
         }
         self.disposed = true;
-        for id in self.running.keys() {
-            self.cancels.push_back(*id);
+        for id in self.running.ids() {
+            self.cancels.push_back(id);
         }
         self.running.clear();
         for job in self.jobs.drain() {
@@ -721,9 +721,9 @@ impl<C: Clone> Engine<C> {
                 Timer::Deadline(id) => {
                     let expired = self
                         .running
-                        .get(&id)
+                        .get(id)
                         .is_some_and(|r| r.deadline.is_some_and(|d| d <= self.now));
-                    if let Some(run) = expired.then(|| self.running.remove(&id)).flatten() {
+                    if let Some(run) = expired.then(|| self.running.remove(id)).flatten() {
                         self.cancels.push_back(id);
                         if let Some(p) = self.providers.get(run.provider as usize) {
                             self.events.push_back(Event::Timeout {
@@ -992,7 +992,7 @@ impl<C: Clone> Engine<C> {
                     .batches
                     .get(key)
                     .is_some_and(|b| matches!(b.state, State::Backoff(_))),
-                Timer::Deadline(id) => self.running.contains_key(&id),
+                Timer::Deadline(id) => self.running.contains(id),
                 Timer::Lookup(job) => self
                     .store
                     .as_ref()

@@ -14,6 +14,11 @@ impl KeyIndex {
         self.0.get(&id).map(|&bits| Key::from_full_bits(bits))
     }
 
+    /// Whether `id` is there.
+    pub fn contains(&self, id: u64) -> bool {
+        self.0.contains_key(&id)
+    }
+
     /// Puts `key` under `id`; returns the key it replaces.
     pub fn insert(&mut self, id: u64, key: Key) -> Option<Key> {
         self.0
@@ -43,6 +48,11 @@ impl KeyIndex {
         self.0.len()
     }
 
+    /// The ids, in the map's order.
+    pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.0.keys().copied()
+    }
+
     /// Removes every id.
     pub fn clear(&mut self) {
         self.0.clear();
@@ -67,11 +77,11 @@ mod tests {
         index.insert_if_vacant(7, first);
         assert_eq!(index.get(7), Some(reused));
         index.remove_if_leads_to(7, first);
-        assert_eq!(index.get(7), Some(reused));
+        assert!(index.contains(7));
         index.remove_if_leads_to(7, reused);
-        assert_eq!(index.get(7), None);
+        assert!(!index.contains(7));
         index.insert_if_vacant(8, first);
-        assert_eq!(index.len(), 1);
+        assert_eq!(index.ids().collect::<Vec<_>>(), vec![8]);
         assert_eq!(index.remove(8), Some(first));
         assert_eq!(index.len(), 0);
     }

@@ -27,6 +27,7 @@ pub mod codec;
 mod display;
 pub mod engine;
 mod hash;
+mod id_table;
 pub mod key;
 mod key_index;
 pub mod options;

@@ -4,7 +4,7 @@
 //! miss.
 
 use crate::batch::Member;
-use crate::hash::IdMap;
+use crate::id_table::IdTable;
 use crate::key::to_hex;
 use crate::slab::Key;
 use crate::time::Instant;
@@ -50,11 +50,23 @@ pub struct PendingLookup {
     pub deadline: Option<Instant>,
 }
 
+/// What is kept for one job: its lookup while under way, its full key until its write.
+#[derive(Debug)]
+struct JobEntry {
+    pending: Option<PendingLookup>,
+    digest: Option<[u8; 32]>,
+}
+
+impl JobEntry {
+    fn is_spent(&self) -> bool {
+        self.pending.is_none() && self.digest.is_none()
+    }
+}
+
 /// Lookups under way, full keys of jobs (for their write), and the driver's work.
 #[derive(Debug, Default)]
 pub struct Store {
-    pending: IdMap<PendingLookup>,
-    digests: IdMap<[u8; 32]>,
+    jobs: IdTable<JobEntry>,
     lookups: std::collections::VecDeque<Lookup>,
     writes: std::collections::VecDeque<StoreWrite>,
 }
@@ -63,8 +75,13 @@ impl Store {
     /// Starts the lookup of a new job.
     pub fn begin(&mut self, job: Key, digest: &[u8; 32], pending: PendingLookup) {
         let id = job.to_full_bits();
-        self.pending.insert(id, pending);
-        self.digests.insert(id, *digest);
+        self.jobs.insert(
+            id,
+            JobEntry {
+                pending: Some(pending),
+                digest: Some(*digest),
+            },
+        );
         self.lookups.push_back(Lookup {
             id,
             key: to_hex(digest),
@@ -73,17 +90,17 @@ impl Store {
 
     /// Ends the lookup of `job`, if it is still under way.
     pub fn finish_lookup(&mut self, job: Key) -> Option<PendingLookup> {
-        self.pending.remove(&job.to_full_bits())
+        self.take(job, |entry| entry.pending.take())
     }
 
     /// The lookup of `job`, if under way (for its deadline).
     pub fn pending(&self, job: Key) -> Option<&PendingLookup> {
-        self.pending.get(&job.to_full_bits())
+        self.jobs.get(job.to_full_bits())?.pending.as_ref()
     }
 
     /// Queues the write of a success.
     pub fn written(&mut self, job: Key, translation: &str) {
-        if let Some(digest) = self.digests.remove(&job.to_full_bits()) {
+        if let Some(digest) = self.take(job, |entry| entry.digest.take()) {
             self.writes.push_back(StoreWrite {
                 key: to_hex(&digest),
                 value: translation.to_owned(),
@@ -93,8 +110,18 @@ impl Store {
 
     /// Drops what is kept for `job` (it failed or left).
     pub fn forget(&mut self, job: Key) {
-        self.pending.remove(&job.to_full_bits());
-        self.digests.remove(&job.to_full_bits());
+        self.jobs.remove(job.to_full_bits());
+    }
+
+    /// Takes one part of the entry of `job`, dropping the entry once nothing is left.
+    fn take<T>(&mut self, job: Key, part: impl FnOnce(&mut JobEntry) -> Option<T>) -> Option<T> {
+        let id = job.to_full_bits();
+        let entry = self.jobs.get_mut(id)?;
+        let taken = part(entry);
+        if entry.is_spent() {
+            self.jobs.remove(id);
+        }
+        taken
     }
 
     /// Drops everything (dispose).
