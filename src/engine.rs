@@ -551,8 +551,10 @@ impl<C: Clone> Engine<C> {
                 });
             }
         }
-        self.batches.drain();
-        self.groups.drain();
+        // Fresh slabs rather than drained ones: nothing is created after dispose, so no
+        // old key can meet a new entry (and no per-type drain code is needed).
+        self.batches = Slab::default();
+        self.groups = Slab::default();
         self.group_by_fields.clear();
         self.job_by_key.clear();
         self.job_by_ticket.clear();

@@ -62,8 +62,8 @@ impl<T> IdTable<T> {
 
     /// Removes every value.
     pub fn clear(&mut self) {
-        self.index.clear();
-        self.values.drain();
+        // A fresh slab is enough: the index that held its keys is gone with it.
+        *self = IdTable::default();
     }
 }
 
