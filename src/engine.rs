@@ -559,8 +559,10 @@ impl<C: Clone> Engine<C> {
         self.job_by_key.clear();
         self.job_by_ticket.clear();
         self.providers.iter_mut().for_each(|p| p.ready.clear());
-        self.timers.clear();
-        self.calls.clear();
+        // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
+        // element type, dropping the old one is not.
+        self.timers = BinaryHeap::new();
+        self.calls = VecDeque::new();
         if let Some(store) = &mut self.store {
             store.clear();
         }
