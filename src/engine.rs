@@ -1445,14 +1445,14 @@ impl<C: Clone> Engine<C> {
 
     /// Rebuilds every batch that has not started, under the limits now in force.
     fn regroup_open_batches(&mut self) {
-        // Batches by their first item's arrival (a heap rather than a sort: the heap's
-        // code is in the binary already, for the timers).
-        let mut open: BinaryHeap<Reverse<(u64, Key)>> = self
-            .batches
-            .iter()
-            .filter(|(_, b)| !b.sealed && matches!(b.state, State::Collecting | State::Ready))
-            .map(|(k, b)| Reverse((b.seq, k)))
-            .collect();
+        // Batches by their first item's arrival: a heap rather than a sort (less code in
+        // the .wasm), filled by pushes (a collect would add the heap's bulk rebuild).
+        let mut open: BinaryHeap<Reverse<(u64, Key)>> = BinaryHeap::new();
+        for (key, batch) in self.batches.iter() {
+            if !batch.sealed && matches!(batch.state, State::Collecting | State::Ready) {
+                open.push(Reverse((batch.seq, key)));
+            }
+        }
         // Batches and the jobs inside them are in arrival order: keep it.
         let mut members: Vec<(Member, Key, Instant)> = Vec::new();
         while let Some(Reverse((_, batch_key))) = open.pop() {
