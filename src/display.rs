@@ -23,12 +23,13 @@ pub fn js_number(n: f64) -> String {
     }
     let mut buffer = ryu::Buffer::new();
     let (digits, point) = decimal_digits(buffer.format_finite(n.abs()).as_bytes());
-    let mut out = String::with_capacity(32);
+    // Bytes, not a `String`: each `String::push` of a `char` inlines a UTF-8 encoder.
+    let mut out = Vec::with_capacity(32);
     if n < 0.0 {
-        out.push('-');
+        out.push(b'-');
     }
     write_js_layout(&mut out, &digits, point);
-    out
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// Up to 17 significant digits with neither leading nor trailing zeros.
@@ -88,36 +89,36 @@ fn parse_exponent(text: &[u8]) -> i32 {
 
 /// Lays out `0.digits * 10^point` as `Number.prototype.toString` does (ECMA-262,
 /// Number::toString, radix 10).
-fn write_js_layout(out: &mut String, (digits, len): &Digits, point: i32) {
+fn write_js_layout(out: &mut Vec<u8>, (digits, len): &Digits, point: i32) {
     let digits = &digits[..*len];
     let k = digits.len() as i32;
-    let push_digits = |out: &mut String, d: &[u8]| d.iter().for_each(|&c| out.push(c as char));
-    let push_zeros = |out: &mut String, count: i32| (0..count).for_each(|_| out.push('0'));
+    let push_digits = |out: &mut Vec<u8>, d: &[u8]| out.extend_from_slice(d);
+    let push_zeros = |out: &mut Vec<u8>, count: i32| (0..count).for_each(|_| out.push(b'0'));
     if k <= point && point <= 21 {
         push_digits(out, digits);
         push_zeros(out, point - k);
     } else if 0 < point && point <= 21 {
         let (whole, fraction) = digits.split_at(point as usize);
         push_digits(out, whole);
-        out.push('.');
+        out.push(b'.');
         push_digits(out, fraction);
     } else if -6 < point && point <= 0 {
-        out.push_str("0.");
+        out.extend_from_slice(b"0.");
         push_zeros(out, -point);
         push_digits(out, digits);
     } else {
         push_digits(out, &digits[..1]);
         if k > 1 {
-            out.push('.');
+            out.push(b'.');
             push_digits(out, &digits[1..]);
         }
         let exponent = point - 1;
-        out.push_str(if exponent < 0 { "e-" } else { "e+" });
+        out.extend_from_slice(if exponent < 0 { b"e-" } else { b"e+" });
         let magnitude = exponent.unsigned_abs();
         // Double exponents have at most three digits (5e-324, 1.7976931348623157e+308).
         for divisor in [100, 10, 1] {
             if magnitude >= divisor || divisor == 1 {
-                out.push(char::from(b'0' + (magnitude / divisor % 10) as u8));
+                out.push(b'0' + (magnitude / divisor % 10) as u8);
             }
         }
     }
