@@ -595,17 +595,19 @@ impl<C: Clone> Engine<C> {
 
     /// The state a restarted pacer needs (see [`Engine::restore`]), at wall time `wall_ms`.
     pub fn snapshot(&self, wall_ms: f64) -> Snapshot {
-        let providers = self
-            .providers
-            .iter()
-            .filter(|p| p.paused_until > self.now || p.adaptive.is_some())
-            .map(|p| ProviderSnapshot {
-                provider_id: p.id.to_string(),
-                paused_for: p.paused_until.since(self.now),
-                adaptive_rate: p.adaptive.as_ref().map(|a| a.bucket.rate()),
-                adaptive_ceiling: p.adaptive.as_ref().map_or(0.0, |a| a.ceiling),
-            })
-            .collect();
+        // Pushes rather than a filtered `collect` (as for the texts of a batch): the
+        // collect of an iterator of unknown length is much more code in the .wasm.
+        let mut providers = Vec::new();
+        for p in &self.providers {
+            if p.paused_until > self.now || p.adaptive.is_some() {
+                providers.push(ProviderSnapshot {
+                    provider_id: p.id.to_string(),
+                    paused_for: p.paused_until.since(self.now),
+                    adaptive_rate: p.adaptive.as_ref().map(|a| a.bucket.rate()),
+                    adaptive_ceiling: p.adaptive.as_ref().map_or(0.0, |a| a.ceiling),
+                });
+            }
+        }
         Snapshot {
             wall_time_ms: wall_ms,
             tokens: self.bucket.tokens(self.now),
@@ -1048,11 +1050,10 @@ impl<C: Clone> Engine<C> {
         let attempt = batch.attempts;
         batch.attempts += 1;
         let (group_key, provider) = (batch.compat, batch.provider);
-        let texts: Vec<String> = batch
-            .jobs
-            .iter()
-            .filter_map(|j| self.jobs.get(*j).map(|job| job.text.to_string()))
-            .collect();
+        let mut texts: Vec<String> = Vec::with_capacity(batch.jobs.len());
+        for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
+            texts.push(job.text.to_string());
+        }
         let Some(group) = self.groups.get_mut(group_key) else {
             return;
         };
@@ -1114,11 +1115,10 @@ impl<C: Clone> Engine<C> {
         };
         let parsed = parsed.and_then(|segments| {
             if expected > 1 {
-                let texts: Vec<&str> = batch
-                    .jobs
-                    .iter()
-                    .filter_map(|j| self.jobs.get(*j).map(|job| &*job.text))
-                    .collect();
+                let mut texts: Vec<&str> = Vec::with_capacity(expected);
+                for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
+                    texts.push(&job.text);
+                }
                 alignment::check(&texts, &segments)?;
             }
             Ok(segments)
