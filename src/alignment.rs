@@ -33,8 +33,15 @@ pub fn check<S: AsRef<str>>(texts: &[S], segments: &[String]) -> Result<(), Mism
     }
     // A number occurs in a text only inside one of its digit runs, so searching the
     // (few, short) runs is the same as searching the whole text, and far cheaper.
-    let text_runs: Vec<Vec<&[u8]>> = texts.iter().map(|t| digit_runs(t.as_ref())).collect();
-    let segment_runs: Vec<Vec<&[u8]>> = segments.iter().map(|s| digit_runs(s)).collect();
+    // Pushes rather than `collect`s: each collect is code of its own in the .wasm.
+    let mut text_runs: Vec<Vec<&[u8]>> = Vec::with_capacity(texts.len());
+    for text in texts {
+        text_runs.push(digit_runs(text.as_ref()));
+    }
+    let mut segment_runs: Vec<Vec<&[u8]>> = Vec::with_capacity(segments.len());
+    for segment in segments {
+        segment_runs.push(digit_runs(segment));
+    }
     for (index, runs) in text_runs.iter().enumerate() {
         for number in runs {
             // The common case, a number kept in its own segment, needs no further search.
