@@ -17,7 +17,11 @@ pub fn choose_separator<S: AsRef<str>>(texts: &[S]) -> String {
     let token_len = longest_run.max(1) + 1;
     let mut separator = String::with_capacity(token_len + 4);
     separator.push_str("\n\n");
-    separator.extend(core::iter::repeat_n('%', token_len));
+    // A loop of pushes: `extend` with a repeated char is a function of its own in the
+    // .wasm, with a UTF-8 encoder.
+    for _ in 0..token_len {
+        separator.push('%');
+    }
     separator.push_str("\n\n");
     separator
 }
