@@ -131,6 +131,56 @@ pub const OPTION_NAMES: [&str; 15] = [
     "maxQueued",
 ];
 
+/// The option at each index of [`OPTION_NAMES`]. A patch entry is looked up by its
+/// name's index and handled by a `match` on this: a `match` on the names themselves
+/// compares strings arm after arm, much more code in the .wasm.
+#[derive(Clone, Copy)]
+enum OptionName {
+    Rate,
+    Capacity,
+    MaxInFlight,
+    MaxCharactersPerBatch,
+    MaxItemsPerBatch,
+    BatchDelayMs,
+    MaxBatchRetries,
+    FallbackToIndividual,
+    TimeoutMs,
+    MaxRetries,
+    BaseRetryDelayMs,
+    MaxRateLimitRetries,
+    AdaptiveRate,
+    CacheEntries,
+    MaxQueued,
+}
+
+const OPTIONS_BY_INDEX: [OptionName; 15] = {
+    use OptionName::*;
+    [
+        Rate,
+        Capacity,
+        MaxInFlight,
+        MaxCharactersPerBatch,
+        MaxItemsPerBatch,
+        BatchDelayMs,
+        MaxBatchRetries,
+        FallbackToIndividual,
+        TimeoutMs,
+        MaxRetries,
+        BaseRetryDelayMs,
+        MaxRateLimitRetries,
+        AdaptiveRate,
+        CacheEntries,
+        MaxQueued,
+    ]
+};
+
+impl OptionName {
+    fn find(name: &str) -> Option<OptionName> {
+        let index = OPTION_NAMES.iter().position(|known| *known == name)?;
+        OPTIONS_BY_INDEX.get(index).copied()
+    }
+}
+
 fn reject(name: &str, rule: &str, got: &OptionValue) -> OptionsError {
     OptionsError {
         message: format!("{name} must be {rule} (got {got})"),
@@ -179,34 +229,35 @@ impl Options {
         let mut next = self.clone();
         for (name, value) in patch {
             let name = name.as_ref();
-            if *value == OptionValue::Undefined && OPTION_NAMES.contains(&name) {
+            let Some(option) = OptionName::find(name) else {
+                return Err(OptionsError {
+                    message: format!("unknown option {} (got {value})", js_string(name)),
+                });
+            };
+            if *value == OptionValue::Undefined {
                 continue;
             }
-            match name {
-                "rate" => next.rate = finite_above_zero(name, value)?,
-                "capacity" => next.capacity = integer_at_least(name, 1, value)? as f64,
-                "maxInFlight" => next.max_in_flight = integer_at_least(name, 0, value)?,
-                "maxCharactersPerBatch" => {
+            use OptionName::*;
+            match option {
+                Rate => next.rate = finite_above_zero(name, value)?,
+                Capacity => next.capacity = integer_at_least(name, 1, value)? as f64,
+                MaxInFlight => next.max_in_flight = integer_at_least(name, 0, value)?,
+                MaxCharactersPerBatch => {
                     next.max_characters_per_batch = integer_at_least(name, 1, value)?
                 }
-                "maxItemsPerBatch" => next.max_items_per_batch = integer_at_least(name, 1, value)?,
-                "batchDelayMs" => next.batch_delay_ms = finite_at_least_zero(name, value)?,
-                "maxBatchRetries" => next.max_batch_retries = integer_at_least(name, 0, value)?,
-                "fallbackToIndividual" => next.fallback_to_individual = boolean(name, value)?,
-                "timeoutMs" => next.timeout_ms = finite_at_least_zero(name, value)?,
-                "maxRetries" => next.max_retries = integer_at_least(name, 0, value)?,
-                "baseRetryDelayMs" => next.base_retry_delay_ms = finite_at_least_zero(name, value)?,
-                "maxRateLimitRetries" => {
+                MaxItemsPerBatch => next.max_items_per_batch = integer_at_least(name, 1, value)?,
+                BatchDelayMs => next.batch_delay_ms = finite_at_least_zero(name, value)?,
+                MaxBatchRetries => next.max_batch_retries = integer_at_least(name, 0, value)?,
+                FallbackToIndividual => next.fallback_to_individual = boolean(name, value)?,
+                TimeoutMs => next.timeout_ms = finite_at_least_zero(name, value)?,
+                MaxRetries => next.max_retries = integer_at_least(name, 0, value)?,
+                BaseRetryDelayMs => next.base_retry_delay_ms = finite_at_least_zero(name, value)?,
+                MaxRateLimitRetries => {
                     next.max_rate_limit_retries = integer_at_least(name, 0, value)?
                 }
-                "adaptiveRate" => next.adaptive_rate = boolean(name, value)?,
-                "cacheEntries" => next.cache_entries = integer_at_least(name, 0, value)?,
-                "maxQueued" => next.max_queued = integer_at_least(name, 0, value)?,
-                _ => {
-                    return Err(OptionsError {
-                        message: format!("unknown option {} (got {value})", js_string(name)),
-                    })
-                }
+                AdaptiveRate => next.adaptive_rate = boolean(name, value)?,
+                CacheEntries => next.cache_entries = integer_at_least(name, 0, value)?,
+                MaxQueued => next.max_queued = integer_at_least(name, 0, value)?,
             }
         }
         Ok(next)
@@ -271,6 +322,26 @@ mod tests {
             (20_000.0, 2, 1000.0)
         );
         assert_eq!((o.max_rate_limit_retries, o.cache_entries), (10, 1000));
+    }
+
+    #[test]
+    fn every_name_sets_its_own_option() {
+        let defaults = Options::default();
+        for (name, value) in defaults.entries() {
+            let changed = match value {
+                Number(n) => Number(n + 1.0),
+                Bool(b) => Bool(!b),
+                other => panic!("{name} has the default {other}"),
+            };
+            let patched = defaults.patched(&[(name, changed.clone())]).unwrap();
+            for ((n, before), (m, after)) in defaults.entries().into_iter().zip(patched.entries()) {
+                assert_eq!(n, m);
+                let want = if n == name { &changed } else { &before };
+                assert_eq!(&after, want, "patching {name} left {n} at {after}");
+            }
+        }
+        let queued = defaults.patched(&[("maxQueued", Number(5.0))]).unwrap();
+        assert_eq!(queued.entries().last(), Some(&("maxQueued", Number(5.0))));
     }
 
     #[test]
