@@ -1,6 +1,6 @@
 //! Least-recently-used cache of successful translations, keyed by item digest.
 
-use crate::hash::IdMap;
+use crate::hash::{look_up, IdMap};
 use crate::key::ShortKey;
 
 const NIL: u32 = u32::MAX;
@@ -99,7 +99,7 @@ impl Lru {
     }
 
     fn find(&self, first_word: u64) -> Option<u32> {
-        self.index.get(&first_word).map(|&at| at as u32)
+        look_up(&self.index, first_word).map(|at| at as u32)
     }
 
     fn detach(&mut self, at: u32) {

@@ -32,3 +32,10 @@ impl Hasher for FoldHasher {
 /// The core only ever uses `IdMap<u64>`, whose values are slab keys' bits or indices:
 /// each other key or value type would add its own copy of the table code to the .wasm.
 pub type IdMap<V> = HashMap<u64, V, BuildHasherDefault<FoldHasher>>;
+
+/// The value under `id`. Not inlined: every index in the core looks up through this one
+/// copy of the probe code.
+#[inline(never)]
+pub fn look_up(map: &IdMap<u64>, id: u64) -> Option<u64> {
+    map.get(&id).copied()
+}

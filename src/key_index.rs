@@ -1,6 +1,6 @@
 //! Slab keys found by a `u64` id.
 
-use crate::hash::IdMap;
+use crate::hash::{look_up, IdMap};
 use crate::slab::Key;
 
 /// Maps ids to slab keys. The keys are held as their bits so that every index in the
@@ -11,7 +11,7 @@ pub struct KeyIndex(IdMap<u64>);
 impl KeyIndex {
     /// The key under `id`.
     pub fn get(&self, id: u64) -> Option<Key> {
-        self.0.get(&id).map(|&bits| Key::from_full_bits(bits))
+        look_up(&self.0, id).map(Key::from_full_bits)
     }
 
     /// Whether `id` is there.
