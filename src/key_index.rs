@@ -29,7 +29,11 @@ impl KeyIndex {
 
     /// Puts `key` under `id` unless `id` is taken already.
     pub fn insert_if_vacant(&mut self, id: u64, key: Key) {
-        self.0.entry(id).or_insert(key.to_full_bits());
+        // A lookup then an insert: both are in the .wasm already, an `entry` would be
+        // another copy of the table code.
+        if look_up(&self.0, id).is_none() {
+            self.0.insert(id, key.to_full_bits());
+        }
     }
 
     /// Removes and returns the key under `id`.
