@@ -17,7 +17,7 @@ section() { printf '\n======== %s ========\n' "$*"; }
 
 stale() {
   [ -f pkg/batch_pacer_bg.wasm ] && [ -f pkg/batch_pacer.js ] || return 0
-  [ -n "$(find src Cargo.toml Cargo.lock -newer pkg/batch_pacer_bg.wasm -print -quit)" ]
+  [ -n "$(find src Cargo.toml Cargo.lock .cargo -newer pkg/batch_pacer_bg.wasm -print -quit)" ]
 }
 if stale; then
   section "building the package"
