@@ -110,30 +110,43 @@ impl Default for Options {
     }
 }
 
-/// The option names the core validates: the contract's, in its order, then the package's
-/// additions (JS-only options such as `clock`, `onEvent` and `cache` are handled by the
-/// binding layer).
-pub const OPTION_NAMES: [&str; 15] = [
-    "rate",
-    "capacity",
-    "maxInFlight",
-    "maxCharactersPerBatch",
-    "maxItemsPerBatch",
-    "batchDelayMs",
-    "maxBatchRetries",
-    "fallbackToIndividual",
-    "timeoutMs",
-    "maxRetries",
-    "baseRetryDelayMs",
-    "maxRateLimitRetries",
-    "adaptiveRate",
-    "cacheEntries",
-    "maxQueued",
-];
+/// Every option the core validates, with its name: the contract's, in its order, then
+/// the package's additions (JS-only options such as `clock`, `onEvent` and `cache` are
+/// handled by the binding layer). A patch entry's name is looked up here and handled by
+/// a `match` on the option: a `match` on the names themselves compares strings arm after
+/// arm, much more code in the .wasm.
+const OPTIONS: [(&str, OptionName); 15] = {
+    use OptionName::*;
+    [
+        ("rate", Rate),
+        ("capacity", Capacity),
+        ("maxInFlight", MaxInFlight),
+        ("maxCharactersPerBatch", MaxCharactersPerBatch),
+        ("maxItemsPerBatch", MaxItemsPerBatch),
+        ("batchDelayMs", BatchDelayMs),
+        ("maxBatchRetries", MaxBatchRetries),
+        ("fallbackToIndividual", FallbackToIndividual),
+        ("timeoutMs", TimeoutMs),
+        ("maxRetries", MaxRetries),
+        ("baseRetryDelayMs", BaseRetryDelayMs),
+        ("maxRateLimitRetries", MaxRateLimitRetries),
+        ("adaptiveRate", AdaptiveRate),
+        ("cacheEntries", CacheEntries),
+        ("maxQueued", MaxQueued),
+    ]
+};
 
-/// The option at each index of [`OPTION_NAMES`]. A patch entry is looked up by its
-/// name's index and handled by a `match` on this: a `match` on the names themselves
-/// compares strings arm after arm, much more code in the .wasm.
+/// The names of [`OPTIONS`], in order.
+pub const OPTION_NAMES: [&str; 15] = {
+    let mut names = [""; 15];
+    let mut i = 0;
+    while i < names.len() {
+        names[i] = OPTIONS[i].0;
+        i += 1;
+    }
+    names
+};
+
 #[derive(Clone, Copy)]
 enum OptionName {
     Rate,
@@ -153,31 +166,12 @@ enum OptionName {
     MaxQueued,
 }
 
-const OPTIONS_BY_INDEX: [OptionName; 15] = {
-    use OptionName::*;
-    [
-        Rate,
-        Capacity,
-        MaxInFlight,
-        MaxCharactersPerBatch,
-        MaxItemsPerBatch,
-        BatchDelayMs,
-        MaxBatchRetries,
-        FallbackToIndividual,
-        TimeoutMs,
-        MaxRetries,
-        BaseRetryDelayMs,
-        MaxRateLimitRetries,
-        AdaptiveRate,
-        CacheEntries,
-        MaxQueued,
-    ]
-};
-
 impl OptionName {
     fn find(name: &str) -> Option<OptionName> {
-        let index = OPTION_NAMES.iter().position(|known| *known == name)?;
-        OPTIONS_BY_INDEX.get(index).copied()
+        OPTIONS
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, option)| *option)
     }
 }
 
