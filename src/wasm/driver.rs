@@ -20,7 +20,7 @@ use super::host::{Answer, Calls};
 use super::input;
 use super::seed;
 use super::settle;
-use crate::hash::IdMap;
+use crate::id_table::IdTable;
 use crate::{
     Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup, LookupId, LookupResult,
     Options, PacerFailure, Settled, StoreWrite, Ticket,
@@ -31,7 +31,8 @@ type Resolvers = (Function, Function);
 
 struct State {
     engine: Engine<JsValue>,
-    resolvers: IdMap<Resolvers>,
+    /// By ticket; an id table shares the core's one id map code in the .wasm.
+    resolvers: IdTable<Resolvers>,
     compats: CompatTable,
     timer: Option<(Instant, TimerHandle)>,
     /// A timer that has fired; dropped later, never inside its own callback.
@@ -117,7 +118,7 @@ impl PacerCore {
         let inner = Rc::new_cyclic(|weak: &Weak<Inner>| Inner {
             state: RefCell::new(State {
                 engine,
-                resolvers: IdMap::default(),
+                resolvers: IdTable::default(),
                 compats: CompatTable::default(),
                 timer: None,
                 spent_timer: None,
@@ -380,7 +381,7 @@ impl Inner {
             return Some(Action::Cancel(id));
         }
         while let Some(settled) = state.engine.poll_settled() {
-            if let Some(resolvers) = state.resolvers.remove(&settled.ticket) {
+            if let Some(resolvers) = state.resolvers.remove(settled.ticket) {
                 return Some(Action::Settle(resolvers, settled));
             }
         }
