@@ -20,7 +20,7 @@ use super::host::{Answer, Calls};
 use super::input;
 use super::seed;
 use super::settle;
-use crate::id_table::IdTable;
+use crate::hash::IdMap;
 use crate::{
     Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup, LookupId, LookupResult,
     Options, PacerFailure, Settled, StoreWrite, Ticket,
@@ -31,8 +31,7 @@ type Resolvers = (Function, Function);
 
 struct State {
     engine: Engine<JsValue>,
-    /// By ticket; an id table shares the core's one id map code in the .wasm.
-    resolvers: IdTable<Resolvers>,
+    resolvers: IdMap<Resolvers>,
     compats: CompatTable,
     timer: Option<(Instant, TimerHandle)>,
     /// A timer that has fired; dropped later, never inside its own callback.
@@ -118,7 +117,7 @@ impl PacerCore {
         let inner = Rc::new_cyclic(|weak: &Weak<Inner>| Inner {
             state: RefCell::new(State {
                 engine,
-                resolvers: IdTable::default(),
+                resolvers: IdMap::default(),
                 compats: CompatTable::default(),
                 timer: None,
                 spent_timer: None,
@@ -381,7 +380,7 @@ impl Inner {
             return Some(Action::Cancel(id));
         }
         while let Some(settled) = state.engine.poll_settled() {
-            if let Some(resolvers) = state.resolvers.remove(settled.ticket) {
+            if let Some(resolvers) = state.resolvers.remove(&settled.ticket) {
                 return Some(Action::Settle(resolvers, settled));
             }
         }
