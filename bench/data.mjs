@@ -22,7 +22,11 @@ export function item(text, targetLang = "de", extra) {
   return { text, sourceLang: "en", targetLang, providerId: "bench", ...extra };
 }
 
-/** A small seeded PRNG (mulberry32): the same sequence on every machine. */
+/**
+ * A small seeded PRNG (mulberry32): the same sequence on every machine. A copy of
+ * extension-demo/prng.mjs: this module must load in the benchmark's service worker,
+ * whose server serves bench/, js/ and pkg/ only.
+ */
 export function prng(seed) {
   let a = seed >>> 0;
   return () => {

@@ -60,6 +60,7 @@ import http from "node:http";
 import { timingSafeEqual } from "node:crypto";
 
 import { closeOnSignals, isMainModule } from "./cli.mjs";
+import { prng } from "./prng.mjs";
 
 export const MODEL_ID = "mock-translator";
 
@@ -281,18 +282,6 @@ function contentText(content) {
 
 // ---------------------------------------------------------------------------------------
 // Helpers
-
-/** mulberry32: a small seeded PRNG returning floats in [0, 1). */
-function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 function seedNumber(seed) {
   if (typeof seed === "number" && Number.isFinite(seed)) return Math.trunc(seed) >>> 0;

@@ -4,6 +4,8 @@
 import assert from "node:assert/strict";
 import FakeTimers from "@sinonjs/fake-timers";
 import init, { BatchPacer, PacerError } from "batch-pacer";
+import { join } from "node:path";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 await init();
 
@@ -158,14 +160,8 @@ export function assertWindowBound(times, capacity, rate) {
 
 export { BatchPacer, PacerError, FakeTimers };
 
-/** A small seeded PRNG (mulberry32) returning floats in [0, 1): reproducible random inputs. */
-export function prng(seed) {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+// The seeded PRNG of the mock provider, from the repository (like the end-to-end tests'
+// demo modules), so that a seed means the same sequence in both.
+const repo = process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url));
+export const { prng } = await import(pathToFileURL(join(repo, "extension-demo/prng.mjs")).href);
+
