@@ -4,7 +4,9 @@
 //
 // MV3 rules kept here: static imports only, no top-level await, every listener
 // registered synchronously at start; work waits for `ready` inside the listeners.
-import init, { BatchPacer, openAIProvider, indexedDBCache } from "./vendor/batch-pacer/js/index.js";
+import { initSync, BatchPacer, openAIProvider, indexedDBCache } from "./vendor/batch-pacer/js/index.js";
+// The core inline: no fetch of the .wasm each time the browser restarts this worker.
+import { wasmBytes } from "./vendor/batch-pacer/pkg/inline-wasm.js";
 import { DEFAULT_SETTINGS, FLOWS, FLOW_FIELDS, MESSAGES, PORT_NAME, ext } from "./protocol.js";
 import { demoProvider } from "./demo-provider.js";
 
@@ -24,7 +26,7 @@ ext.runtime.onConnect.addListener(onConnect);
 ext.runtime.onMessage.addListener(onMessage);
 
 async function start() {
-  await init();
+  initSync(wasmBytes());
   const [local, session] = await Promise.all([
     ext.storage.local.get("settings"),
     ext.storage.session.get(["snapshots", "history"]),

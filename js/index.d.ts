@@ -61,8 +61,12 @@ export default function init(source?: InitInput): Promise<void>;
  * Synchronous variant of `init()`: initialises the core from the module's bytes
  * (`BufferSource`) or from an already compiled `WebAssembly.Module`. A no-op once the
  * core is initialised.
- * (Browsers refuse to compile large modules synchronously on the main thread; prefer
- * `init()` there.)
+ * Workers and extension service workers compile synchronously without limit. On a
+ * page's main thread, current Chromium accepts modules up to 8 MB (this one is 0.15 MB),
+ * but older versions refuse anything over 4 KB: prefer `init()` in pages that must
+ * support them.
+ *
+ * With `wasmBytes()` from `batch-pacer/inline-wasm` it needs no fetch at all (see there).
  */
 export function initSync(bytes: WasmBytes | WasmModule): void;
 

@@ -9,3 +9,5 @@ rm -rf pkg/snippets
 wasm-pack build --release --target web --out-dir pkg --out-name batch_pacer --no-pack --no-typescript
 # wasm-pack writes a .gitignore of "*" into pkg/, which would keep the files out of `npm pack`.
 rm -f pkg/.gitignore
+# The same module inline, for `batch-pacer/inline-wasm` (start-up without a fetch).
+node scripts/inline-wasm.mjs

@@ -2,7 +2,8 @@
 // batch-pacer imported statically from the extension's own files, no top-level await,
 // listeners registered synchronously. It times its own cold start and keeps the figures
 // in `self.coldStart`; a runtime message (which also wakes a stopped worker) answers
-// with them once they are in.
+// with them once they are in. This one loads the core with `init()`, which fetches the
+// .wasm; background-inline.js takes it from batch-pacer/inline-wasm.
 import init, { BatchPacer } from "./batch-pacer/js/index.js";
 
 // Time from the worker's start (its time origin) to its module graph evaluated: the

@@ -15,10 +15,12 @@ const packageDir = dirname(dirname(fileURLToPath(import.meta.resolve("batch-pace
 const skip = playwright && existsSync("/usr/bin/chromium") ? false : "needs playwright-core and /usr/bin/chromium";
 
 // The same scenario in every context: 6 paragraphs, one with a %% line, batched by 4.
-const SCENARIO = `
-import init, { BatchPacer, PacerError, cacheKey } from "/batch-pacer/js/index.js";
+// `imports` and `initialise` choose how the core is loaded.
+const scenario = ({ imports, initialise }) => `
+import init, { initSync, BatchPacer, PacerError, cacheKey } from "/batch-pacer/js/index.js";
+${imports}
 export async function run() {
-  await init();
+  ${initialise}
   const calls = [];
   const pacer = new BatchPacer(async (req) => {
     calls.push({ isBatch: req.isBatch, n: req.texts.length, texts: req.texts.join(" | "), at: performance.now() });
@@ -35,7 +37,12 @@ export async function run() {
 }`;
 
 const FILES = {
-  "/scenario.js": SCENARIO,
+  "/scenario.js": scenario({ imports: "", initialise: "await init();" }),
+  // batch-pacer/inline-wasm: initialised at the module's top level, synchronously.
+  "/scenario-inline.js": scenario({
+    imports: `import { wasmBytes } from "/batch-pacer/pkg/inline-wasm.js";\ninitSync(wasmBytes());`,
+    initialise: "",
+  }),
   "/index.html": `<!doctype html><meta charset="utf-8"><title>batch-pacer in a page</title>
 <script type="module">
 import { run } from "/scenario.js";
@@ -51,15 +58,22 @@ self.addEventListener("message", (event) => {
 });`,
 };
 
+FILES["/sw-inline.js"] = FILES["/sw.js"].replace("/scenario.js", "/scenario-inline.js");
+FILES["/index-inline.html"] = FILES["/index.html"].replace("/scenario.js", "/scenario-inline.js");
+FILES["/blank.html"] = `<!doctype html><meta charset="utf-8"><title>nothing loaded</title>`;
+
 const TYPES = { ".js": "text/javascript", ".wasm": "application/wasm", ".html": "text/html", ".json": "application/json" };
 
 let server;
 let base;
+/** Every path the server was asked for, in order. */
+const served = [];
 before(async () => {
   if (skip) return;
   const root = realpathSync(packageDir);
   server = createServer(async (req, res) => {
     const path = new URL(req.url, "http://x").pathname;
+    served.push(path);
     try {
       if (FILES[path]) {
         res.writeHead(200, { "content-type": TYPES[extname(path)] ?? "text/html" });
@@ -82,13 +96,13 @@ before(async () => {
 });
 after(() => server?.close());
 
-async function withPage(t, fn) {
+async function withPage(t, fn, path = "/index.html") {
   const browser = await launchChromium();
   t.after(() => browser.close());
   const page = await browser.newPage();
   const errors = [];
   page.on("pageerror", (e) => errors.push(String(e)));
-  await page.goto(`${base}/index.html`);
+  await page.goto(`${base}${path}`);
   const result = await fn(page);
   assert.deepEqual(errors, []);
   return result;
@@ -121,19 +135,44 @@ test("in a dedicated module worker", { skip }, (t) =>
     assertScenario(result, { hasWindow: false });
   }));
 
+/** Registers the module service worker `script`, asks it to run, and returns its answer. */
+function inServiceWorker(page, script) {
+  return page.evaluate(async (script) => {
+    const registration = await navigator.serviceWorker.register(script, { type: "module" });
+    const worker = registration.installing ?? registration.waiting ?? registration.active;
+    await new Promise((resolve) => {
+      if (worker.state === "activated") return resolve();
+      worker.addEventListener("statechange", () => worker.state === "activated" && resolve());
+    });
+    return new Promise((resolve) => {
+      navigator.serviceWorker.addEventListener("message", (e) => resolve(e.data), { once: true });
+      worker.postMessage("run");
+    });
+  }, script);
+}
+
 test("in a module service worker (static import, no window)", { skip }, (t) =>
   withPage(t, async (page) => {
-    const result = await page.evaluate(async () => {
-      const registration = await navigator.serviceWorker.register("/sw.js", { type: "module" });
-      const worker = registration.installing ?? registration.waiting ?? registration.active;
-      await new Promise((resolve) => {
-        if (worker.state === "activated") return resolve();
-        worker.addEventListener("statechange", () => worker.state === "activated" && resolve());
-      });
-      return new Promise((resolve) => {
-        navigator.serviceWorker.addEventListener("message", (e) => resolve(e.data), { once: true });
-        worker.postMessage("run");
-      });
-    });
-    assertScenario(result, { hasWindow: false });
+    assertScenario(await inServiceWorker(page, "/sw.js"), { hasWindow: false });
   }));
+
+/** Runs `fn` and checks that batch-pacer/inline-wasm was loaded and the .wasm never was. */
+async function withoutWasmFetch(fn) {
+  const from = served.length;
+  await fn();
+  const paths = served.slice(from);
+  assert.ok(paths.includes("/batch-pacer/pkg/inline-wasm.js"), paths.join(", "));
+  assert.ok(!paths.some((p) => p.endsWith(".wasm")), paths.join(", "));
+}
+
+test("in a page initialised inline at top level: the .wasm is never fetched", { skip }, (t) =>
+  withoutWasmFetch(() =>
+    withPage(t, async (page) => {
+      assertScenario(await page.evaluate(() => window.pageResult), { hasWindow: true });
+    }, "/index-inline.html")));
+
+test("in a module service worker initialised inline at top level: the .wasm is never fetched", { skip }, (t) =>
+  withoutWasmFetch(() =>
+    withPage(t, async (page) => {
+      assertScenario(await inServiceWorker(page, "/sw-inline.js"), { hasWindow: false });
+    }, "/blank.html")));
