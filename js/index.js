@@ -36,18 +36,28 @@ let loading = null;
 let input = null;
 
 function markReady() {
-  input = setup(
-    ({ code, message, status, cause }) => new PacerError(code, message, { status, cause }),
-    // In a fresh Node process both the global crypto and node:crypto take about 3 ms to
-    // load. The seed keys the in-memory item keys against crafted collisions, which only
-    // code able to observe Math.random could attempt: in Node, code of the same process.
-    isNode() ? fillFromMathRandom : undefined,
-  );
+  input = setup(({ code, message, status, cause }) => new PacerError(code, message, { status, cause }));
   ready = true;
 }
 
-function fillFromMathRandom(bytes) {
-  for (let i = 0; i < bytes.length; i++) bytes[i] = Math.floor(Math.random() * 256);
+/** The two 32-bit words of each new core's seed. */
+const seedWords = new Uint32Array(2);
+
+/**
+ * 64 random bits for a new core: they seed its retry jitter and key its in-memory item
+ * keys against crafted collisions. In a fresh Node process both the global crypto and
+ * node:crypto take about 3 ms to load, and only code able to observe Math.random could
+ * craft collisions (in Node, code of the same process): there, and wherever Web Crypto
+ * is missing, Math.random fills them.
+ */
+function randomSeed() {
+  if (!isNode() && typeof globalThis.crypto?.getRandomValues === "function") {
+    globalThis.crypto.getRandomValues(seedWords);
+  } else {
+    seedWords[0] = Math.random() * 2 ** 32;
+    seedWords[1] = Math.random() * 2 ** 32;
+  }
+  return seedWords;
 }
 
 function isNode() {
@@ -139,7 +149,8 @@ export class BatchPacer {
 
   constructor(provider, options) {
     requireReady("new BatchPacer()");
-    this.#core = new PacerCore(provider, options);
+    const [seedLow, seedHigh] = randomSeed();
+    this.#core = new PacerCore(provider, options, seedLow, seedHigh);
   }
 
   /** Resolves with the item's translation; rejects with a PacerError. */

@@ -3,6 +3,11 @@
 // through a Rust future, and a request's AbortController is made only when the
 // provider reads `request.signal` (many providers never do).
 
+/** The kinds of answer the core takes (the constants of host.rs). */
+const REPLY_TEXT = 0;
+const REPLY = 1;
+const FAIL = 2;
+
 /** The request's call record, under a symbol so that proxies and copies still reach it. */
 const CALL = Symbol("batch-pacer call");
 
@@ -53,30 +58,28 @@ class ProviderRequest {
 /**
  * @param {Function} provider the user's provider
  * @param {{ write(text: string): number }} input the core's input buffer
- * @param {(id: number, bytes: number) => void} replyText the core's handler of string
- *   answers, written to the input buffer
- * @param {(id: number, value: unknown) => void} reply the core's handler of other answers
- * @param {(id: number, error: unknown) => void} fail the core's handler of failures
+ * @param {(kind: number, id: number, value: unknown) => void} respond the core's handler
+ *   of answers: `kind` is REPLY_TEXT (a string reply written to the input buffer, `value`
+ *   its length in bytes), REPLY (any other fulfilled value) or FAIL (a failure)
  */
-export function makeCallHost(provider, input, replyText, reply, fail) {
+export function makeCallHost(provider, input, respond) {
   /** Running calls by id: the signal's controller, once made, and whether it is aborted. */
   const calls = new Map();
 
-  const answer = (handler, id, value) => {
+  const answer = (kind, id, value) => {
     calls.delete(id);
-    let bytes;
-    if (handler === reply && typeof value === "string") {
+    if (kind === REPLY && typeof value === "string") {
       try {
-        bytes = input.write(value);
+        value = input.write(value);
+        kind = REPLY_TEXT;
       } catch (error) {
         // A reply too large for the module's memory fails the call like a bad reply.
-        handler = fail;
+        kind = FAIL;
         value = error;
       }
     }
     try {
-      if (bytes === undefined) handler(id, value);
-      else replyText(id, bytes);
+      respond(kind, id, value);
     } catch (error) {
       // The core was freed while the call ran: nobody waits for this answer. Anything
       // else is a fault of this package, to be seen rather than swallowed.
@@ -100,18 +103,18 @@ export function makeCallHost(provider, input, replyText, reply, fail) {
       try {
         returned = provider(new ProviderRequest(call, text, separator, isBatch, compat, attempt));
       } catch (error) {
-        answer(fail, id, error);
+        answer(FAIL, id, error);
         return;
       }
       try {
         // Promise.resolve accepts promises, thenables and plain values alike (it throws
         // only for a promise whose `constructor` getter throws).
         Promise.resolve(returned).then(
-          (value) => answer(reply, id, value),
-          (error) => answer(fail, id, error),
+          (value) => answer(REPLY, id, value),
+          (error) => answer(FAIL, id, error),
         );
       } catch (error) {
-        answer(fail, id, error);
+        answer(FAIL, id, error);
       }
     },
 
@@ -124,4 +127,22 @@ export function makeCallHost(provider, input, replyText, reply, fail) {
       call.controller?.abort();
     },
   };
+}
+
+/**
+ * A provider failure's Retry-After text in either HTTP form (delay-seconds or an
+ * HTTP-date) as milliseconds from now, or undefined when it is neither. Parsed here with
+ * JS's own number and date parsing: Rust's would add kilobytes to the module.
+ * @param {string} text
+ * @returns {number | undefined}
+ */
+export function retryAfterMs(text) {
+  const value = text.trim();
+  if (value === "") return undefined;
+  if (/^[0-9.]+$/.test(value)) {
+    const seconds = Number.parseFloat(value);
+    return seconds >= 0 && Number.isFinite(seconds) ? seconds * 1000 : undefined;
+  }
+  const at = Date.parse(value);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
 }

@@ -16,9 +16,21 @@ pub fn get(target: &JsValue, key: &str) -> JsValue {
     Reflect::get(target, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
 }
 
-fn set(target: &Object, key: &str, value: &JsValue) {
-    // Setting a plain data property on a fresh object cannot fail.
-    let _ = Reflect::set(target, &JsValue::from_str(key), value);
+#[wasm_bindgen]
+extern "C" {
+    /// An object the binding has just made: it has no setter that could throw.
+    type FreshObject;
+    /// `target[key] = value`. Not `Reflect.set`, whose import catches (no need here), and
+    /// this import has the signature of one serde-wasm-bindgen uses: one wrapper fewer
+    /// for V8 to compile at start-up.
+    #[wasm_bindgen(method, structural, indexing_setter)]
+    fn set_field(this: &FreshObject, key: &JsValue, value: &JsValue);
+}
+
+/// Sets a data property on a fresh object the binding made.
+pub fn set(target: &Object, key: &str, value: &JsValue) {
+    let target: &FreshObject = target.unchecked_ref();
+    target.set_field(&JsValue::from_str(key), value);
 }
 
 /// A JS value as the core describes values in messages.
@@ -292,8 +304,8 @@ fn retry_after(error: &JsValue) -> Option<Duration> {
     if let Some(s) = seconds.as_f64().filter(|v| *v >= 0.0) {
         return Some(Duration::from_secs(s));
     }
-    if let Some(text) = seconds.as_string() {
-        return parse_retry_after(&text);
+    if seconds.is_string() {
+        return parse_retry_after(&seconds);
     }
     let headers = get(error, "headers");
     if !headers.is_object() {
@@ -314,47 +326,43 @@ fn retry_after(error: &JsValue) -> Option<Duration> {
     };
     match value.as_f64() {
         Some(s) if s >= 0.0 => Some(Duration::from_secs(s)),
-        _ => value.as_string().and_then(|t| parse_retry_after(&t)),
+        _ if value.is_string() => parse_retry_after(&value),
+        _ => None,
     }
 }
 
-/// Retry-After in either HTTP form: delay-seconds or an HTTP-date.
-fn parse_retry_after(text: &str) -> Option<Duration> {
-    let text = text.trim();
-    if text.is_empty() {
-        return None;
-    }
-    if text.bytes().all(|b| b.is_ascii_digit() || b == b'.') {
-        // JS's own number parsing: Rust's float parser would add several KB to the binary.
-        let seconds = js_sys::Number::parse_float(text);
-        return (seconds >= 0.0 && seconds.is_finite()).then(|| Duration::from_secs(seconds));
-    }
-    let at = js_sys::Date::parse(text);
-    if at.is_nan() {
-        return None;
-    }
-    Some(Duration::from_millis((at - js_sys::Date::now()).max(0.0)))
+#[wasm_bindgen(module = "/src/wasm/call-host.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = retryAfterMs)]
+    fn retry_after_ms(text: &JsValue) -> JsValue;
 }
 
+/// Retry-After text in either HTTP form: delay-seconds or an HTTP-date.
+fn parse_retry_after(text: &JsValue) -> Option<Duration> {
+    retry_after_ms(text).as_f64().map(Duration::from_millis)
+}
+
+// Counts cross as f64 (exact to 2^53): serde-wasm-bindgen writes a u64 through its own
+// BigInt import, one more signature for V8 to compile a wrapper for at start-up.
 #[derive(Serialize)]
 #[serde(rename_all = "camelCase")]
 struct StatsView {
-    items: u64,
-    cache_hits: u64,
-    dedup_hits: u64,
-    provider_calls: u64,
-    batch_calls: u64,
-    retries: u64,
-    count_mismatches: u64,
-    fallbacks: u64,
-    rate_limited: u64,
-    failed: u64,
-    aborted: u64,
-    succeeded: u64,
-    disposed: u64,
-    pending: u64,
-    queued: u64,
-    in_flight: u64,
+    items: f64,
+    cache_hits: f64,
+    dedup_hits: f64,
+    provider_calls: f64,
+    batch_calls: f64,
+    retries: f64,
+    count_mismatches: f64,
+    fallbacks: f64,
+    rate_limited: f64,
+    failed: f64,
+    aborted: f64,
+    succeeded: f64,
+    disposed: f64,
+    pending: f64,
+    queued: f64,
+    in_flight: f64,
 }
 
 fn to_js<T: Serialize>(value: &T) -> JsValue {
@@ -462,22 +470,22 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
 /// Stats as a plain object.
 pub fn stats_object(s: &Stats) -> JsValue {
     to_js(&StatsView {
-        items: s.items,
-        cache_hits: s.cache_hits,
-        dedup_hits: s.dedup_hits,
-        provider_calls: s.provider_calls,
-        batch_calls: s.batch_calls,
-        retries: s.retries,
-        count_mismatches: s.count_mismatches,
-        fallbacks: s.fallbacks,
-        rate_limited: s.rate_limited,
-        failed: s.failed,
-        aborted: s.aborted,
-        succeeded: s.succeeded,
-        disposed: s.disposed,
-        pending: s.pending,
-        queued: s.queued,
-        in_flight: s.in_flight,
+        items: s.items as f64,
+        cache_hits: s.cache_hits as f64,
+        dedup_hits: s.dedup_hits as f64,
+        provider_calls: s.provider_calls as f64,
+        batch_calls: s.batch_calls as f64,
+        retries: s.retries as f64,
+        count_mismatches: s.count_mismatches as f64,
+        fallbacks: s.fallbacks as f64,
+        rate_limited: s.rate_limited as f64,
+        failed: s.failed as f64,
+        aborted: s.aborted as f64,
+        succeeded: s.succeeded as f64,
+        disposed: s.disposed as f64,
+        pending: s.pending as f64,
+        queued: s.queued as f64,
+        in_flight: s.in_flight as f64,
     })
 }
 
@@ -505,12 +513,12 @@ enum EventView<'a> {
     },
     CountMismatch {
         provider_id: &'a str,
-        expected: usize,
-        got: usize,
+        expected: f64,
+        got: f64,
     },
     Fallback {
         provider_id: &'a str,
-        items: usize,
+        items: f64,
     },
     Timeout {
         provider_id: &'a str,
@@ -554,12 +562,12 @@ pub fn event_object(event: &Event) -> JsValue {
             got,
         } => EventView::CountMismatch {
             provider_id,
-            expected: *expected,
-            got: *got,
+            expected: *expected as f64,
+            got: *got as f64,
         },
         Event::Fallback { provider_id, items } => EventView::Fallback {
             provider_id,
-            items: *items,
+            items: *items as f64,
         },
         Event::Timeout { provider_id } => EventView::Timeout { provider_id },
         Event::CacheError { operation, message } => EventView::CacheError { operation, message },

@@ -16,10 +16,8 @@ use super::clock::{Clock, TimerHandle};
 use super::compat_table::CompatTable;
 use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
-use super::host::{Answer, Calls};
+use super::host::{self, Answer, Calls};
 use super::input;
-use super::seed;
-use super::settle;
 use crate::hash::IdMap;
 use crate::{
     Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup, LookupId, LookupResult,
@@ -79,9 +77,16 @@ fn event_handler(value: Option<JsValue>) -> Result<Option<Function>, JsValue> {
 
 #[wasm_bindgen]
 impl PacerCore {
-    /// `new PacerCore(provider, options)`; throws `invalid_options`.
+    /// `new PacerCore(provider, options, seedLow, seedHigh)`; throws `invalid_options`.
+    /// The two words are 64 random bits from the JS layer: they seed the retry jitter
+    /// and key the in-memory item keys.
     #[wasm_bindgen(constructor)]
-    pub fn new(provider: JsValue, options: JsValue) -> Result<PacerCore, JsValue> {
+    pub fn new(
+        provider: JsValue,
+        options: JsValue,
+        seed_low: u32,
+        seed_high: u32,
+    ) -> Result<PacerCore, JsValue> {
         let provider: Function = provider.clone().dyn_into().map_err(|_| {
             invalid_options(format!(
                 "provider must be a function (got {})",
@@ -102,7 +107,7 @@ impl PacerCore {
         };
         let on_event = event_handler(input.on_event)?;
         let now = Instant::from_millis(clock.now_ms());
-        let seed = seed::random_seed();
+        let seed = u64::from(seed_high) << 32 | u64::from(seed_low);
         let mut engine = Engine::new(parsed, now, seed);
         if store.is_some() {
             engine.enable_store();
@@ -123,12 +128,7 @@ impl PacerCore {
                 spent_timer: None,
                 on_event,
             }),
-            calls: Calls::new(
-                &provider,
-                answer(weak, input::reply),
-                answer(weak, convert::reply_from),
-                answer(weak, |error| Err(convert::failure_from(error))),
-            ),
+            calls: Calls::new(&provider, answer(weak)),
             clock,
             store,
         });
@@ -344,15 +344,19 @@ impl PacerCore {
 /// A callback for the JS side of calls: turns what it hands back into the engine's input.
 /// Weak: a provider that never settles (and ignores its abort signal) must not keep a
 /// disposed or dropped pacer alive.
-fn answer(
-    inner: &Weak<Inner>,
-    outcome: fn(JsValue) -> Result<crate::Reply, crate::Failure<JsValue>>,
-) -> Answer {
+fn answer(inner: &Weak<Inner>) -> Answer {
     let inner = inner.clone();
-    Closure::new(move |id: f64, value: JsValue| {
-        if let Some(inner) = inner.upgrade() {
-            inner.respond(id as CallId, outcome(value));
-        }
+    Closure::new(move |kind: u32, id: f64, value: JsValue| {
+        let Some(inner) = inner.upgrade() else { return };
+        let outcome = match kind {
+            host::REPLY_TEXT => input::reply(value),
+            host::REPLY => convert::reply_from(value),
+            kind => {
+                debug_assert_eq!(kind, host::FAIL);
+                Err(convert::failure_from(value))
+            }
+        };
+        inner.respond(id as CallId, outcome);
     })
 }
 
@@ -404,7 +408,7 @@ impl Inner {
             match action {
                 Action::Cancel(id) => self.calls.cancel(id),
                 Action::Settle((resolve, reject), settled) => match settled.result {
-                    Ok(text) => settle::resolve(&resolve, &text),
+                    Ok(text) => input::resolve(&resolve, &text),
                     Err(error) => {
                         let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&error));
                     }

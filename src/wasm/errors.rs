@@ -2,9 +2,10 @@
 
 use std::cell::RefCell;
 
-use js_sys::{Function, Object, Reflect};
+use js_sys::{Function, Object};
 use wasm_bindgen::prelude::*;
 
+use super::convert::set;
 use crate::{ErrorCode, PacerFailure};
 
 thread_local! {
@@ -21,9 +22,7 @@ pub fn set_error_factory(factory: Function) {
 /// A JS error for a core failure.
 pub fn js_error(failure: &PacerFailure<JsValue>) -> JsValue {
     let fields = Object::new();
-    let put = |key: &str, value: &JsValue| {
-        let _ = Reflect::set(&fields, &JsValue::from_str(key), value);
-    };
+    let put = |key: &str, value: &JsValue| set(&fields, key, value);
     put("code", &JsValue::from_str(failure.code.as_str()));
     put("message", &JsValue::from_str(&failure.message));
     if let Some(status) = failure.status {
@@ -40,7 +39,7 @@ pub fn js_error(failure: &PacerFailure<JsValue>) -> JsValue {
     made.unwrap_or_else(|| {
         // Without the JS layer (raw wasm use), a plain Error with the same fields.
         let error = js_sys::Error::new(&failure.message);
-        let _ = Reflect::set(&error, &"code".into(), &failure.code.as_str().into());
+        set(&error, "code", &failure.code.as_str().into());
         error.into()
     })
 }

@@ -1,5 +1,5 @@
 //! Provider calls through their JS side (`call-host.js`): it builds each request, calls
-//! the provider and hands the answer back through two callbacks made here.
+//! the provider and hands the answer back through one callback made here.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -16,13 +16,7 @@ extern "C" {
     pub type CallHost;
 
     #[wasm_bindgen(js_name = makeCallHost)]
-    fn make_call_host(
-        provider: &Function,
-        input: &JsValue,
-        reply_text: &Function,
-        reply: &Function,
-        fail: &Function,
-    ) -> CallHost;
+    fn make_call_host(provider: &Function, input: &JsValue, answer: &Function) -> CallHost;
 
     /// Starts a provider call; `text` is the texts joined with `separator`, `compat`
     /// is `[providerId, sourceLang, targetLang, context]`. It never throws: whatever
@@ -42,17 +36,24 @@ extern "C" {
     fn cancel(this: &CallHost, id: f64);
 }
 
-/// What the JS side hands back: `(call id, what it got)`, where what it got is a reply
-/// string's length in the input buffer, any other fulfilled value, or a rejection reason.
-pub type Answer = Closure<dyn Fn(f64, JsValue)>;
+/// What the JS side hands back: `(kind, call id, what it got)`, where the kind (one of
+/// the constants below, as in call-host.js) says what it got.
+pub type Answer = Closure<dyn Fn(u32, f64, JsValue)>;
+
+/// A string reply, written to the input buffer: what it got is its length in bytes.
+pub const REPLY_TEXT: u32 = 0;
+/// Any other fulfilled value.
+pub const REPLY: u32 = 1;
+/// A rejection reason, or what the provider threw.
+pub const FAIL: u32 = 2;
 
 /// How many compatibility groups keep their fields as JS strings between calls.
 const RECENT_GROUPS: usize = 8;
 
-/// The calls of one pacer. Owns the answer callbacks, so they live as long as it does.
+/// The calls of one pacer. Owns the answer callback, so it lives as long as it does.
 pub struct Calls {
     host: CallHost,
-    _answers: [Answer; 3],
+    _answer: Answer,
     /// The fields of recent groups and the last separator as JS strings: most calls
     /// repeat them, and each string made anew costs a decode.
     recent: RefCell<Recent>,
@@ -96,19 +97,16 @@ impl Recent {
 }
 
 impl Calls {
-    /// Calls go to `provider`; answers come back through `reply_text` (a string reply,
-    /// written to the input buffer), `reply` (any other value) and `fail`.
-    pub fn new(provider: &Function, reply_text: Answer, reply: Answer, fail: Answer) -> Self {
+    /// Calls go to `provider`; answers come back through `answer`.
+    pub fn new(provider: &Function, answer: Answer) -> Self {
         let host = make_call_host(
             provider,
             &super::input::input_writer(),
-            reply_text.as_ref().unchecked_ref(),
-            reply.as_ref().unchecked_ref(),
-            fail.as_ref().unchecked_ref(),
+            answer.as_ref().unchecked_ref(),
         );
         Calls {
             host,
-            _answers: [reply_text, reply, fail],
+            _answer: answer,
             recent: RefCell::default(),
         }
     }

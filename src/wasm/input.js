@@ -1,6 +1,8 @@
 // Writes JS strings into the core's input buffer as UTF-8 with TextEncoder.encodeInto.
 // The generated glue copies strings in a JavaScript loop, one character at a time,
 // which costs several times more for paragraphs and replies of hundreds of characters.
+// Translations go back the same way: each resolves its promise in one crossing, as the
+// string last written when it is that one (no decode), else decoded from wasm memory.
 
 /** The usual size of the buffer, and the size above which it is given back. */
 const SMALL = 4096;
@@ -13,7 +15,11 @@ const LARGE = 1 << 20;
  */
 export function makeInput(memory, reserve) {
   const encoder = new TextEncoder();
+  // As the generated glue decodes: a leading U+FEFF is text, not a byte order mark.
+  const decoder = new TextDecoder("utf-8", { ignoreBOM: true, fatal: true });
   let view = new Uint8Array(0);
+  /** All of wasm memory, made anew once a grown memory has detached it. */
+  let memoryBytes = new Uint8Array(0);
   // The string last written and its length in bytes: the buffer starts with it.
   let last = "";
   let lastBytes = 0;
@@ -36,19 +42,28 @@ export function makeInput(memory, reserve) {
     },
 
     /**
-     * Resolves with the string last written, which the core found equal to a
-     * translation `bytes` long, and returns true; false when that string is no longer
-     * the last one. A string with a lone surrogate is declined: the core's copy holds
-     * U+FFFD in its place, as every text crossing as UTF-8 does.
+     * Resolves with the translation of `bytes` UTF-8 bytes at `address` in wasm memory.
+     * `maybeLast`: the buffer starts with those bytes, so when the string last written
+     * is that long it is the translation, handed back as it is. A string with a lone
+     * surrogate is not: the core's copy holds U+FFFD in its place, as every text
+     * crossing as UTF-8 does.
+     * A promise's resolve never throws; another function passed to the raw core may,
+     * and is ignored like any settle callback (the core calls this with no try/catch
+     * wrapper).
      */
-    resolveWithLast(resolve, bytes) {
-      if (bytes !== lastBytes || last.isWellFormed?.() === false) return false;
-      try {
-        resolve(last);
-      } catch {
-        // Like resolveWith (settle.js): a settle callback's throw is ignored.
+    resolve(resolve, address, bytes, maybeLast) {
+      let text;
+      if (maybeLast && bytes === lastBytes && last.isWellFormed?.() !== false) {
+        text = last;
+      } else {
+        if (memoryBytes.buffer !== memory.buffer) memoryBytes = new Uint8Array(memory.buffer);
+        text = decoder.decode(memoryBytes.subarray(address, address + bytes));
       }
-      return true;
+      try {
+        resolve(text);
+      } catch {
+        // See above.
+      }
     },
   };
 }

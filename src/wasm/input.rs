@@ -10,14 +10,21 @@ use crate::{Failure, Reply};
 
 #[wasm_bindgen(module = "/src/wasm/input.js")]
 extern "C" {
-    /// `{ write(text) -> bytes, resolveWithLast(resolve, bytes) -> bool }`.
+    /// `{ write(text) -> bytes, resolve(resolve, address, bytes, maybeLast) }`.
     pub type InputWriter;
 
     #[wasm_bindgen(js_name = makeInput)]
     fn make_input(memory: JsValue, reserve: JsValue) -> InputWriter;
 
-    #[wasm_bindgen(method, structural, js_name = resolveWithLast)]
-    fn resolve_with_last(this: &InputWriter, resolve: &Function, bytes: u32) -> bool;
+    /// Never throws (see input.js), so no catching wrapper.
+    #[wasm_bindgen(method, structural, js_name = resolve)]
+    fn resolve_with(
+        this: &InputWriter,
+        resolve: &Function,
+        address: u32,
+        bytes: u32,
+        maybe_last: bool,
+    );
 }
 
 thread_local! {
@@ -61,19 +68,19 @@ pub fn take(len: usize) -> Result<String, &'static str> {
     })
 }
 
-/// Resolves with the JS string last written when `text` is that string (say, a reply
-/// that is the whole translation of a single item): the string JS already has is handed
-/// back instead of a new one made from `text`. Returns whether it did.
+/// `resolve(text)`, in one crossing. When `text` is the JS string last written (say, a
+/// reply that is the whole translation of a single item), that string is handed back
+/// instead of a new one decoded from `text`.
 ///
 /// The buffer always starts with the last string written, so when it starts with `text`
 /// and the JS side confirms that string's length, `text` is that string.
-pub fn resolve_if_last(resolve: &Function, text: &str) -> bool {
+pub fn resolve(resolve: &Function, text: &str) {
     let len = text.len();
-    if len == 0 || TAKEN.get() != len {
-        return false;
-    }
-    let holds = BUFFER.with(|buffer| buffer.borrow().get(..len) == Some(text.as_bytes()));
-    holds && WRITER.with(|writer| writer.resolve_with_last(resolve, len as u32))
+    let maybe_last = len != 0
+        && TAKEN.get() == len
+        && BUFFER.with(|buffer| buffer.borrow().get(..len) == Some(text.as_bytes()));
+    WRITER
+        .with(|writer| writer.resolve_with(resolve, text.as_ptr() as u32, len as u32, maybe_last));
 }
 
 /// A string reply that the JS side wrote to the buffer (`bytes` long), as the engine's

@@ -8,8 +8,6 @@ mod driver;
 mod errors;
 mod host;
 mod input;
-mod seed;
-mod settle;
 mod setup;
 
 use wasm_bindgen::prelude::*;

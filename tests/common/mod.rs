@@ -7,6 +7,11 @@ use js_sys::{Function, Object, Promise, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
+/// A core as the JS layer makes one; the seed's 64 bits are fixed here.
+pub fn new_core(provider: JsValue, options: JsValue) -> Result<PacerCore, JsValue> {
+    PacerCore::new(provider, options, 0x0123_4567, 0x89AB_CDEF)
+}
+
 /// A provider from a JS function body taking `req`.
 pub fn provider(body: &str) -> JsValue {
     Function::new_with_args("req", body).into()
@@ -68,7 +73,7 @@ pub fn stat(core: &PacerCore, name: &str) -> f64 {
 }
 
 pub async fn batches_and_aligns() {
-    let core = PacerCore::new(echo_provider(), options(&[("batchDelayMs", 5.0)])).unwrap();
+    let core = new_core(echo_provider(), options(&[("batchDelayMs", 5.0)])).unwrap();
     let texts = ["one", "two\n%%\nlines", "three", "four", "five"];
     let pending: Vec<JsFuture> = texts.iter().map(|t| translate(&core, item(t))).collect();
     for (future, text) in pending.into_iter().zip(texts) {
@@ -82,7 +87,7 @@ pub async fn batches_and_aligns() {
 }
 
 pub async fn a_429_pauses_then_succeeds() {
-    let core = PacerCore::new(
+    let core = new_core(
         provider(
             "globalThis.__n429 = (globalThis.__n429 || 0) + 1;
              if (globalThis.__n429 === 1) { const e = new Error('slow down'); e.status = 429; e.retryAfterMs = 50; throw e; }
@@ -103,7 +108,7 @@ pub async fn a_429_pauses_then_succeeds() {
 }
 
 pub async fn a_timeout_aborts_the_signal() {
-    let core = PacerCore::new(
+    let core = new_core(
         provider("globalThis.__signal = req.signal; return new Promise(() => {});"),
         options(&[
             ("timeoutMs", 30.0),
@@ -122,7 +127,7 @@ pub async fn a_timeout_aborts_the_signal() {
 }
 
 pub async fn dispose_settles_everything() {
-    let core = PacerCore::new(
+    let core = new_core(
         provider("return new Promise(() => {});"),
         JsValue::UNDEFINED,
     )
@@ -139,13 +144,13 @@ pub async fn dispose_settles_everything() {
 }
 
 pub async fn garbage_in_gives_errors_not_panics() {
-    let bad_options = PacerCore::new(echo_provider(), options(&[("rate", -1.0)]))
+    let bad_options = new_core(echo_provider(), options(&[("rate", -1.0)]))
         .err()
         .unwrap();
     assert_eq!(code(&bad_options), "invalid_options");
-    assert!(PacerCore::new(JsValue::from(5), JsValue::UNDEFINED).is_err());
-    assert!(PacerCore::new(echo_provider(), JsValue::from("fast")).is_err());
-    let core = PacerCore::new(
+    assert!(new_core(JsValue::from(5), JsValue::UNDEFINED).is_err());
+    assert!(new_core(echo_provider(), JsValue::from("fast")).is_err());
+    let core = new_core(
         provider("if (req.texts[0] === 'throw') throw 'sync'; if (req.texts[0] === 'num') return 42; return null;"),
         options(&[("maxRetries", 0.0), ("batchDelayMs", 0.0)]),
     )
@@ -170,7 +175,7 @@ pub async fn garbage_in_gives_errors_not_panics() {
         );
     }
     // The module is still healthy: a new pacer works.
-    let fine = PacerCore::new(echo_provider(), options(&[("batchDelayMs", 0.0)])).unwrap();
+    let fine = new_core(echo_provider(), options(&[("batchDelayMs", 0.0)])).unwrap();
     assert_eq!(
         translate(&fine, item("ok"))
             .await
@@ -201,7 +206,7 @@ pub async fn a_persistent_store_answers_before_the_provider() {
     )
     .unwrap();
     let opts = object(&[("cache", store.clone()), ("batchDelayMs", JsValue::from(0))]);
-    let core = PacerCore::new(echo_provider(), opts).unwrap();
+    let core = new_core(echo_provider(), opts).unwrap();
     let mut hello = item("Hello, world!");
     Reflect::set(&hello, &"providerId".into(), &"openai".into()).unwrap();
     hello = hello.clone();
@@ -226,7 +231,7 @@ pub async fn a_persistent_store_answers_before_the_provider() {
 }
 
 pub async fn snapshot_round_trips_and_bad_snapshots_are_rejected() {
-    let core = PacerCore::new(
+    let core = new_core(
         echo_provider(),
         options(&[("capacity", 3.0), ("rate", 0.001)]),
     )
@@ -241,7 +246,7 @@ pub async fn snapshot_round_trips_and_bad_snapshots_are_rejected() {
         "a new pacer's bucket is full: {tokens}"
     );
     Reflect::set(&snapshot, &"tokens".into(), &JsValue::from(0.0)).unwrap();
-    let restored = PacerCore::new(
+    let restored = new_core(
         echo_provider(),
         object(&[
             ("capacity", 3.into()),
@@ -278,7 +283,7 @@ pub async fn snapshot_round_trips_and_bad_snapshots_are_rejected() {
         JsValue::from("snapshot"),
         object(&[("tokens", 1.into())]),
     ] {
-        let error = PacerCore::new(echo_provider(), object(&[("restore", bad)]))
+        let error = new_core(echo_provider(), object(&[("restore", bad)]))
             .err()
             .unwrap();
         assert_eq!(code(&error), "invalid_options");

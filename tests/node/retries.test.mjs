@@ -211,6 +211,8 @@ describe("Retry-After on a failed call", () => {
     "retryAfter in seconds": { retryAfter: 5 },
     "headers as a plain object": { headers: { "retry-after": "5" } },
     "a Headers instance": { headers: new Headers({ "Retry-After": "5" }) },
+    "retryAfter as text": { retryAfter: "5" },
+    "a header with spaces and a fraction": { headers: { "retry-after": " 5.000 " } },
   };
   for (const [name, extra] of Object.entries(forms)) {
     test(`${name} is read and wins over the backoff (503)`, async (t) => {
@@ -258,6 +260,20 @@ describe("Retry-After on a failed call", () => {
     assert.equal(calls.length, 2);
     assert.equal(s.value, "ok:x");
   });
+
+  for (const unreadable of ["soon", "", "-5", "5s"]) {
+    test(`an unreadable Retry-After (${JSON.stringify(unreadable)}) leaves the wait to the backoff`, async (t) => {
+      const { clock, calls, send } = setup(t, {
+        baseRetryDelayMs: 10,
+        adaptiveRate: false,
+        answer: failThen([httpError(503, { headers: { "retry-after": unreadable } })]),
+      });
+      const s = send(item("x", { llm: false }));
+      await clock.tickAsync(1000);
+      assert.equal(calls.length, 2, "retried after the 10 ms backoff, not after a wait read from the text");
+      assert.equal(s.value, "ok:x");
+    });
+  }
 
   test("Retry-After given as an HTTP-date in a Headers instance", async (t) => {
     // The date is read against the real clock (HTTP-dates are wall-clock times);
