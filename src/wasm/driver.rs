@@ -66,6 +66,39 @@ fn invalid_options(message: String) -> JsValue {
     js_error_of(ErrorCode::InvalidOptions, message)
 }
 
+// The constructor's optional paths, each kept out of line (`inline(never)`): engines
+// compile a function on its first call, so code inlined into the constructor would be
+// compiled on every start, used or not.
+
+#[inline(never)]
+fn not_a_provider(value: &JsValue) -> JsValue {
+    invalid_options(format!(
+        "provider must be a function (got {})",
+        describe(value)
+    ))
+}
+
+#[inline(never)]
+fn user_store(value: &JsValue) -> Result<JsValue, JsValue> {
+    convert::store(value).map_err(invalid_options)
+}
+
+#[inline(never)]
+fn user_clock(value: &JsValue) -> Result<Clock, JsValue> {
+    Clock::user(value).map_err(invalid_options)
+}
+
+/// Applies the `restore` option's snapshot to a new engine.
+#[inline(never)]
+fn restore(engine: &mut Engine<JsValue>, value: &JsValue) -> Result<(), JsValue> {
+    let snapshot = convert::snapshot_from(value).map_err(invalid_options)?;
+    let elapsed = snapshot
+        .elapsed(js_sys::Date::now())
+        .map_err(|e| invalid_options(e.message))?;
+    engine.restore(&snapshot, elapsed);
+    Ok(())
+}
+
 fn event_handler(value: Option<JsValue>) -> Result<Option<Function>, JsValue> {
     match value {
         None => Ok(None),
@@ -87,22 +120,17 @@ impl PacerCore {
         seed_low: u32,
         seed_high: u32,
     ) -> Result<PacerCore, JsValue> {
-        let provider: Function = provider.clone().dyn_into().map_err(|_| {
-            invalid_options(format!(
-                "provider must be a function (got {})",
-                describe(&provider)
-            ))
-        })?;
+        let provider: Function = provider.dyn_into().map_err(|v| not_a_provider(&v))?;
         let input = convert::options_input(&options, "options").map_err(invalid_options)?;
         let parsed = Options::default()
             .patched(&input.core)
             .map_err(|e| invalid_options(e.message))?;
         let store = match &input.cache {
-            Some(cache) => Some(convert::store(cache).map_err(invalid_options)?),
+            Some(cache) => Some(user_store(cache)?),
             None => None,
         };
         let clock = match &input.clock {
-            Some(c) => Clock::user(c).map_err(invalid_options)?,
+            Some(c) => user_clock(c)?,
             None => Clock::global(),
         };
         let on_event = event_handler(input.on_event)?;
@@ -113,11 +141,7 @@ impl PacerCore {
             engine.enable_store();
         }
         if let Some(value) = &input.restore {
-            let snapshot = convert::snapshot_from(value).map_err(invalid_options)?;
-            let elapsed = snapshot
-                .elapsed(js_sys::Date::now())
-                .map_err(|e| invalid_options(e.message))?;
-            engine.restore(&snapshot, elapsed);
+            restore(&mut engine, value)?;
         }
         let inner = Rc::new_cyclic(|weak: &Weak<Inner>| Inner {
             state: RefCell::new(State {
