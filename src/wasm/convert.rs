@@ -258,11 +258,19 @@ pub fn store(value: &JsValue) -> Result<JsValue, String> {
     }
 }
 
-/// Calls `target[name](...args)`; a throw is returned as the error.
-pub fn call_method(target: &JsValue, name: &str, args: &[JsValue]) -> Result<JsValue, JsValue> {
+/// Calls `target[name](first)`, or `target[name](first, second)`; a throw is returned as
+/// the error. (Not `apply` with an array: the two calls' imports are there already.)
+pub fn call_method(
+    target: &JsValue,
+    name: &str,
+    first: &JsValue,
+    second: Option<&JsValue>,
+) -> Result<JsValue, JsValue> {
     let method: Function = get(target, name).dyn_into()?;
-    let args: Array = args.iter().collect();
-    method.apply(target, &args)
+    match second {
+        None => method.call1(target, first),
+        Some(second) => method.call2(target, first, second),
+    }
 }
 
 /// A store's answer: a string is a hit, `undefined` or `null` a miss, anything else a

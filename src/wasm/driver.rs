@@ -455,7 +455,7 @@ impl Inner {
             return;
         };
         let id = lookup.id;
-        match convert::call_method(store, "get", &[JsValue::from_str(&lookup.key)]) {
+        match convert::call_method(store, "get", &JsValue::from_str(&lookup.key), None) {
             Err(error) => self.found(id, LookupResult::Failed(convert::error_message(&error))),
             Ok(returned) => {
                 let promise = Promise::resolve(&returned);
@@ -486,11 +486,11 @@ impl Inner {
         let Some(store) = &self.store else {
             return;
         };
-        let args = [
+        let (key, value) = (
             JsValue::from_str(&write.key),
             JsValue::from_str(&write.value),
-        ];
-        match convert::call_method(store, "set", &args) {
+        );
+        match convert::call_method(store, "set", &key, Some(&value)) {
             Err(error) => self.store_failed(&error),
             Ok(returned) => {
                 let promise = Promise::resolve(&returned);
