@@ -149,8 +149,9 @@ export class BatchPacer {
 
   constructor(provider, options) {
     requireReady("new BatchPacer()");
-    const [seedLow, seedHigh] = randomSeed();
-    this.#core = new PacerCore(provider, options, seedLow, seedHigh);
+    // Indexed, not destructured: destructuring a typed array runs its iterator.
+    const seed = randomSeed();
+    this.#core = new PacerCore(provider, options, seed[0], seed[1]);
   }
 
   /** Resolves with the item's translation; rejects with a PacerError. */
