@@ -204,7 +204,8 @@ export interface PacerSettings {
 
   /**
    * After a 429, slow that provider down by itself: burst 1 and a lower rate, halved at
-   * each 429 episode and raised gradually after successes, never above `rate`.
+   * each 429 episode and raised gradually after successes, never above `rate`. Back at
+   * `rate`, the burst is earned back gradually too (as if from an empty bucket).
    * Reported through `onEvent` as `adaptiveRate` events.
    *
    * Valid range: a boolean.

@@ -144,6 +144,10 @@ struct Adaptive {
     bucket: TokenBucket,
     /// The rate that met the 429: growth slows down near it.
     ceiling: f64,
+    /// Back at the full rate, with the burst still to earn back: the bucket has the
+    /// pacer's rate and capacity, started from the tokens it held. It is lifted once
+    /// full, when it can no longer hold the provider back more than the pacer's bucket.
+    recovering: bool,
 }
 
 #[derive(Debug)]
@@ -507,7 +511,12 @@ impl<C: Clone> Engine<C> {
         self.bucket.set_capacity(self.now, next.capacity);
         for provider in &mut self.providers {
             if let Some(adaptive) = &mut provider.adaptive {
-                if !next.adaptive_rate || adaptive.bucket.rate() >= next.rate {
+                if !next.adaptive_rate {
+                    provider.adaptive = None;
+                } else if adaptive.recovering {
+                    adaptive.bucket.set_rate(self.now, next.rate);
+                    adaptive.bucket.set_capacity(self.now, next.capacity);
+                } else if adaptive.bucket.rate() >= next.rate {
                     provider.adaptive = None;
                 } else {
                     adaptive.ceiling = adaptive.ceiling.min(next.rate);
@@ -599,12 +608,14 @@ impl<C: Clone> Engine<C> {
         // collect of an iterator of unknown length is much more code in the .wasm.
         let mut providers = Vec::new();
         for p in &self.providers {
-            if p.paused_until > self.now || p.adaptive.is_some() {
+            // A recovering provider is back at the full rate: a restart lifts its limit.
+            let adaptive = p.adaptive.as_ref().filter(|a| !a.recovering);
+            if p.paused_until > self.now || adaptive.is_some() {
                 providers.push(ProviderSnapshot {
                     provider_id: p.id.to_string(),
                     paused_for: p.paused_until.since(self.now),
-                    adaptive_rate: p.adaptive.as_ref().map(|a| a.bucket.rate()),
-                    adaptive_ceiling: p.adaptive.as_ref().map_or(0.0, |a| a.ceiling),
+                    adaptive_rate: adaptive.map(|a| a.bucket.rate()),
+                    adaptive_ceiling: adaptive.map_or(0.0, |a| a.ceiling),
                 });
             }
         }
@@ -639,6 +650,7 @@ impl<C: Clone> Engine<C> {
                 provider.adaptive = Some(Adaptive {
                     bucket: TokenBucket::with_tokens(adaptive_rate, 1.0, tokens, now),
                     ceiling: saved.adaptive_ceiling,
+                    recovering: false,
                 });
             }
         }
@@ -1029,10 +1041,15 @@ impl<C: Clone> Engine<C> {
             let Some((ready, index)) = best else {
                 break;
             };
+            let capacity = self.options.capacity;
             let provider = &mut self.providers[index];
             provider.ready.remove(&ready);
             if let Some(adaptive) = &mut provider.adaptive {
-                adaptive.bucket.try_take(now);
+                if adaptive.recovering && adaptive.bucket.tokens(now) >= capacity {
+                    provider.adaptive = None;
+                } else {
+                    adaptive.bucket.try_take(now);
+                }
             }
             self.bucket.try_take(now);
             self.start(ready.2);
@@ -1271,6 +1288,7 @@ impl<C: Clone> Engine<C> {
             provider.adaptive = Some(Adaptive {
                 bucket: TokenBucket::empty(slower, 1.0, now),
                 ceiling: current,
+                recovering: false,
             });
             self.events.push_back(Event::AdaptiveRate {
                 provider_id: provider.id.clone(),
@@ -1284,7 +1302,7 @@ impl<C: Clone> Engine<C> {
         let Some(provider) = self.providers.get_mut(provider_index as usize) else {
             return;
         };
-        let Some(adaptive) = &mut provider.adaptive else {
+        let Some(adaptive) = provider.adaptive.as_mut().filter(|a| !a.recovering) else {
             return;
         };
         let current = adaptive.bucket.rate();
@@ -1295,7 +1313,12 @@ impl<C: Clone> Engine<C> {
         };
         let next = current * growth;
         if next >= rate {
-            provider.adaptive = None;
+            // The full rate again, but not the full burst at once: the pacer's bucket
+            // refills during a pause, and `capacity` calls started at one instant would
+            // all meet a quota that counts per minute (a 429 for all but the first).
+            adaptive.bucket.set_rate(now, rate);
+            adaptive.bucket.set_capacity(now, self.options.capacity);
+            adaptive.recovering = true;
             self.events.push_back(Event::AdaptiveRate {
                 provider_id: provider.id.clone(),
                 rate: None,

@@ -40,6 +40,48 @@ impl StrictQuota {
     }
 }
 
+/// A quota of `per_window` requests per calendar minute (the counter resets on the
+/// minute), the way many free tiers count: a request over it is answered 429 with a
+/// Retry-After to the next minute, in whole seconds. Counts the 429s of each minute.
+struct WindowQuota {
+    per_window: u32,
+    window: u64,
+    used: u32,
+    rejected: Vec<u32>,
+}
+
+impl WindowQuota {
+    fn per_minute(per_window: u32) -> Rc<RefCell<WindowQuota>> {
+        Rc::new(RefCell::new(WindowQuota {
+            per_window,
+            window: 0,
+            used: 0,
+            rejected: Vec::new(),
+        }))
+    }
+
+    fn answer(&mut self, call: &Call, now: Instant) -> Answer {
+        let window = (now.as_millis() / 60_000.0).floor() as u64;
+        if window != self.window {
+            (self.window, self.used) = (window, 0);
+        }
+        self.used += 1;
+        if self.used > self.per_window {
+            let index = window as usize;
+            if self.rejected.len() <= index {
+                self.rejected.resize(index + 1, 0);
+            }
+            self.rejected[index] += 1;
+            let wait_ms = (window + 1) as f64 * 60_000.0 - now.as_millis();
+            return Answer::After(
+                Duration::from_millis(20.0),
+                Err(http_error(429, Some((wait_ms / 1000.0).ceil() * 1000.0))),
+            );
+        }
+        Answer::After(Duration::from_millis(300.0), Ok(echo_reply(call)))
+    }
+}
+
 fn paragraphs(n: usize) -> Vec<String> {
     (0..n)
         .map(|i| format!("Paragraph {i}: some text to translate."))
@@ -237,5 +279,45 @@ fn an_array_with_the_wrong_count_is_never_shifted_onto_other_paragraphs() {
     sim.drive();
     for (t, text) in tickets.iter().zip(texts) {
         assert_eq!(sim.ok(*t), echo(text));
+    }
+}
+
+#[test]
+fn defaults_against_a_quota_counted_per_minute_meet_at_most_one_429_a_minute() {
+    // Back at the full rate after a 429, a provider does not get the whole refilled
+    // burst at once: with 60 calls a minute that burst met 59 429s every minute.
+    for llm in [false, true] {
+        for per_minute in [15, 30, 45, 60, 100, 200] {
+            let quota = WindowQuota::per_minute(per_minute);
+            let q = quota.clone();
+            let mut sim = Sim::new(Default::default(), move |call: &Call, now| {
+                q.borrow_mut().answer(call, now)
+            });
+            // Eight minutes of work: 4 paragraphs per call in batches.
+            let per_call = if llm { 4 } else { 1 };
+            let texts = paragraphs(8 * per_minute as usize * per_call);
+            let tickets: Vec<_> = texts
+                .iter()
+                .map(|t| {
+                    let mut item = item(t);
+                    item.compat.llm = llm;
+                    sim.translate(&item)
+                })
+                .collect();
+            sim.drive();
+            for (t, text) in tickets.iter().zip(&texts) {
+                assert_eq!(sim.ok(*t), echo(text), "nothing lost, nothing misplaced");
+            }
+            let rejected = quota.borrow().rejected.clone();
+            assert!(
+                rejected.len() > 5,
+                "llm {llm}, {per_minute}/min: the backlog spans minutes ({rejected:?})"
+            );
+            // The first minute meets the first burst; later ones at most one 429 each.
+            assert!(
+                rejected.iter().skip(1).all(|&n| n <= 1),
+                "llm {llm}, {per_minute}/min: 429s per minute {rejected:?}"
+            );
+        }
     }
 }

@@ -422,4 +422,31 @@ describe("adaptiveRate", () => {
       assert.ok(calls.length < 300, `${calls.length} calls for 100 items`);
     },
   );
+
+  test("a quota counted per minute on the defaults meets at most one 429 a minute after the first", async (t) => {
+    // 60 requests per calendar minute: the 61st is answered 429 until the next minute.
+    // Back at the full rate, the provider must not get the whole bucket that refilled
+    // during the pause at once: 59 calls started at one instant would all be refused.
+    const used = new Map();
+    const refusedPerMinute = new Map();
+    const { clock, send, events } = setup(t, {
+      answer: async (r) => {
+        const minute = Math.floor(clock.now / 60_000);
+        used.set(minute, (used.get(minute) ?? 0) + 1);
+        if (used.get(minute) > 60) {
+          refusedPerMinute.set(minute, (refusedPerMinute.get(minute) ?? 0) + 1);
+          throw tooMany({ retryAfter: Math.ceil(((minute + 1) * 60_000 - clock.now) / 1000) });
+        }
+        return r.text;
+      },
+    });
+    const states = [];
+    for (let i = 0; i < 600; i++) states.push(send(item(`t${i}`, { llm: false })));
+    await clock.tickAsync(15 * 60_000);
+    assert.ok(states.every((s, i) => s.status === "fulfilled" && s.value === `t${i}`), "nothing lost, nothing misplaced");
+    assert.ok(events.some((e) => e.type === "adaptiveRate" && e.rate === null), "the provider got back to full rate");
+    const later = [...refusedPerMinute].filter(([minute]) => minute >= 1);
+    assert.ok(later.length >= 5, `the backlog met the quota in later minutes too: ${JSON.stringify(later)}`);
+    assert.ok(later.every(([, refused]) => refused <= 1), `429s per minute: ${JSON.stringify([...refusedPerMinute])}`);
+  });
 });
