@@ -82,55 +82,58 @@ pub fn split(
     strip_fence: bool,
 ) -> Result<Vec<String>, Mismatch> {
     let token = separator.trim();
-    let normalized;
-    let reply = if reply.contains('\r') {
-        normalized = normalize_line_ends(reply);
-        normalized.as_str()
-    } else {
-        reply
-    };
     let body = if strip_fence {
         strip_code_fence(reply.trim())
     } else {
         reply.trim()
     };
+    // Segments are cut out of the reply as it is, so the line ends inside a translation
+    // (CRLF included) stay as the model wrote them; LF, CRLF and a lone CR all end a line.
     let mut segments = Vec::with_capacity(expected);
-    let mut current = String::new();
-    for line in body.split('\n') {
-        if line.trim() == token {
-            segments.push(core::mem::take(&mut current));
-        } else {
-            if !current.is_empty() {
-                current.push('\n');
-            }
-            current.push_str(line);
+    let mut segment_start = 0;
+    let mut line_start = 0;
+    loop {
+        let line_end = line_break(body, line_start);
+        let line = body.get(line_start..line_end.unwrap_or(body.len()));
+        let next_line = line_end.map(|end| end + line_break_len(body, end));
+        if line.is_some_and(|line| line.trim() == token) {
+            segments.push(segment(body, segment_start, line_start));
+            segment_start = next_line.unwrap_or(body.len());
+        }
+        match next_line {
+            Some(next) => line_start = next,
+            None => break,
         }
     }
-    segments.push(current);
+    segments.push(segment(body, segment_start, body.len()));
     // A trailing separator is tolerated; a leading one is not (it shifts every segment).
-    if segments.len() > 1 && segments.last().is_some_and(|s| s.trim().is_empty()) {
+    if segments.len() > 1 && segments.last().is_some_and(|s| s.is_empty()) {
         segments.pop();
-    }
-    // In place rather than by a `collect` into a new Vec: less code in the .wasm.
-    for segment in &mut segments {
-        *segment = segment.trim().to_owned();
     }
     check_segments(segments, expected)
 }
 
-/// Turns CRLF and lone CR line ends into LF.
-fn normalize_line_ends(text: &str) -> String {
-    // By hand rather than `replace("\r\n", "\n")`: a string pattern compiles in a
-    // searcher whose slicing panic path (with char formatting) is large in the .wasm.
-    let mut out = String::with_capacity(text.len());
-    let mut rest = text;
-    while let Some((line, after)) = rest.split_once('\r') {
-        out.push_str(line);
-        out.push('\n');
-        rest = after.strip_prefix('\n').unwrap_or(after);
+/// The offset of the first line break (LF or CR) in `text` from `from` on.
+fn line_break(text: &str, from: usize) -> Option<usize> {
+    let rest = text.as_bytes().get(from..)?;
+    rest.iter()
+        .position(|&b| b == b'\n' || b == b'\r')
+        .map(|i| from + i)
+}
+
+/// The length of the line break at `at`: 2 for CRLF, else 1.
+fn line_break_len(text: &str, at: usize) -> usize {
+    match text.as_bytes().get(at..at + 2) {
+        Some(b"\r\n") => 2,
+        _ => 1,
     }
-    out.push_str(rest);
-    out
+}
+
+/// `text[start..end]` without the white space around it (line breaks included).
+fn segment(text: &str, start: usize, end: usize) -> String {
+    // `get` rather than indexing: indexing compiles in a panic path (with char
+    // formatting) that is large in the .wasm. The offsets are at ASCII line breaks.
+    text.get(start..end).unwrap_or("").trim().to_owned()
 }
 
 /// Checks an array reply (one string per text).
@@ -158,8 +161,8 @@ fn strip_code_fence(reply: &str) -> &str {
         return reply;
     };
     // The opening fence line may carry a language tag; the body starts after it.
-    match inner.split_once('\n') {
-        Some((_, body)) => body.trim(),
+    match line_break(inner, 0).and_then(|end| inner.get(end..)) {
+        Some(body) => body.trim(),
         None => reply,
     }
 }
@@ -210,18 +213,15 @@ mod tests {
     }
 
     #[test]
-    fn line_ends_become_lf() {
-        for text in [
-            "",
-            "a",
-            "a\r\nb",
-            "a\rb",
-            "\r\r\n",
-            "\r\n\n\r",
-            "x\r\n\r\ny\r",
+    fn line_ends_inside_a_translation_are_kept() {
+        for (reply, want) in [
+            ("L1\r\nL2\r\n%%\r\nM1\r\nM2", ["L1\r\nL2", "M1\r\nM2"]),
+            ("L1\rL2\r%%\rM1\rM2\r", ["L1\rL2", "M1\rM2"]),
+            ("L1\n\nL2\n%%\r\nM1\r\n\r\nM2", ["L1\n\nL2", "M1\r\n\r\nM2"]),
+            ("```\r\nL1\r\nL2\r\n%%\r\nM\r\n```\r\n", ["L1\r\nL2", "M"]),
+            ("```\rL\r%%\rM\r```", ["L", "M"]),
         ] {
-            let expected = text.replace("\r\n", "\n").replace('\r', "\n");
-            assert_eq!(normalize_line_ends(text), expected, "text {text:?}");
+            assert_eq!(split(reply, SEP, 2, true).unwrap(), want, "reply {reply:?}");
         }
     }
 

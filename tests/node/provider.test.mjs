@@ -103,6 +103,17 @@ describe("tolerant split of a string reply", () => {
     assert.equal(a.value, "Zeile 1\nZeile 2");
     assert.equal(b.value, "Absatz\n\nzwei");
   });
+
+  test("line breaks inside a segment stay as the model wrote them, CRLF included", async (t) => {
+    const { clock, send } = setup(t, {
+      answer: async (r) => ["Zeile 1\r\nZeile 2", "Absatz\r\n\r\nzwei\rdrei"].join(`\r\n${r.separator.trim()}\r\n`),
+    });
+    const a = send(item("line 1\r\nline 2"));
+    const b = send(item("paragraph\r\n\r\ntwo\rthree"));
+    await clock.tickAsync(100);
+    assert.equal(a.value, "Zeile 1\r\nZeile 2");
+    assert.equal(b.value, "Absatz\r\n\r\nzwei\rdrei");
+  });
 });
 
 describe("array replies", () => {
