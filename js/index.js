@@ -162,8 +162,15 @@ export class BatchPacer {
         return;
       }
       // Each field is read once, here: getters and proxies see one read.
-      const { text, sourceLang, targetLang, providerId, context, llm, priority, signal } = item;
-      const fields = { text, sourceLang, targetLang, providerId, context, llm, priority, signal };
+      let fields;
+      try {
+        const { text, sourceLang, targetLang, providerId, context, llm, priority, signal } = item;
+        fields = { text, sourceLang, targetLang, providerId, context, llm, priority, signal };
+      } catch (error) {
+        reject(new PacerError("invalid_input", "item could not be read: a getter or proxy threw", { cause: error }));
+        return;
+      }
+      const { signal } = fields;
       if (signal === undefined || signal === null) {
         this.#enqueue(fields, resolve, reject);
         return;

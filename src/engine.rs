@@ -300,7 +300,10 @@ impl<C: Clone> Engine<C> {
         now: Instant,
         item: &Item<'_>,
     ) -> Result<Ticket, PacerFailure<C>> {
-        validate(item)?;
+        // After `dispose`, every call rejects `disposed`, a malformed item too.
+        if !self.disposed {
+            validate(item)?;
+        }
         self.advance(now);
         if self.disposed {
             let ticket = self.counted_ticket();
@@ -1543,7 +1546,8 @@ fn aborted_error<C>() -> PacerFailure<C> {
     PacerFailure::new(ErrorCode::Aborted, "the item was aborted")
 }
 
-fn disposed_error<C>() -> PacerFailure<C> {
+/// The failure of every item after `dispose`.
+pub fn disposed_error<C>() -> PacerFailure<C> {
     PacerFailure::new(ErrorCode::Disposed, "the pacer was disposed")
 }
 

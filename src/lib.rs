@@ -43,7 +43,7 @@ pub mod time;
 pub mod wasm;
 
 pub use call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
-pub use engine::{invalid_input, is_blank, Engine, Item};
+pub use engine::{disposed_error, invalid_input, is_blank, Engine, Item};
 pub use key::Compat;
 pub use options::{OptionValue, Options, OptionsError};
 pub use settle::{ErrorCode, PacerFailure, Settled, Ticket};

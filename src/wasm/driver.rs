@@ -20,8 +20,8 @@ use super::host::{self, Answer, Calls};
 use super::input;
 use crate::hash::IdMap;
 use crate::{
-    Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup, LookupId, LookupResult,
-    Options, PacerFailure, Settled, StoreWrite, Ticket,
+    disposed_error, Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup,
+    LookupId, LookupResult, Options, PacerFailure, Settled, StoreWrite, Ticket,
 };
 
 /// Resolve and reject functions of one `translate` promise.
@@ -165,6 +165,10 @@ impl PacerCore {
         let fields = match convert::item_fields(&item) {
             Ok(fields) => fields,
             Err(error) => {
+                // After `dispose`, every call rejects `disposed`, a malformed item too.
+                let disposed =
+                    (self.inner.state.try_borrow()).is_ok_and(|state| state.engine.is_disposed());
+                let error = if disposed { disposed_error() } else { error };
                 let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&error));
                 return 0.0;
             }

@@ -183,6 +183,14 @@ describe("dispose", () => {
     assert.equal(calls.length, 0);
   });
 
+  test("later translate of a malformed item rejects disposed too", async (t) => {
+    const { pacer } = setup(t);
+    pacer.dispose();
+    for (const bad of [{ ...item("x"), providerId: "" }, { ...item("x"), text: 42 }, null, "text"]) {
+      assertPacerError(await rejection(pacer.translate(bad)), "disposed");
+    }
+  });
+
   test("later translate of blank text or a cached text rejects disposed too", async (t) => {
     const { clock, pacer, send } = setup(t);
     send(item("cached", { llm: false }));

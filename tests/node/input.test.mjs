@@ -73,6 +73,18 @@ describe("invalid items", () => {
     assert.ok(err.message.includes("signal"), err.message);
   });
 
+  test("an item whose getter or proxy throws rejects invalid_input, with the error as cause", async (t) => {
+    const { pacer } = setup(t);
+    const boom = new Error("boom");
+    const getter = { ...item("x"), get targetLang() { throw boom; } };
+    const proxy = new Proxy(item("x"), { get() { throw boom; } });
+    for (const unreadable of [getter, proxy]) {
+      const err = await translateNoThrow(pacer, unreadable).then(() => assert.fail("resolved"), (e) => e);
+      assertPacerError(err, "invalid_input");
+      assert.equal(err.cause, boom);
+    }
+  });
+
   test("each field of an item is read once, valid or not", async (t) => {
     const { pacer, clock } = setup(t);
     const counting = (target) => {
