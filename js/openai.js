@@ -153,7 +153,11 @@ export function openAIProvider(options) {
   const extra = validateExtraHeaders(extraHeaders);
 
   // Both the raw and the trimmed form are hidden in any text this provider reports.
-  const secrets = [...new Set([apiKey, key])].filter((s) => typeof s === "string" && s.length > 0);
+  // The key as sent, and as a server may echo it back: URL-encoded or JSON-escaped.
+  const secrets = [...new Set([apiKey, key].flatMap((s) => (typeof s === "string" ? [s, encodeURIComponent(s), JSON.stringify(s).slice(1, -1)] : [])))]
+    .filter((s) => s.length > 0)
+    // Longest first: a form that contains another is replaced whole.
+    .sort((a, b) => b.length - a.length);
   const redact = (text) => secrets.reduce((out, secret) => out.split(secret).join("***"), String(text));
 
   const url = `${baseUrl.replace(/\/+$/, "")}/chat/completions`;

@@ -468,6 +468,22 @@ describe("the API key never leaks", () => {
     });
   }
 
+  test("when the server echoes the key URL-encoded or JSON-escaped", async (t) => {
+    const key = 'sk-"odd"\\key/+=&?';
+    for (const form of [encodeURIComponent(key), JSON.stringify(key).slice(1, -1)]) {
+      const srv = await startServer(t, (r, res) => {
+        res.writeHead(400, { "Content-Type": "text/plain" });
+        res.end(`bad key=${form}`);
+      });
+      const provider = openAIProvider({ baseUrl: srv.baseUrl, apiKey: key, model: "m" });
+      const err = await rejection(provider(makeRequest()));
+      assert.notEqual(form, key);
+      assertNoCanary(err, form);
+      assertNoCanary(err, key);
+      assert.match(err.message, /\*\*\*/, "the echoed key was replaced by ***");
+    }
+  });
+
   test("when a fetch implementation quotes the key in its error and its cause", async () => {
     const provider = openAIProvider({
       baseUrl: "http://127.0.0.1:9/v1",
