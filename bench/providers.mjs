@@ -35,32 +35,29 @@ function tooManyRequests(retryAfterMs) {
 }
 
 /**
- * A provider that enforces a quota as a strict token bucket (`rate` calls per second,
- * burst `burst`, full at start) and answers after `latencyMs` on `clock` (a fake-timers
- * clock): the joined echo, or a 429 with `retryAfterMs` = the time until its next token,
- * rounded up to whole seconds as an HTTP Retry-After header carries it. The quota is
- * checked when the request arrives. `log` counts calls, 429s and items, and keeps each
- * successful call's start time and item count.
+ * A provider that enforces a quota and answers after `latencyMs` on `clock` (a
+ * fake-timers clock): the joined echo, or a 429 with `retryAfterMs` = the time until the
+ * quota admits a call again, rounded up to whole seconds as an HTTP Retry-After header
+ * carries it. The quota is checked when the request arrives. It is either a strict token
+ * bucket (`rate` calls per second, burst `burst`, full at start) or, with `window`, a
+ * count per fixed window (`window.cap` calls per `window.ms`, the counter reset at each
+ * window's start, as many free tiers count per calendar minute). `log` counts calls,
+ * 429s and items, and keeps each successful call's start time and item count.
  */
-export function quotaProvider(clock, { rate, burst = 1, latencyMs = 300 }) {
+export function quotaProvider(clock, { rate, burst = 1, window, latencyMs = 300 }) {
   const log = { calls: 0, rateLimited: 0, items: 0, succeeded: [] };
-  let tokens = burst;
-  let refilledAt = clock.now;
-  const perMs = rate / 1000;
+  const admit = window ? windowAdmission(clock, window) : bucketAdmission(clock, rate, burst);
   const provider = (req) => {
     const now = clock.now;
-    tokens = Math.min(burst, tokens + (now - refilledAt) * perMs);
-    refilledAt = now;
     log.calls++;
+    const waitMs = admit(now);
     let outcome;
-    if (tokens >= 1 - 1e-9) {
-      tokens -= 1;
+    if (waitMs === 0) {
       log.items += req.texts.length;
       log.succeeded.push({ at: now, items: req.texts.length });
       outcome = { ok: true, value: req.text };
     } else {
       log.rateLimited++;
-      const waitMs = (1 - tokens) / perMs;
       outcome = { ok: false, error: tooManyRequests(Math.max(1000, Math.ceil(waitMs / 1000) * 1000)) };
     }
     return new Promise((resolve, reject) => {
@@ -68,6 +65,38 @@ export function quotaProvider(clock, { rate, burst = 1, latencyMs = 300 }) {
     });
   };
   return { provider, log };
+}
+
+/** Admits a call at `now` (returns 0) or returns the wait until its next token. */
+function bucketAdmission(clock, rate, burst) {
+  let tokens = burst;
+  let refilledAt = clock.now;
+  const perMs = rate / 1000;
+  return (now) => {
+    tokens = Math.min(burst, tokens + (now - refilledAt) * perMs);
+    refilledAt = now;
+    if (tokens >= 1 - 1e-9) {
+      tokens -= 1;
+      return 0;
+    }
+    return (1 - tokens) / perMs;
+  };
+}
+
+/** Admits a call at `now` (returns 0) or returns the wait until the next window. */
+function windowAdmission(clock, { ms, cap }) {
+  const start = clock.now;
+  let current = -1;
+  let used = 0;
+  return (now) => {
+    const index = Math.floor((now - start) / ms);
+    if (index !== current) [current, used] = [index, 0];
+    if (used < cap) {
+      used++;
+      return 0;
+    }
+    return start + (index + 1) * ms - now;
+  };
 }
 
 /** Groups texts, in order, into batches of at most `maxItems` and `maxChars`. */

@@ -235,11 +235,25 @@ async function schedulingOverhead() {
 // Workload 2: quota efficiency
 // ---------------------------------------------------------------------------------------
 
+// `window`: counted per fixed minute (60 calls, then 429s until the minute ends) rather
+// than as a strict bucket.
 const QUOTAS = [
   { label: "60/min, no burst", rate: 1, interval: 60_000, intervalCap: 60 },
+  { label: "60 per minute window", rate: 1, interval: 60_000, intervalCap: 60, window: { ms: 60_000, cap: 60 } },
   { label: "15/min", rate: 0.25, interval: 60_000, intervalCap: 15 },
   { label: "1 per 10 s", rate: 0.1, interval: 10_000, intervalCap: 1 },
 ];
+
+/**
+ * The earliest the last of `calls` can be answered: a strict bucket admits one call per
+ * 1/rate; a window admits `cap` calls at each window's start.
+ */
+function quotaLowerBoundMs(q, calls) {
+  const lastStartMs = q.window
+    ? Math.floor((calls - 1) / q.window.cap) * q.window.ms
+    : ((calls - 1) / q.rate) * 1000;
+  return lastStartMs + LATENCY_MS;
+}
 
 /** The contenders of workload 2 for quota `q` (the first one is the baseline). */
 function quotaContenders(q) {
@@ -267,12 +281,17 @@ async function quotaEfficiency() {
   const rows = [];
   const groups = [];
   for (const q of QUOTAS) {
-    const lowerBoundMs = ((minCalls - 1) / q.rate) * 1000 + LATENCY_MS;
+    const lowerBoundMs = quotaLowerBoundMs(q, minCalls);
     const contenders = quotaContenders(q);
     const results = await sideBySide(
       contenders.map((c) => ({
         name: c.name,
-        run: () => simulate({ quota: { rate: q.rate, burst: 1 }, texts, setup: c.setup, globalTimers: c.globalTimers }),
+        run: () => simulate({
+          quota: q.window ? { window: q.window } : { rate: q.rate, burst: 1 },
+          texts,
+          setup: c.setup,
+          globalTimers: c.globalTimers,
+        }),
       })),
       CONFIG,
     );
@@ -296,8 +315,8 @@ async function quotaEfficiency() {
       textColumns: 2,
       rows,
       notes: [
-        `The provider enforces the quota as a strict token bucket (burst 1, full at start), checked when a request arrives; it answers after ${LATENCY_MS} ms: the echo, or a 429 whose retryAfterMs is the wait for its next token rounded up to whole seconds. Paragraphs: 200 characters, one compatibility key, all submitted at once.`,
-        `Lower bound: (${minCalls} calls − 1) / rate + ${LATENCY_MS} ms, with ${minCalls} = the fewest calls at 4 items / 1000 characters (the preset's batching). Baseline ("vs baseline", completion time): batch-pacer with the seeds' preset for that quota.`,
+        `The provider enforces the quota as a strict token bucket (burst 1, full at start) or, for "60 per minute window", as a count per fixed minute (60 calls, then 429s until the minute ends); it is checked when a request arrives, and the provider answers after ${LATENCY_MS} ms: the echo, or a 429 whose retryAfterMs is the wait for its next token (or the next minute) rounded up to whole seconds. Paragraphs: 200 characters, one compatibility key, all submitted at once.`,
+        `Lower bound: the last of ${minCalls} calls starts at (${minCalls} − 1) / rate (for the window: at the start of minute ⌊(${minCalls} − 1) / 60⌋), + ${LATENCY_MS} ms; ${minCalls} = the fewest calls at 4 items / 1000 characters (the preset's batching). Baseline ("vs baseline", completion time): batch-pacer with the seeds' preset for that quota.`,
         `Bottleneck: maxConcurrent 1, minTime 1000/rate ms (+2% in the row that says so), a 429 retried from its 'failed' event after retryAfterMs (at most 10 times). Its first call starts 2 ms after scheduling and minTime counts from its own clock reading, so its second call reaches the server 1 ms before the next token: against a strict bucket that is a 429.`,
         `p-queue: interval/intervalCap as the quota reads (60 per 60 s, 15 per 60 s, 1 per 10 s) or, in the "1 per interval" row, 1 per 1000/rate ms; a 429 waits retryAfterMs and is queued again (at most 10 times, then the paragraphs fail). "Groups of 4 by hand": the caller joins 4 paragraphs per call and splits the reply.`,
         `All on @sinonjs/fake-timers: batch-pacer through its clock option (FakeTimers.createClock), Bottleneck and p-queue with the global timers and Date faked (FakeTimers.install). Runs differ only by retry jitter. ${runsNote()}`,
