@@ -44,7 +44,9 @@ export type InitInput =
  *
  * - In a page, a dedicated worker or an extension service worker, it fetches the `.wasm`
  *   file shipped beside the module (the extension's CSP needs `'wasm-unsafe-eval'`).
- * - In Node it reads that file from disk.
+ * - In Node it reads that file from disk (through `process.getBuiltinModule`, Node ≥ 20.16;
+ *   in an older Node 20 it rejects `not_initialized`, and `initSync(wasmBytes())` with
+ *   `batch-pacer/inline-wasm` works instead).
  * - `source` overrides where the module comes from.
  *
  * Idempotent: once the module is loaded, further calls resolve at once and do nothing.

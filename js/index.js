@@ -66,6 +66,24 @@ function isNode() {
 }
 
 /**
+ * Node before 20.16: no process.getBuiltinModule to read the .wasm with (and a static or
+ * dynamic import of node:fs would break browsers and MV3 service workers), while its
+ * fetch cannot read files.
+ */
+function isOldNode() {
+  return typeof process === "object" && typeof process.versions?.node === "string" && !isNode();
+}
+
+function cannotReadInOldNode(cause) {
+  return new PacerError(
+    "not_initialized",
+    "init() cannot read the .wasm in a Node before 20.16 (no process.getBuiltinModule): " +
+      'call initSync(wasmBytes()) with wasmBytes from "batch-pacer/inline-wasm", or pass the .wasm to init()',
+    { cause },
+  );
+}
+
+/**
  * Loads the WebAssembly module. In a browser, worker or extension service worker it
  * fetches the .wasm shipped beside the module; in Node it reads it from disk.
  * A second call is a no-op.
@@ -79,7 +97,11 @@ export default function init(source) {
         const { readFileSync } = process.getBuiltinModule("node:fs");
         wasmInitSync({ module: readFileSync(new URL("../pkg/batch_pacer_bg.wasm", import.meta.url)) });
       } else {
-        await wasmInit(source === undefined ? undefined : { module_or_path: source });
+        try {
+          await wasmInit(source === undefined ? undefined : { module_or_path: source });
+        } catch (error) {
+          throw source === undefined && isOldNode() ? cannotReadInOldNode(error) : error;
+        }
       }
       markReady();
     })();

@@ -133,6 +133,26 @@ describe("the installed package", () => {
 });
 
 describe("initialisation", () => {
+  test("in a Node before 20.16 (no process.getBuiltinModule), init() says what works; inline-wasm works", async () => {
+    const out = await childJson(`
+      delete process.getBuiltinModule;
+      const { default: init, initSync, BatchPacer, PacerError } = await import("batch-pacer");
+      const { wasmBytes } = await import("batch-pacer/inline-wasm");
+      const error = await init().then(() => null, (e) => e);
+      initSync(wasmBytes());
+      await init();
+      const pacer = new BatchPacer(async (r) => (r.isBatch ? r.texts.map((t) => t.toUpperCase()) : r.text.toUpperCase()));
+      const item = (text) => ({ text, sourceLang: "en", targetLang: "de", providerId: "p" });
+      const texts = await Promise.all([pacer.translate(item("one")), pacer.translate(item("two"))]);
+      console.log(JSON.stringify({ isPacerError: error instanceof PacerError, code: error?.code, message: error?.message, texts }));
+    `);
+    assert.equal(out.isPacerError, true);
+    assert.equal(out.code, "not_initialized");
+    assert.match(out.message, /Node before 20\.16/);
+    assert.match(out.message, /batch-pacer\/inline-wasm/);
+    assert.deepEqual(out.texts, ["ONE", "TWO"]);
+  });
+
   test("BatchPacer before init throws PacerError not_initialized", async () => {
     const out = await childJson(`
       import { BatchPacer, PacerError } from "batch-pacer";
