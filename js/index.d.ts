@@ -69,6 +69,10 @@ export default function init(source?: InitInput): Promise<void>;
  * support them.
  *
  * With `wasmBytes()` from `batch-pacer/inline-wasm` it needs no fetch at all (see there).
+ *
+ * Throws a `PacerError` with code `not_initialized` while an `init()` is still loading
+ * the module: await that instead (the load would replace the module instance when it
+ * ends).
  */
 export function initSync(bytes: WasmBytes | WasmModule): void;
 

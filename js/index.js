@@ -117,6 +117,11 @@ export default function init(source) {
  */
 export function initSync(bytes) {
   if (ready) return;
+  if (loading) {
+    // The load in flight would replace this module instance when it ends, and every
+    // pacer built on this one would then call into a module that does not hold it.
+    throw new PacerError("not_initialized", "initSync() was called while init() loads the module: await init() instead");
+  }
   wasmInitSync({ module: bytes });
   markReady();
 }

@@ -133,6 +133,24 @@ describe("the installed package", () => {
 });
 
 describe("initialisation", () => {
+  test("initSync while init() is loading throws not_initialized; the load then ends and pacers work", async () => {
+    const out = await childJson(`
+      import { readFileSync } from "node:fs";
+      import init, { initSync, BatchPacer, PacerError } from "batch-pacer";
+      const bytes = readFileSync(process.env.WASM_PATH);
+      const loading = init(bytes);
+      let error = null;
+      try { initSync(bytes); } catch (e) { error = e; }
+      await loading;
+      initSync(bytes);
+      const pacer = new BatchPacer(async (r) => (r.isBatch ? r.texts.map((t) => t.toUpperCase()) : r.text.toUpperCase()));
+      const item = (text) => ({ text, sourceLang: "en", targetLang: "de", providerId: "p" });
+      const texts = await Promise.all([pacer.translate(item("one")), pacer.translate(item("two"))]);
+      console.log(JSON.stringify({ isPacerError: error instanceof PacerError, code: error?.code, texts }));
+    `);
+    assert.deepEqual(out, { isPacerError: true, code: "not_initialized", texts: ["ONE", "TWO"] });
+  });
+
   test("in a Node before 20.16 (no process.getBuiltinModule), init() says what works; inline-wasm works", async () => {
     const out = await childJson(`
       delete process.getBuiltinModule;
