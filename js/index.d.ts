@@ -646,7 +646,10 @@ export interface RateLimitedEvent {
 export interface AdaptiveRateEvent {
   type: "adaptiveRate";
   providerId: string;
-  /** The provider's new rate in calls per second; `null` when it is back to full `rate`. */
+  /**
+   * The provider's new rate in calls per second; `null` when it is back to full `rate`
+   * (its burst, up to `capacity`, is then earned back at that rate).
+   */
   rate: number | null;
 }
 

@@ -78,7 +78,7 @@ function cannotReadInOldNode(cause) {
   return new PacerError(
     "not_initialized",
     "init() cannot read the .wasm in a Node before 20.16 (no process.getBuiltinModule): " +
-      'call initSync(wasmBytes()) with wasmBytes from "batch-pacer/inline-wasm", or pass the .wasm to init()',
+      'call initSync(wasmBytes()) with wasmBytes from "batch-pacer/inline-wasm", or pass the bytes of the .wasm to init()',
     { cause },
   );
 }
@@ -173,6 +173,8 @@ export class BatchPacer {
   /** providerId → sourceLang → targetLang → context → [id when llm, id when not]. */
   #compats = new Map();
   #compatCount = 0;
+  /** Set by `dispose()`: an item that cannot even be read rejects `disposed` after it. */
+  #disposed = false;
 
   constructor(provider, options) {
     requireReady("new BatchPacer()");
@@ -194,7 +196,9 @@ export class BatchPacer {
         const { text, sourceLang, targetLang, providerId, context, llm, priority, signal } = item;
         fields = { text, sourceLang, targetLang, providerId, context, llm, priority, signal };
       } catch (error) {
-        reject(new PacerError("invalid_input", "item could not be read: a getter or proxy threw", { cause: error }));
+        // After dispose(), every call rejects disposed: the core says so for this item.
+        if (this.#disposed) this.#core.translate(null, resolve, reject);
+        else reject(new PacerError("invalid_input", "item could not be read: a getter or proxy threw", { cause: error }));
         return;
       }
       const { signal } = fields;
@@ -286,6 +290,7 @@ export class BatchPacer {
 
   /** Rejects every unsettled item with `disposed` and stops all timers. */
   dispose() {
+    this.#disposed = true;
     this.#core.dispose();
   }
 }

@@ -150,6 +150,18 @@ struct Adaptive {
     recovering: bool,
 }
 
+impl Adaptive {
+    /// Back at `rate`, with the burst up to `capacity` still to earn back from `tokens`,
+    /// earning from `from` on: a paused provider earns nothing until its pause ends.
+    fn recovering(rate: f64, capacity: f64, tokens: f64, ceiling: f64, from: Instant) -> Adaptive {
+        Adaptive {
+            bucket: TokenBucket::with_tokens(rate, capacity, tokens, from),
+            ceiling,
+            recovering: true,
+        }
+    }
+}
+
 #[derive(Debug)]
 struct Provider {
     id: Rc<str>,
@@ -300,10 +312,7 @@ impl<C: Clone> Engine<C> {
         now: Instant,
         item: &Item<'_>,
     ) -> Result<Ticket, PacerFailure<C>> {
-        // After `dispose`, every call rejects `disposed`, a malformed item too.
-        if !self.disposed {
-            validate(item)?;
-        }
+        self.validate_unless_disposed(item)?;
         self.advance(now);
         if self.disposed {
             let ticket = self.counted_ticket();
@@ -434,6 +443,15 @@ impl<C: Clone> Engine<C> {
         self.after_input();
     }
 
+    /// After `dispose`, every call rejects `disposed`, a malformed item too.
+    fn validate_unless_disposed(&self, item: &Item<'_>) -> Result<(), PacerFailure<C>> {
+        if self.disposed {
+            Ok(())
+        } else {
+            validate(item)
+        }
+    }
+
     /// Accepts an item whose signal was already aborted: it is never queued and rejects
     /// with `aborted` at once (it still counts in `items` and `aborted`).
     pub fn handle_translate_aborted(
@@ -441,7 +459,7 @@ impl<C: Clone> Engine<C> {
         now: Instant,
         item: &Item<'_>,
     ) -> Result<Ticket, PacerFailure<C>> {
-        validate(item)?;
+        self.validate_unless_disposed(item)?;
         self.advance(now);
         let ticket = self.counted_ticket();
         let result = if self.disposed {
@@ -516,11 +534,15 @@ impl<C: Clone> Engine<C> {
             if let Some(adaptive) = &mut provider.adaptive {
                 if !next.adaptive_rate {
                     provider.adaptive = None;
-                } else if adaptive.recovering {
-                    adaptive.bucket.set_rate(self.now, next.rate);
-                    adaptive.bucket.set_capacity(self.now, next.capacity);
-                } else if adaptive.bucket.rate() >= next.rate {
-                    provider.adaptive = None;
+                } else if adaptive.recovering || adaptive.bucket.rate() >= next.rate {
+                    // At the new rate already: its burst is still earned back, not given.
+                    *adaptive = Adaptive::recovering(
+                        next.rate,
+                        next.capacity,
+                        adaptive.bucket.tokens(self.now),
+                        adaptive.ceiling,
+                        self.now.max(provider.paused_until),
+                    );
                 } else {
                     adaptive.ceiling = adaptive.ceiling.min(next.rate);
                 }
@@ -611,8 +633,8 @@ impl<C: Clone> Engine<C> {
         // collect of an iterator of unknown length is much more code in the .wasm.
         let mut providers = Vec::new();
         for p in &self.providers {
-            // A recovering provider is back at the full rate: a restart lifts its limit.
-            let adaptive = p.adaptive.as_ref().filter(|a| !a.recovering);
+            // A recovering provider is saved too, at the full rate (see `restore`).
+            let adaptive = p.adaptive.as_ref();
             if p.paused_until > self.now || adaptive.is_some() {
                 providers.push(ProviderSnapshot {
                     provider_id: p.id.to_string(),
@@ -648,14 +670,29 @@ impl<C: Clone> Engine<C> {
                 provider.episode = provider.episode.wrapping_add(1);
                 self.timers.push(Reverse((until, Timer::PauseEnd)));
             }
-            if let Some(adaptive_rate) = saved.adaptive_rate.filter(|r| *r < rate) {
+            let Some(adaptive_rate) = saved.adaptive_rate else {
+                continue;
+            };
+            let ceiling = saved.adaptive_ceiling;
+            provider.adaptive = Some(if adaptive_rate < rate {
                 let tokens = (elapsed.as_secs() * adaptive_rate).min(1.0);
-                provider.adaptive = Some(Adaptive {
+                Adaptive {
                     bucket: TokenBucket::with_tokens(adaptive_rate, 1.0, tokens, now),
-                    ceiling: saved.adaptive_ceiling,
+                    ceiling,
                     recovering: false,
-                });
-            }
+                }
+            } else {
+                // Back at the full rate: the burst it earned before the restart is not
+                // known, so it counts from an empty bucket.
+                let tokens = elapsed.as_secs() * rate;
+                Adaptive::recovering(
+                    rate,
+                    capacity,
+                    tokens,
+                    ceiling,
+                    now.max(provider.paused_until),
+                )
+            });
         }
     }
 
@@ -1279,6 +1316,18 @@ impl<C: Clone> Engine<C> {
             retry_after,
             paused_for: pause,
         });
+        if let Some(adaptive) = provider.adaptive.as_mut().filter(|a| a.recovering) {
+            // A burst is not earned while the provider is paused.
+            let tokens = adaptive.bucket.tokens(now);
+            let (rate, capacity) = (adaptive.bucket.rate(), self.options.capacity);
+            *adaptive = Adaptive::recovering(
+                rate,
+                capacity,
+                tokens,
+                adaptive.ceiling,
+                provider.paused_until,
+            );
+        }
         if run.episode != provider.episode {
             return;
         }
@@ -1319,9 +1368,9 @@ impl<C: Clone> Engine<C> {
             // The full rate again, but not the full burst at once: the pacer's bucket
             // refills during a pause, and `capacity` calls started at one instant would
             // all meet a quota that counts per minute (a 429 for all but the first).
-            adaptive.bucket.set_rate(now, rate);
-            adaptive.bucket.set_capacity(now, self.options.capacity);
-            adaptive.recovering = true;
+            let tokens = adaptive.bucket.tokens(now);
+            *adaptive =
+                Adaptive::recovering(rate, self.options.capacity, tokens, adaptive.ceiling, now);
             self.events.push_back(Event::AdaptiveRate {
                 provider_id: provider.id.clone(),
                 rate: None,

@@ -48,17 +48,7 @@ fn a_restored_pacer_does_not_burst_again() {
 
 #[test]
 fn a_restored_pacer_keeps_what_is_left_of_a_429_pause_and_its_adaptive_rate() {
-    let mut first = true;
-    let mut before = Sim::new(Default::default(), move |call: &Call, _| {
-        if first {
-            first = false;
-            return Answer::After(
-                Duration::from_millis(1.0),
-                Err(http_error(429, Some(30_000.0))),
-            );
-        }
-        Answer::After(Duration::from_millis(1.0), Ok(echo_reply(call)))
-    });
+    let mut before = Sim::new(Default::default(), a_429_then_echoes());
     before.translate(&single("x"));
     before.drive_until(ms(5_000.0));
     let snapshot = before.engine.snapshot(50_000.0);
@@ -91,4 +81,89 @@ fn a_restored_pacer_keeps_what_is_left_of_a_429_pause_and_its_adaptive_rate() {
     );
     let restored = after.engine.snapshot(0.0);
     assert!(restored.providers[0].adaptive_rate.is_some());
+}
+
+/// A provider whose first call meets a 429 with Retry-After 30 s; then it echoes.
+fn a_429_then_echoes() -> impl FnMut(&Call, batch_pacer::Instant) -> Answer {
+    let mut first = true;
+    move |call: &Call, _| {
+        if std::mem::take(&mut first) {
+            return Answer::After(
+                Duration::from_millis(1.0),
+                Err(http_error(429, Some(30_000.0))),
+            );
+        }
+        Answer::After(Duration::from_millis(1.0), Ok(echo_reply(call)))
+    }
+}
+
+/// A pacer on the defaults whose provider met one 429 (Retry-After 30 s) and then got
+/// back to the full rate: driven until the `adaptiveRate` event with no rate.
+fn back_at_full_rate_after_a_429() -> Sim {
+    let mut sim = Sim::new(Default::default(), a_429_then_echoes());
+    let texts: Vec<String> = (0..400).map(|i| format!("t{i}")).collect();
+    for t in &texts {
+        sim.translate(&single(t));
+    }
+    let back = |sim: &Sim| {
+        sim.events
+            .iter()
+            .any(|(_, e)| matches!(e, batch_pacer::Event::AdaptiveRate { rate: None, .. }))
+    };
+    while !back(&sim) {
+        assert!(
+            sim.now < ms(120_000.0),
+            "the provider never got back to full rate"
+        );
+        sim.drive_until(sim.now + Duration::from_millis(100.0));
+    }
+    sim
+}
+
+#[test]
+fn a_provider_back_at_full_rate_is_restored_without_a_burst() {
+    let before = back_at_full_rate_after_a_429();
+    let snapshot = before.engine.snapshot(1_000_000.0);
+    assert!(
+        snapshot.tokens > 30.0,
+        "the pacer's bucket refilled during the pause: {}",
+        snapshot.tokens
+    );
+    assert_eq!(snapshot.providers[0].adaptive_rate, Some(8.0));
+
+    // Restarted at once: the pacer's bucket is nearly full, the provider's burst is not.
+    let mut after = Sim::new(Default::default(), echo_provider(1.0));
+    after
+        .engine
+        .restore(&snapshot, snapshot.elapsed(1_000_000.0).unwrap());
+    for i in 0..100 {
+        after.translate(&single(&format!("u{i}")));
+    }
+    after.drive_until(ms(1_000.0));
+    let starts = after.starts_ms();
+    assert!(
+        starts.len() <= 9,
+        "at most 1 + 8 calls in the first second, got {}: {starts:?}",
+        starts.len()
+    );
+}
+
+#[test]
+fn lowering_the_rate_to_a_slowed_providers_rate_gives_it_no_burst() {
+    let mut sim = Sim::new(Default::default(), a_429_then_echoes());
+    sim.translate(&single("first"));
+    sim.drive_until(ms(10_000.0));
+    // Slowed to 4/s and paused; the pacer's bucket refills meanwhile.
+    for i in 0..100 {
+        sim.translate(&single(&format!("t{i}")));
+    }
+    sim.engine
+        .set_options(sim.now, &[("rate", batch_pacer::OptionValue::Number(4.0))])
+        .unwrap();
+    sim.drive_until(ms(31_000.0));
+    let after_pause = sim.starts_ms().iter().filter(|s| **s >= 30_000.0).count();
+    assert!(
+        after_pause <= 6,
+        "at most 1 + 4 calls in the second after the pause, got {after_pause}"
+    );
 }

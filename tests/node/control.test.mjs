@@ -186,7 +186,9 @@ describe("dispose", () => {
   test("later translate of a malformed item rejects disposed too", async (t) => {
     const { pacer } = setup(t);
     pacer.dispose();
-    for (const bad of [{ ...item("x"), providerId: "" }, { ...item("x"), text: 42 }, null, "text"]) {
+    const unreadable = new Proxy({}, { get() { throw new Error("boom"); } });
+    const aborted = { ...item("x"), sourceLang: "", signal: AbortSignal.abort() };
+    for (const bad of [{ ...item("x"), providerId: "" }, { ...item("x"), text: 42 }, null, "text", unreadable, aborted]) {
       assertPacerError(await rejection(pacer.translate(bad)), "disposed");
     }
   });
