@@ -61,6 +61,9 @@ struct Job {
     text: Box<str>,
     waiters: Waiters,
     batch: Key,
+    /// Its place in line: the highest priority of its waiters, then its arrival.
+    priority: Priority,
+    seq: u64,
 }
 
 /// Tickets waiting on a job; one is the common case and needs no allocation.
@@ -176,6 +179,10 @@ struct Provider {
 
 /// Order of due batches: highest priority first, then first come, first served.
 type ReadyKey = (Reverse<Priority>, u64, Key);
+
+/// An item's place in line when a group's due items are dealt again (`first_call`):
+/// priority, arrival, its job, and the start of its batch's collection window.
+type InLine = (Reverse<Priority>, u64, Key, Instant);
 
 #[derive(Debug)]
 struct Running {
@@ -349,6 +356,7 @@ impl<C: Clone> Engine<C> {
             self.job_by_ticket.insert(ticket, job);
             if let Some(j) = self.jobs.get_mut(job) {
                 j.waiters.push(ticket);
+                j.priority = j.priority.max(priority);
                 let batch = j.batch;
                 self.raise_priority(batch, priority);
             }
@@ -376,6 +384,8 @@ impl<C: Clone> Engine<C> {
             text: item.text.into(),
             waiters: Waiters::one(ticket),
             batch: group,
+            priority,
+            seq,
         });
         // On the (2^-64) chance that another job shares the first word, this one simply
         // goes without dedup.
@@ -1097,6 +1107,7 @@ impl<C: Clone> Engine<C> {
     }
 
     fn start(&mut self, batch_key: Key) {
+        let batch_key = self.first_call(batch_key);
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
         };
@@ -1158,6 +1169,155 @@ impl<C: Clone> Engine<C> {
             attempt,
             timeout,
         });
+    }
+
+    /// The batch to send for `chosen`, the best due batch. Batches collect items in
+    /// arrival order, but a call takes the best items of its group's due batches:
+    /// highest priority first, first come first served among equals. When `chosen` holds
+    /// them already (always so with equal priorities) it is sent as it is; else the items
+    /// of the due batches that hold better ones are dealt again: the best into the call
+    /// (up to the limits, rule 2), the others into due batches in arrival order. A batch
+    /// still collecting keeps its items until it is due.
+    fn first_call(&mut self, chosen: Key) -> Key {
+        let Some(batch) = self.batches.get(chosen).filter(|b| !b.sealed) else {
+            return chosen;
+        };
+        let (group_key, provider) = (batch.compat, batch.provider);
+        // The last item of `chosen` in line, against the first any other due batch may
+        // hold (its highest priority with its first arrival): the provider's due batches
+        // are in that order, so only those before `chosen`'s last are looked at.
+        let Some(last_in_chosen) = batch
+            .jobs
+            .iter()
+            .filter_map(|j| self.jobs.get(*j))
+            .map(|j| (Reverse(j.priority), j.seq))
+            .max()
+        else {
+            return chosen;
+        };
+        let Some(ready) = self.providers.get(provider as usize).map(|p| &p.ready) else {
+            return chosen;
+        };
+        let mut pool = vec![chosen];
+        for (priority, seq, key) in ready.iter() {
+            if (*priority, *seq) >= last_in_chosen {
+                break;
+            }
+            // Not a batch being retried: it keeps its items and its counts.
+            if self
+                .batches
+                .get(*key)
+                .is_some_and(|b| b.compat == group_key && !b.sealed)
+            {
+                pool.push(*key);
+            }
+        }
+        if pool.len() == 1 {
+            return chosen;
+        }
+        if let Some(group) = self.groups.get_mut(group_key) {
+            if group.open.is_some_and(|open| pool.contains(&open)) {
+                group.open = None;
+            }
+        }
+        // Every item of those batches, best first.
+        let mut line: BinaryHeap<Reverse<InLine>> = BinaryHeap::new();
+        for key in pool {
+            let Some(batch) = self.batches.remove(key) else {
+                continue;
+            };
+            if let Some(p) = self.providers.get_mut(batch.provider as usize) {
+                p.ready.remove(&ready_key(key, &batch));
+            }
+            for job in batch.jobs {
+                if let Some(j) = self.jobs.get(job) {
+                    line.push(Reverse((Reverse(j.priority), j.seq, job, batch.first_at)));
+                }
+            }
+        }
+        // The call: the best items while they fit.
+        let mut call: Option<Key> = None;
+        let mut rest: BinaryHeap<Reverse<(u64, Key, Instant)>> = BinaryHeap::new();
+        while let Some(Reverse((_, seq, job, first_at))) = line.pop() {
+            let Some(member) = self.member(job) else {
+                continue;
+            };
+            match call {
+                None => call = Some(self.new_due_batch(&member, group_key, provider, first_at)),
+                Some(c) if self.may_join(c, member.chars) => self.join_unsent(c, &member),
+                Some(_) => {
+                    rest.push(Reverse((seq, job, first_at)));
+                    // Rule 2: the item that does not fit starts the next batch.
+                    while let Some(Reverse((_, seq, job, first_at))) = line.pop() {
+                        rest.push(Reverse((seq, job, first_at)));
+                    }
+                }
+            }
+        }
+        // The others, due already, into batches in arrival order.
+        let mut current: Option<Key> = None;
+        while let Some(Reverse((_, job, first_at))) = rest.pop() {
+            let Some(member) = self.member(job) else {
+                continue;
+            };
+            match current {
+                Some(c) if self.may_join(c, member.chars) => self.join_unsent(c, &member),
+                _ => {
+                    if let Some(done) = current {
+                        self.make_ready(done);
+                    }
+                    current = Some(self.new_due_batch(&member, group_key, provider, first_at));
+                }
+            }
+        }
+        if let Some(done) = current {
+            self.make_ready(done);
+        }
+        call.unwrap_or(chosen)
+    }
+
+    /// A job's place in a batch: its characters, priority and arrival.
+    fn member(&self, job: Key) -> Option<Member> {
+        self.jobs.get(job).map(|j| Member {
+            job,
+            chars: utf16_len(&j.text),
+            priority: j.priority,
+            seq: j.seq,
+        })
+    }
+
+    /// Whether an item of `chars` characters may join batch `key` (rule 2).
+    fn may_join(&self, key: Key, chars: u64) -> bool {
+        !travels_alone(true, chars, &self.limits)
+            && self
+                .batches
+                .get(key)
+                .is_some_and(|b| b.accepts(chars, &self.limits))
+    }
+
+    /// A batch for an item that was due already.
+    fn new_due_batch(
+        &mut self,
+        member: &Member,
+        group: Key,
+        provider: u32,
+        first_at: Instant,
+    ) -> Key {
+        let key = self.new_batch(member, group, provider, first_at);
+        if let Some(batch) = self.batches.get_mut(key) {
+            batch.state = State::Ready;
+        }
+        key
+    }
+
+    /// Adds a job to a batch being composed (not in any ready set yet).
+    fn join_unsent(&mut self, batch_key: Key, member: &Member) {
+        if let Some(job) = self.jobs.get_mut(member.job) {
+            job.batch = batch_key;
+        }
+        if let Some(batch) = self.batches.get_mut(batch_key) {
+            batch.push(member);
+        }
     }
 
     fn on_reply(&mut self, run: Running, reply: Reply) {
@@ -1547,8 +1707,8 @@ impl<C: Clone> Engine<C> {
                     let member = Member {
                         job: job_key,
                         chars: utf16_len(&job.text),
-                        priority: batch.priority,
-                        seq: batch.seq,
+                        priority: job.priority,
+                        seq: job.seq,
                     };
                     members.push((member, batch.compat, batch.first_at));
                 }

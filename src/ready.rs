@@ -52,6 +52,11 @@ impl<T: Ord> ReadySet<T> {
         Err(low)
     }
 
+    /// The entries, smallest first.
+    pub fn iter(&self) -> impl Iterator<Item = &T> {
+        self.sorted.iter()
+    }
+
     /// The smallest entry.
     pub fn first(&self) -> Option<&T> {
         self.sorted.front()

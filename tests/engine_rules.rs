@@ -79,6 +79,109 @@ fn equal_priorities_go_first_come_first_served_and_higher_priority_first() {
     assert_eq!(order, expected);
 }
 
+/// The texts of each call in order, for items sent once a first call took the token.
+fn calls_after_a_first(sim: &mut Sim, items: &[(&str, f64)]) -> Vec<Vec<String>> {
+    sim.translate(&item("first"));
+    sim.drive_until(ms(150.0));
+    for (text, priority) in items {
+        let mut it = item(text);
+        it.priority = *priority;
+        sim.translate(&it);
+    }
+    sim.drive();
+    sim.calls[1..].iter().map(|c| c.texts.clone()).collect()
+}
+
+#[test]
+fn batched_items_go_by_priority_then_arrival_whichever_batch_collected_them() {
+    // Collected as [A B C D] and [E], both due when the next token comes: the call takes
+    // the two priority-1 items first, then the earliest priority-0 ones.
+    let mut sim = Sim::new(
+        options(&[("rate", 1.0), ("capacity", 1.0)]),
+        echo_provider(1.0),
+    );
+    let calls = calls_after_a_first(
+        &mut sim,
+        &[("A", 0.0), ("B", 1.0), ("C", 0.0), ("D", 0.0), ("E", 1.0)],
+    );
+    assert_eq!(calls, vec![vec!["B", "E", "A", "C"], vec!["D"]]);
+
+    // FIFO among equals: [A B] then [C D], where D's priority 1 must not take C ahead of
+    // A and B.
+    let mut sim = Sim::new(
+        options(&[("rate", 1.0), ("capacity", 1.0), ("maxItemsPerBatch", 2.0)]),
+        echo_provider(1.0),
+    );
+    let calls = calls_after_a_first(&mut sim, &[("A", 0.0), ("B", 0.0), ("C", 0.0), ("D", 1.0)]);
+    assert_eq!(calls, vec![vec!["D", "A"], vec!["B", "C"]]);
+}
+
+#[test]
+fn dealing_by_priority_keeps_the_character_limit_and_lone_long_items() {
+    // A 10-character limit. Collected as [aaaa bbbb] (8) and [cccccc dd] (8), with
+    // "long item 1" alone. By priority the call takes bbbb and cccccc (10 characters);
+    // aaaa would break the limit, so it starts the next batch, with dd.
+    let mut sim = Sim::new(
+        options(&[
+            ("rate", 1.0),
+            ("capacity", 1.0),
+            ("maxCharactersPerBatch", 10.0),
+        ]),
+        echo_provider(1.0),
+    );
+    let calls = calls_after_a_first(
+        &mut sim,
+        &[
+            ("aaaa", 0.0),
+            ("bbbb", 1.0),
+            ("cccccc", 1.0),
+            ("dd", 0.0),
+            ("long item 1", 2.0),
+        ],
+    );
+    assert_eq!(
+        calls,
+        vec![
+            vec!["long item 1"],
+            vec!["bbbb", "cccccc"],
+            vec!["aaaa", "dd"]
+        ]
+    );
+}
+
+#[test]
+fn a_batch_being_retried_keeps_its_items_whatever_priorities_arrive() {
+    // [A B] meets a count mismatch; while it waits for its retry, C (priority 1) comes.
+    let mut calls = 0;
+    let mut sim = Sim::new(
+        options(&[("maxItemsPerBatch", 2.0), ("baseRetryDelayMs", 1000.0)]),
+        move |call: &Call, _| {
+            calls += 1;
+            let reply = if calls == 1 {
+                Reply::Text("only one".into())
+            } else {
+                echo_reply(call)
+            };
+            Answer::After(Duration::from_millis(1.0), Ok(reply))
+        },
+    );
+    sim.translate(&item("A"));
+    sim.translate(&item("B"));
+    sim.drive_until(ms(100.0));
+    let mut c = item("C");
+    c.priority = 1.0;
+    sim.translate(&c);
+    sim.drive();
+    let texts: Vec<Vec<String>> = sim.calls.iter().map(|c| c.texts.clone()).collect();
+    assert_eq!(texts[0], vec!["A", "B"]);
+    assert!(texts.contains(&vec!["C".to_string()]), "{texts:?}");
+    assert_eq!(
+        texts.iter().filter(|t| *t == &vec!["A", "B"]).count(),
+        2,
+        "the retry sends the same batch: {texts:?}"
+    );
+}
+
 #[test]
 fn batch_is_due_on_item_count_at_once() {
     let mut sim = Sim::new(Default::default(), echo_provider(10.0));

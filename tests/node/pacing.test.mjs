@@ -173,6 +173,16 @@ describe("priority and FIFO", () => {
     assert.deepEqual(calls.map((c) => c.text), ["first", "half", "none", "zero", "minus"]);
   });
 
+  test("batched items go by priority, then arrival, whichever batch collected them", async (t) => {
+    const { clock, calls, send } = setup(t, { rate: 1, capacity: 1 });
+    send(item("first", { llm: false }));
+    await clock.tickAsync(150);
+    // Collected as [A B C D] and [E]: both are due when the next token comes.
+    for (const [text, priority] of [["A", 0], ["B", 1], ["C", 0], ["D", 0], ["E", 1]]) send(item(text, { priority }));
+    await clock.tickAsync(5000);
+    assert.deepEqual(calls.slice(1).map((c) => c.texts), [["B", "E", "A", "C"], ["D"]]);
+  });
+
   test("a later high-priority item overtakes a waiting batch of other items", async (t) => {
     const { clock, calls, send } = setup(t, { rate: 1, capacity: 1, batchDelayMs: 0 });
     send(item("first", { llm: false }));
