@@ -190,6 +190,8 @@ struct Running {
     provider: u32,
     /// The provider's 429 episode when the call started.
     episode: u32,
+    /// The call's timeout (`timeoutMs` when it started) and when it runs out.
+    timeout: Option<Duration>,
     deadline: Option<Instant>,
     separator: String,
     /// Whether a code fence around the reply was added by the model (not the texts').
@@ -798,13 +800,15 @@ impl<C: Clone> Engine<C> {
                                 provider_id: p.id.clone(),
                             });
                         }
+                        // The call's own timeout: `setOptions` may have changed the option since.
+                        let timeout_ms = run.timeout.map_or(0.0, Duration::as_millis);
                         let failure = Failure {
                             kind: FailureKind::Timeout,
                             status: None,
                             retry_after: None,
                             message: format!(
                                 "provider call timed out after {} ms",
-                                js_number(self.options.timeout_ms)
+                                js_number(timeout_ms)
                             ),
                             cause: None,
                         };
@@ -1154,6 +1158,7 @@ impl<C: Clone> Engine<C> {
                     .providers
                     .get(provider as usize)
                     .map_or(0, |p| p.episode),
+                timeout,
                 deadline,
                 separator: separator.clone(),
                 strip_fence: codec::fence_is_added(&texts),
@@ -1198,7 +1203,8 @@ impl<C: Clone> Engine<C> {
         let Some(ready) = self.providers.get(provider as usize).map(|p| &p.ready) else {
             return chosen;
         };
-        let mut pool = vec![chosen];
+        // Empty (no allocation) in the common case, where nothing is ahead.
+        let mut pool = Vec::new();
         for (priority, seq, key) in ready.iter() {
             if (*priority, *seq) >= last_in_chosen {
                 break;
@@ -1212,9 +1218,10 @@ impl<C: Clone> Engine<C> {
                 pool.push(*key);
             }
         }
-        if pool.len() == 1 {
+        if pool.is_empty() {
             return chosen;
         }
+        pool.push(chosen);
         if let Some(group) = self.groups.get_mut(group_key) {
             if group.open.is_some_and(|open| pool.contains(&open)) {
                 group.open = None;

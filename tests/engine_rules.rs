@@ -504,6 +504,29 @@ fn a_call_that_hangs_times_out_is_cancelled_retried_and_rejects_timeout() {
 }
 
 #[test]
+fn a_timeout_names_the_calls_own_limit_after_set_options_changes_it() {
+    let mut sim = Sim::new(
+        options(&[("timeoutMs", 1000.0), ("maxRetries", 0.0)]),
+        |_: &Call, _| Answer::Hang,
+    );
+    let t = sim.translate(&single("x"));
+    sim.drive_until(ms(500.0));
+    sim.engine
+        .set_options(sim.now, &[("timeoutMs", OptionValue::Number(0.0))])
+        .unwrap();
+    sim.drive();
+    let Err(failure) = sim.result(t) else {
+        panic!("the call hangs: it must time out");
+    };
+    assert_eq!(failure.code, ErrorCode::Timeout);
+    assert!(
+        failure.message.contains("after 1000 ms"),
+        "{}",
+        failure.message
+    );
+}
+
+#[test]
 fn a_late_or_second_answer_is_ignored() {
     let mut sim = Sim::new(
         options(&[("timeoutMs", 100.0), ("maxRetries", 0.0)]),
