@@ -1222,11 +1222,12 @@ impl<C: Clone> Engine<C> {
             return chosen;
         }
         pool.push(chosen);
-        if let Some(group) = self.groups.get_mut(group_key) {
-            if group.open.is_some_and(|open| pool.contains(&open)) {
-                group.open = None;
-            }
-        }
+        // The group's open batch may be among them: the last batch dealt takes its place,
+        // so that items arriving meanwhile still join a due batch (rule 3).
+        let open_dealt = self
+            .groups
+            .get(group_key)
+            .is_some_and(|g| g.open.is_some_and(|open| pool.contains(&open)));
         // Every item of those batches, best first.
         let mut line: BinaryHeap<Reverse<InLine>> = BinaryHeap::new();
         for key in pool {
@@ -1279,6 +1280,11 @@ impl<C: Clone> Engine<C> {
         }
         if let Some(done) = current {
             self.make_ready(done);
+        }
+        if open_dealt {
+            if let Some(group) = self.groups.get_mut(group_key) {
+                group.open = current;
+            }
         }
         call.unwrap_or(chosen)
     }

@@ -117,6 +117,28 @@ fn batched_items_go_by_priority_then_arrival_whichever_batch_collected_them() {
 }
 
 #[test]
+fn after_dealing_by_priority_a_due_batch_still_takes_late_items() {
+    // As above, [B E A C] leaves D in a due batch; F, arriving before the next token,
+    // joins it (rule 3) instead of opening a batch of its own.
+    let mut sim = Sim::new(
+        options(&[("rate", 1.0), ("capacity", 1.0)]),
+        echo_provider(1.0),
+    );
+    sim.translate(&item("first"));
+    sim.drive_until(ms(150.0));
+    for (text, priority) in [("A", 0.0), ("B", 1.0), ("C", 0.0), ("D", 0.0), ("E", 1.0)] {
+        let mut it = item(text);
+        it.priority = priority;
+        sim.translate(&it);
+    }
+    sim.drive_until(ms(1_500.0));
+    sim.translate(&item("F"));
+    sim.drive();
+    let calls: Vec<Vec<String>> = sim.calls[1..].iter().map(|c| c.texts.clone()).collect();
+    assert_eq!(calls, vec![vec!["B", "E", "A", "C"], vec!["D", "F"]]);
+}
+
+#[test]
 fn dealing_by_priority_keeps_the_character_limit_and_lone_long_items() {
     // A 10-character limit. Collected as [aaaa bbbb] (8) and [cccccc dd] (8), with
     // "long item 1" alone. By priority the call takes bbbb and cccccc (10 characters);
