@@ -149,6 +149,9 @@ impl Batch {
         self.jobs.push(member.job);
         self.chars = self.chars.saturating_add(member.chars);
         self.priority = self.priority.max(member.priority);
+        // An item may arrive out of line (after a store lookup, or regrouped): the key
+        // stays ahead of every item.
+        self.seq = self.seq.min(member.seq);
     }
 
     /// Due by size: it holds the most items, or its characters reached the limit.

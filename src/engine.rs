@@ -52,9 +52,10 @@ pub fn invalid_input<C>(field: &str, rule: &str, got: &OptionValue) -> PacerFail
 /// A provider item: one distinct text of one compatibility group, shared by every
 /// identical `translate` call while it is queued or running.
 ///
-/// Kept small on purpose (it is most of the memory a queued item costs): priority,
-/// arrival order and group live on the job's batch, and the character count is
-/// recomputed on the rare paths that need it again.
+/// Kept small on purpose (it is most of the memory a queued item costs): the group
+/// lives on the job's batch, and the character count is recomputed on the rare paths
+/// that need it again. Priority and arrival stay on the job: a call takes items by them,
+/// whichever batch collected them (see `first_call`).
 #[derive(Debug)]
 struct Job {
     key: ShortKey,
@@ -695,8 +696,11 @@ impl<C: Clone> Engine<C> {
                 }
             } else {
                 // Back at the full rate: the burst it earned before the restart is not
-                // known, so it counts from an empty bucket.
-                let tokens = elapsed.as_secs() * rate;
+                // known, so it counts from an empty bucket, earning nothing while paused.
+                let earning = elapsed
+                    .as_micros()
+                    .saturating_sub(saved.paused_for.as_micros());
+                let tokens = Duration::from_micros(earning).as_secs() * rate;
                 Adaptive::recovering(
                     rate,
                     capacity,
@@ -869,7 +873,12 @@ impl<C: Clone> Engine<C> {
                     });
                 }
                 self.stats.queued += 1;
-                self.place(pending.member, pending.group, self.now);
+                // A twin may have raised the job's priority during the lookup.
+                let mut member = pending.member;
+                if let Some(j) = self.jobs.get(job_key) {
+                    member.priority = j.priority;
+                }
+                self.place(member, pending.group, self.now);
             }
         }
     }
@@ -1178,91 +1187,119 @@ impl<C: Clone> Engine<C> {
 
     /// The batch to send for `chosen`, the best due batch. Batches collect items in
     /// arrival order, but a call takes the best items of its group's due batches:
-    /// highest priority first, first come first served among equals. When `chosen` holds
-    /// them already (always so with equal priorities) it is sent as it is; else the items
-    /// of the due batches that hold better ones are dealt again: the best into the call
-    /// (up to the limits, rule 2), the others into due batches in arrival order. A batch
-    /// still collecting keeps its items until it is due.
+    /// highest priority first, first come first served among equals. When no other due
+    /// batch of the group may hold an item ahead of `chosen`'s last, `chosen` is sent as
+    /// it is (the common case, at no cost). Else the call is filled item by item from a
+    /// merge of the due batches in line, and the items of the batches it looked at and
+    /// did not take go back into due batches in arrival order. A batch still collecting,
+    /// and a batch being retried, keep their items.
     fn first_call(&mut self, chosen: Key) -> Key {
         let Some(batch) = self.batches.get(chosen).filter(|b| !b.sealed) else {
             return chosen;
         };
         let (group_key, provider) = (batch.compat, batch.provider);
-        // The last item of `chosen` in line, against the first any other due batch may
-        // hold (its highest priority with its first arrival): the provider's due batches
-        // are in that order, so only those before `chosen`'s last are looked at.
-        let Some(last_in_chosen) = batch
+        let Some(ready) = self.providers.get(provider as usize).map(|p| &p.ready) else {
+            return chosen;
+        };
+        // A batch's ready key (its best priority, its first arrival) is never behind any
+        // of its items, and the provider's due batches are in that order.
+        let last_in_chosen = batch
             .jobs
             .iter()
             .filter_map(|j| self.jobs.get(*j))
             .map(|j| (Reverse(j.priority), j.seq))
-            .max()
-        else {
-            return chosen;
-        };
-        let Some(ready) = self.providers.get(provider as usize).map(|p| &p.ready) else {
-            return chosen;
-        };
-        // Empty (no allocation) in the common case, where nothing is ahead.
-        let mut pool = Vec::new();
-        for (priority, seq, key) in ready.iter() {
-            if (*priority, *seq) >= last_in_chosen {
-                break;
-            }
-            // Not a batch being retried: it keeps its items and its counts.
-            if self
-                .batches
+            .max();
+        let dealable = |key: &Key| {
+            self.batches
                 .get(*key)
                 .is_some_and(|b| b.compat == group_key && !b.sealed)
-            {
-                pool.push(*key);
-            }
-        }
-        if pool.is_empty() {
+        };
+        let any_ahead = ready
+            .iter()
+            .take_while(|(p, s, _)| Some((*p, *s)) < last_in_chosen)
+            .any(|(_, _, key)| dealable(key));
+        if !any_ahead {
             return chosen;
         }
-        pool.push(chosen);
-        // The group's open batch may be among them: the last batch dealt takes its place,
-        // so that items arriving meanwhile still join a due batch (rule 3).
+        // The call, item by item: the best of the items seen so far, once no due batch
+        // not yet seen may hold a better one.
+        let mut line: BinaryHeap<Reverse<InLine>> = BinaryHeap::new();
+        for j in &batch.jobs {
+            if let Some(job) = self.jobs.get(*j) {
+                line.push(Reverse((
+                    Reverse(job.priority),
+                    job.seq,
+                    *j,
+                    batch.first_at,
+                )));
+            }
+        }
+        let mut pool = vec![chosen];
+        let mut seen = 0;
+        let mut taken: Vec<(Key, Instant)> = Vec::new();
+        let (mut count, mut chars) = (0usize, 0u64);
+        while let Some(&Reverse((priority, seq, _, _))) = line.peek() {
+            let next = ready.get(seen).copied();
+            if let Some((_, _, key)) = next.filter(|(p, s, _)| (*p, *s) < (priority, seq)) {
+                seen += 1;
+                if let Some(b) = self.batches.get(key).filter(|_| dealable(&key)) {
+                    pool.push(key);
+                    for j in &b.jobs {
+                        if let Some(job) = self.jobs.get(*j) {
+                            line.push(Reverse((Reverse(job.priority), job.seq, *j, b.first_at)));
+                        }
+                    }
+                }
+                continue;
+            }
+            let Some(&Reverse((_, _, job, first_at))) = line.peek() else {
+                break;
+            };
+            let c = self.jobs.get(job).map_or(0, |j| utf16_len(&j.text));
+            // Rule 2: the first item that does not fit ends the call (a long one alone).
+            let fits = count == 0
+                || (!travels_alone(true, c, &self.limits)
+                    && !travels_alone(true, chars, &self.limits)
+                    && count < self.limits.max_items
+                    && chars.saturating_add(c) <= self.limits.max_chars);
+            if !fits {
+                break;
+            }
+            line.pop();
+            taken.push((job, first_at));
+            count += 1;
+            chars = chars.saturating_add(c);
+        }
+        if pool.len() == 1 {
+            return chosen;
+        }
         let open_dealt = self
             .groups
             .get(group_key)
             .is_some_and(|g| g.open.is_some_and(|open| pool.contains(&open)));
-        // Every item of those batches, best first.
-        let mut line: BinaryHeap<Reverse<InLine>> = BinaryHeap::new();
-        for key in pool {
-            let Some(batch) = self.batches.remove(key) else {
-                continue;
-            };
-            if let Some(p) = self.providers.get_mut(batch.provider as usize) {
-                p.ready.remove(&ready_key(key, &batch));
-            }
-            for job in batch.jobs {
-                if let Some(j) = self.jobs.get(job) {
-                    line.push(Reverse((Reverse(j.priority), j.seq, job, batch.first_at)));
+        for key in &pool {
+            if let Some(batch) = self.batches.remove(*key) {
+                if *key != chosen {
+                    if let Some(p) = self.providers.get_mut(batch.provider as usize) {
+                        p.ready.remove(&ready_key(*key, &batch));
+                    }
                 }
             }
         }
-        // The call: the best items while they fit.
         let mut call: Option<Key> = None;
-        let mut rest: BinaryHeap<Reverse<(u64, Key, Instant)>> = BinaryHeap::new();
-        while let Some(Reverse((_, seq, job, first_at))) = line.pop() {
+        for (job, first_at) in taken {
             let Some(member) = self.member(job) else {
                 continue;
             };
             match call {
                 None => call = Some(self.new_due_batch(&member, group_key, provider, first_at)),
-                Some(c) if self.may_join(c, member.chars) => self.join_unsent(c, &member),
-                Some(_) => {
-                    rest.push(Reverse((seq, job, first_at)));
-                    // Rule 2: the item that does not fit starts the next batch.
-                    while let Some(Reverse((_, seq, job, first_at))) = line.pop() {
-                        rest.push(Reverse((seq, job, first_at)));
-                    }
-                }
+                Some(c) => self.join_unsent(c, &member),
             }
         }
-        // The others, due already, into batches in arrival order.
+        let mut rest: BinaryHeap<Reverse<(u64, Key, Instant)>> = BinaryHeap::new();
+        while let Some(Reverse((_, seq, job, first_at))) = line.pop() {
+            rest.push(Reverse((seq, job, first_at)));
+        }
         let mut current: Option<Key> = None;
         while let Some(Reverse((_, job, first_at))) = rest.pop() {
             let Some(member) = self.member(job) else {

@@ -57,6 +57,11 @@ impl<T: Ord> ReadySet<T> {
         self.sorted.iter()
     }
 
+    /// The entry at `i`.
+    pub fn get(&self, i: usize) -> Option<&T> {
+        self.sorted.get(i)
+    }
+
     /// The smallest entry.
     pub fn first(&self) -> Option<&T> {
         self.sorted.front()

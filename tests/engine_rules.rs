@@ -172,39 +172,6 @@ fn dealing_by_priority_keeps_the_character_limit_and_lone_long_items() {
 }
 
 #[test]
-fn a_batch_being_retried_keeps_its_items_whatever_priorities_arrive() {
-    // [A B] meets a count mismatch; while it waits for its retry, C (priority 1) comes.
-    let mut calls = 0;
-    let mut sim = Sim::new(
-        options(&[("maxItemsPerBatch", 2.0), ("baseRetryDelayMs", 1000.0)]),
-        move |call: &Call, _| {
-            calls += 1;
-            let reply = if calls == 1 {
-                Reply::Text("only one".into())
-            } else {
-                echo_reply(call)
-            };
-            Answer::After(Duration::from_millis(1.0), Ok(reply))
-        },
-    );
-    sim.translate(&item("A"));
-    sim.translate(&item("B"));
-    sim.drive_until(ms(100.0));
-    let mut c = item("C");
-    c.priority = 1.0;
-    sim.translate(&c);
-    sim.drive();
-    let texts: Vec<Vec<String>> = sim.calls.iter().map(|c| c.texts.clone()).collect();
-    assert_eq!(texts[0], vec!["A", "B"]);
-    assert!(texts.contains(&vec!["C".to_string()]), "{texts:?}");
-    assert_eq!(
-        texts.iter().filter(|t| *t == &vec!["A", "B"]).count(),
-        2,
-        "the retry sends the same batch: {texts:?}"
-    );
-}
-
-#[test]
 fn batch_is_due_on_item_count_at_once() {
     let mut sim = Sim::new(Default::default(), echo_provider(10.0));
     let texts: Vec<String> = (0..8).map(|i| format!("p{i}")).collect();
@@ -1037,4 +1004,66 @@ fn the_adaptive_rate_has_a_floor_and_turning_it_off_lifts_it() {
             .count(),
         0
     );
+}
+
+#[test]
+fn a_twin_raising_priority_during_a_store_lookup_counts() {
+    // rate 1, capacity 1: "first" takes the token; then "low" (p0) and "x" (p0) arrive;
+    // x's lookup is slow; a twin of x arrives with priority 5 while x is being looked up.
+    let mut sim = Sim::new(
+        options(&[("rate", 1.0), ("capacity", 1.0), ("batchDelayMs", 0.0)]),
+        echo_provider(1.0),
+    )
+    .with_store(Box::new(|_l: &batch_pacer::Lookup| {
+        Some((Duration::from_millis(50.0), batch_pacer::LookupResult::Miss))
+    }));
+    let mut f = item("first");
+    f.compat.llm = false;
+    sim.translate(&f);
+    sim.drive_until(ms(60.0));
+    let mut a = item("a");
+    a.compat.llm = false;
+    sim.translate(&a);
+    let mut x = item("x");
+    x.compat.llm = false;
+    sim.translate(&x);
+    let mut x5 = item("x");
+    x5.compat.llm = false;
+    x5.priority = 5.0;
+    sim.translate(&x5); // dedup: raises x's priority while its lookup is under way
+    sim.drive();
+    let order: Vec<&str> = sim.calls.iter().map(|c| c.texts[0].as_str()).collect();
+    assert_eq!(
+        order,
+        vec!["first", "x", "a"],
+        "priority 5 twin must overtake"
+    );
+}
+
+#[test]
+fn a_lower_priority_item_never_fills_a_call_ahead_of_better_due_items() {
+    let mut sim = Sim::new(
+        options(&[
+            ("rate", 1.0),
+            ("capacity", 1.0),
+            ("maxCharactersPerBatch", 10.0),
+        ]),
+        echo_provider(1.0),
+    );
+    // Collected as [aaaa(1) bbbb(0)] (closed by eeeee), [eeeee f gggg] (0, full) and
+    // [i(1) j(-1)]: j must not go before the priority-0 items.
+    let calls = calls_after_a_first(
+        &mut sim,
+        &[
+            ("aaaa", 1.0),
+            ("bbbb", 0.0),
+            ("eeeee", 0.0),
+            ("f", 0.0),
+            ("gggg", 0.0),
+            ("i", 1.0),
+            ("j", -1.0),
+        ],
+    );
+    assert!(!calls[0].contains(&"j".to_string()), "{calls:?}");
+    assert_eq!(calls.last(), Some(&vec!["j".to_string()]), "{calls:?}");
 }

@@ -167,3 +167,49 @@ fn lowering_the_rate_to_a_slowed_providers_rate_gives_it_no_burst() {
         "at most 1 + 4 calls in the second after the pause, got {after_pause}"
     );
 }
+
+/// Call starts in the first second after a 429 pause ends, for a pacer with `opts`
+/// restored `elapsed_ms` after a snapshot of provider "p" at `adaptive_rate`, paused for
+/// `paused_ms` more, with 100 single items queued.
+fn starts_after_the_pause(
+    opts: batch_pacer::Options,
+    adaptive_rate: f64,
+    paused_ms: f64,
+    elapsed_ms: f64,
+) -> usize {
+    use batch_pacer::{ProviderSnapshot, Snapshot};
+    let snapshot = Snapshot {
+        wall_time_ms: 0.0,
+        tokens: 60.0,
+        providers: vec![ProviderSnapshot {
+            provider_id: "p".into(),
+            paused_for: Duration::from_millis(paused_ms),
+            adaptive_rate: Some(adaptive_rate),
+            adaptive_ceiling: 8.0,
+        }],
+    };
+    let mut sim = Sim::new(opts, echo_provider(1.0));
+    sim.engine
+        .restore(&snapshot, Duration::from_millis(elapsed_ms));
+    let texts: Vec<String> = (0..100).map(|i| format!("u{i}")).collect();
+    for t in &texts {
+        sim.translate(&single(t));
+    }
+    let pause_end = paused_ms - elapsed_ms;
+    sim.drive_until(ms(pause_end + 1_000.0));
+    sim.starts_ms().len()
+}
+
+#[test]
+fn a_recovering_provider_restored_mid_pause_earns_nothing_while_paused() {
+    // Saved while recovering (back at 8/s) and paused for 60 s more; restarted 30 s later.
+    let starts = starts_after_the_pause(Default::default(), 8.0, 60_000.0, 30_000.0);
+    assert!(starts <= 9, "burst of {starts} calls when the pause ends");
+}
+
+#[test]
+fn a_slowed_provider_restored_mid_pause_under_a_lower_rate_gets_no_burst_at_its_end() {
+    // Slowed to 4/s by a 429 (Retry-After 30 s); restarted 10 s later with rate 4.
+    let starts = starts_after_the_pause(options(&[("rate", 4.0)]), 4.0, 30_000.0, 10_000.0);
+    assert!(starts <= 5, "burst of {starts} calls when the pause ends");
+}
