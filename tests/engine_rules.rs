@@ -79,6 +79,13 @@ fn equal_priorities_go_first_come_first_served_and_higher_priority_first() {
     assert_eq!(order, expected);
 }
 
+/// A pacer with one call a second and no burst, an echo provider, and `extra` options.
+fn one_call_a_second(extra: &[(&str, f64)]) -> Sim {
+    let mut pairs = vec![("rate", 1.0), ("capacity", 1.0)];
+    pairs.extend_from_slice(extra);
+    Sim::new(options(&pairs), echo_provider(1.0))
+}
+
 /// The texts of each call in order, for items sent once a first call took the token.
 fn calls_after_a_first(sim: &mut Sim, items: &[(&str, f64)]) -> Vec<Vec<String>> {
     sim.translate(&item("first"));
@@ -96,10 +103,7 @@ fn calls_after_a_first(sim: &mut Sim, items: &[(&str, f64)]) -> Vec<Vec<String>>
 fn batched_items_go_by_priority_then_arrival_whichever_batch_collected_them() {
     // Collected as [A B C D] and [E], both due when the next token comes: the call takes
     // the two priority-1 items first, then the earliest priority-0 ones.
-    let mut sim = Sim::new(
-        options(&[("rate", 1.0), ("capacity", 1.0)]),
-        echo_provider(1.0),
-    );
+    let mut sim = one_call_a_second(&[]);
     let calls = calls_after_a_first(
         &mut sim,
         &[("A", 0.0), ("B", 1.0), ("C", 0.0), ("D", 0.0), ("E", 1.0)],
@@ -108,10 +112,7 @@ fn batched_items_go_by_priority_then_arrival_whichever_batch_collected_them() {
 
     // FIFO among equals: [A B] then [C D], where D's priority 1 must not take C ahead of
     // A and B.
-    let mut sim = Sim::new(
-        options(&[("rate", 1.0), ("capacity", 1.0), ("maxItemsPerBatch", 2.0)]),
-        echo_provider(1.0),
-    );
+    let mut sim = one_call_a_second(&[("maxItemsPerBatch", 2.0)]);
     let calls = calls_after_a_first(&mut sim, &[("A", 0.0), ("B", 0.0), ("C", 0.0), ("D", 1.0)]);
     assert_eq!(calls, vec![vec!["D", "A"], vec!["B", "C"]]);
 }
@@ -120,10 +121,7 @@ fn batched_items_go_by_priority_then_arrival_whichever_batch_collected_them() {
 fn after_dealing_by_priority_a_due_batch_still_takes_late_items() {
     // As above, [B E A C] leaves D in a due batch; F, arriving before the next token,
     // joins it (rule 3) instead of opening a batch of its own.
-    let mut sim = Sim::new(
-        options(&[("rate", 1.0), ("capacity", 1.0)]),
-        echo_provider(1.0),
-    );
+    let mut sim = one_call_a_second(&[]);
     sim.translate(&item("first"));
     sim.drive_until(ms(150.0));
     for (text, priority) in [("A", 0.0), ("B", 1.0), ("C", 0.0), ("D", 0.0), ("E", 1.0)] {
@@ -143,14 +141,7 @@ fn dealing_by_priority_keeps_the_character_limit_and_lone_long_items() {
     // A 10-character limit. Collected as [aaaa bbbb] (8) and [cccccc dd] (8), with
     // "long item 1" alone. By priority the call takes bbbb and cccccc (10 characters);
     // aaaa would break the limit, so it starts the next batch, with dd.
-    let mut sim = Sim::new(
-        options(&[
-            ("rate", 1.0),
-            ("capacity", 1.0),
-            ("maxCharactersPerBatch", 10.0),
-        ]),
-        echo_provider(1.0),
-    );
+    let mut sim = one_call_a_second(&[("maxCharactersPerBatch", 10.0)]);
     let calls = calls_after_a_first(
         &mut sim,
         &[
@@ -1042,14 +1033,7 @@ fn a_twin_raising_priority_during_a_store_lookup_counts() {
 
 #[test]
 fn a_lower_priority_item_never_fills_a_call_ahead_of_better_due_items() {
-    let mut sim = Sim::new(
-        options(&[
-            ("rate", 1.0),
-            ("capacity", 1.0),
-            ("maxCharactersPerBatch", 10.0),
-        ]),
-        echo_provider(1.0),
-    );
+    let mut sim = one_call_a_second(&[("maxCharactersPerBatch", 10.0)]);
     // Collected as [aaaa(1) bbbb(0)] (closed by eeeee), [eeeee f gggg] (0, full) and
     // [i(1) j(-1)]: j must not go before the priority-0 items.
     let calls = calls_after_a_first(
