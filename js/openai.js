@@ -154,7 +154,8 @@ export function openAIProvider(options) {
 
   // Both the raw and the trimmed form are hidden in any text this provider reports.
   // The key as sent, and as a server may echo it back: URL-encoded or JSON-escaped.
-  const secrets = [...new Set([apiKey, key].flatMap((s) => (typeof s === "string" ? [s, encodeURIComponent(s), JSON.stringify(s).slice(1, -1)] : [])))]
+  const forms = (s) => (typeof s === "string" ? [s, encodeURIComponent(s), JSON.stringify(s).slice(1, -1)] : []);
+  const secrets = [...new Set([apiKey, key].flatMap(forms))]
     .filter((s) => s.length > 0)
     // Longest first: a form that contains another is replaced whole.
     .sort((a, b) => b.length - a.length);

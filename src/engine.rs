@@ -1198,6 +1198,10 @@ impl<C: Clone> Engine<C> {
             return chosen;
         };
         let (group_key, provider) = (batch.compat, batch.provider);
+        // Items that never share a call (llm: false) have nothing to deal.
+        if !self.groups.get(group_key).is_some_and(|g| g.info.llm) {
+            return chosen;
+        }
         let Some(ready) = self.providers.get(provider as usize).map(|p| &p.ready) else {
             return chosen;
         };
@@ -1224,16 +1228,7 @@ impl<C: Clone> Engine<C> {
         // The call, item by item: the best of the items seen so far, once no due batch
         // not yet seen may hold a better one.
         let mut line: BinaryHeap<Reverse<InLine>> = BinaryHeap::new();
-        for j in &batch.jobs {
-            if let Some(job) = self.jobs.get(*j) {
-                line.push(Reverse((
-                    Reverse(job.priority),
-                    job.seq,
-                    *j,
-                    batch.first_at,
-                )));
-            }
-        }
+        self.line_up(batch, &mut line);
         let mut pool = vec![chosen];
         let mut seen = 0;
         let mut taken: Vec<(Key, Instant)> = Vec::new();
@@ -1244,11 +1239,7 @@ impl<C: Clone> Engine<C> {
                 seen += 1;
                 if let Some(b) = self.batches.get(key).filter(|_| dealable(&key)) {
                     pool.push(key);
-                    for j in &b.jobs {
-                        if let Some(job) = self.jobs.get(*j) {
-                            line.push(Reverse((Reverse(job.priority), job.seq, *j, b.first_at)));
-                        }
-                    }
+                    self.line_up(b, &mut line);
                 }
                 continue;
             }
@@ -1324,6 +1315,20 @@ impl<C: Clone> Engine<C> {
             }
         }
         call.unwrap_or(chosen)
+    }
+
+    /// Puts the items of `batch` in `line`, by priority then arrival.
+    fn line_up(&self, batch: &Batch, line: &mut BinaryHeap<Reverse<InLine>>) {
+        for key in &batch.jobs {
+            if let Some(job) = self.jobs.get(*key) {
+                line.push(Reverse((
+                    Reverse(job.priority),
+                    job.seq,
+                    *key,
+                    batch.first_at,
+                )));
+            }
+        }
     }
 
     /// A job's place in a batch: its characters, priority and arrival.
