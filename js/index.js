@@ -28,6 +28,8 @@ export const DEFAULTS = Object.freeze({
   maxRateLimitRetries: 10,
   adaptiveRate: true,
   cacheEntries: 1000,
+  segmentFormat: "markers",
+  tokensPerMinute: 0,
 });
 
 let ready = false;

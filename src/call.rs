@@ -29,10 +29,16 @@ pub struct Call {
     pub id: CallId,
     /// The texts, in order.
     pub texts: Vec<String>,
-    /// The texts joined with `separator` (the only text for a single request).
+    /// What the model is sent: the texts laid out as `layout` says (the only text for a
+    /// single request).
     pub text: String,
-    /// The line placed between texts; it occurs in none of them.
-    pub separator: String,
+    /// One id per text, unique within the call: "1", "2", ...
+    pub ids: Vec<String>,
+    /// How the texts are laid out in `text`.
+    pub layout: Layout,
+    /// For a batch, the paragraph that tells a model how to answer in its layout, ready
+    /// to append to a system prompt; empty for a single text.
+    pub instructions: String,
     /// Whether this call carries more than one text.
     pub is_batch: bool,
     /// The items' shared fields.
@@ -43,6 +49,35 @@ pub struct Call {
     pub timeout: Option<Duration>,
 }
 
+impl Call {
+    /// The separator of the older layout; empty in the markers layout.
+    pub fn separator(&self) -> &str {
+        match &self.layout {
+            Layout::Separator(separator) => separator,
+            Layout::Single | Layout::Markers(_) => "",
+        }
+    }
+
+    /// The `[open, close]` markers of a batch in the markers layout; empty otherwise.
+    pub fn markers(&self) -> &[(String, String)] {
+        match &self.layout {
+            Layout::Markers(pairs) => pairs,
+            Layout::Single | Layout::Separator(_) => &[],
+        }
+    }
+}
+
+/// How a call's texts are laid out for the model.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Layout {
+    /// One text in the markers format: sent as it is.
+    Single,
+    /// Each text between its own `[open, close]` markers, one pair per text.
+    Markers(Vec<(String, String)>),
+    /// The texts joined with this separator line, which occurs in none of them.
+    Separator(String),
+}
+
 /// A provider's successful answer.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Reply {
@@ -50,6 +85,58 @@ pub enum Reply {
     Text(String),
     /// One translation per text.
     Texts(Vec<String>),
+    /// Translations keyed by the call's ids (structured outputs).
+    Keyed(Vec<(String, String)>),
+}
+
+/// What a provider reported beside its answer: the tokens the call used and what is
+/// left of its quota.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Report {
+    /// Tokens used, as the API reported them.
+    pub usage: Option<Usage>,
+    /// What the API said of its quota.
+    pub limits: ReportedLimits,
+}
+
+/// Tokens a call used.
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: f64,
+    /// Completion tokens.
+    pub output_tokens: f64,
+}
+
+/// A provider's own account of its quota (any subset).
+#[derive(Copy, Clone, Debug, Default, PartialEq)]
+pub struct ReportedLimits {
+    /// Requests left in the current window.
+    pub requests_remaining: Option<f64>,
+    /// Until the request window resets.
+    pub requests_reset: Option<Duration>,
+    /// Tokens left in the current window.
+    pub tokens_remaining: Option<f64>,
+    /// Until the token window resets.
+    pub tokens_reset: Option<Duration>,
+}
+
+impl ReportedLimits {
+    /// Whether nothing was reported.
+    pub fn is_empty(&self) -> bool {
+        *self == ReportedLimits::default()
+    }
+}
+
+/// Which quota an error says is spent.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum Quota {
+    /// A per-minute limit (what a 429 means by default).
+    Rate,
+    /// A per-day limit: nothing succeeds until its reset.
+    Daily,
+    /// Out of credit or at a spending cap: nothing succeeds until the user acts.
+    Billing,
 }
 
 /// What went wrong with a call.
@@ -76,6 +163,10 @@ pub struct Failure<C> {
     pub message: String,
     /// The original error.
     pub cause: Option<C>,
+    /// What the error said of the provider's quota.
+    pub limits: ReportedLimits,
+    /// Which quota is spent, when the error said so.
+    pub quota: Option<Quota>,
 }
 
 impl<C> Failure<C> {
@@ -87,6 +178,8 @@ impl<C> Failure<C> {
             retry_after,
             message: message.to_owned(),
             cause: None,
+            limits: ReportedLimits::default(),
+            quota: None,
         }
     }
 
@@ -96,8 +189,12 @@ impl<C> Failure<C> {
             kind: FailureKind::BadReply,
             status: None,
             retry_after: None,
-            message: format!("provider returned {what}, not a string or an array of strings"),
+            message: format!(
+                "provider returned {what}, not a string, an array of strings or an object of strings"
+            ),
             cause: None,
+            limits: ReportedLimits::default(),
+            quota: None,
         }
     }
 

@@ -26,6 +26,18 @@ pub fn choose_separator<S: AsRef<str>>(texts: &[S]) -> String {
     separator
 }
 
+/// The paragraph that tells a model how to answer a batch of `count` texts joined with
+/// `separator`.
+pub fn instructions(separator: &str, count: usize) -> String {
+    let line = separator.trim();
+    format!(
+        "The text holds {count} segments separated by lines that hold only {line}. \
+         Translate every segment on its own and answer with the {count} translations in the \
+         same order, separated by the same {line} lines. Never merge, split, drop or add \
+         segments, and write nothing else."
+    )
+}
+
 fn longest_percent_run(text: &str) -> usize {
     // Most texts hold no '%' at all: find the first one with memchr before scanning.
     let Some(first) = text.find('%') else {

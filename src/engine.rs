@@ -14,13 +14,15 @@ use crate::alignment;
 use crate::batch::{travels_alone, utf16_len, Batch, Limits, Member, Priority, State};
 use crate::bucket::TokenBucket;
 use crate::cache::Lru;
-use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
+use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Layout, Reply, Report};
 use crate::codec::{self, Mismatch};
 use crate::display::js_number;
 use crate::id_table::IdTable;
 use crate::key::{item_key, Compat, Keyer, ShortKey};
 use crate::key_index::KeyIndex;
-use crate::options::{OptionValue, Options};
+use crate::markers;
+use crate::options::{OptionValue, Options, SegmentFormat};
+use crate::proof;
 use crate::ready::ReadySet;
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
@@ -194,9 +196,63 @@ struct Running {
     /// The call's timeout (`timeoutMs` when it started) and when it runs out.
     timeout: Option<Duration>,
     deadline: Option<Instant>,
-    separator: String,
-    /// Whether a code fence around the reply was added by the model (not the texts').
-    strip_fence: bool,
+    /// How to read the reply.
+    reading: Reading,
+}
+
+/// How a call's reply is read back onto its items.
+#[derive(Debug)]
+enum Reading {
+    /// Pairs of markers with this tag.
+    Markers(String),
+    /// Split on this separator; `strip_fence`: a code fence around the reply was added
+    /// by the model (not the texts').
+    Separator {
+        separator: String,
+        strip_fence: bool,
+    },
+}
+
+/// A call's text, its layout and instructions for the provider, and how its reply will
+/// be read.
+fn lay_out(format: SegmentFormat, texts: &[String]) -> (String, Layout, String, Reading) {
+    let count = texts.len();
+    let single = count <= 1;
+    match format {
+        SegmentFormat::Markers => {
+            let tag = markers::choose_tag(texts);
+            if single {
+                let text = texts.first().cloned().unwrap_or_default();
+                return (text, Layout::Single, String::new(), Reading::Markers(tag));
+            }
+            let mut pairs = Vec::with_capacity(count);
+            for id in 1..=count {
+                pairs.push(markers::pair(&tag, id));
+            }
+            let text = markers::lay_out(texts, &pairs);
+            let instructions = markers::instructions(&tag, count);
+            (
+                text,
+                Layout::Markers(pairs),
+                instructions,
+                Reading::Markers(tag),
+            )
+        }
+        SegmentFormat::Separator => {
+            let separator = codec::choose_separator(texts);
+            let (text, instructions) = if single {
+                (texts.first().cloned().unwrap_or_default(), String::new())
+            } else {
+                let instructions = codec::instructions(&separator, count);
+                (codec::join(texts, &separator), instructions)
+            };
+            let reading = Reading::Separator {
+                separator: separator.clone(),
+                strip_fence: codec::fence_is_added(texts),
+            };
+            (text, Layout::Separator(separator), instructions, reading)
+        }
+    }
 }
 
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -440,8 +496,21 @@ impl<C: Clone> Engine<C> {
         id: CallId,
         outcome: Result<Reply, Failure<C>>,
     ) {
+        self.handle_response_reported(now, id, outcome, Report::default());
+    }
+
+    /// `handle_response` with what the provider reported beside its answer (usage,
+    /// limits).
+    pub fn handle_response_reported(
+        &mut self,
+        now: Instant,
+        id: CallId,
+        outcome: Result<Reply, Failure<C>>,
+        report: Report,
+    ) {
         self.advance(now);
         if let Some(run) = self.running.remove(id) {
+            self.take_report(&run, &report, outcome.as_ref().err());
             match outcome {
                 Ok(reply) => self.on_reply(run, reply),
                 Err(failure) => self.on_failure(run, failure),
@@ -815,6 +884,8 @@ impl<C: Clone> Engine<C> {
                                 js_number(timeout_ms)
                             ),
                             cause: None,
+                            limits: Default::default(),
+                            quota: None,
                         };
                         self.on_failure(run, failure);
                     }
@@ -1142,12 +1213,7 @@ impl<C: Clone> Engine<C> {
             group.open = None;
         }
         let is_batch = texts.len() > 1;
-        let separator = codec::choose_separator(&texts);
-        let text = if is_batch {
-            codec::join(&texts, &separator)
-        } else {
-            texts.first().cloned().unwrap_or_default()
-        };
+        let (text, layout, instructions, reading) = lay_out(self.options.segment_format, &texts);
         self.stats.provider_calls += 1;
         self.stats.batch_calls += u64::from(is_batch);
         self.stats.retries += u64::from(attempt > 0);
@@ -1169,15 +1235,16 @@ impl<C: Clone> Engine<C> {
                     .map_or(0, |p| p.episode),
                 timeout,
                 deadline,
-                separator: separator.clone(),
-                strip_fence: codec::fence_is_added(&texts),
+                reading,
             },
         );
         self.calls.push_back(Call {
             id,
+            ids: markers::ids(texts.len()),
             texts,
             text,
-            separator,
+            layout,
+            instructions,
             is_batch,
             compat: group.info.clone(),
             attempt,
@@ -1380,24 +1447,26 @@ impl<C: Clone> Engine<C> {
             return;
         };
         let expected = batch.jobs.len();
-        let parsed = match reply {
-            Reply::Text(text) if expected == 1 => Ok(vec![text]),
-            Reply::Text(text) => codec::split(&text, &run.separator, expected, run.strip_fence),
-            Reply::Texts(texts) => codec::check_segments(texts, expected),
-        };
-        let parsed = parsed.and_then(|segments| {
-            if expected > 1 {
-                let mut texts: Vec<&str> = Vec::with_capacity(expected);
-                for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
-                    texts.push(&job.text);
-                }
-                alignment::check(&texts, &segments)?;
+        let mut texts: Vec<&str> = Vec::with_capacity(expected);
+        for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
+            texts.push(&job.text);
+        }
+        let read = read_reply(&run.reading, &texts, reply);
+        match read {
+            Ok(translations) if translations.iter().all(Option::is_some) => {
+                self.succeed(run, translations.into_iter().flatten().collect())
             }
-            Ok(segments)
-        });
-        match parsed {
-            Ok(translations) => self.succeed(run, translations),
-            Err(mismatch) => self.on_mismatch(run, mismatch),
+            Ok(translations) if translations.iter().any(Option::is_some) => {
+                self.accept_proven(run, translations)
+            }
+            Ok(_) => self.on_mismatch(run, expected, 0),
+            Err(mismatch) => {
+                let got = match mismatch {
+                    Mismatch::Count { got, .. } => got,
+                    Mismatch::EmptySegment { .. } | Mismatch::Misaligned { .. } => expected,
+                };
+                self.on_mismatch(run, expected, got)
+            }
         }
     }
 
@@ -1407,48 +1476,82 @@ impl<C: Clone> Engine<C> {
             return;
         };
         for (job_key, translation) in batch.jobs.into_iter().zip(translations) {
-            let Some(mut job) = self.jobs.remove(job_key) else {
-                continue;
-            };
-            self.forget_job_key(job_key, job.key);
-            self.cache.put(job.key, &translation);
-            if let Some(store) = &mut self.store {
-                store.written(job_key, &translation);
-            }
-            self.after_job_removed(batch.compat);
-            for ticket in job.waiters.take() {
-                self.job_by_ticket.remove(ticket);
-                self.resolve(ticket, translation.clone());
-            }
+            self.resolve_job(job_key, batch.compat, translation);
         }
     }
 
-    fn on_mismatch(&mut self, run: Running, mismatch: Mismatch) {
-        self.stats.count_mismatches += 1;
-        let provider_id = self.provider_id(run.provider);
+    /// Partial acceptance: the proven segments resolve their items now; the batch goes
+    /// out again with the missing ones only, as a count mismatch.
+    fn accept_proven(&mut self, run: Running, translations: Vec<Option<String>>) {
+        self.grow_adaptive_rate(run.provider);
         let Some(batch) = self.batches.get_mut(run.batch) else {
             return;
         };
         let expected = batch.jobs.len();
-        let got = match mismatch {
-            Mismatch::Count { got, .. } => got,
-            Mismatch::EmptySegment { .. } | Mismatch::Misaligned { .. } => expected,
+        let mut proven = Vec::new();
+        let mut kept = Vec::with_capacity(expected);
+        for (job_key, translation) in batch.jobs.iter().zip(translations) {
+            match translation {
+                Some(t) => proven.push((*job_key, t)),
+                None => kept.push(*job_key),
+            }
+        }
+        let got = proven.len();
+        batch.jobs = kept;
+        let group = batch.compat;
+        for (job_key, translation) in proven {
+            if let Some(job) = self.jobs.get(job_key) {
+                let chars = utf16_len(&job.text);
+                if let Some(batch) = self.batches.get_mut(run.batch) {
+                    batch.chars = batch.chars.saturating_sub(chars);
+                }
+            }
+            self.resolve_job(job_key, group, translation);
+        }
+        self.on_mismatch(run, expected, got);
+    }
+
+    /// A job's translation is known: every waiter resolves, the cache and store learn it.
+    fn resolve_job(&mut self, job_key: Key, group: Key, translation: String) {
+        let Some(mut job) = self.jobs.remove(job_key) else {
+            return;
+        };
+        self.forget_job_key(job_key, job.key);
+        self.cache.put(job.key, &translation);
+        if let Some(store) = &mut self.store {
+            store.written(job_key, &translation);
+        }
+        self.after_job_removed(group);
+        for ticket in job.waiters.take() {
+            self.job_by_ticket.remove(ticket);
+            self.resolve(ticket, translation.clone());
+        }
+    }
+
+    /// The reply did not prove every item of the batch (`got` of `expected`, the proven
+    /// ones already resolved): the rest are retried, then sent one by one.
+    fn on_mismatch(&mut self, run: Running, expected: usize, got: usize) {
+        self.stats.count_mismatches += 1;
+        let provider_id = self.provider_id(run.provider);
+        let Some(batch) = self.batches.get_mut(run.batch) else {
+            return;
         };
         self.events.push_back(Event::CountMismatch {
             provider_id: provider_id.clone(),
             expected,
             got,
         });
+        let missing = batch.jobs.len();
         batch.mismatches = batch.mismatches.saturating_add(1);
         let tries = batch.mismatches;
         if u64::from(tries) <= self.options.max_batch_retries {
             let delay = backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter);
             self.retry_after(run.batch, delay, RetryReason::CountMismatch);
-        } else if expected > 1 && self.options.fallback_to_individual {
+        } else if missing > 1 && self.options.fallback_to_individual {
             self.fall_back(run.batch);
         } else {
             let message = format!(
-                "the provider returned {got} segments for {expected} texts on {tries} tries"
+                "the provider's reply did not prove the translation of {missing} of {expected} texts, on {tries} tries"
             );
             self.fail(
                 run.batch,
@@ -1501,6 +1604,15 @@ impl<C: Clone> Engine<C> {
             }
             FailureClass::Final => self.fail(run.batch, final_error(failure, false)),
         }
+    }
+
+    /// Takes in what a provider reported with an answer or an error.
+    fn take_report(&mut self, _run: &Running, report: &Report, failure: Option<&Failure<C>>) {
+        if let Some(usage) = report.usage {
+            self.stats.input_tokens += usage.input_tokens as u64;
+            self.stats.output_tokens += usage.output_tokens as u64;
+        }
+        let _ = failure;
     }
 
     fn base_delay(&self) -> Duration {
@@ -1782,6 +1894,53 @@ impl<C: Clone> Engine<C> {
             result: Ok(translation),
         });
     }
+}
+
+/// The translation of each text that the reply proves (`None` for the missing ones), or
+/// why the whole reply cannot be mapped onto the texts.
+fn read_reply(
+    reading: &Reading,
+    texts: &[&str],
+    reply: Reply,
+) -> Result<Vec<Option<String>>, Mismatch> {
+    let expected = texts.len();
+    let all = |segments: Vec<String>| segments.into_iter().map(Some).collect();
+    match (reading, reply) {
+        (_, Reply::Text(text)) if expected == 1 => Ok(vec![Some(text)]),
+        (_, Reply::Keyed(pairs)) => Ok(proof::prove(texts, &proof::keyed_entries(pairs))),
+        (Reading::Markers(tag), Reply::Text(text)) => {
+            Ok(proof::prove(texts, &proof::marked_entries(&text, tag)))
+        }
+        (Reading::Markers(_), Reply::Texts(segments)) if segments.len() == expected => {
+            Ok(proof::prove(texts, &proof::listed_entries(segments)))
+        }
+        (Reading::Markers(_), Reply::Texts(segments)) => Err(Mismatch::Count {
+            expected,
+            got: segments.len(),
+        }),
+        (Reading::Separator { .. }, Reply::Texts(segments)) => {
+            check_aligned(texts, codec::check_segments(segments, expected)?).map(all)
+        }
+        (
+            Reading::Separator {
+                separator,
+                strip_fence,
+            },
+            Reply::Text(text),
+        ) => check_aligned(
+            texts,
+            codec::split(&text, separator, expected, *strip_fence)?,
+        )
+        .map(all),
+    }
+}
+
+/// The separator layout's evidence of a shift (see the `alignment` module).
+fn check_aligned(texts: &[&str], segments: Vec<String>) -> Result<Vec<String>, Mismatch> {
+    if texts.len() > 1 {
+        alignment::check(texts, &segments)?;
+    }
+    Ok(segments)
 }
 
 /// Whether `text` is empty or only white space as JS's `trim()` defines it (which differs

@@ -30,7 +30,9 @@ mod hash;
 mod id_table;
 pub mod key;
 mod key_index;
+pub mod markers;
 pub mod options;
+pub mod proof;
 mod ready;
 pub mod retry;
 pub mod settle;
@@ -42,7 +44,10 @@ pub mod time;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 
-pub use call::{Call, CallId, CompatInfo, Failure, FailureKind, Reply};
+pub use call::{
+    Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota, Reply, Report, ReportedLimits,
+    Usage,
+};
 pub use engine::{disposed_error, invalid_input, is_blank, Engine, Item};
 pub use key::Compat;
 pub use options::{OptionValue, Options, OptionsError};

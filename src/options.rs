@@ -83,9 +83,32 @@ pub struct Options {
     pub adaptive_rate: bool,
     /// In-memory LRU size; 0 turns the cache off.
     pub cache_entries: u64,
+    /// How a batch is laid out for the model.
+    pub segment_format: SegmentFormat,
+    /// Token budget per minute of this pacer's calls; 0 means no token limit.
+    pub tokens_per_minute: f64,
     /// Most provider items held (queued, looked up or running); 0 means no limit.
     /// An addition to the contract: new items beyond it reject with `queue_full`.
     pub max_queued: u64,
+}
+
+/// How a batch travels in one LLM call (`segmentFormat`).
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum SegmentFormat {
+    /// Each text between its own markers, `<s1>` … `</s1>` (segment identity).
+    Markers,
+    /// The texts joined with an anonymous separator line (the older layout).
+    Separator,
+}
+
+impl SegmentFormat {
+    /// The name as JS writes it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SegmentFormat::Markers => "markers",
+            SegmentFormat::Separator => "separator",
+        }
+    }
 }
 
 impl Default for Options {
@@ -105,6 +128,8 @@ impl Default for Options {
             max_rate_limit_retries: 10,
             adaptive_rate: true,
             cache_entries: 1000,
+            segment_format: SegmentFormat::Markers,
+            tokens_per_minute: 0.0,
             max_queued: 0,
         }
     }
@@ -115,7 +140,7 @@ impl Default for Options {
 /// handled by the binding layer). A patch entry's name is looked up here and handled by
 /// a `match` on the option: a `match` on the names themselves compares strings arm after
 /// arm, much more code in the .wasm.
-const OPTIONS: [(&str, OptionName); 15] = {
+const OPTIONS: [(&str, OptionName); 17] = {
     use OptionName::*;
     [
         ("rate", Rate),
@@ -132,13 +157,15 @@ const OPTIONS: [(&str, OptionName); 15] = {
         ("maxRateLimitRetries", MaxRateLimitRetries),
         ("adaptiveRate", AdaptiveRate),
         ("cacheEntries", CacheEntries),
+        ("segmentFormat", SegmentFormatName),
+        ("tokensPerMinute", TokensPerMinute),
         ("maxQueued", MaxQueued),
     ]
 };
 
 /// The names of [`OPTIONS`], in order.
-pub const OPTION_NAMES: [&str; 15] = {
-    let mut names = [""; 15];
+pub const OPTION_NAMES: [&str; 17] = {
+    let mut names = [""; 17];
     let mut i = 0;
     while i < names.len() {
         names[i] = OPTIONS[i].0;
@@ -163,6 +190,8 @@ enum OptionName {
     MaxRateLimitRetries,
     AdaptiveRate,
     CacheEntries,
+    SegmentFormatName,
+    TokensPerMinute,
     MaxQueued,
 }
 
@@ -203,6 +232,14 @@ fn integer_at_least(name: &str, min: u64, value: &OptionValue) -> Result<u64, Op
             Ok(*n as u64)
         }
         _ => Err(reject(name, &format!("an integer >= {min}"), value)),
+    }
+}
+
+fn segment_format(name: &str, value: &OptionValue) -> Result<SegmentFormat, OptionsError> {
+    match value {
+        OptionValue::Text(t) if t == "markers" => Ok(SegmentFormat::Markers),
+        OptionValue::Text(t) if t == "separator" => Ok(SegmentFormat::Separator),
+        _ => Err(reject(name, "\"markers\" or \"separator\"", value)),
     }
 }
 
@@ -251,6 +288,8 @@ impl Options {
                 }
                 AdaptiveRate => next.adaptive_rate = boolean(name, value)?,
                 CacheEntries => next.cache_entries = integer_at_least(name, 0, value)?,
+                SegmentFormatName => next.segment_format = segment_format(name, value)?,
+                TokensPerMinute => next.tokens_per_minute = finite_at_least_zero(name, value)?,
                 MaxQueued => next.max_queued = integer_at_least(name, 0, value)?,
             }
         }
@@ -258,7 +297,7 @@ impl Options {
     }
 
     /// The options as `(name, value)` pairs in contract order, for `pacer.options`.
-    /// `maxQueued` appears only once set, so the contract's fourteen stay as they are.
+    /// `maxQueued` appears only once set, so the contract's sixteen stay as they are.
     pub fn entries(&self) -> Vec<(&'static str, OptionValue)> {
         use OptionValue::{Bool, Number};
         let mut entries = vec![
@@ -282,6 +321,11 @@ impl Options {
             ),
             ("adaptiveRate", Bool(self.adaptive_rate)),
             ("cacheEntries", Number(self.cache_entries as f64)),
+            (
+                "segmentFormat",
+                OptionValue::Text(self.segment_format.as_str().to_owned()),
+            ),
+            ("tokensPerMinute", Number(self.tokens_per_minute)),
         ];
         if self.max_queued != 0 {
             entries.push(("maxQueued", Number(self.max_queued as f64)));
@@ -302,7 +346,7 @@ mod tests {
     #[test]
     fn defaults_are_the_contract() {
         let names: Vec<_> = Options::default().entries().iter().map(|e| e.0).collect();
-        assert_eq!(names, OPTION_NAMES[..14]);
+        assert_eq!(names, OPTION_NAMES[..16]);
         let o = Options::default();
         assert_eq!((o.rate, o.capacity, o.max_in_flight), (8.0, 60.0, 0));
         assert_eq!(
@@ -316,6 +360,24 @@ mod tests {
             (20_000.0, 2, 1000.0)
         );
         assert_eq!((o.max_rate_limit_retries, o.cache_entries), (10, 1000));
+        assert_eq!(o.segment_format, SegmentFormat::Markers);
+        assert_eq!(o.tokens_per_minute, 0.0);
+    }
+
+    #[test]
+    fn segment_format_takes_its_two_names() {
+        let separator = Options::default()
+            .patched(&[("segmentFormat", Text("separator".into()))])
+            .unwrap();
+        assert_eq!(separator.segment_format, SegmentFormat::Separator);
+        assert_eq!(
+            err(&[("segmentFormat", Text("json".into()))]),
+            r#"segmentFormat must be "markers" or "separator" (got "json")"#
+        );
+        assert_eq!(
+            err(&[("tokensPerMinute", Number(-1.0))]),
+            "tokensPerMinute must be a finite number >= 0 (got -1)"
+        );
     }
 
     #[test]
@@ -325,6 +387,7 @@ mod tests {
             let changed = match value {
                 Number(n) => Number(n + 1.0),
                 Bool(b) => Bool(!b),
+                Text(t) if t == "markers" => Text("separator".into()),
                 other => panic!("{name} has the default {other}"),
             };
             let patched = defaults.patched(&[(name, changed.clone())]).unwrap();

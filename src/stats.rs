@@ -41,6 +41,10 @@ pub struct Stats {
     pub queued: u64,
     /// Gauge: provider calls running.
     pub in_flight: u64,
+    /// Prompt tokens the provider reported (`usage`), summed.
+    pub input_tokens: u64,
+    /// Completion tokens the provider reported (`usage`), summed.
+    pub output_tokens: u64,
 }
 
 /// Why a call is tried again.

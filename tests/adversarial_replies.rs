@@ -70,7 +70,7 @@ fn text(s: String) -> Reply {
 }
 
 fn sep_line(call: &Call) -> &str {
-    call.separator.trim()
+    call.separator().trim()
 }
 
 const FORMS: &[Form] = &[
@@ -82,7 +82,12 @@ const FORMS: &[Form] = &[
             let t = translations(c);
             text(format!(
                 "{}\n\n{}{}{}{}{}",
-                t[0], t[1], c.separator, t[2], c.separator, t[3]
+                t[0],
+                t[1],
+                c.separator(),
+                t[2],
+                c.separator(),
+                t[3]
             ))
         },
     },
@@ -101,7 +106,7 @@ const FORMS: &[Form] = &[
             let second = t[1].clone();
             let (a, b) = second.split_at(second.len() / 2);
             t.splice(1..2, [a.to_owned(), b.to_owned()]);
-            text(t.join(&c.separator))
+            text(t.join(c.separator()))
         },
     },
     Form {
@@ -110,7 +115,7 @@ const FORMS: &[Form] = &[
         expect: Expect::Refused,
         reply: |c| {
             let t = translations(c);
-            let s = &c.separator;
+            let s = c.separator();
             text(format!("{}{s}{s}{}{s}{}{s}{}", t[0], t[1], t[2], t[3]))
         },
     },
@@ -137,7 +142,7 @@ const FORMS: &[Form] = &[
                 .enumerate()
                 .map(|(i, t)| format!("{}. {t}", i + 1))
                 .collect();
-            text(lines.join(&c.separator))
+            text(lines.join(c.separator()))
         },
     },
     Form {
@@ -147,7 +152,7 @@ const FORMS: &[Form] = &[
         reply: |c| {
             text(format!(
                 "Sure! Here are the translations:\n\n{}",
-                translations(c).join(&c.separator)
+                translations(c).join(c.separator())
             ))
         },
     },
@@ -158,8 +163,8 @@ const FORMS: &[Form] = &[
         reply: |c| {
             text(format!(
                 "Sure! Here are the translations:{}{}",
-                c.separator,
-                translations(c).join(&c.separator)
+                c.separator(),
+                translations(c).join(c.separator())
             ))
         },
     },
@@ -170,7 +175,7 @@ const FORMS: &[Form] = &[
         reply: |c| {
             text(format!(
                 "{}\n\nLet me know if you need anything else!",
-                translations(c).join(&c.separator)
+                translations(c).join(c.separator())
             ))
         },
     },
@@ -181,8 +186,8 @@ const FORMS: &[Form] = &[
         reply: |c| {
             text(format!(
                 "{}{}I hope this helps!",
-                translations(c).join(&c.separator),
-                c.separator
+                translations(c).join(c.separator()),
+                c.separator()
             ))
         },
     },
@@ -193,7 +198,7 @@ const FORMS: &[Form] = &[
         reply: |c| {
             text(format!(
                 "Here you go:\n```text\n{}\n```\nAnything else?",
-                translations(c).join(&c.separator)
+                translations(c).join(c.separator())
             ))
         },
     },
@@ -201,7 +206,7 @@ const FORMS: &[Form] = &[
         name: "code fence without a language tag",
         texts: &FOUR,
         expect: Expect::Tolerated,
-        reply: |c| text(format!("```\n{}\n```", translations(c).join(&c.separator))),
+        reply: |c| text(format!("```\n{}\n```", translations(c).join(c.separator()))),
     },
     Form {
         name: "code fence with a language tag",
@@ -210,7 +215,7 @@ const FORMS: &[Form] = &[
         reply: |c| {
             text(format!(
                 "```markdown\n{}\n```\n",
-                translations(c).join(&c.separator)
+                translations(c).join(c.separator())
             ))
         },
     },
@@ -223,7 +228,7 @@ const FORMS: &[Form] = &[
                 .iter()
                 .map(|t| format!("```text\n{t}\n```"))
                 .collect();
-            text(fenced.join(&c.separator))
+            text(fenced.join(c.separator()))
         },
     },
     Form {
@@ -233,7 +238,7 @@ const FORMS: &[Form] = &[
         reply: |c| {
             let mut t = translations(c);
             t[2] = String::new();
-            text(t.join(&c.separator))
+            text(t.join(c.separator()))
         },
     },
     Form {
@@ -243,7 +248,7 @@ const FORMS: &[Form] = &[
         reply: |c| {
             let mut t = translations(c);
             t[1] = " \t ".into();
-            text(t.join(&c.separator))
+            text(t.join(c.separator()))
         },
     },
     Form {
@@ -253,7 +258,7 @@ const FORMS: &[Form] = &[
         reply: |c| {
             let mut t = translations(c);
             t[1] = c.texts[1].clone();
-            text(t.join(&c.separator))
+            text(t.join(c.separator()))
         },
     },
     Form {
@@ -270,7 +275,12 @@ const FORMS: &[Form] = &[
             let t = translations(c);
             text(format!(
                 "{}{}{} {}{}{}",
-                t[0], c.separator, t[1], t[2], c.separator, t[3]
+                t[0],
+                c.separator(),
+                t[1],
+                t[2],
+                c.separator(),
+                t[3]
             ))
         },
     },
@@ -307,7 +317,12 @@ const FORMS: &[Form] = &[
             let odd = format!("\n\n{}%\n\n", sep_line(c));
             text(format!(
                 "{}{}{}{odd}{}{}{}",
-                t[0], c.separator, t[1], t[2], c.separator, t[3]
+                t[0],
+                c.separator(),
+                t[1],
+                t[2],
+                c.separator(),
+                t[3]
             ))
         },
     },
@@ -353,7 +368,7 @@ const FORMS: &[Form] = &[
         expect: Expect::Decorated,
         reply: |c| {
             let bullets: Vec<String> = translations(c).iter().map(|t| format!("* {t}")).collect();
-            text(bullets.join(&c.separator))
+            text(bullets.join(c.separator()))
         },
     },
     Form {
@@ -400,8 +415,8 @@ const FORMS: &[Form] = &[
         reply: |c| {
             text(format!(
                 "{}{}",
-                c.separator,
-                translations(c).join(&c.separator)
+                c.separator(),
+                translations(c).join(c.separator())
             ))
         },
     },
@@ -412,8 +427,8 @@ const FORMS: &[Form] = &[
         reply: |c| {
             text(format!(
                 "{}{}",
-                translations(c).join(&c.separator),
-                c.separator
+                translations(c).join(c.separator()),
+                c.separator()
             ))
         },
     },
@@ -440,7 +455,7 @@ const FORMS: &[Form] = &[
         name: "array reply with the whole joined reply in one element",
         texts: &THREE,
         expect: Expect::Refused,
-        reply: |c| Reply::Texts(vec![translations(c).join(&c.separator)]),
+        reply: |c| Reply::Texts(vec![translations(c).join(c.separator())]),
     },
     Form {
         name: "array reply with an empty element",
@@ -585,7 +600,7 @@ fn assert_never_misaligned(name: &str, texts: &[&str], bad: fn(&Call) -> Reply) 
 fn chatter_segment_plus_merged_pair_is_not_accepted() {
     assert_never_misaligned("chatter segment + merged pair", &FOUR, |c| {
         let t = translations(c);
-        let s = &c.separator;
+        let s = c.separator();
         text(format!(
             "Here are the translations:{s}{}{s}{}\n{}{s}{}",
             t[0], t[1], t[2], t[3]
@@ -598,7 +613,7 @@ fn chatter_segment_plus_missing_paragraph_is_not_accepted() {
     // A reply cut short (the output token limit) after a preamble the model set apart.
     assert_never_misaligned("chatter segment + truncated reply", &FOUR, |c| {
         let t = translations(c);
-        let s = &c.separator;
+        let s = c.separator();
         text(format!(
             "Sure! Here you go:{s}{}{s}{}{s}{}",
             t[0], t[1], t[2]
@@ -621,7 +636,7 @@ fn a_repeated_segment_in_place_of_another_is_not_accepted() {
     assert_never_misaligned("repeated segment", &FOUR, |c| {
         let mut t = translations(c);
         t[2] = t[1].clone();
-        text(t.join(&c.separator))
+        text(t.join(c.separator()))
     });
 }
 
@@ -630,7 +645,7 @@ fn reordered_segments_are_not_accepted() {
     assert_never_misaligned("two segments swapped", &THREE, |c| {
         let mut t = translations(c);
         t.swap(0, 1);
-        text(t.join(&c.separator))
+        text(t.join(c.separator()))
     });
 }
 
@@ -653,7 +668,7 @@ const PLAIN: [&str; 4] = [
 fn a_preamble_without_colon_plus_merged_pair_is_not_accepted() {
     assert_never_misaligned("preamble without colon + merged pair", &PLAIN, |c| {
         let t = translations(c);
-        let s = &c.separator;
+        let s = c.separator();
         text(format!(
             "Sure, here are the translations!{s}{}{s}{}\n{}{s}{}",
             t[0], t[1], t[2], t[3]
@@ -667,7 +682,7 @@ fn a_preamble_without_colon_plus_truncated_reply_is_not_accepted() {
     // The output token limit cuts the last paragraph off.
     assert_never_misaligned("preamble without colon + truncated reply", &PLAIN, |c| {
         let t = translations(c);
-        let s = &c.separator;
+        let s = c.separator();
         text(format!("Here you go.{s}{}{s}{}{s}{}", t[0], t[1], t[2]))
     });
 }
@@ -677,7 +692,7 @@ fn a_preamble_without_colon_plus_truncated_reply_is_not_accepted() {
 fn a_skipped_paragraph_plus_closing_remark_is_not_accepted() {
     assert_never_misaligned("first skipped + closing remark", &PLAIN, |c| {
         let t = translations(c);
-        let s = &c.separator;
+        let s = c.separator();
         text(format!(
             "{}{s}{}{s}{}{s}I hope this helps!",
             t[1], t[2], t[3]
@@ -691,7 +706,7 @@ fn swapped_segments_without_numbers_are_not_accepted() {
     assert_never_misaligned("two segments swapped, no numbers", &PLAIN, |c| {
         let mut t = translations(c);
         t.swap(1, 2);
-        text(t.join(&c.separator))
+        text(t.join(c.separator()))
     });
 }
 
@@ -728,7 +743,7 @@ fn a_wrapping_fence_is_removed_even_when_a_paragraph_ends_with_one() {
                 }
             })
             .collect();
-        let wrapped = format!("```markdown\n{}\n```", segments.join(&call.separator));
+        let wrapped = format!("```markdown\n{}\n```", segments.join(call.separator()));
         Answer::After(Duration::from_millis(50.0), Ok(Reply::Text(wrapped)))
     };
     let mut sim = Sim::new(options(&[]), provider);
@@ -774,7 +789,7 @@ fn code_blocks_left_as_they_are_keep_their_fences() {
             .collect();
         Answer::After(
             Duration::from_millis(50.0),
-            Ok(Reply::Text(segments.join(&call.separator))),
+            Ok(Reply::Text(segments.join(call.separator()))),
         )
     };
     let mut sim = Sim::new(options(&[]), provider);

@@ -306,7 +306,7 @@ fn late_binding_fills_a_batch_that_waits_for_a_token() {
 
 #[test]
 fn a_paragraph_containing_the_default_separator_keeps_its_own_translation() {
-    let mut sim = Sim::new(Default::default(), echo_provider(10.0));
+    let mut sim = Sim::new(options(&[]), echo_provider(10.0));
     let texts = ["before\n\n%%\n\nafter", "plain", "100%% sure", "%%"];
     let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
     sim.drive();
@@ -397,7 +397,7 @@ fn an_empty_segment_is_a_mismatch_not_a_translation() {
     let mut sim = Sim::new(Default::default(), move |call: &Call, _| {
         let reply = if first {
             first = false;
-            Reply::Text(format!("«a»{}{}", call.separator, call.separator))
+            Reply::Text(format!("«a»{}{}", call.separator(), call.separator()))
         } else {
             echo_reply(call)
         };

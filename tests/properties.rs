@@ -121,7 +121,12 @@ fn random_options() -> impl Strategy<Value = Options> {
                     ("adaptiveRate", OptionValue::Bool(adaptive)),
                     ("cacheEntries", n(cache)),
                 ];
-                Options::default().patched(&patch).expect("valid")
+                Options {
+                    segment_format: batch_pacer::options::SegmentFormat::Separator,
+                    ..Options::default()
+                }
+                .patched(&patch)
+                .expect("valid")
             },
         )
 }
@@ -161,7 +166,7 @@ fn respond(call: &Call, behaviour: Behaviour, latency: Duration) -> Answer {
         Behaviour::CorrectArray => Ok(Reply::Texts(echoes)),
         Behaviour::WrongCount => Ok(Reply::Text(echoes.concat())),
         Behaviour::SeparatorInsideTranslation => {
-            let sep = &call.separator;
+            let sep = call.separator();
             let doubled: Vec<String> = echoes.iter().map(|e| format!("{e}{sep}{e}")).collect();
             Ok(Reply::Text(doubled.join(sep)))
         }

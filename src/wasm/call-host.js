@@ -40,11 +40,15 @@ const SIGNAL = {
  * microseconds in Node, and many providers never read it.
  */
 class ProviderRequest {
-  constructor(call, text, separator, isBatch, compat, attempt) {
+  constructor(call, text, texts, ids, layout, instructions, isBatch, compat, attempt) {
     this[CALL] = call;
-    this.texts = isBatch ? text.split(separator) : [text];
+    this.texts = texts === undefined ? [text] : texts;
+    this.ids = ids === undefined ? ["1"] : ids;
+    // The separator layout sets `separator`; the markers layout sets `markers` for a batch.
+    if (typeof layout === "string") this.separator = layout;
+    else if (layout !== undefined) this.markers = layout;
     this.text = text;
-    this.separator = separator;
+    this.instructions = instructions;
     this.isBatch = isBatch;
     this.sourceLang = compat[1];
     this.targetLang = compat[2];
@@ -92,16 +96,15 @@ export function makeCallHost(provider, input, respond) {
   };
 
   return {
-    // `text` holds the texts joined with `separator`, which occurs in none of them;
-    // `compat` is [providerId, sourceLang, targetLang, context].
+    // The arguments are those of `start` in host.rs.
     // Never throws (the core calls it without a try/catch wrapper): a throwing provider
     // fails its call.
-    start(id, text, separator, isBatch, compat, attempt) {
+    start(id, text, texts, ids, layout, instructions, isBatch, compat, attempt) {
       const call = { controller: undefined, cancelled: false };
       calls.set(id, call);
       let returned;
       try {
-        returned = provider(new ProviderRequest(call, text, separator, isBatch, compat, attempt));
+        returned = provider(new ProviderRequest(call, text, texts, ids, layout, instructions, isBatch, compat, attempt));
       } catch (error) {
         answer(FAIL, id, error);
         return;

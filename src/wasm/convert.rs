@@ -8,7 +8,7 @@ use wasm_bindgen::JsCast;
 
 use crate::{
     invalid_input, Compat, Duration, Event, Failure, Item, LookupResult, OptionValue, Options,
-    PacerFailure, ProviderSnapshot, Reply, Snapshot, Stats,
+    PacerFailure, ProviderSnapshot, Quota, Reply, Report, ReportedLimits, Snapshot, Stats, Usage,
 };
 
 /// Reads a property; a throwing getter reads as `undefined`.
@@ -180,6 +180,7 @@ pub struct OptionsInput {
     pub on_event: Option<JsValue>,
     pub cache: Option<JsValue>,
     pub restore: Option<JsValue>,
+    pub estimate_tokens: Option<JsValue>,
 }
 
 /// Reads an options object; `undefined` and `null` mean no options.
@@ -190,6 +191,7 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String
         on_event: None,
         cache: None,
         restore: None,
+        estimate_tokens: None,
     };
     if value.is_undefined() || value.is_null() {
         return Ok(input);
@@ -211,6 +213,7 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String
             "onEvent" => input.on_event = present.then_some(v),
             "cache" => input.cache = present.then_some(v),
             "restore" => input.restore = present.then_some(v),
+            "estimateTokens" => input.estimate_tokens = present.then_some(v),
             _ => input.core.push((name, describe(&v))),
         }
     }
@@ -224,6 +227,7 @@ pub fn options_object(options: &Options) -> JsValue {
         let v = match value {
             OptionValue::Bool(b) => JsValue::from_bool(b),
             OptionValue::Number(n) => JsValue::from_f64(n),
+            OptionValue::Text(t) => JsValue::from_str(&t),
             _ => JsValue::UNDEFINED,
         };
         set(&object, name, &v);
@@ -231,8 +235,35 @@ pub fn options_object(options: &Options) -> JsValue {
     object.into()
 }
 
-/// A provider's resolved value as a reply, or a bad-reply failure.
-pub fn reply_from(value: JsValue) -> Result<Reply, Failure<JsValue>> {
+/// A provider's resolved value as a reply and what it reported beside it, or a
+/// bad-reply failure. `{ translations, usage, limits }` carries any reply form.
+pub fn reply_from(value: JsValue) -> Result<(Reply, Report), Failure<JsValue>> {
+    let translations = get_own(&value, "translations");
+    if translations.is_undefined() {
+        return translations_from(value).map(|reply| (reply, Report::default()));
+    }
+    let reply = translations_from(translations)?;
+    let report = Report {
+        usage: usage_from(&get(&value, "usage")),
+        limits: limits_from(&get(&value, "limits")),
+    };
+    Ok((reply, report))
+}
+
+/// `target[key]` when `target` is an object holding it as an own property.
+fn get_own(target: &JsValue, key: &str) -> JsValue {
+    let own = target.is_object()
+        && !Array::is_array(target)
+        && Object::has_own(target.unchecked_ref::<Object>(), &JsValue::from_str(key));
+    if own {
+        get(target, key)
+    } else {
+        JsValue::UNDEFINED
+    }
+}
+
+/// A string, an array of strings, or an object of strings keyed by id.
+fn translations_from(value: JsValue) -> Result<Reply, Failure<JsValue>> {
     if let Some(text) = value.as_string() {
         return Ok(Reply::Text(text));
     }
@@ -243,7 +274,51 @@ pub fn reply_from(value: JsValue) -> Result<Reply, Failure<JsValue>> {
             .map(Reply::Texts)
             .ok_or_else(|| Failure::bad_reply("an array holding a non-string"));
     }
+    if value.is_object() && !value.is_function() {
+        let mut pairs = Vec::new();
+        for entry in Object::entries(value.unchecked_ref()).iter() {
+            let pair: Array = entry.unchecked_into();
+            let (key, text) = (pair.get(0).as_string(), pair.get(1).as_string());
+            match (key, text) {
+                (Some(key), Some(text)) => pairs.push((key, text)),
+                _ => return Err(Failure::bad_reply("an object holding a non-string")),
+            }
+        }
+        return Ok(Reply::Keyed(pairs));
+    }
     Err(Failure::bad_reply(&describe(&value).to_string()))
+}
+
+/// A count reported by the provider: a finite number >= 0.
+fn count(value: &JsValue, key: &str) -> Option<f64> {
+    get(value, key)
+        .as_f64()
+        .filter(|n| n.is_finite() && *n >= 0.0)
+}
+
+/// `{ inputTokens, outputTokens }`, either may be missing.
+fn usage_from(value: &JsValue) -> Option<Usage> {
+    if !value.is_object() {
+        return None;
+    }
+    let (input, output) = (count(value, "inputTokens"), count(value, "outputTokens"));
+    (input.is_some() || output.is_some()).then(|| Usage {
+        input_tokens: input.unwrap_or(0.0),
+        output_tokens: output.unwrap_or(0.0),
+    })
+}
+
+/// `{ requestsRemaining, requestsResetMs, tokensRemaining, tokensResetMs }`, any subset.
+pub fn limits_from(value: &JsValue) -> ReportedLimits {
+    if !value.is_object() {
+        return ReportedLimits::default();
+    }
+    ReportedLimits {
+        requests_remaining: count(value, "requestsRemaining"),
+        requests_reset: count(value, "requestsResetMs").map(Duration::from_millis),
+        tokens_remaining: count(value, "tokensRemaining"),
+        tokens_reset: count(value, "tokensResetMs").map(Duration::from_millis),
+    }
 }
 
 /// Checks the `cache` option's shape: `{ get(key), set(key, value) }`.
@@ -301,7 +376,15 @@ pub fn failure_from(error: JsValue) -> Failure<JsValue> {
         .filter(|s| (100.0..=599.0).contains(s) && s.fract() == 0.0)
         .map(|s| s as u16);
     let message = error_message(&error);
-    Failure::error(status, retry_after(&error), &message).with_cause(error)
+    let mut failure = Failure::error(status, retry_after(&error), &message);
+    failure.limits = limits_from(&get(&error, "limits"));
+    failure.quota = match get(&error, "quota").as_string().as_deref() {
+        Some("rate") => Some(Quota::Rate),
+        Some("daily") => Some(Quota::Daily),
+        Some("billing") => Some(Quota::Billing),
+        _ => None,
+    };
+    failure.with_cause(error)
 }
 
 fn retry_after(error: &JsValue) -> Option<Duration> {
@@ -371,6 +454,8 @@ struct StatsView {
     pending: f64,
     queued: f64,
     in_flight: f64,
+    input_tokens: f64,
+    output_tokens: f64,
 }
 
 fn to_js<T: Serialize>(value: &T) -> JsValue {
@@ -494,6 +579,8 @@ pub fn stats_object(s: &Stats) -> JsValue {
         pending: s.pending as f64,
         queued: s.queued as f64,
         in_flight: s.in_flight as f64,
+        input_tokens: s.input_tokens as f64,
+        output_tokens: s.output_tokens as f64,
     })
 }
 

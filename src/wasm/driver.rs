@@ -21,7 +21,7 @@ use super::input;
 use crate::hash::IdMap;
 use crate::{
     disposed_error, Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup,
-    LookupId, LookupResult, Options, PacerFailure, Settled, StoreWrite, Ticket,
+    LookupId, LookupResult, Options, PacerFailure, Report, Settled, StoreWrite, Ticket,
 };
 
 /// Resolve and reject functions of one `translate` promise.
@@ -377,7 +377,7 @@ fn answer(inner: &Weak<Inner>) -> Answer {
     Closure::new(move |kind: u32, id: f64, value: JsValue| {
         let Some(inner) = inner.upgrade() else { return };
         let outcome = match kind {
-            host::REPLY_TEXT => input::reply(value),
+            host::REPLY_TEXT => input::reply(value).map(|reply| (reply, Report::default())),
             host::REPLY => convert::reply_from(value),
             kind => {
                 debug_assert_eq!(kind, host::FAIL);
@@ -522,11 +522,17 @@ impl Inner {
     fn respond(
         self: &Rc<Self>,
         id: CallId,
-        outcome: Result<crate::Reply, crate::Failure<JsValue>>,
+        outcome: Result<(crate::Reply, Report), crate::Failure<JsValue>>,
     ) {
         let now = self.now();
         if let Ok(mut state) = self.state.try_borrow_mut() {
-            state.engine.handle_response(now, id, outcome);
+            let (outcome, report) = match outcome {
+                Ok((reply, report)) => (Ok(reply), report),
+                Err(failure) => (Err(failure), Report::default()),
+            };
+            state
+                .engine
+                .handle_response_reported(now, id, outcome, report);
         }
         self.flush();
     }

@@ -8,7 +8,16 @@ use js_sys::{Array, Function};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::{Call, CallId, CompatInfo};
+use crate::{Call, CallId, CompatInfo, Layout};
+
+/// A JS array of these strings.
+fn strings(values: &[String]) -> JsValue {
+    let list = Array::new_with_length(values.len() as u32);
+    for (i, value) in values.iter().enumerate() {
+        list.set(i as u32, value.as_str().into());
+    }
+    list.into()
+}
 
 #[wasm_bindgen(module = "/src/wasm/call-host.js")]
 extern "C" {
@@ -18,15 +27,21 @@ extern "C" {
     #[wasm_bindgen(js_name = makeCallHost)]
     fn make_call_host(provider: &Function, input: &JsValue, answer: &Function) -> CallHost;
 
-    /// Starts a provider call; `text` is the texts joined with `separator`, `compat`
-    /// is `[providerId, sourceLang, targetLang, context]`. It never throws: whatever
-    /// goes wrong comes back as the call's failure.
+    /// Starts a provider call. `text` is what the model is sent; `texts` and `ids` are
+    /// `undefined` for a single text (`[text]`, `["1"]`); `layout` is the separator
+    /// string, or the `[open, close]` pairs of the markers, or `undefined` for a single
+    /// text in the markers format; `compat` is `[providerId, sourceLang, targetLang,
+    /// context]`. It never throws: whatever goes wrong comes back as the call's failure.
     #[wasm_bindgen(method, structural)]
+    #[allow(clippy::too_many_arguments)]
     fn start(
         this: &CallHost,
         id: f64,
         text: &str,
-        separator: &JsValue,
+        texts: &JsValue,
+        ids: &JsValue,
+        layout: &JsValue,
+        instructions: &str,
         is_batch: bool,
         compat: &JsValue,
         attempt: u32,
@@ -113,17 +128,34 @@ impl Calls {
 
     /// Starts `call`.
     pub fn start(&self, call: &Call) {
-        let (separator, compat) = {
+        let (layout, compat) = {
             let mut recent = self.recent.borrow_mut();
-            (
-                recent.separator(&call.separator),
-                recent.compat(&call.compat),
-            )
+            let layout = match &call.layout {
+                Layout::Single => JsValue::UNDEFINED,
+                Layout::Separator(separator) => recent.separator(separator),
+                Layout::Markers(pairs) => {
+                    let list = Array::new_with_length(pairs.len() as u32);
+                    for (i, (open, close)) in pairs.iter().enumerate() {
+                        let pair = Array::of2(&open.as_str().into(), &close.as_str().into());
+                        list.set(i as u32, pair.into());
+                    }
+                    list.into()
+                }
+            };
+            (layout, recent.compat(&call.compat))
+        };
+        let (texts, ids) = if call.texts.len() > 1 {
+            (strings(&call.texts), strings(&call.ids))
+        } else {
+            (JsValue::UNDEFINED, JsValue::UNDEFINED)
         };
         self.host.start(
             call.id as f64,
             &call.text,
-            &separator,
+            &texts,
+            &ids,
+            &layout,
+            &call.instructions,
             call.is_batch,
             &compat,
             call.attempt,

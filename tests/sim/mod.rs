@@ -4,6 +4,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use batch_pacer::options::SegmentFormat;
+use batch_pacer::Layout;
 use batch_pacer::{
     Call, CallId, Compat, Engine, Event, Failure, Instant, Item, OptionValue, Options,
     PacerFailure, Reply, Ticket,
@@ -67,10 +69,24 @@ pub fn echo_provider(latency_ms: f64) -> impl FnMut(&Call, Instant) -> Answer {
     move |call, _| Answer::After(Duration::from_millis(latency_ms), Ok(echo_reply(call)))
 }
 
-/// The correct reply to a call: the echoes joined by its separator.
+/// The correct reply to a call: each echo between its markers, or the echoes joined by
+/// the separator.
 pub fn echo_reply(call: &Call) -> Reply {
     let echoes: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();
-    Reply::Text(echoes.join(&call.separator))
+    Reply::Text(layout_reply(call, &echoes))
+}
+
+/// `segments` laid out as the call's layout asks for a reply.
+pub fn layout_reply(call: &Call, segments: &[String]) -> String {
+    let markers = call.markers();
+    if markers.is_empty() {
+        return segments.join(call.separator());
+    }
+    let mut reply = String::new();
+    for (segment, (open, close)) in segments.iter().zip(markers) {
+        reply.push_str(&format!("{open}{segment}{close}\n"));
+    }
+    reply
 }
 
 /// A failure with an HTTP status and optional Retry-After in milliseconds.
@@ -105,7 +121,17 @@ pub fn ms(value: f64) -> Instant {
     Instant::from_millis(value)
 }
 
+/// Options for the rule tests of the older separator layout (most of the suite): the
+/// markers layout has its own tests (`segment_identity.rs`), with [`marker_options`].
 pub fn options(patch: &[(&str, f64)]) -> Options {
+    Options {
+        segment_format: SegmentFormat::Separator,
+        ..marker_options(patch)
+    }
+}
+
+/// Options in the default markers layout.
+pub fn marker_options(patch: &[(&str, f64)]) -> Options {
     let patch: Vec<(&str, OptionValue)> = patch
         .iter()
         .map(|(k, v)| (*k, OptionValue::Number(*v)))
@@ -173,20 +199,27 @@ impl Sim {
                 id: call.id,
                 at: self.now,
                 texts: call.texts.clone(),
-                separator: call.separator.clone(),
+                separator: call.separator().to_owned(),
                 is_batch: call.is_batch,
                 attempt: call.attempt,
                 provider_id: call.compat.provider_id.clone(),
             });
+            let separator = call.separator().trim();
             assert!(
-                !call.separator.trim().is_empty()
-                    && call
-                        .texts
-                        .iter()
-                        .all(|t| !t.contains(call.separator.trim())),
-                "separator {:?} occurs in a text",
-                call.separator
+                call.texts.iter().all(|t| {
+                    (separator.is_empty() || !t.contains(separator))
+                        && call
+                            .markers()
+                            .iter()
+                            .all(|(open, close)| !t.contains(open) && !t.contains(close))
+                }),
+                "a marker or the separator {separator:?} occurs in a text"
             );
+            match &call.layout {
+                Layout::Separator(s) => assert!(!s.trim().is_empty()),
+                Layout::Markers(pairs) => assert_eq!(pairs.len(), call.texts.len()),
+                Layout::Single => assert!(!call.is_batch),
+            }
             if !call.is_batch {
                 assert_eq!(call.text, call.texts[0]);
             }

@@ -1,0 +1,378 @@
+//! Which translation of a batch reply provably belongs to which item (segment identity).
+//!
+//! A reply is read into *entries*, in reply order: a pair (an id and the text between its
+//! markers, or an object's key and value, or an array's element) or a broken pair (an
+//! id whose markers do not close properly). A segment resolves its item only when the
+//! reply proves it; otherwise it is *missing* and goes out again. The rule:
+//!
+//! 1. A segment is *damaged* when its pair is broken, duplicated or out of order, when it
+//!    is empty, when it equals the text of another item of the batch, or when it equals
+//!    the segment of another item (a repeated translation is the trace of a shift).
+//! 2. Damaged segments are missing, and so are their neighbours in the reply: a merge or
+//!    a split moves text across the boundary next to the damage. An id without any pair
+//!    is missing, and so are the ids beside it.
+//! 3. An unknown id (`<s5>` in a batch of four, a key that is not an id) means the model
+//!    renumbered after a split: nothing is proven.
+//! 4. A missing *last* pair looks exactly like a merge followed by renumbering (every
+//!    later segment shifted by one id), so the segments before it are trusted only when
+//!    their lengths rule every such shift out (see [`shift_ruled_out`]).
+//!
+//! A false alarm costs one smaller call; a guess could put one paragraph's translation
+//! under another, which this never does.
+
+use crate::markers::{scan, Marker};
+
+/// One segment of a reply, in reply order. Ids are the batch's 1-based numbers.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Entry {
+    /// A well-formed pair; `id` is `None` when it is no number at all.
+    Pair { id: Option<usize>, text: String },
+    /// Markers of this id that do not form a pair (unclosed, stray, crossed).
+    Broken { id: Option<usize> },
+}
+
+/// The entries of a string reply in the markers layout: text outside every pair is
+/// ignored (a preamble, remarks, a code fence around the whole reply).
+pub fn marked_entries(reply: &str, tag: &str) -> Vec<Entry> {
+    let mut entries = Vec::new();
+    let mut open: Option<Marker> = None;
+    for marker in scan(reply, tag) {
+        match (open.take(), marker.close) {
+            (None, false) => open = Some(marker),
+            (None, true) => entries.push(Entry::Broken { id: marker.id }),
+            (Some(first), false) => {
+                entries.push(Entry::Broken { id: first.id });
+                open = Some(marker);
+            }
+            (Some(first), true) if first.id == marker.id => entries.push(Entry::Pair {
+                id: first.id,
+                text: reply
+                    .get(first.end..marker.start)
+                    .unwrap_or("")
+                    .trim()
+                    .to_owned(),
+            }),
+            (Some(first), true) => {
+                entries.push(Entry::Broken { id: first.id });
+                entries.push(Entry::Broken { id: marker.id });
+            }
+        }
+    }
+    if let Some(first) = open {
+        entries.push(Entry::Broken { id: first.id });
+    }
+    entries
+}
+
+/// The entries of an object reply keyed by id (structured outputs), in id order.
+pub fn keyed_entries(pairs: Vec<(String, String)>) -> Vec<Entry> {
+    let mut entries: Vec<(usize, Entry)> = Vec::with_capacity(pairs.len());
+    for (key, text) in pairs {
+        let id = parse_id(&key);
+        let text = text.trim().to_owned();
+        entries.push((id.unwrap_or(usize::MAX), Entry::Pair { id, text }));
+    }
+    entries.sort_by_key(|(id, _)| *id);
+    entries.into_iter().map(|(_, e)| e).collect()
+}
+
+/// The entries of an array reply (one string per text, in order).
+pub fn listed_entries(texts: Vec<String>) -> Vec<Entry> {
+    texts
+        .into_iter()
+        .enumerate()
+        .map(|(i, text)| Entry::Pair {
+            id: Some(i + 1),
+            text: text.trim().to_owned(),
+        })
+        .collect()
+}
+
+fn parse_id(key: &str) -> Option<usize> {
+    let key = key.trim();
+    let digits = !key.is_empty() && key.len() <= 9 && key.bytes().all(|b| b.is_ascii_digit());
+    digits.then(|| key.parse().ok()).flatten()
+}
+
+/// The proven translation of each of `texts` (in order), `None` for the missing ones.
+pub fn prove<S: AsRef<str>>(texts: &[S], entries: &[Entry]) -> Vec<Option<String>> {
+    let n = texts.len();
+    let index_of = |id: Option<usize>| id.filter(|id| (1..=n).contains(id)).map(|id| id - 1);
+    let mut proven: Vec<Option<String>> = vec![None; n];
+    if entries.iter().any(|e| match e {
+        Entry::Pair { id, .. } | Entry::Broken { id } => index_of(*id).is_none(),
+    }) {
+        return proven;
+    }
+    let mut seen = vec![0usize; n];
+    for entry in entries {
+        let (Entry::Pair { id, .. } | Entry::Broken { id }) = entry;
+        if let Some(i) = index_of(*id) {
+            seen[i] += 1;
+        }
+    }
+    let source = |i: usize| texts[i].as_ref().trim();
+    // Rule 1, per entry in reply order.
+    let mut damaged = vec![false; entries.len()];
+    let mut highest: Option<usize> = None;
+    for (p, entry) in entries.iter().enumerate() {
+        let Entry::Pair { id, text } = entry else {
+            damaged[p] = true;
+            continue;
+        };
+        let Some(i) = index_of(*id) else {
+            damaged[p] = true;
+            continue;
+        };
+        let in_order = highest.is_none_or(|h| i > h);
+        highest = Some(highest.map_or(i, |h| h.max(i)));
+        let other_source = (0..n).any(|j| j != i && source(j) != source(i) && source(j) == text);
+        let repeated = entries.iter().enumerate().any(|(q, other)| {
+            q != p
+                && matches!(other, Entry::Pair { id: Some(k), text: t }
+                    if t == text && index_of(Some(*k)).is_some_and(|k| source(k) != source(i)))
+        });
+        damaged[p] = seen[i] > 1
+            || !in_order
+            || (text.is_empty() && !source(i).is_empty())
+            || other_source
+            || repeated;
+    }
+    // Rule 2: the damage and its neighbours, by reply order and by id.
+    let mut missing: Vec<bool> = seen.iter().map(|&count| count == 0).collect();
+    let id_at = |p: usize| match &entries[p] {
+        Entry::Pair { id, .. } | Entry::Broken { id } => index_of(*id),
+    };
+    for p in (0..entries.len()).filter(|&p| damaged[p]) {
+        for q in [p.checked_sub(1), Some(p), Some(p + 1)]
+            .into_iter()
+            .flatten()
+        {
+            if let Some(i) = (q < entries.len()).then(|| id_at(q)).flatten() {
+                missing[i] = true;
+            }
+        }
+    }
+    for i in (0..n).filter(|&i| seen[i] == 0) {
+        for j in [i.checked_sub(1), Some(i + 1)].into_iter().flatten() {
+            if j < n {
+                missing[j] = true;
+            }
+        }
+    }
+    // Undamaged segments, and those of them that are not missing.
+    let mut undamaged: Vec<Option<&str>> = vec![None; n];
+    for (p, entry) in entries.iter().enumerate() {
+        if let (Entry::Pair { text, .. }, Some(i)) = (entry, id_at(p)) {
+            if !damaged[p] {
+                undamaged[i] = Some(text);
+            }
+        }
+    }
+    let mut candidates: Vec<Option<&str>> = vec![None; n];
+    for i in (0..n).filter(|&i| !missing[i]) {
+        candidates[i] = undamaged[i];
+    }
+    // Rule 4.
+    if n > 1 && seen[n - 1] == 0 {
+        let trusted = trusted_before_missing_last(texts, &undamaged);
+        for (i, candidate) in candidates.iter_mut().enumerate().take(n - 1) {
+            if !trusted[i] {
+                *candidate = None;
+            }
+        }
+    }
+    for (slot, candidate) in proven.iter_mut().zip(candidates) {
+        *slot = candidate.map(str::to_owned);
+    }
+    proven
+}
+
+/// Rule 4: which of the segments before a missing last pair are trusted.
+///
+/// The shifts that would look like a dropped last pair: the model merged segments `j`
+/// and `j + 1` into pair `j` and numbered the rest anew, or dropped segment `j` and
+/// numbered the rest anew. Segment `i` is right under either only if the shift happened
+/// after it, so it is trusted when every shift at `j <= i` is ruled out by the lengths:
+/// read as it stands, each segment's length fits its source within a factor of 1.5 of
+/// the batch's median translation-to-source ratio, and read as shifted, the ratios
+/// scatter clearly more (their summed log deviation from its median grows by more than
+/// ln 2). Every segment before the last must be there, and at least two of them.
+fn trusted_before_missing_last<S: AsRef<str>>(
+    texts: &[S],
+    candidates: &[Option<&str>],
+) -> Vec<bool> {
+    let n = texts.len();
+    let mut trusted = vec![false; n];
+    let source: Vec<f64> = texts
+        .iter()
+        .map(|t| t.as_ref().trim().chars().count().max(1) as f64)
+        .collect();
+    let mut segment: Vec<f64> = Vec::with_capacity(n - 1);
+    for candidate in &candidates[..n - 1] {
+        match candidate {
+            Some(text) => segment.push(text.chars().count().max(1) as f64),
+            None => return trusted,
+        }
+    }
+    if segment.len() < 2 {
+        return trusted;
+    }
+    // Log ratios of each segment against the source length a reading gives it.
+    let as_read: Vec<f64> = (0..n - 1).map(|k| (segment[k] / source[k]).ln()).collect();
+    let centre = median(&as_read);
+    if as_read.iter().any(|r| (r - centre).abs() > 1.5f64.ln()) {
+        return trusted;
+    }
+    let base = scatter(&as_read);
+    let clearly_worse = |reading: Vec<f64>| scatter(&reading) > base + 2f64.ln();
+    let mut all_ruled_out = true;
+    for j in 0..n - 1 {
+        let merged = (0..n - 1)
+            .map(|k| {
+                let s = match k.cmp(&j) {
+                    core::cmp::Ordering::Less => source[k],
+                    core::cmp::Ordering::Equal => source[k] + source[k + 1],
+                    core::cmp::Ordering::Greater => source[k + 1],
+                };
+                (segment[k] / s).ln()
+            })
+            .collect();
+        let dropped = (0..n - 1)
+            .map(|k| (segment[k] / source[if k < j { k } else { k + 1 }]).ln())
+            .collect();
+        all_ruled_out &= clearly_worse(merged) && clearly_worse(dropped);
+        trusted[j] = all_ruled_out;
+    }
+    trusted
+}
+
+fn median(values: &[f64]) -> f64 {
+    let mut sorted = values.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    sorted[sorted.len() / 2]
+}
+
+/// Summed distance of the values from their median.
+fn scatter(values: &[f64]) -> f64 {
+    let centre = median(values);
+    values.iter().map(|v| (v - centre).abs()).sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn marked(reply: &str, texts: &[&str]) -> Vec<Option<String>> {
+        prove(texts, &marked_entries(reply, "s"))
+    }
+
+    fn some(texts: &[&str]) -> Vec<Option<String>> {
+        texts.iter().map(|t| Some((*t).to_owned())).collect()
+    }
+
+    const FOUR: [&str; 4] = ["one", "two", "three", "four"];
+
+    #[test]
+    fn a_clean_reply_proves_every_segment() {
+        let reply =
+            "Here you go:\n```\n<s1>A</s1>\r\n<s2> B\n</s2>\n<S3>C</s3>\n< s4 >D</ s4>\n```\nDone.";
+        assert_eq!(marked(reply, &FOUR), some(&["A", "B", "C", "D"]));
+    }
+
+    #[test]
+    fn a_missing_middle_pair_takes_its_neighbours_with_it() {
+        let reply = "<s1>A</s1><s2>B C</s2><s4>D</s4>";
+        assert_eq!(marked(reply, &FOUR), [Some("A".into()), None, None, None]);
+    }
+
+    #[test]
+    fn duplicated_and_out_of_order_pairs_are_missing_with_their_neighbours() {
+        let dup = "<s1>A</s1><s2>B</s2><s2>B2</s2><s3>C</s3><s4>D</s4>";
+        assert_eq!(marked(dup, &FOUR), [None, None, None, Some("D".into())]);
+        let swapped = "<s1>A</s1><s3>C</s3><s2>B</s2><s4>D</s4>";
+        assert_eq!(marked(swapped, &FOUR), [Some("A".into()), None, None, None]);
+    }
+
+    #[test]
+    fn an_unknown_id_proves_nothing() {
+        let split = "<s1>A1</s1><s2>A2</s2><s3>B</s3><s4>C</s4><s5>D</s5>";
+        assert_eq!(marked(split, &FOUR), [None, None, None, None]);
+    }
+
+    #[test]
+    fn empty_segments_and_other_sources_are_damage() {
+        let empty = "<s1>A</s1><s2> </s2><s3>C</s3><s4>D</s4>";
+        assert_eq!(marked(empty, &FOUR), [None, None, None, Some("D".into())]);
+        let source = "<s1>A</s1><s2>B</s2><s3>C</s3><s4>three</s4>";
+        assert_eq!(
+            marked(source, &FOUR),
+            [Some("A".into()), Some("B".into()), None, None]
+        );
+        // Its own source is a translation (names, code).
+        let own = "<s1>one</s1><s2>B</s2><s3>C</s3><s4>D</s4>";
+        assert_eq!(marked(own, &FOUR), some(&["one", "B", "C", "D"]));
+    }
+
+    #[test]
+    fn broken_markers_are_damage() {
+        let unclosed = "<s1>A</s1><s2>B<s3>C</s3><s4>D</s4>";
+        assert_eq!(
+            marked(unclosed, &FOUR),
+            [None, None, None, Some("D".into())]
+        );
+        let crossed = "<s1>A</s2><s3>C</s3><s4>D</s4>";
+        assert_eq!(marked(crossed, &FOUR), [None, None, None, Some("D".into())]);
+    }
+
+    #[test]
+    fn a_missing_last_pair_trusts_nothing_without_evidence() {
+        // Merge of 2 and 3, renumbered: <s3> holds the fourth translation.
+        let renumbered = "<s1>A</s1><s2>B C</s2><s3>D</s3>";
+        assert_eq!(marked(renumbered, &FOUR), [None, None, None, None]);
+    }
+
+    #[test]
+    fn a_missing_last_pair_trusts_segments_whose_lengths_rule_shifts_out() {
+        let texts = [
+            "a short one",
+            "a much much longer paragraph of text that goes on and on for quite a while",
+            "tiny",
+            "another fairly long paragraph that has plenty of words in it, really",
+            "last",
+        ];
+        let reply = "<s1>ein kurzer</s1>\n<s2>ein viel viel längerer Absatz mit Text, der immer weiter geht, eine ganze Weile</s2>\n<s3>winzig</s3>\n<s4>noch ein ziemlich langer Absatz, der wirklich viele Wörter enthält</s4>";
+        let proven = marked(reply, &texts);
+        assert!(proven[..3].iter().all(Option::is_some), "{proven:?}");
+        // The fourth may hold the fifth's translation too: "last" is too short to tell.
+        assert_eq!(proven[3..], [None, None]);
+        // The same lengths, merged and renumbered: nothing is trusted.
+        let merged = "<s1>ein kurzer ein viel viel längerer Absatz mit Text, der immer weiter geht, eine ganze Weile</s1>\n<s2>winzig</s2>\n<s3>noch ein ziemlich langer Absatz, der wirklich viele Wörter enthält</s3>\n<s4>letzter</s4>";
+        assert!(marked(merged, &texts).iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn a_repeated_translation_is_a_shift() {
+        let reply = "<s1>A</s1><s2>B</s2><s3>B</s3><s4>D</s4>";
+        assert_eq!(marked(reply, &FOUR), [None, None, None, None]);
+    }
+
+    #[test]
+    fn object_and_array_replies() {
+        let object = vec![
+            ("2".to_owned(), "B".to_owned()),
+            ("1".to_owned(), "A".to_owned()),
+        ];
+        assert_eq!(
+            prove(&["x", "y"], &keyed_entries(object)),
+            some(&["A", "B"])
+        );
+        let unknown = vec![
+            ("1".to_owned(), "A".to_owned()),
+            ("translation".to_owned(), "B".to_owned()),
+        ];
+        assert_eq!(prove(&["x", "y"], &keyed_entries(unknown)), [None, None]);
+        let listed = listed_entries(vec!["A".into(), "".into(), "C".into()]);
+        assert_eq!(prove(&["x", "y", "z"], &listed), [None, None, None]);
+    }
+}
