@@ -3,12 +3,14 @@ export class PacerError extends Error {
   /**
    * @param {string} code one of PacerError.codes
    * @param {string} message
-   * @param {{ status?: number, cause?: unknown }} [details]
+   * @param {{ status?: number, cause?: unknown, retryAt?: number }} [details]
    */
   constructor(code, message, details = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
     this.code = code;
     if (details.status !== undefined) this.status = details.status;
+    // A spent daily quota: epoch milliseconds of its reset, when the provider said.
+    if (details.retryAt !== undefined) this.retryAt = details.retryAt;
   }
 }
 

@@ -38,7 +38,7 @@ let loading = null;
 let input = null;
 
 function markReady() {
-  input = setup(({ code, message, status, cause }) => new PacerError(code, message, { status, cause }));
+  input = setup(({ code, message, status, cause, retryAt }) => new PacerError(code, message, { status, cause, retryAt }));
   ready = true;
 }
 

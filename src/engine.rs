@@ -14,7 +14,7 @@ use crate::alignment;
 use crate::batch::{travels_alone, utf16_len, Batch, Limits, Member, Priority, State};
 use crate::bucket::TokenBucket;
 use crate::cache::Lru;
-use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Layout, Reply, Report};
+use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota, Reply, Report};
 use crate::codec::{self, Mismatch};
 use crate::display::js_number;
 use crate::id_table::IdTable;
@@ -27,8 +27,8 @@ use crate::ready::ReadySet;
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::slab::{Key, Slab};
-use crate::snapshot::{ProviderSnapshot, Snapshot};
-use crate::stats::{Event, RetryReason, Stats};
+use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
+use crate::stats::{BlockReason, Event, RetryReason, Stats};
 use crate::store::{Lookup, LookupId, LookupResult, PendingLookup, Store, StoreWrite};
 use crate::time::{Duration, Instant};
 
@@ -178,7 +178,23 @@ struct Provider {
     /// that started before the current episode began belongs to that episode and does
     /// not slow the provider down again (a burst of 429s is one episode).
     episode: u32,
+    /// A spent daily quota: until `until`, every item for the provider rejects without
+    /// a call.
+    daily_block: Option<DailyBlock>,
 }
+
+/// What items for a provider whose daily quota is spent reject with, and until when.
+#[derive(Debug)]
+struct DailyBlock {
+    until: Instant,
+    /// Whether the provider said when its quota resets.
+    reset_known: bool,
+    message: String,
+}
+
+/// How long a spent daily quota blocks its provider when the provider did not say when
+/// it resets: long enough not to storm it, short enough to notice the reset soon.
+const UNKNOWN_DAILY_RESET: Duration = Duration::from_micros(60 * 60 * 1_000_000);
 
 /// Order of due batches: highest priority first, then first come, first served.
 type ReadyKey = (Reverse<Priority>, u64, Key);
@@ -401,6 +417,18 @@ impl<C: Clone> Engine<C> {
             let ticket = self.counted_ticket();
             self.stats.cache_hits += 1;
             self.resolve(ticket, hit);
+            self.release_group_if_idle(group);
+            return Ok(ticket);
+        }
+        let provider = self.groups.get(group).map_or(0, |g| g.provider);
+        if let Some(error) = self.daily_blocked(provider) {
+            let ticket = self.counted_ticket();
+            self.stats.failed += 1;
+            self.stats.pending -= 1;
+            self.settled.push_back(Settled {
+                ticket,
+                result: Err(error),
+            });
             self.release_group_if_idle(group);
             return Ok(ticket);
         }
@@ -717,12 +745,22 @@ impl<C: Clone> Engine<C> {
         for p in &self.providers {
             // A recovering provider is saved too, at the full rate (see `restore`).
             let adaptive = p.adaptive.as_ref();
-            if p.paused_until > self.now || adaptive.is_some() {
+            let daily_block = p
+                .daily_block
+                .as_ref()
+                .filter(|b| b.until > self.now)
+                .map(|b| SavedDailyBlock {
+                    blocked_for: b.until.since(self.now),
+                    reset_known: b.reset_known,
+                    message: b.message.clone(),
+                });
+            if p.paused_until > self.now || adaptive.is_some() || daily_block.is_some() {
                 providers.push(ProviderSnapshot {
                     provider_id: p.id.to_string(),
                     paused_for: p.paused_until.since(self.now),
                     adaptive_rate: adaptive.map(|a| a.bucket.rate()),
                     adaptive_ceiling: adaptive.map_or(0.0, |a| a.ceiling),
+                    daily_block,
                 });
             }
         }
@@ -745,6 +783,20 @@ impl<C: Clone> Engine<C> {
             let Some(provider) = self.providers.get_mut(index as usize) else {
                 continue;
             };
+            if let Some(block) = saved
+                .daily_block
+                .as_ref()
+                .filter(|b| b.blocked_for > elapsed)
+            {
+                provider.daily_block = Some(DailyBlock {
+                    until: now
+                        + Duration::from_micros(
+                            block.blocked_for.as_micros() - elapsed.as_micros(),
+                        ),
+                    reset_known: block.reset_known,
+                    message: block.message.clone(),
+                });
+            }
             if saved.paused_for > elapsed {
                 let until =
                     now + Duration::from_micros(saved.paused_for.as_micros() - elapsed.as_micros());
@@ -1019,6 +1071,7 @@ impl<C: Clone> Engine<C> {
             paused_until: Instant::ZERO,
             adaptive: None,
             episode: 0,
+            daily_block: None,
         });
         index
     }
@@ -1030,6 +1083,17 @@ impl<C: Clone> Engine<C> {
         };
         let (llm, provider, open) = (group.info.llm, group.provider, group.open);
         if travels_alone(llm, member.chars, &self.limits) {
+            // Rule 2: an item longer than the limit makes the open batch due at once too,
+            // so the earlier items are not left behind it for their whole window.
+            if let Some(open_key) = open.filter(|_| llm) {
+                let collecting = self
+                    .batches
+                    .get(open_key)
+                    .is_some_and(|b| b.state == State::Collecting);
+                if collecting {
+                    self.make_ready(open_key);
+                }
+            }
             let batch = self.new_batch(&member, group_key, provider, first_at);
             self.make_ready(batch);
             return;
@@ -1175,6 +1239,12 @@ impl<C: Clone> Engine<C> {
             let Some((ready, index)) = best else {
                 break;
             };
+            // Items that reached a batch while the daily block held (after a store
+            // lookup) reject without a call, like every other item for the provider.
+            if let Some(error) = self.daily_blocked(index as u32) {
+                self.fail_queued(ready.2, error);
+                continue;
+            }
             let capacity = self.options.capacity;
             let provider = &mut self.providers[index];
             provider.ready.remove(&ready);
@@ -1566,6 +1636,22 @@ impl<C: Clone> Engine<C> {
             FailureKind::BadReply | FailureKind::Timeout => FailureClass::Transient,
         };
         let too_long = failure.retry_after.is_some_and(|r| r > MAX_RETRY_AFTER);
+        if failure.kind == FailureKind::Error {
+            let reason = match (failure.quota, failure.status) {
+                (Some(Quota::Billing), _) => Some(BlockReason::Billing),
+                (_, Some(401 | 403 | 404)) => Some(BlockReason::Settings),
+                (Some(Quota::Daily), _) => Some(BlockReason::Daily),
+                (_, Some(429)) if too_long => Some(BlockReason::Daily),
+                _ => None,
+            };
+            if let Some(reason) = reason {
+                if class == FailureClass::RateLimited {
+                    self.stats.rate_limited += 1;
+                }
+                self.block_provider(run, failure, reason);
+                return;
+            }
+        }
         let Some(batch) = self.batches.get_mut(run.batch) else {
             return;
         };
@@ -1613,6 +1699,91 @@ impl<C: Clone> Engine<C> {
             self.stats.output_tokens += usage.output_tokens as u64;
         }
         let _ = failure;
+    }
+
+    /// No call to the provider can succeed until the user acts or a daily quota resets:
+    /// the call's items and every item queued for the provider reject at once, in one
+    /// step, instead of one failing call per batch at the pace of the bucket.
+    fn block_provider(&mut self, run: Running, failure: Failure<C>, reason: BlockReason) {
+        let now = self.now;
+        let until = match reason {
+            BlockReason::Daily => Some(failure.retry_after.filter(|r| *r > Duration::ZERO)),
+            BlockReason::Settings | BlockReason::Billing => None,
+        };
+        let mut error = final_error(failure, false);
+        error.message = match reason {
+            BlockReason::Settings => settings_message(error.status, &error.message),
+            BlockReason::Billing => format!(
+                "the provider's account is out of credit or at its spending cap; top it up or raise the cap, then translate again ({})",
+                error.message
+            ),
+            BlockReason::Daily => format!(
+                "the provider's daily quota is spent; items for it reject until it resets ({})",
+                error.message
+            ),
+        };
+        error.retry_in = until.flatten();
+        if let (Some(retry_after), Some(provider)) =
+            (until, self.providers.get_mut(run.provider as usize))
+        {
+            provider.daily_block = Some(DailyBlock {
+                until: now + retry_after.unwrap_or(UNKNOWN_DAILY_RESET),
+                reset_known: retry_after.is_some(),
+                message: error.message.clone(),
+            });
+        }
+        self.events.push_back(Event::Blocked {
+            provider_id: self.provider_id(run.provider),
+            reason,
+            status: error.status,
+            message: error.message.clone(),
+            until: error.retry_in,
+        });
+        let mut queued: Vec<Key> = Vec::new();
+        for (key, batch) in self.batches.iter() {
+            if batch.provider == run.provider && !matches!(batch.state, State::Running(_)) {
+                queued.push(key);
+            }
+        }
+        self.fail(run.batch, error.clone());
+        for key in queued {
+            self.fail_queued(key, error.clone());
+        }
+    }
+
+    /// The daily block's error for items of provider `index`, while it holds.
+    fn daily_blocked(&self, index: u32) -> Option<PacerFailure<C>> {
+        let block = self
+            .providers
+            .get(index as usize)?
+            .daily_block
+            .as_ref()
+            .filter(|b| b.until > self.now)?;
+        let mut error = PacerFailure::new(ErrorCode::ProviderError, block.message.clone());
+        error.status = Some(429);
+        error.retry_in = block.reset_known.then(|| block.until.since(self.now));
+        Some(error)
+    }
+
+    /// Rejects a batch that has not started (see `fail` for a running one).
+    fn fail_queued(&mut self, batch_key: Key, error: PacerFailure<C>) {
+        let Some(batch) = self.batches.get(batch_key) else {
+            return;
+        };
+        let (state, provider, group) = (batch.state, batch.provider, batch.compat);
+        self.stats.queued -= batch.jobs.len() as u64;
+        if state == State::Ready {
+            let key = ready_key(batch_key, batch);
+            if let Some(p) = self.providers.get_mut(provider as usize) {
+                p.ready.remove(&key);
+            }
+        }
+        if let Some(g) = self.groups.get_mut(group) {
+            if g.open == Some(batch_key) {
+                g.open = None;
+            }
+        }
+        self.fail(batch_key, error);
     }
 
     fn base_delay(&self) -> Duration {
@@ -1974,6 +2145,16 @@ pub fn disposed_error<C>() -> PacerFailure<C> {
     PacerFailure::new(ErrorCode::Disposed, "the pacer was disposed")
 }
 
+/// What a settings error (401, 403, 404) tells the user to check.
+fn settings_message(status: Option<u16>, detail: &str) -> String {
+    let check = match status {
+        Some(401) => "the provider rejected the API key: check the key in the provider settings",
+        Some(403) => "the provider refused access: check the API key and what it is allowed to use",
+        _ => "the provider does not know the model or the address: check the model name and the base URL",
+    };
+    format!("{check} ({detail})")
+}
+
 /// The error an item ends with when its call failed for good.
 fn final_error<C>(failure: Failure<C>, retry_after_too_long: bool) -> PacerFailure<C> {
     let code = if failure.kind == FailureKind::Timeout {
@@ -2000,6 +2181,7 @@ fn final_error<C>(failure: Failure<C>, retry_after_too_long: bool) -> PacerFailu
         message,
         status: failure.status,
         cause: failure.cause,
+        retry_in: None,
     }
 }
 

@@ -56,6 +56,8 @@ pub struct PacerFailure<C> {
     pub status: Option<u16>,
     /// The provider's original error.
     pub cause: Option<C>,
+    /// For a spent daily quota: how long from now until its reset, when known.
+    pub retry_in: Option<crate::time::Duration>,
 }
 
 impl<C> PacerFailure<C> {
@@ -66,6 +68,7 @@ impl<C> PacerFailure<C> {
             message: message.into(),
             status: None,
             cause: None,
+            retry_in: None,
         }
     }
 }

@@ -17,6 +17,19 @@ pub struct ProviderSnapshot {
     pub adaptive_rate: Option<f64>,
     /// The rate that met the last 429.
     pub adaptive_ceiling: f64,
+    /// A spent daily quota that still holds.
+    pub daily_block: Option<SavedDailyBlock>,
+}
+
+/// A daily block as saved: how long it still holds, and what items reject with.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SavedDailyBlock {
+    /// Until its reset, from the snapshot's time.
+    pub blocked_for: Duration,
+    /// Whether the provider said when its quota resets.
+    pub reset_known: bool,
+    /// The rejection message.
+    pub message: String,
 }
 
 /// The pacer's state at `wall_time_ms` (milliseconds since the Unix epoch).

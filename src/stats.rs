@@ -69,6 +69,28 @@ impl RetryReason {
     }
 }
 
+/// Why a provider's queue was rejected at once.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub enum BlockReason {
+    /// 401, 403 or 404: a wrong or revoked key, a wrong model or base URL.
+    Settings,
+    /// Out of credit or at a spending cap.
+    Billing,
+    /// A per-day quota is spent.
+    Daily,
+}
+
+impl BlockReason {
+    /// Name for JS.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BlockReason::Settings => "settings",
+            BlockReason::Billing => "billing",
+            BlockReason::Daily => "daily",
+        }
+    }
+}
+
 /// A notable event, for `onEvent`.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Event {
@@ -114,6 +136,20 @@ pub enum Event {
         provider_id: Rc<str>,
         /// Items in the batch.
         items: usize,
+    },
+    /// Every item queued for a provider was rejected at once, because no call can succeed
+    /// until the user acts (settings, billing) or until a daily quota resets.
+    Blocked {
+        /// The provider.
+        provider_id: Rc<str>,
+        /// Why.
+        reason: BlockReason,
+        /// The HTTP status of the failure.
+        status: Option<u16>,
+        /// What the items were rejected with.
+        message: String,
+        /// For a daily quota: until its reset, when known (items reject until then).
+        until: Option<Duration>,
     },
     /// A call took longer than `timeoutMs` and was cancelled.
     Timeout {

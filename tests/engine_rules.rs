@@ -237,8 +237,37 @@ fn an_over_long_item_travels_alone_as_a_single_request() {
         .unwrap();
     assert!(!long_call.is_batch);
     assert_eq!(long_call.at, ms(0.0));
-    assert!(sim.calls.iter().any(|c| c.texts == ["ab", "cd"]));
     assert_eq!(sim.ok(long), echo("much too long"));
+    // Rule 2: the long item made the open batch due at once, and it went first.
+    let texts: Vec<&[String]> = sim.calls.iter().map(|c| &c.texts[..]).collect();
+    assert_eq!(texts, [&["ab"][..], &["much too long"], &["cd"]]);
+    assert_eq!(sim.calls[0].at, ms(0.0));
+}
+
+#[test]
+fn an_over_long_item_sends_the_open_batch_first_even_when_tokens_are_short() {
+    // One call a second: the open batch, due at once, holds the first token.
+    let mut sim = Sim::new(
+        options(&[
+            ("maxCharactersPerBatch", 5.0),
+            ("rate", 1.0),
+            ("capacity", 1.0),
+        ]),
+        echo_provider(10.0),
+    );
+    sim.translate(&item("ab"));
+    sim.drive_until(ms(50.0));
+    sim.translate(&item("much too long"));
+    sim.translate(&item("cd"));
+    sim.drive();
+    let texts: Vec<&[String]> = sim.calls.iter().map(|c| &c.texts[..]).collect();
+    assert_eq!(texts[0], ["ab"]);
+    assert_eq!(
+        sim.calls[0].at,
+        ms(50.0),
+        "due at once, not after batchDelayMs"
+    );
+    assert_eq!(texts[1], ["much too long"]);
 }
 
 #[test]

@@ -186,6 +186,7 @@ fn starts_after_the_pause(
             paused_for: Duration::from_millis(paused_ms),
             adaptive_rate: Some(adaptive_rate),
             adaptive_ceiling: 8.0,
+            daily_block: None,
         }],
     };
     let mut sim = Sim::new(opts, echo_provider(1.0));

@@ -8,7 +8,8 @@ use wasm_bindgen::JsCast;
 
 use crate::{
     invalid_input, Compat, Duration, Event, Failure, Item, LookupResult, OptionValue, Options,
-    PacerFailure, ProviderSnapshot, Quota, Reply, Report, ReportedLimits, Snapshot, Stats, Usage,
+    PacerFailure, ProviderSnapshot, Quota, Reply, Report, ReportedLimits, SavedDailyBlock,
+    Snapshot, Stats, Usage,
 };
 
 /// Reads a property; a throwing getter reads as `undefined`.
@@ -480,6 +481,16 @@ struct ProviderView {
     paused_for_ms: f64,
     adaptive_rate: Option<f64>,
     adaptive_ceiling: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    daily_block: Option<DailyBlockView>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct DailyBlockView {
+    blocked_for_ms: f64,
+    reset_known: bool,
+    message: String,
 }
 
 /// A snapshot as plain JSON.
@@ -496,6 +507,11 @@ pub fn snapshot_object(snapshot: &Snapshot) -> JsValue {
                 paused_for_ms: p.paused_for.as_millis(),
                 adaptive_rate: p.adaptive_rate,
                 adaptive_ceiling: p.adaptive_ceiling,
+                daily_block: p.daily_block.as_ref().map(|b| DailyBlockView {
+                    blocked_for_ms: b.blocked_for.as_millis(),
+                    reset_known: b.reset_known,
+                    message: b.message.clone(),
+                }),
             })
             .collect(),
     })
@@ -546,11 +562,24 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
         } else {
             Some(snapshot_number(&entry, "adaptiveRate")?)
         };
+        let block = get(&entry, "dailyBlock");
+        let daily_block = if block.is_object() {
+            Some(SavedDailyBlock {
+                blocked_for: Duration::from_millis(
+                    snapshot_number(&block, "blockedForMs")?.max(0.0),
+                ),
+                reset_known: get(&block, "resetKnown").as_bool().unwrap_or(false),
+                message: get(&block, "message").as_string().unwrap_or_default(),
+            })
+        } else {
+            None
+        };
         providers.push(ProviderSnapshot {
             provider_id,
             paused_for: Duration::from_millis(snapshot_number(&entry, "pausedForMs")?),
             adaptive_rate,
             adaptive_ceiling: snapshot_number(&entry, "adaptiveCeiling")?,
+            daily_block,
         });
     }
     Ok(Snapshot {
@@ -622,6 +651,20 @@ enum EventView<'a> {
         operation: &'static str,
         message: &'a str,
     },
+    Blocked {
+        provider_id: &'a str,
+        reason: &'static str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        status: Option<u16>,
+        message: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        retry_at: Option<f64>,
+    },
+}
+
+/// Epoch milliseconds `after` from now.
+pub fn wall_time_in(after: Duration) -> f64 {
+    (js_sys::Date::now() + after.as_millis()).round()
 }
 
 /// An event as a plain `{ type, ... }` object.
@@ -666,6 +709,19 @@ pub fn event_object(event: &Event) -> JsValue {
         },
         Event::Timeout { provider_id } => EventView::Timeout { provider_id },
         Event::CacheError { operation, message } => EventView::CacheError { operation, message },
+        Event::Blocked {
+            provider_id,
+            reason,
+            status,
+            message,
+            until,
+        } => EventView::Blocked {
+            provider_id,
+            reason: reason.as_str(),
+            status: *status,
+            message,
+            retry_at: until.map(wall_time_in),
+        },
     };
     to_js(&view)
 }

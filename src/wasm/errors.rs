@@ -31,6 +31,12 @@ pub fn js_error(failure: &PacerFailure<JsValue>) -> JsValue {
     if let Some(cause) = &failure.cause {
         put("cause", cause);
     }
+    if let Some(retry_in) = failure.retry_in {
+        put(
+            "retryAt",
+            &JsValue::from_f64(super::convert::wall_time_in(retry_in)),
+        );
+    }
     let made = FACTORY.with(|f| {
         f.borrow()
             .as_ref()
