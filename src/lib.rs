@@ -15,7 +15,7 @@
 //! The modules, bottom up: `time` (virtual instants), `options` (defaults, validation),
 //! `bucket` (token bucket), `batch` (assembly and due times), `codec` (separator, join,
 //! tolerant split), `alignment` (evidence that a reply is shifted), `retry` (classification, backoff), `key` (unambiguous SHA-256 keys),
-//! `cache` (LRU), `store` (the persistent store's lookups and writes), `engine`
+//! `cache` (LRU), `estimate` (script-aware token estimate), `store` (the persistent store's lookups and writes), `engine`
 //! (composition). `wasm` exists only on `wasm32`.
 
 pub mod alignment;
@@ -26,6 +26,7 @@ pub mod call;
 pub mod codec;
 mod display;
 pub mod engine;
+pub mod estimate;
 mod hash;
 mod id_table;
 pub mod key;
