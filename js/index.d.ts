@@ -496,16 +496,101 @@ export interface OpenAIProviderConfig {
    * provider win over them.
    */
   extraHeaders?: Record<string, string> | null;
+  /**
+   * For batches, ask for a JSON object keyed by id through
+   * `response_format: { type: "json_schema", json_schema: { name: "translations", strict: true,
+   * schema } }`, where `schema` has one required string property per id of the call and
+   * `additionalProperties: false`. Use it with endpoints that support JSON-schema
+   * structured outputs (OpenAI, Gemini's OpenAI-compatible endpoint, recent Ollama and
+   * vLLM). The prompt then asks for that object instead of the marked layout of
+   * `request.instructions`; the user message stays `request.text` (with the older
+   * separator layout, a JSON object of id to text). The provider returns the parsed
+   * object; a value wrapped whole in its own id's markers loses them; a reply that is not
+   * a JSON object (also inside a code fence) is returned as the raw string, which the
+   * pacer reads as a marked string: proven segments are kept, the rest is a count
+   * mismatch. Single requests are sent without a schema.
+   * @default false
+   */
+  structuredOutput?: boolean;
+}
+
+/** `usage` as {@link openAIProvider} reports it, from the reply's `usage`. */
+export interface OpenAIProviderUsage {
+  /** `usage.prompt_tokens`. */
+  inputTokens?: number;
+  /** `usage.completion_tokens`. */
+  outputTokens?: number;
 }
 
 /**
- * A provider for any OpenAI-compatible chat-completions endpoint (OpenAI, OpenRouter,
- * Groq, Mistral, Ollama, LM Studio, llama.cpp server, vLLM ...), with a batch-aware
- * prompt. HTTP errors become errors with `status` and, when the server sends
- * `retry-after-ms` or `Retry-After`, `retryAfterMs`, so the pacer retries and pauses
- * as it should. An empty or malformed reply is a failed call.
+ * `limits` as {@link openAIProvider} reports them, from OpenAI's and Groq's headers.
+ * Reset times are read in Go's duration form (`6m0s`, `1.5s`, `20ms`, `23h47m12.5s`) or
+ * as whole seconds (`7`) and rounded up to whole milliseconds. A header that is absent
+ * or unreadable leaves its field out.
+ */
+export interface OpenAIProviderLimits {
+  /** `x-ratelimit-remaining-requests`. */
+  requestsRemaining?: number;
+  /** `x-ratelimit-reset-requests`, in milliseconds from the reply. */
+  requestsResetMs?: number;
+  /** `x-ratelimit-remaining-tokens`. */
+  tokensRemaining?: number;
+  /** `x-ratelimit-reset-tokens`, in milliseconds from the reply. */
+  tokensResetMs?: number;
+}
+
+/** What {@link openAIProvider}'s provider resolves with. */
+export type OpenAIProviderReply =
+  | string
+  | Record<string, string>
+  | {
+      /** `choices[0].message.content`, or the parsed object with `structuredOutput`. */
+      translations: string | Record<string, string>;
+      /** Present when the reply has `usage`. */
+      usage?: OpenAIProviderUsage;
+      /** Present when the reply has readable `x-ratelimit-*` headers. */
+      limits?: OpenAIProviderLimits;
+    };
+
+/** The error {@link openAIProvider}'s provider rejects with for an HTTP error status. */
+export interface OpenAIProviderError extends Error {
+  /** The HTTP status, on every HTTP error (network errors and aborts have none). */
+  status: number;
+  /**
+   * From `retry-after-ms`, else `Retry-After` (delay-seconds: digits with an optional
+   * fraction; or an HTTP-date), else the `retryDelay` of a `google.rpc.RetryInfo` in the
+   * error body (Gemini; the body may also be wrapped in a JSON array).
+   */
+  retryAfterMs?: number;
+  /** The `x-ratelimit-*` headers of the error response, as in replies. */
+  limits?: OpenAIProviderLimits;
+  /**
+   * `"billing"`: `insufficient_quota` as `error.code` or `error.type` (OpenAI), or a 402
+   * (OpenRouter, DeepSeek); the message says the account is out of credit or at its
+   * spending cap. `"daily"`: a 429 for a per-day quota (a Gemini QuotaFailure whose
+   * `quotaId` contains `PerDay`; OpenAI's and Groq's "requests per day" or "tokens per
+   * day"). `"rate"`: any other 429.
+   */
+  quota?: "rate" | "daily" | "billing";
+}
+
+/**
+ * A provider for any OpenAI-compatible chat-completions endpoint (OpenAI, Groq,
+ * OpenRouter, DeepSeek, Mistral, Gemini's and Anthropic's OpenAI-compatible endpoints,
+ * Ollama, LM Studio, llama.cpp server, vLLM ...).
  *
- * @throws {TypeError} synchronously when the configuration is invalid.
+ * For a batch, the system message is the translation instruction followed by
+ * `request.instructions` (with the older separator layout, rules naming the separator),
+ * and the user message is `request.text`. The reply is the model's text (or, with
+ * `structuredOutput`, the parsed object keyed by id), wrapped as
+ * `{ translations, usage, limits }` when the response reports usage or `x-ratelimit-*`
+ * headers. HTTP errors reject with an {@link OpenAIProviderError}: `status` always,
+ * `retryAfterMs`, `limits` and `quota` when the response says them; 401, 403 and 404
+ * name the setting to check. An empty or malformed reply is a failed call without a
+ * status. The API key never appears in an error.
+ *
+ * @throws {PacerError} synchronously, code `invalid_options`, when an option is invalid
+ * or unknown; the message names it and the value it got (`<redacted>` for the key).
  */
 export function openAIProvider(config: OpenAIProviderConfig): Provider;
 

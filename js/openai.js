@@ -1,8 +1,8 @@
 // A provider for any OpenAI-compatible chat-completions endpoint (OpenAI, Azure-style
 // proxies, OpenRouter, Groq, Mistral, Ollama, LM Studio, llama.cpp server, vLLM ...).
 //
-// The module has no dependencies and no top-level await, and touches no `window`, so it
-// loads unchanged in Node >= 20, pages, dedicated workers and MV3 extension service
+// The module imports only the package's own small modules, has no top-level await, and
+// touches no `window`, so it loads unchanged in Node >= 20, pages, dedicated workers and MV3 extension service
 // workers.
 //
 // Secrecy rule: the API key never ends up in an error this module throws or rejects
@@ -10,6 +10,9 @@
 // implementation echoes it back. Every piece of foreign text that goes into a message
 // passes through `redact`, and foreign errors are only attached as `cause` after a
 // check that they do not carry the key.
+
+import { PacerError } from "./errors.js";
+import { parseMilliseconds, parseRetryAfter, toWholeMs } from "./retry-after.js";
 
 const DEFAULT_SEPARATOR = "\n\n%%\n\n";
 
@@ -34,26 +37,55 @@ const REASONS = {
   504: "Gateway Timeout",
 };
 
+/** What to do about the statuses that no retry fixes: wrong settings. */
+const SETTINGS_HINTS = {
+  401: "check the API key",
+  403: "check the API key and whether it may use this model",
+  404: "check the model name and the base URL",
+};
+
+const BILLING_HINT =
+  "the account is out of credit or at its spending cap; add credit or raise the cap in the provider's billing settings";
+const DAILY_HINT = "a per-day quota is used up; calls to this provider fail until it resets";
+
+/** Every option `openAIProvider` takes: any other name is a typo, refused. */
+const OPTION_NAMES = [
+  "baseUrl",
+  "apiKey",
+  "model",
+  "fetch",
+  "temperature",
+  "systemPrompt",
+  "extraHeaders",
+  "structuredOutput",
+];
+
+/** Name of the JSON schema sent with `structuredOutput` (OpenAI: [a-zA-Z0-9_-], ≤ 64). */
+const SCHEMA_NAME = "translations";
+
 /**
  * Builds the chat messages for one provider request: a system message with the
- * instructions and a user message holding `request.text` verbatim.
+ * instructions and a user message holding the text to translate.
  *
- * @param {object} request the pacer's provider request (`texts`, `text`, `separator`,
- *   `isBatch`, `sourceLang`, `targetLang`, `context`)
- * @param {{ systemPrompt?: string }} [options] `systemPrompt` replaces the opening
- *   instruction ("{sourceLang}" and "{targetLang}" in it are filled in); the batch
- *   format rules and the context are still appended, because splitting depends on them.
+ * For a batch, the layout follows the request: with `markers` (the default layout) the
+ * system message ends with `request.instructions`, the core's own description of how to
+ * answer, and the user message is `request.text`; with only a `separator` (the older
+ * layout) the system message describes the separator. With `structuredOutput`, the model
+ * is asked for a JSON object keyed by id instead, so the marked-string instructions are
+ * left out: they would contradict the schema.
+ *
+ * @param {object} request the pacer's provider request (`texts`, `ids`, `markers`,
+ *   `text`, `instructions`, `separator`, `isBatch`, `sourceLang`, `targetLang`, `context`)
+ * @param {{ systemPrompt?: string, structuredOutput?: boolean }} [options]
+ *   `systemPrompt` replaces the opening instruction ("{sourceLang}" and "{targetLang}"
+ *   in it are filled in); the batch format rules and the context are still appended,
+ *   because reading the reply depends on them.
  * @returns {{ role: "system" | "user", content: string }[]}
  */
 export function buildMessages(request, options = {}) {
   const sourceLang = String(request.sourceLang ?? "");
   const targetLang = String(request.targetLang ?? "");
-  const texts = Array.isArray(request.texts) ? request.texts : [];
-  const separator =
-    typeof request.separator === "string" && request.separator.trim() !== ""
-      ? request.separator
-      : DEFAULT_SEPARATOR;
-  const text = typeof request.text === "string" ? request.text : texts.join(separator);
+  const texts = Array.isArray(request.texts) ? request.texts.map(String) : [];
   const context = typeof request.context === "string" ? request.context.trim() : "";
 
   const parts = [];
@@ -75,17 +107,28 @@ export function buildMessages(request, options = {}) {
     );
   }
 
+  let user = typeof request.text === "string" ? request.text : (texts[0] ?? "");
   if (request.isBatch) {
-    const line = separator.trim();
-    const n = texts.length;
-    parts.push(
-      `The user's text consists of ${n} segments separated by lines containing only ${line} ` +
-        `(the separator line).`,
-      `Translate each segment on its own. Your output must contain exactly ${n} translated segments, ` +
-        `in the same order, separated by a line containing only ${line}.`,
-      "Do not merge, split, omit or number the segments, do not translate or alter the separator line, " +
-        "and add no extra commentary before, between or after the segments.",
-    );
+    const markers = readMarkers(request, texts.length);
+    const ids = options.structuredOutput ? readIds(request, texts.length) : undefined;
+    if (ids !== undefined) {
+      const batch = structuredBatch(texts, ids, markers, request.text);
+      parts.push(batch.rules);
+      user = batch.user;
+    } else if (markers !== undefined || typeof request.separator !== "string") {
+      // The markers layout, or a request naming no layout: the core's instructions when
+      // it gave them, otherwise a description of the markers in the same spirit.
+      const instructions = typeof request.instructions === "string" ? request.instructions.trim() : "";
+      if (instructions !== "") parts.push(instructions);
+      else if (markers !== undefined) parts.push(markerRules(markers));
+      if (typeof request.text !== "string" && markers !== undefined) {
+        user = texts.map((t, i) => `${markers[i][0]}${t}${markers[i][1]}`).join("\n");
+      }
+    } else {
+      const separator = request.separator.trim() !== "" ? request.separator : DEFAULT_SEPARATOR;
+      parts.push(separatorRules(separator, texts.length));
+      if (typeof request.text !== "string") user = texts.join(separator);
+    }
   }
 
   if (context !== "") {
@@ -98,8 +141,126 @@ export function buildMessages(request, options = {}) {
 
   return [
     { role: "system", content: parts.join("\n\n") },
-    { role: "user", content: text },
+    { role: "user", content: user },
   ];
+}
+
+/** The request's `[open, close]` pairs when there is one pair of strings per text. */
+function readMarkers(request, count) {
+  const { markers } = request;
+  if (!Array.isArray(markers) || markers.length !== count) return undefined;
+  const ok = markers.every(
+    (pair) => Array.isArray(pair) && typeof pair[0] === "string" && typeof pair[1] === "string" && pair[0] !== "",
+  );
+  return ok ? markers : undefined;
+}
+
+/** The request's ids when they are one unique non-empty string per text. */
+function readIds(request, count) {
+  const { ids } = request;
+  if (!Array.isArray(ids) || ids.length !== count || count === 0) return undefined;
+  if (!ids.every((id) => typeof id === "string" && id !== "")) return undefined;
+  return new Set(ids).size === ids.length ? ids : undefined;
+}
+
+/** The older layout's rules: segments between lines holding only the separator. */
+function separatorRules(separator, n) {
+  const line = separator.trim();
+  return [
+    `The user's text consists of ${n} segments separated by lines containing only ${line} ` +
+      `(the separator line).`,
+    `Translate each segment on its own. Your output must contain exactly ${n} translated segments, ` +
+      `in the same order, separated by a line containing only ${line}.`,
+    "Do not merge, split, omit or number the segments, do not translate or alter the separator line, " +
+      "and add no extra commentary before, between or after the segments.",
+  ].join("\n\n");
+}
+
+/** Rules for a marked batch when the request brings no `instructions` of its own. */
+function markerRules(markers) {
+  const [open, close] = markers[0];
+  return (
+    `The user's text consists of ${markers.length} segments, each between its own pair of markers ` +
+    `(the first between ${open} and ${close}). Answer with each segment's translation between the same ` +
+    "pair of markers as its source, in the same order: copy every marker exactly, do not merge, split " +
+    "or omit segments, and write nothing outside the markers."
+  );
+}
+
+/**
+ * The rules and user message of a batch answered as a JSON object keyed by id. With
+ * markers, the user message stays the marked text and the rules name each pair's id (a
+ * marker need not spell its id); without them, the user message is itself a JSON object
+ * of id to text, the same shape as the answer.
+ */
+function structuredBatch(texts, ids, markers, text) {
+  const n = texts.length;
+  const shape =
+    "Answer with a JSON object that has one property per segment: the segment's id as the key and its " +
+    "translation as the value. Translate each segment on its own: do not merge, split or omit segments, " +
+    "and never move text from one segment into another.";
+  if (markers !== undefined) {
+    const list = ids.map((id, i) => `${JSON.stringify(id)} for the segment between ${markers[i][0]} and ${markers[i][1]}`);
+    return {
+      rules:
+        `The user's text consists of ${n} segments, each between its own pair of markers. ` +
+        `Their ids: ${list.join("; ")}. ${shape} Leave the markers out of the translations.`,
+      user: typeof text === "string" ? text : texts.map((t, i) => `${markers[i][0]}${t}${markers[i][1]}`).join("\n"),
+    };
+  }
+  return {
+    rules: `The user's text is a JSON object of ${n} segments: each key is a segment's id, each value its text. ${shape}`,
+    user: JSON.stringify(Object.fromEntries(ids.map((id, i) => [id, texts[i]])), null, 2),
+  };
+}
+
+/** The JSON schema of a structured batch answer: one required string per id, nothing else. */
+function translationSchema(ids) {
+  return {
+    type: "json_schema",
+    json_schema: {
+      name: SCHEMA_NAME,
+      strict: true,
+      schema: {
+        type: "object",
+        properties: Object.fromEntries(ids.map((id) => [id, { type: "string" }])),
+        required: [...ids],
+        additionalProperties: false,
+      },
+    },
+  };
+}
+
+/**
+ * A structured batch answer: the parsed object keyed by id. Text that is not a JSON
+ * object (an endpoint that ignored `response_format`) is returned as it came, for the
+ * pacer to read as a marked string: a model that fell back to the markers still proves
+ * its segments, and anything else is a mismatch, never a guess.
+ */
+function readStructured(content, ids, markers) {
+  // A fence around the whole answer is the one wrapping models add to JSON unasked.
+  const fenced = /^\s*```[a-z]*\s*\n([\s\S]*?)\n\s*```\s*$/i.exec(content);
+  let parsed;
+  try {
+    parsed = JSON.parse(fenced ? fenced[1] : content);
+  } catch {
+    return content;
+  }
+  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return content;
+  if (markers !== undefined) {
+    // A model told where each segment stands sometimes copies its markers into the
+    // value; a value wrapped whole in its own id's pair loses them, nothing else does.
+    ids.forEach((id, i) => {
+      const value = parsed[id];
+      if (typeof value !== "string") return;
+      const trimmed = value.trim();
+      const [open, close] = markers[i];
+      if (trimmed.length >= open.length + close.length && trimmed.startsWith(open) && trimmed.endsWith(close)) {
+        parsed[id] = trimmed.slice(open.length, trimmed.length - close.length).trim();
+      }
+    });
+  }
+  return parsed;
 }
 
 /**
@@ -114,41 +275,62 @@ export function buildMessages(request, options = {}) {
  * @param {string} [options.systemPrompt] see `buildMessages`
  * @param {Record<string, string>} [options.extraHeaders] added to every request
  *   (`Content-Type` and `Authorization` set by this provider win over them)
- * @returns {(request: object) => Promise<string>}
+ * @param {boolean} [options.structuredOutput=false] batches ask for a JSON object keyed
+ *   by id through `response_format: json_schema`
+ * @returns {(request: object) => Promise<unknown>} the translations, or
+ *   `{ translations, usage, limits }` when the reply reports usage or rate limits
+ * @throws {PacerError} code `invalid_options` when an option is invalid or unknown
  */
 export function openAIProvider(options) {
-  if (options === null || typeof options !== "object") {
-    throw new TypeError(`openAIProvider options must be an object (got ${describe(options)})`);
+  if (options === null || typeof options !== "object" || Array.isArray(options)) {
+    throw invalid(`openAIProvider options must be an object (got ${describe(options)})`);
   }
-  const { baseUrl, apiKey, model, fetch: fetchOption, temperature = 0, systemPrompt, extraHeaders } =
-    options;
+  // The names only: a misspelt `apikey` holds a key, whose value must not be printed.
+  for (const name of Object.keys(options)) {
+    if (!OPTION_NAMES.includes(name)) {
+      throw invalid(`openAIProvider has no option ${JSON.stringify(name)} (options: ${OPTION_NAMES.join(", ")})`);
+    }
+  }
+  const {
+    baseUrl,
+    apiKey,
+    model,
+    fetch: fetchOption,
+    temperature = 0,
+    systemPrompt,
+    extraHeaders,
+    structuredOutput = false,
+  } = options;
 
   if (typeof baseUrl !== "string" || !isHttpUrl(baseUrl)) {
-    throw new TypeError(`baseUrl must be a non-empty http(s) URL string (got ${describe(baseUrl)})`);
+    throw invalid(`baseUrl must be a non-empty http(s) URL string (got ${describe(baseUrl)})`);
   }
   if (typeof model !== "string" || model.trim() === "") {
-    throw new TypeError(`model must be a non-empty string (got ${describe(model)})`);
+    throw invalid(`model must be a non-empty string (got ${describe(model)})`);
   }
   // The key's value is never printed, not even when it has the wrong type. null counts
   // as "no key", like undefined, since settings storage often yields null.
   if (apiKey !== undefined && apiKey !== null && typeof apiKey !== "string") {
-    throw new TypeError(`apiKey must be a string if given (got <redacted>)`);
+    throw invalid(`apiKey must be a string if given (got <redacted>)`);
   }
   // Keys pasted from a settings page often carry a trailing newline: trim it. Any other
   // control or non-ASCII character is refused now, because fetch would reject the header
   // later with an error message that quotes the key.
   const key = typeof apiKey === "string" ? apiKey.trim() : "";
   if (key !== "" && !/^[\x21-\x7e]+$/.test(key)) {
-    throw new TypeError("apiKey must contain only visible ASCII characters (got <redacted>)");
+    throw invalid("apiKey must contain only visible ASCII characters (got <redacted>)");
   }
   if (fetchOption !== undefined && typeof fetchOption !== "function") {
-    throw new TypeError(`fetch must be a function if given (got ${describe(fetchOption)})`);
+    throw invalid(`fetch must be a function if given (got ${describe(fetchOption)})`);
   }
   if (typeof temperature !== "number" || !Number.isFinite(temperature) || temperature < 0) {
-    throw new TypeError(`temperature must be a finite number >= 0 (got ${describe(temperature)})`);
+    throw invalid(`temperature must be a finite number >= 0 (got ${describe(temperature)})`);
   }
   if (systemPrompt !== undefined && typeof systemPrompt !== "string") {
-    throw new TypeError(`systemPrompt must be a string if given (got ${describe(systemPrompt)})`);
+    throw invalid(`systemPrompt must be a string if given (got ${describe(systemPrompt)})`);
+  }
+  if (typeof structuredOutput !== "boolean") {
+    throw invalid(`structuredOutput must be a boolean (got ${describe(structuredOutput)})`);
   }
   const extra = validateExtraHeaders(extraHeaders);
 
@@ -168,11 +350,16 @@ export function openAIProvider(options) {
 
   return async function openAIChatProvider(request) {
     const signal = request.signal;
-    const body = JSON.stringify({
+    const texts = Array.isArray(request.texts) ? request.texts : [];
+    // Structured output only where it has something to key: a batch with one id a text.
+    const ids = structuredOutput && request.isBatch ? readIds(request, texts.length) : undefined;
+    const payload = {
       model,
-      messages: buildMessages(request, { systemPrompt }),
+      messages: buildMessages(request, { systemPrompt, structuredOutput: ids !== undefined }),
       temperature,
-    });
+    };
+    if (ids !== undefined) payload.response_format = translationSchema(ids);
+    const body = JSON.stringify(payload);
 
     // Looked up at call time so a fetch installed (or replaced) after creation is used.
     const fetchImpl = fetchOption ?? globalThis.fetch;
@@ -220,7 +407,9 @@ export function openAIProvider(options) {
     // An empty reply is never a translation of the non-empty text the pacer sends; failing
     // the call lets the pacer retry it instead of caching "" as the translation.
     if (typeof content !== "string" || content.trim() === "") {
-      const why = errorDetail(data);
+      // A model refusing a structured answer says why in `refusal`, not in `content`.
+      const refusal = typeof choice?.message?.refusal === "string" ? choice.message.refusal : "";
+      const why = refusal || errorDetail(data);
       const finish = typeof choice?.finish_reason === "string" ? ` (finish_reason: ${choice.finish_reason})` : "";
       throw new Error(
         `OpenAI-compatible API answered ${response.status} without text in choices[0].message.content` +
@@ -228,8 +417,146 @@ export function openAIProvider(options) {
           (why ? `: ${excerpt(why, redact)}` : ""),
       );
     }
-    return content;
+
+    const translations =
+      ids !== undefined ? readStructured(content, ids, readMarkers(request, texts.length)) : content;
+    const usage = readUsage(data?.usage);
+    const limits = readLimits(response.headers);
+    if (usage === undefined && limits === undefined) return translations;
+    const reply = { translations };
+    if (usage !== undefined) reply.usage = usage;
+    if (limits !== undefined) reply.limits = limits;
+    return reply;
   };
+}
+
+/** An `invalid_options` error, as every option error of the package is. */
+function invalid(message) {
+  return new PacerError("invalid_options", message);
+}
+
+/** `usage` as the pacer reads it, from the chat-completions names; undefined if none. */
+function readUsage(usage) {
+  if (usage === null || typeof usage !== "object") return undefined;
+  const out = {};
+  const count = (value) => typeof value === "number" && Number.isFinite(value) && value >= 0;
+  if (count(usage.prompt_tokens)) out.inputTokens = usage.prompt_tokens;
+  if (count(usage.completion_tokens)) out.outputTokens = usage.completion_tokens;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** One header's trimmed text, "" when absent or unreadable. */
+function header(headers, name) {
+  if (!headers || typeof headers.get !== "function") return "";
+  try {
+    const value = headers.get(name);
+    return typeof value === "string" ? value.trim() : "";
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * `limits` from OpenAI's and Groq's `x-ratelimit-*` headers (sent on replies and on
+ * 429s alike), undefined when none is present and readable. A value that cannot be read
+ * is left out rather than guessed.
+ */
+function readLimits(headers) {
+  const out = {};
+  const count = (text) => (/^\d+(?:\.\d+)?$/.test(text) ? Number(text) : undefined);
+  const fields = [
+    ["requestsRemaining", count(header(headers, "x-ratelimit-remaining-requests"))],
+    ["requestsResetMs", parseDuration(header(headers, "x-ratelimit-reset-requests"))],
+    ["tokensRemaining", count(header(headers, "x-ratelimit-remaining-tokens"))],
+    ["tokensResetMs", parseDuration(header(headers, "x-ratelimit-reset-tokens"))],
+  ];
+  for (const [name, value] of fields) if (value !== undefined) out[name] = value;
+  return Object.keys(out).length > 0 ? out : undefined;
+}
+
+/** Milliseconds in each unit of a Go duration (`time.Duration.String()`). */
+const DURATION_UNITS = { ns: 1e-6, us: 1e-3, "\u00b5s": 1e-3, "\u03bcs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+
+/**
+ * A reset time as OpenAI and Groq send it, in milliseconds rounded up: a Go duration
+ * ("6m0s", "1.5s", "20ms", "23h47m12.5s", "2m59.56s"; also protobuf's "45.8s") or whole
+ * seconds ("7"). Undefined for anything else (signs, empty parts, unknown units).
+ */
+function parseDuration(text) {
+  if (typeof text !== "string") return undefined;
+  const value = text.trim();
+  if (value === "") return undefined;
+  if (/^\d+(?:\.\d+)?$/.test(value)) return toWholeMs(Number(value) * 1000);
+  // Longer units first, so that "ms" is not read as "m" followed by garbage.
+  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/y;
+  let total = 0;
+  let at = 0;
+  while (at < value.length) {
+    part.lastIndex = at;
+    const match = part.exec(value);
+    if (match === null) return undefined;
+    total += Number(match[1]) * DURATION_UNITS[match[2]];
+    at = part.lastIndex;
+  }
+  return toWholeMs(total);
+}
+
+/** An error body as a plain object: OpenAI's `{ error }`, or Gemini's `[{ error }]`. */
+function errorBody(raw) {
+  let data;
+  try {
+    data = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  if (Array.isArray(data)) data = data.find((entry) => entry !== null && typeof entry === "object");
+  return data !== null && typeof data === "object" ? data : undefined;
+}
+
+/** The `details` of a Google-style error (`google.rpc.Status`), or []. */
+function errorDetails(body) {
+  const details = body?.error?.details;
+  return Array.isArray(details) ? details.filter((d) => d !== null && typeof d === "object") : [];
+}
+
+/** Gemini's wait: the `retryDelay` of a `google.rpc.RetryInfo` in the error body. */
+function bodyRetryDelay(body) {
+  for (const detail of errorDetails(body)) {
+    if (!String(detail["@type"] ?? "").endsWith("google.rpc.RetryInfo")) continue;
+    const delay = detail.retryDelay;
+    if (typeof delay === "string") {
+      const ms = parseDuration(delay);
+      if (ms !== undefined) return ms;
+    } else if (delay !== null && typeof delay === "object") {
+      // The protobuf message itself, as some clients and proxies re-encode it.
+      const seconds = Number(delay.seconds ?? 0);
+      const nanos = Number(delay.nanos ?? 0);
+      const ms = toWholeMs(seconds * 1000 + nanos / 1e6);
+      if (ms !== undefined) return ms;
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Which quota an error reports: "billing" for OpenAI's `insufficient_quota` (by code or
+ * type, never by message: Gemini's per-minute messages also say "check your plan and
+ * billing details") and for 402 (OpenRouter's and DeepSeek's "insufficient credits");
+ * "daily" for a Gemini QuotaFailure whose quotaId counts per day, or an OpenAI or Groq
+ * 429 "on requests per day (RPD)" / "tokens per day (TPD)"; "rate" for any other 429.
+ */
+function quotaOf(status, body) {
+  const error = body?.error;
+  const fields = error !== null && typeof error === "object" ? [error.code, error.type] : [];
+  if (status === 402 || fields.includes("insufficient_quota")) return "billing";
+  if (status !== 429) return undefined;
+  for (const detail of errorDetails(body)) {
+    if (!String(detail["@type"] ?? "").endsWith("google.rpc.QuotaFailure")) continue;
+    const violations = Array.isArray(detail.violations) ? detail.violations : [];
+    if (violations.some((v) => /PerDay/.test(String(v?.quotaId ?? "")))) return "daily";
+  }
+  if (/\b(?:requests|tokens) per day\b/i.test(errorDetail(body))) return "daily";
+  return "rate";
 }
 
 /** The error for a fetch that rejected: aborts as they are, anything else wrapped. */
@@ -251,53 +578,41 @@ function networkError(err, signal, url, redact, secrets) {
   return wrapped;
 }
 
-/** The error for an HTTP error status, shaped as the pacer reads it. */
+/**
+ * The error for an HTTP error status, shaped as the pacer reads it: always `status`;
+ * `retryAfterMs`, `limits` and `quota` when the response says them; a message that says
+ * what to do when the status is one no retry can fix.
+ */
 function httpError(response, raw, redact) {
   const status = Number(response.status);
   const reason = String(response.statusText || REASONS[status] || "").trim();
-  let detail = raw;
-  try {
-    detail = errorDetail(JSON.parse(raw)) || raw;
-  } catch {
-    // Not JSON: the raw text is the detail.
-  }
-  detail = excerpt(detail, redact);
-  const error = new Error(
-    `OpenAI-compatible API answered ${status}${reason ? ` ${redact(reason)}` : ""}${detail ? `: ${detail}` : ""}`,
-  );
+  const body = errorBody(raw);
+  const detail = excerpt((body && errorDetail(body)) || raw, redact);
+  const quota = quotaOf(status, body);
+  const hint =
+    quota === "billing" ? BILLING_HINT : quota === "daily" ? DAILY_HINT : SETTINGS_HINTS[status];
+  const head = `OpenAI-compatible API answered ${status}${reason ? ` ${redact(reason)}` : ""}`;
+  // With a hint, the hint leads (a settings page may show only the start of a message)
+  // and the server's own words follow in parentheses.
+  const message = hint
+    ? `${head}: ${hint}${detail ? ` (${detail})` : ""}`
+    : `${head}${detail ? `: ${detail}` : ""}`;
+  const error = new Error(message);
   error.status = status;
-  const retryAfterMs = readRetryAfter(response.headers);
+  const retryAfterMs = readRetryAfter(response.headers) ?? bodyRetryDelay(body);
   if (retryAfterMs !== undefined) error.retryAfterMs = retryAfterMs;
+  const limits = readLimits(response.headers);
+  if (limits !== undefined) error.limits = limits;
+  if (quota !== undefined) error.quota = quota;
   return error;
 }
 
 /**
- * Milliseconds to wait according to the response headers, or undefined. Reads
- * `retry-after-ms` (sent by OpenAI), then `Retry-After` as delta-seconds ("7", "1.5")
- * or as an HTTP-date (time from now, at least 0).
+ * Milliseconds to wait according to the response headers, or undefined: OpenAI's
+ * `retry-after-ms` first (finer), then `Retry-After` as the package reads it everywhere.
  */
 function readRetryAfter(headers) {
-  if (!headers || typeof headers.get !== "function") return undefined;
-  const get = (name) => {
-    try {
-      const value = headers.get(name);
-      return typeof value === "string" ? value.trim() : "";
-    } catch {
-      return "";
-    }
-  };
-  const ms = get("retry-after-ms");
-  if (/^\d+(\.\d+)?$/.test(ms)) return Math.ceil(Number(ms));
-
-  const value = get("retry-after");
-  if (/^\d+(\.\d+)?$/.test(value)) return Math.round(Number(value) * 1000);
-  // Only text with letters is taken for a date: Date.parse("7") or ("-5") would read
-  // a number as a year.
-  if (/[a-z]/i.test(value)) {
-    const at = Date.parse(value);
-    if (Number.isFinite(at)) return Math.max(0, at - Date.now());
-  }
-  return undefined;
+  return parseMilliseconds(header(headers, "retry-after-ms")) ?? parseRetryAfter(header(headers, "retry-after"));
 }
 
 /** The human-readable message inside an OpenAI-style error body, if any. */
@@ -375,17 +690,17 @@ function isHttpUrl(text) {
 function validateExtraHeaders(extraHeaders) {
   if (extraHeaders === undefined || extraHeaders === null) return {};
   if (typeof extraHeaders !== "object" || Array.isArray(extraHeaders)) {
-    throw new TypeError(
+    throw invalid(
       `extraHeaders must be an object of header names to strings (got ${describe(extraHeaders)})`,
     );
   }
   const out = {};
   for (const [name, value] of Object.entries(extraHeaders)) {
     if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name)) {
-      throw new TypeError(`extraHeaders has an invalid header name (got ${describe(name)})`);
+      throw invalid(`extraHeaders has an invalid header name (got ${describe(name)})`);
     }
     if (typeof value !== "string") {
-      throw new TypeError(`extraHeaders[${JSON.stringify(name)}] must be a string (got ${describe(value)})`);
+      throw invalid(`extraHeaders[${JSON.stringify(name)}] must be a string (got ${describe(value)})`);
     }
     out[name] = value;
   }

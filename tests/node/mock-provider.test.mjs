@@ -158,7 +158,9 @@ describe("translation", () => {
       context: "",
       attempt: 0,
     });
-    assert.deepEqual(reply.split(separator), texts.map((x) => pseudoTranslate(x, "fr")));
+    // The mock reports usage and x-ratelimit-* headers, so the reply carries them.
+    assert.equal(typeof reply.usage?.inputTokens, "number");
+    assert.deepEqual(reply.translations.split(separator), texts.map((x) => pseudoTranslate(x, "fr")));
   });
 });
 

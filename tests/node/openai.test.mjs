@@ -525,7 +525,8 @@ describe("the API key never leaks", () => {
         return e;
       }
     })();
-    assert.ok(err instanceof TypeError);
+    assert.ok(err instanceof PacerError);
+    assert.equal(err.code, "invalid_options");
     assert.match(err.message, /^apiKey .*\(got <redacted>\)$/);
     assertNoCanary(err, "DO-NOT-LEAK-123");
   });
@@ -549,11 +550,16 @@ describe("argument validation", () => {
     [{ ...base, extraHeaders: ["x"] }, /^extraHeaders must be .* \(got an array\)$/],
     [{ ...base, extraHeaders: { "X-A": 1 } }, /^extraHeaders\["X-A"\] must be a string \(got 1\)$/],
     [{ ...base, extraHeaders: { "bad name": "v" } }, /^extraHeaders has an invalid header name \(got "bad name"\)$/],
+    [{ ...base, structuredOutput: "yes" }, /^structuredOutput must be a boolean \(got "yes"\)$/],
+    [{ ...base, structuredOutput: 1 }, /^structuredOutput must be a boolean \(got 1\)$/],
+    [{ ...base, structuredOutputs: true }, /^openAIProvider has no option "structuredOutputs" \(options: baseUrl, .*structuredOutput\)$/],
+    [[], /^openAIProvider options must be an object \(got an array\)$/],
   ];
   for (const [options, expected] of cases) {
     test(`rejects ${inspect(options, { breakLength: Infinity })}`, () => {
       assert.throws(() => openAIProvider(options), (err) => {
-        assert.ok(err instanceof TypeError);
+        assert.ok(err instanceof PacerError);
+        assert.equal(err.code, "invalid_options");
         assert.match(err.message, expected);
         return true;
       });
@@ -563,7 +569,8 @@ describe("argument validation", () => {
   test("a non-string apiKey is named but its value is never printed", () => {
     for (const apiKey of [12345, { key: CANARY }, [CANARY]]) {
       assert.throws(() => openAIProvider({ ...base, apiKey }), (err) => {
-        assert.ok(err instanceof TypeError);
+        assert.ok(err instanceof PacerError);
+        assert.equal(err.code, "invalid_options");
         assert.equal(err.message, "apiKey must be a string if given (got <redacted>)");
         assertNoCanary(err);
         return true;
@@ -571,9 +578,21 @@ describe("argument validation", () => {
     }
   });
 
+  test("a misspelt option is named but its value is never printed", () => {
+    assert.throws(() => openAIProvider({ ...base, apikey: CANARY }), (err) => {
+      assert.ok(err instanceof PacerError);
+      assert.equal(err.code, "invalid_options");
+      assert.match(err.message, /no option "apikey"/);
+      assertNoCanary(err);
+      return true;
+    });
+  });
+
   test("valid options create a provider function", () => {
     assert.equal(typeof openAIProvider({ ...base }), "function");
     assert.equal(typeof openAIProvider({ ...base, apiKey: CANARY, temperature: 1, extraHeaders: {} }), "function");
+    assert.equal(typeof openAIProvider({ ...base, structuredOutput: true }), "function");
+    assert.equal(typeof openAIProvider({ ...base, structuredOutput: false }), "function");
   });
 });
 
@@ -638,21 +657,22 @@ describe("driven by BatchPacer", () => {
 
   test("a batch goes out as one chat completion and its reply is split per item", async (t) => {
     await init();
-    const srv = await startServer(t, (r, res) => {
-      const text = r.json.messages[1].content;
-      const system = r.json.messages[0].content;
-      const line = /lines containing only (\S+)/.exec(system)?.[1];
-      if (line === undefined) return sendJson(res, 200, completion(`<${text}>`));
-      const parts = text.split(`\n\n${line}\n\n`).map((x) => `<${x}>`);
-      sendJson(res, 200, completion(parts.join(`\n${line}\n`)));
-    });
+    const texts = ["one", "two %% two", "three"];
+    // The server "translates" by wrapping each source text where it stands and keeps
+    // everything else (markers or separator lines) as sent: a faithful model, whichever
+    // layout the pacer chose for the batch.
+    const pattern = new RegExp(texts.map((x) => x.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")).join("|"), "g");
+    const srv = await startServer(t, (r, res) =>
+      sendJson(res, 200, completion(r.json.messages[1].content.replace(pattern, (x) => `<${x}>`))),
+    );
     const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, model: "m" }), { batchDelayMs: 50, maxItemsPerBatch: 3 });
     t.after(() => pacer.dispose());
     const item = (text) => ({ text, sourceLang: "en", targetLang: "de", providerId: "openai" });
-    const results = await Promise.all(["one", "two %% two", "three"].map((x) => pacer.translate(item(x))));
+    const results = await Promise.all(texts.map((x) => pacer.translate(item(x))));
     assert.deepEqual(results, ["<one>", "<two %% two>", "<three>"]);
     assert.equal(srv.requests.length, 1);
-    assert.match(srv.requests[0].json.messages[0].content, /exactly 3 translated segments/);
+    const user = srv.requests[0].json.messages[1].content;
+    for (const x of texts) assert.ok(user.includes(x), `the batch's text holds ${JSON.stringify(x)}`);
   });
 
   test("a 429 with Retry-After pauses the pacer for that long, then the retry succeeds", async (t) => {
