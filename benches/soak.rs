@@ -278,6 +278,7 @@ impl Soak {
                 batch_pacer::Event::Fallback { .. } => "fallback",
                 batch_pacer::Event::Timeout { .. } => "timeout",
                 batch_pacer::Event::CacheError { .. } => "cacheError",
+                batch_pacer::Event::Blocked { .. } => "blocked",
             };
             *pacer.tally.events.entry(name).or_default() += 1;
         }
@@ -292,7 +293,7 @@ impl Soak {
         let correct = if self.rng.chance(300) {
             Reply::Texts(echoes.clone())
         } else {
-            Reply::Text(echoes.join(&call.separator))
+            Reply::Text(echoes.join(call.separator()))
         };
         // The provider's quota: over it, a 429 whose Retry-After (whole seconds, as HTTP
         // sends it) is when the oldest call of the window leaves it.
@@ -344,7 +345,7 @@ impl Soak {
                 }
                 // A single request's text reply is used verbatim: give it an array.
                 let reply = if call.is_batch {
-                    Reply::Text(wrong.join(&call.separator))
+                    Reply::Text(wrong.join(call.separator()))
                 } else {
                     Reply::Texts(wrong)
                 };
@@ -355,7 +356,7 @@ impl Soak {
                 let at = self.rng.below(empty.len() as u64) as usize;
                 empty[at] = " ".into();
                 let reply = if call.is_batch {
-                    Reply::Text(empty.join(&call.separator))
+                    Reply::Text(empty.join(call.separator()))
                 } else {
                     Reply::Texts(Vec::new())
                 };

@@ -75,7 +75,7 @@ impl Run {
         while let Some(call) = self.engine.poll_call() {
             assert!(!call.texts.is_empty(), "a call without texts");
             assert_eq!(call.is_batch, call.texts.len() > 1);
-            let token = call.separator.trim();
+            let token = call.separator().trim();
             assert!(call.texts.iter().all(|t| !t.contains(token)));
             assert!(
                 call.texts.iter().all(|t| !is_blank(t)),
@@ -154,7 +154,7 @@ impl Run {
         if as_array {
             Reply::Texts(echoes)
         } else {
-            Reply::Text(echoes.join(&call.separator))
+            Reply::Text(echoes.join(call.separator()))
         }
     }
 
@@ -169,7 +169,7 @@ impl Run {
                 vec![echoes[0].clone(), echoes[0].clone()]
             });
         }
-        let sep = &call.separator;
+        let sep = call.separator();
         let at = usize::from(form >> 3) % n;
         match form % 7 {
             0 => {
@@ -238,6 +238,8 @@ fn failure(bytes: &mut Bytes) -> Failure<()> {
             retry_after: None,
             message: "timed out".into(),
             cause: None,
+            limits: Default::default(),
+            quota: None,
         },
         _ => Failure::error(status, retry_after, "HTTP error").with_cause(()),
     }
@@ -257,7 +259,11 @@ fn elapse(bytes: &mut Bytes) -> Duration {
 
 fuzz_target!(|data: &[u8]| {
     let mut bytes = Bytes::new(data);
-    let options = batch_pacer::Options::default()
+    // The separator layout: this target's replies are built for it.
+    let options = batch_pacer::Options {
+        segment_format: batch_pacer::options::SegmentFormat::Separator,
+        ..batch_pacer::Options::default()
+    }
         .patched(&bytes.patch(4))
         .unwrap_or_default();
     trace!("options {options:?}");
