@@ -23,6 +23,7 @@ use crate::key_index::KeyIndex;
 use crate::markers;
 use crate::options::{OptionValue, Options, SegmentFormat};
 use crate::proof;
+use crate::quota::{self, ProviderQuota, TokenBudget};
 use crate::ready::ReadySet;
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
@@ -41,6 +42,8 @@ pub struct Item<'a> {
     pub compat: Compat<'a>,
     /// Higher is dispatched first.
     pub priority: f64,
+    /// Its input tokens by the user's `estimateTokens`; `None`: the built-in estimate.
+    pub tokens: Option<f64>,
 }
 
 /// Rejects an item field, naming it and the value it got.
@@ -67,6 +70,8 @@ struct Job {
     /// Its place in line: the highest priority of its waiters, then its arrival.
     priority: Priority,
     seq: u64,
+    /// Its estimated input tokens (0 without a token budget).
+    tokens: f32,
 }
 
 /// Tickets waiting on a job; one is the common case and needs no allocation.
@@ -181,6 +186,8 @@ struct Provider {
     /// A spent daily quota: until `until`, every item for the provider rejects without
     /// a call.
     daily_block: Option<DailyBlock>,
+    /// Its cost model and the limits it reported.
+    quota: ProviderQuota,
 }
 
 /// What items for a provider whose daily quota is spent reject with, and until when.
@@ -214,6 +221,9 @@ struct Running {
     deadline: Option<Instant>,
     /// How to read the reply.
     reading: Reading,
+    /// Its estimated cost before and after the provider's scaling (0 without estimates).
+    raw_cost: f64,
+    cost: f64,
 }
 
 /// How a call's reply is read back onto its items.
@@ -323,14 +333,25 @@ pub struct Engine<C> {
     scratch: Vec<u8>,
     /// The persistent store's bookkeeping, when one is configured.
     store: Option<Store>,
+    /// The token budget (`tokensPerMinute`), when one is set.
+    budget: Option<TokenBudget>,
+    /// Whether a provider has reported a token window: item token estimates are needed
+    /// then, budget or not.
+    token_windows: bool,
     disposed: bool,
 }
 
 fn limits_of(options: &Options) -> Limits {
+    let max_tokens = if options.tokens_per_minute > 0.0 {
+        quota::max_batch_input(options.tokens_per_minute)
+    } else {
+        f64::INFINITY
+    };
     Limits {
         max_items: usize::try_from(options.max_items_per_batch).unwrap_or(usize::MAX),
         max_chars: options.max_characters_per_batch,
         delay: Duration::from_millis(options.batch_delay_ms),
+        max_tokens,
     }
 }
 
@@ -340,6 +361,7 @@ impl<C: Clone> Engine<C> {
         Engine {
             limits: limits_of(&options),
             bucket: TokenBucket::full(options.rate, options.capacity, now),
+            budget: TokenBudget::new(options.tokens_per_minute, now),
             cache: Lru::new(usize::try_from(options.cache_entries).unwrap_or(usize::MAX)),
             options,
             now,
@@ -364,6 +386,7 @@ impl<C: Clone> Engine<C> {
             stats: Stats::default(),
             scratch: Vec::new(),
             store: None,
+            token_windows: false,
             disposed: false,
         }
     }
@@ -378,6 +401,24 @@ impl<C: Clone> Engine<C> {
         let mut stats = self.stats.clone();
         stats.in_flight = self.running.len() as u64;
         stats
+    }
+
+    /// Whether items need token estimates (a token budget, or a provider that reports
+    /// its token window): the driver then passes the user's `estimateTokens`, if any.
+    pub fn wants_token_estimates(&self) -> bool {
+        self.budget.is_some() || self.token_windows
+    }
+
+    /// An item's estimated input tokens, when they are needed.
+    fn input_tokens(&self, item: &Item<'_>) -> f32 {
+        if !self.wants_token_estimates() {
+            return 0.0;
+        }
+        let tokens = item
+            .tokens
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .unwrap_or_else(|| quota::input_tokens(item.text));
+        tokens as f32
     }
 
     /// Whether `handle_dispose` was called.
@@ -466,6 +507,7 @@ impl<C: Clone> Engine<C> {
         let seq = self.next_seq;
         self.next_seq += 1;
         let ticket = job_ticket(self.jobs.next_key());
+        let tokens = self.input_tokens(item);
         let job = self.jobs.insert(Job {
             key,
             text: item.text.into(),
@@ -473,6 +515,7 @@ impl<C: Clone> Engine<C> {
             batch: group,
             priority,
             seq,
+            tokens,
         });
         // On the (2^-64) chance that another job shares the first word, this one simply
         // goes without dedup.
@@ -483,6 +526,7 @@ impl<C: Clone> Engine<C> {
         let member = Member {
             job,
             chars: utf16_len(item.text),
+            tokens,
             priority,
             seq,
         };
@@ -663,9 +707,21 @@ impl<C: Clone> Engine<C> {
         let limits = limits_of(&next);
         let regroup = limits.max_items != self.limits.max_items
             || limits.max_chars != self.limits.max_chars
-            || limits.delay != self.limits.delay;
+            || limits.delay != self.limits.delay
+            || limits.max_tokens != self.limits.max_tokens;
+        let per_minute = next.tokens_per_minute;
         self.options = next;
         self.limits = limits;
+        match &mut self.budget {
+            Some(budget) if per_minute > 0.0 => budget.set_per_minute(self.now, per_minute),
+            _ => {
+                let had_estimates = self.wants_token_estimates();
+                self.budget = TokenBudget::new(per_minute, self.now);
+                if self.budget.is_some() && !had_estimates {
+                    self.estimate_queued_tokens();
+                }
+            }
+        }
         if regroup {
             self.regroup_open_batches();
         }
@@ -880,6 +936,13 @@ impl<C: Clone> Engine<C> {
             if let Some(adaptive) = &provider.adaptive {
                 at = at.max(adaptive.bucket.ready_at(self.now));
             }
+            if let Some(quota_at) = provider
+                .ready
+                .first()
+                .and_then(|first| self.quota_ready_at(provider, first.2))
+            {
+                at = at.max(quota_at);
+            }
             if at > self.now {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }
@@ -1072,6 +1135,7 @@ impl<C: Clone> Engine<C> {
             adaptive: None,
             episode: 0,
             daily_block: None,
+            quota: ProviderQuota::default(),
         });
         index
     }
@@ -1082,7 +1146,7 @@ impl<C: Clone> Engine<C> {
             return;
         };
         let (llm, provider, open) = (group.info.llm, group.provider, group.open);
-        if travels_alone(llm, member.chars, &self.limits) {
+        if travels_alone(llm, member.chars, member.tokens, &self.limits) {
             // Rule 2: an item longer than the limit makes the open batch due at once too,
             // so the earlier items are not left behind it for their whole window.
             if let Some(open_key) = open.filter(|_| llm) {
@@ -1102,7 +1166,7 @@ impl<C: Clone> Engine<C> {
             let fits = self
                 .batches
                 .get(open_key)
-                .is_some_and(|b| b.accepts(member.chars, &self.limits));
+                .is_some_and(|b| b.accepts(member.chars, member.tokens, &self.limits));
             if fits {
                 self.join(open_key, &member);
                 return;
@@ -1235,8 +1299,13 @@ impl<C: Clone> Engine<C> {
                         && p.adaptive.as_ref().is_none_or(|a| a.bucket.has_token(now))
                 })
                 .filter_map(|(i, p)| p.ready.first().map(|k| (*k, i)))
+                .filter(|(k, i)| {
+                    self.quota_ready_at(&self.providers[*i], k.2)
+                        .is_none_or(|at| at <= now)
+                })
                 .min();
             let Some((ready, index)) = best else {
+                self.announce_holds();
                 break;
             };
             // Items that reached a batch while the daily block held (after a store
@@ -1257,6 +1326,67 @@ impl<C: Clone> Engine<C> {
             }
             self.bucket.try_take(now);
             self.start(ready.2);
+        }
+    }
+
+    /// The raw estimate and the provider's cost of sending `batch` (0 when no estimates
+    /// are needed).
+    fn batch_cost(&self, provider: &Provider, batch: &Batch) -> (f64, f64) {
+        if !self.wants_token_estimates() {
+            return (0.0, 0.0);
+        }
+        let context = self
+            .groups
+            .get(batch.compat)
+            .map_or(0.0, |g| quota::input_tokens(&g.info.context));
+        let raw = quota::raw_cost(batch.tokens, context, batch.jobs.len() > 1);
+        (raw, provider.quota.cost(raw))
+    }
+
+    /// When the token budget and the provider's reported limits let `batch` start, if
+    /// not now.
+    fn quota_ready_at(&self, provider: &Provider, batch: Key) -> Option<Instant> {
+        if !self.wants_token_estimates() && provider.quota.held(self.now, 0.0).is_none() {
+            return None;
+        }
+        let batch = self.batches.get(batch)?;
+        let (_, cost) = self.batch_cost(provider, batch);
+        let held = provider.quota.held(self.now, cost).map(|(at, _)| at);
+        let budget = self
+            .budget
+            .as_ref()
+            .map(|b| b.ready_at(self.now, cost))
+            .filter(|at| *at > self.now);
+        match (held, budget) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    /// A `limited` event for each provider whose reported limits hold its due work, once
+    /// per hold.
+    fn announce_holds(&mut self) {
+        let now = self.now;
+        for index in 0..self.providers.len() {
+            let provider = &self.providers[index];
+            let Some(first) = provider.ready.first() else {
+                continue;
+            };
+            let Some(batch) = self.batches.get(first.2) else {
+                continue;
+            };
+            let (_, cost) = self.batch_cost(provider, batch);
+            let Some((until, why)) = provider.quota.held(now, cost) else {
+                continue;
+            };
+            let provider = &mut self.providers[index];
+            if provider.quota.announce(until) {
+                self.events.push_back(Event::Limited {
+                    provider_id: provider.id.clone(),
+                    reason: why,
+                    wait: until.since(now),
+                });
+            }
         }
     }
 
@@ -1282,7 +1412,21 @@ impl<C: Clone> Engine<C> {
         if group.open == Some(batch_key) {
             group.open = None;
         }
+        let compat = group.info.clone();
         let is_batch = texts.len() > 1;
+        let (raw_cost, cost) = match (
+            self.batches.get(batch_key),
+            self.providers.get(provider as usize),
+        ) {
+            (Some(batch), Some(p)) => self.batch_cost(p, batch),
+            _ => (0.0, 0.0),
+        };
+        if let Some(budget) = &mut self.budget {
+            budget.spend(self.now, cost);
+        }
+        if let Some(p) = self.providers.get_mut(provider as usize) {
+            p.quota.spend(self.now, cost);
+        }
         let (text, layout, instructions, reading) = lay_out(self.options.segment_format, &texts);
         self.stats.provider_calls += 1;
         self.stats.batch_calls += u64::from(is_batch);
@@ -1306,6 +1450,8 @@ impl<C: Clone> Engine<C> {
                 timeout,
                 deadline,
                 reading,
+                raw_cost,
+                cost,
             },
         );
         self.calls.push_back(Call {
@@ -1316,7 +1462,7 @@ impl<C: Clone> Engine<C> {
             layout,
             instructions,
             is_batch,
-            compat: group.info.clone(),
+            compat,
             attempt,
             timeout,
         });
@@ -1369,7 +1515,7 @@ impl<C: Clone> Engine<C> {
         let mut pool = vec![chosen];
         let mut seen = 0;
         let mut taken: Vec<(Key, Instant)> = Vec::new();
-        let (mut count, mut chars) = (0usize, 0u64);
+        let (mut count, mut chars, mut tokens) = (0usize, 0u64, 0f64);
         while let Some(&Reverse((priority, seq, _, _))) = line.peek() {
             let next = ready.get(seen).copied();
             if let Some((_, _, key)) = next.filter(|(p, s, _)| (*p, *s) < (priority, seq)) {
@@ -1383,13 +1529,17 @@ impl<C: Clone> Engine<C> {
             let Some(&Reverse((_, _, job, first_at))) = line.peek() else {
                 break;
             };
-            let c = self.jobs.get(job).map_or(0, |j| utf16_len(&j.text));
+            let (c, t) = self
+                .jobs
+                .get(job)
+                .map_or((0, 0.0), |j| (utf16_len(&j.text), j.tokens));
             // Rule 2: the first item that does not fit ends the call (a long one alone).
             let fits = count == 0
-                || (!travels_alone(true, c, &self.limits)
-                    && !travels_alone(true, chars, &self.limits)
+                || (!travels_alone(true, c, t, &self.limits)
+                    && !travels_alone(true, chars, tokens as f32, &self.limits)
                     && count < self.limits.max_items
-                    && chars.saturating_add(c) <= self.limits.max_chars);
+                    && chars.saturating_add(c) <= self.limits.max_chars
+                    && tokens + f64::from(t) <= self.limits.max_tokens);
             if !fits {
                 break;
             }
@@ -1397,6 +1547,7 @@ impl<C: Clone> Engine<C> {
             taken.push((job, first_at));
             count += 1;
             chars = chars.saturating_add(c);
+            tokens += f64::from(t);
         }
         if pool.len() == 1 {
             return chosen;
@@ -1434,7 +1585,7 @@ impl<C: Clone> Engine<C> {
                 continue;
             };
             match current {
-                Some(c) if self.may_join(c, member.chars) => self.join_unsent(c, &member),
+                Some(c) if self.may_join(c, &member) => self.join_unsent(c, &member),
                 _ => {
                     if let Some(done) = current {
                         self.make_ready(done);
@@ -1473,18 +1624,19 @@ impl<C: Clone> Engine<C> {
         self.jobs.get(job).map(|j| Member {
             job,
             chars: utf16_len(&j.text),
+            tokens: j.tokens,
             priority: j.priority,
             seq: j.seq,
         })
     }
 
-    /// Whether an item of `chars` characters may join batch `key` (rule 2).
-    fn may_join(&self, key: Key, chars: u64) -> bool {
-        !travels_alone(true, chars, &self.limits)
+    /// Whether `member` may join batch `key` (rule 2).
+    fn may_join(&self, key: Key, member: &Member) -> bool {
+        !travels_alone(true, member.chars, member.tokens, &self.limits)
             && self
                 .batches
                 .get(key)
-                .is_some_and(|b| b.accepts(chars, &self.limits))
+                .is_some_and(|b| b.accepts(member.chars, member.tokens, &self.limits))
     }
 
     /// A batch for an item that was due already.
@@ -1571,9 +1723,10 @@ impl<C: Clone> Engine<C> {
         let group = batch.compat;
         for (job_key, translation) in proven {
             if let Some(job) = self.jobs.get(job_key) {
-                let chars = utf16_len(&job.text);
+                let (chars, tokens) = (utf16_len(&job.text), f64::from(job.tokens));
                 if let Some(batch) = self.batches.get_mut(run.batch) {
                     batch.chars = batch.chars.saturating_sub(chars);
+                    batch.tokens -= tokens;
                 }
             }
             self.resolve_job(job_key, group, translation);
@@ -1636,6 +1789,9 @@ impl<C: Clone> Engine<C> {
             FailureKind::BadReply | FailureKind::Timeout => FailureClass::Transient,
         };
         let too_long = failure.retry_after.is_some_and(|r| r > MAX_RETRY_AFTER);
+        if failure.status == Some(413) && self.split_in_halves(run.batch) {
+            return;
+        }
         if failure.kind == FailureKind::Error {
             let reason = match (failure.quota, failure.status) {
                 (Some(Quota::Billing), _) => Some(BlockReason::Billing),
@@ -1692,13 +1848,58 @@ impl<C: Clone> Engine<C> {
         }
     }
 
-    /// Takes in what a provider reported with an answer or an error.
-    fn take_report(&mut self, _run: &Running, report: &Report, failure: Option<&Failure<C>>) {
+    /// Takes in what a provider reported with an answer or an error: usage corrects the
+    /// budget and the provider's estimates, limits hold its later calls.
+    fn take_report(&mut self, run: &Running, report: &Report, failure: Option<&Failure<C>>) {
+        let now = self.now;
+        let Some(provider) = self.providers.get_mut(run.provider as usize) else {
+            return;
+        };
         if let Some(usage) = report.usage {
             self.stats.input_tokens += usage.input_tokens as u64;
             self.stats.output_tokens += usage.output_tokens as u64;
+            if let Some(budget) = &mut self.budget {
+                let actual = usage.input_tokens + usage.output_tokens;
+                budget.correct(now, run.cost, actual);
+            }
+            provider.quota.learn(run.raw_cost, &usage);
         }
-        let _ = failure;
+        let limits = failure.map_or(&report.limits, |f| &f.limits);
+        provider.quota.report(now, limits);
+        if limits.tokens_remaining.is_some() && !self.token_windows {
+            self.token_windows = true;
+            self.estimate_queued_tokens();
+        }
+    }
+
+    /// Token estimates became needed (a budget was set, or a provider reported its token
+    /// window): the queued items get theirs, and the batches are rebuilt under the token
+    /// limit.
+    fn estimate_queued_tokens(&mut self) {
+        let mut changed = false;
+        for job in self.jobs.values_mut() {
+            if job.tokens == 0.0 {
+                job.tokens = quota::input_tokens(&job.text) as f32;
+                changed = true;
+            }
+        }
+        if changed {
+            let mut sums: Vec<(Key, f64)> = Vec::new();
+            for (key, batch) in self.batches.iter() {
+                let sum = batch
+                    .jobs
+                    .iter()
+                    .filter_map(|j| self.jobs.get(*j))
+                    .map(|j| f64::from(j.tokens))
+                    .sum();
+                sums.push((key, sum));
+            }
+            for (key, sum) in sums {
+                if let Some(batch) = self.batches.get_mut(key) {
+                    batch.tokens = sum;
+                }
+            }
+        }
     }
 
     /// No call to the provider can succeed until the user acts or a daily quota resets:
@@ -1904,6 +2105,42 @@ impl<C: Clone> Engine<C> {
         });
     }
 
+    /// A 413 (the request is too large for the model or the quota): the batch goes out
+    /// again as two halves, each taking a token; a single item cannot be split.
+    fn split_in_halves(&mut self, batch_key: Key) -> bool {
+        if self.batches.get(batch_key).is_none_or(|b| b.jobs.len() < 2) {
+            return false;
+        }
+        let Some(batch) = self.batches.remove(batch_key) else {
+            return false;
+        };
+        self.stats.queued += batch.jobs.len() as u64;
+        let half = batch.jobs.len().div_ceil(2);
+        for part in batch.jobs.chunks(half) {
+            let mut members = part.iter().filter_map(|j| self.member(*j));
+            let Some(first) = members.next() else {
+                continue;
+            };
+            let rest: Vec<Member> = members.collect();
+            let key = self.new_batch(&first, batch.compat, batch.provider, batch.first_at);
+            for member in &rest {
+                self.join_unsent(key, member);
+            }
+            if let Some(b) = self.batches.get_mut(key) {
+                // Still the same texts: the halves keep the batch's tries and place in line.
+                b.sealed = true;
+                b.attempts = batch.attempts;
+                b.mismatches = batch.mismatches;
+                b.errors = batch.errors;
+                b.rate_limits = batch.rate_limits;
+                b.priority = batch.priority;
+                b.seq = batch.seq;
+            }
+            self.make_ready(key);
+        }
+        true
+    }
+
     /// Sends each item of a batch alone.
     fn fall_back(&mut self, batch_key: Key) {
         let Some(batch) = self.batches.remove(batch_key) else {
@@ -1923,6 +2160,7 @@ impl<C: Clone> Engine<C> {
             let member = Member {
                 job: job_key,
                 chars: utf16_len(&job.text),
+                tokens: job.tokens,
                 priority: batch.priority,
                 seq: batch.seq,
             };
@@ -1987,6 +2225,7 @@ impl<C: Clone> Engine<C> {
             let before = ready_key(batch_key, batch);
             batch.jobs.retain(|j| *j != job_key);
             batch.chars = batch.chars.saturating_sub(utf16_len(&job.text));
+            batch.tokens -= f64::from(job.tokens);
             if batch.jobs.is_empty() {
                 let (state, provider) = (batch.state, batch.provider);
                 self.batches.remove(batch_key);
@@ -2045,6 +2284,7 @@ impl<C: Clone> Engine<C> {
                     let member = Member {
                         job: job_key,
                         chars: utf16_len(&job.text),
+                        tokens: job.tokens,
                         priority: job.priority,
                         seq: job.seq,
                     };

@@ -34,6 +34,7 @@ mod key_index;
 pub mod markers;
 pub mod options;
 pub mod proof;
+pub mod quota;
 mod ready;
 pub mod retry;
 pub mod settle;

@@ -176,3 +176,129 @@ fn usage_is_counted_in_the_statistics() {
     let stats = sim.engine.stats();
     assert_eq!((stats.input_tokens, stats.output_tokens), (120, 30));
 }
+
+#[test]
+fn a_token_budget_paces_calls_by_their_estimated_cost() {
+    // About 6 tokens a text (built-in estimate of "paragraph N" doubled for output, plus
+    // the prompt): a 1,200 tokens-a-minute budget takes a few calls, then 20 tokens a
+    // second refill it.
+    let mut sim = Sim::new(
+        marker_options(&[("tokensPerMinute", 1200.0), ("maxItemsPerBatch", 1.0)]),
+        echo_provider(10.0),
+    );
+    let tickets: Vec<_> = texts(40).iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    for t in &tickets {
+        sim.ok(*t);
+    }
+    let starts = sim.starts_ms();
+    // The request bucket alone (rate 8, capacity 60) would start all 40 at once.
+    let at_once = starts.iter().filter(|s| **s <= 100.0).count();
+    assert!(at_once < 40, "{at_once} calls at once");
+    // Never more than a minute's worth of tokens spent plus what refilled.
+    let per_call =
+        batch_pacer::quota::raw_cost(batch_pacer::quota::input_tokens("paragraph 10"), 0.0, false);
+    let last = *starts.last().unwrap();
+    let spent = per_call * starts.len() as f64;
+    assert!(
+        spent <= 1200.0 + 20.0 * last / 1000.0 + per_call,
+        "{spent} tokens by {last} ms"
+    );
+}
+
+#[test]
+fn a_batch_never_grows_past_what_the_budget_can_hold() {
+    let long = "word ".repeat(150);
+    let mut sim = Sim::new(
+        marker_options(&[
+            ("tokensPerMinute", 600.0),
+            ("maxCharactersPerBatch", 100000.0),
+        ]),
+        echo_provider(10.0),
+    );
+    let texts: Vec<String> = (0..4).map(|i| format!("{i} {long}")).collect();
+    let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    for (t, text) in tickets.iter().zip(&texts) {
+        assert_eq!(sim.ok(*t), echo(text));
+    }
+    let limit = batch_pacer::quota::max_batch_input(600.0);
+    for call in &sim.calls {
+        let input: f64 = call
+            .texts
+            .iter()
+            .map(|t| batch_pacer::quota::input_tokens(t))
+            .sum();
+        assert!(call.texts.len() == 1 || input <= limit, "{input} > {limit}");
+    }
+    assert!(sim.calls.len() >= 2, "the four do not fit one batch");
+}
+
+#[test]
+fn reported_limits_hold_calls_before_any_429() {
+    // The first call is answered by hand below, with the limits.
+    let mut sim = Sim::new(
+        marker_options(&[("maxItemsPerBatch", 1.0)]),
+        |call: &Call, _| match call.texts[0].as_str() {
+            "first" => Answer::Hang,
+            _ => Answer::After(Duration::from_millis(10.0), Ok(echo_reply(call))),
+        },
+    );
+    let first = sim.translate(&item("first"));
+    sim.drive_until(ms(100.0));
+    let id = sim.calls[0].id;
+    let report = batch_pacer::Report {
+        limits: batch_pacer::ReportedLimits {
+            requests_remaining: Some(0.0),
+            requests_reset: Some(Duration::from_millis(5000.0)),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    sim.engine
+        .handle_response_reported(ms(101.0), id, Ok(Reply::Text("F".into())), report);
+    sim.drain();
+    assert_eq!(sim.ok(first), "F");
+    let later: Vec<_> = texts(3).iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    for t in &later {
+        sim.ok(*t);
+    }
+    let starts = sim.starts_ms();
+    assert!(starts[1..].iter().all(|s| *s >= 5101.0), "{starts:?}");
+    assert!(sim.events.iter().any(|(_, e)| matches!(
+        e,
+        Event::Limited {
+            reason: batch_pacer::quota::Held::Requests,
+            ..
+        }
+    )));
+}
+
+#[test]
+fn a_413_splits_the_batch_in_halves_down_to_single_items() {
+    let mut sim = Sim::new(marker_options(&[]), |call: &Call, _| {
+        let outcome = if call.texts.len() > 1 {
+            Err(http_error(413, None))
+        } else {
+            Ok(echo_reply(call))
+        };
+        Answer::After(Duration::from_millis(10.0), outcome)
+    });
+    let texts = texts(4);
+    let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    for (t, text) in tickets.iter().zip(&texts) {
+        assert_eq!(sim.ok(*t), echo(text));
+    }
+    let sizes: Vec<usize> = sim.calls.iter().map(|c| c.texts.len()).collect();
+    assert_eq!(sizes, [4, 2, 2, 1, 1, 1, 1]);
+    // A single item that is too large fails for good.
+    let mut sim = Sim::new(marker_options(&[]), |_: &Call, _| {
+        Answer::After(Duration::from_millis(10.0), Err(http_error(413, None)))
+    });
+    let t = sim.translate(&item("x"));
+    sim.drive();
+    assert_eq!(sim.code(t), ErrorCode::ProviderError);
+    assert_eq!(sim.calls.len(), 1);
+}

@@ -78,6 +78,7 @@ impl ItemFields {
                 llm: self.llm,
             },
             priority: self.priority,
+            tokens: None,
         }
     }
 }
@@ -651,6 +652,12 @@ enum EventView<'a> {
         operation: &'static str,
         message: &'a str,
     },
+    Limited {
+        provider_id: &'a str,
+        reason: &'static str,
+        reset_ms: f64,
+        retry_at: f64,
+    },
     Blocked {
         provider_id: &'a str,
         reason: &'static str,
@@ -709,6 +716,16 @@ pub fn event_object(event: &Event) -> JsValue {
         },
         Event::Timeout { provider_id } => EventView::Timeout { provider_id },
         Event::CacheError { operation, message } => EventView::CacheError { operation, message },
+        Event::Limited {
+            provider_id,
+            reason,
+            wait,
+        } => EventView::Limited {
+            provider_id,
+            reason: reason.as_str(),
+            reset_ms: wait.as_millis(),
+            retry_at: wall_time_in(*wait),
+        },
         Event::Blocked {
             provider_id,
             reason,
