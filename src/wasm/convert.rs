@@ -424,9 +424,10 @@ fn retry_after(error: &JsValue) -> Option<Duration> {
     }
 }
 
-#[wasm_bindgen(module = "/src/wasm/call-host.js")]
+// The package's one Retry-After reading, shared with openAIProvider.
+#[wasm_bindgen(module = "/js/retry-after.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = retryAfterMs)]
+    #[wasm_bindgen(js_name = parseRetryAfter)]
     fn retry_after_ms(text: &JsValue) -> JsValue;
 }
 
