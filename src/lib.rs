@@ -29,6 +29,7 @@ pub mod engine;
 pub mod estimate;
 mod hash;
 mod id_table;
+pub mod item;
 pub mod key;
 mod key_index;
 pub mod markers;

@@ -22,7 +22,7 @@ use crate::{ErrorCode, Options};
 pub fn cache_key(item: JsValue) -> Result<String, JsValue> {
     let fields = convert::item_fields(&item).map_err(|e| errors::js_error(&e))?;
     let item = fields.item();
-    crate::engine::validate(&item).map_err(|e| errors::js_error(&e))?;
+    crate::item::validate(&item).map_err(|e| errors::js_error(&e))?;
     Ok(to_hex(&item_key(&item.compat, item.text)))
 }
 
