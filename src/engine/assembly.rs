@@ -78,7 +78,7 @@ impl<C: Clone> Engine<C> {
         match due_at {
             Some((true, _)) => self.make_ready(batch),
             Some((false, at)) if at <= self.now => self.make_ready(batch),
-            Some((false, at)) => self.timers.push(Reverse((at, Timer::Due(batch)))),
+            Some((false, at)) => self.timers.push(at, Timer::Due(batch)),
             None => {}
         }
     }

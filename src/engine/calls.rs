@@ -175,7 +175,7 @@ impl<C: Clone> Engine<C> {
             (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms));
         let deadline = timeout.map(|t| self.now + t);
         if let Some(deadline) = deadline {
-            self.timers.push(Reverse((deadline, Timer::Deadline(id))));
+            self.timers.push(deadline, Timer::Deadline(id));
         }
         self.running.insert(
             id,

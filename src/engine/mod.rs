@@ -88,7 +88,7 @@ pub struct Engine<C> {
     group_by_fields: KeyIndex,
     providers: Vec<Provider>,
     running: IdTable<Running>,
-    timers: BinaryHeap<Reverse<(Instant, Timer)>>,
+    timers: Timers,
     cache: Lru,
     next_counted_ticket: Ticket,
     next_call: CallId,
@@ -129,7 +129,7 @@ impl<C: Clone> Engine<C> {
             group_by_fields: KeyIndex::default(),
             providers: Vec::new(),
             running: IdTable::default(),
-            timers: BinaryHeap::new(),
+            timers: Timers::default(),
             next_counted_ticket: COUNTED_TICKET,
             next_call: 1,
             next_seq: 0,
@@ -284,7 +284,7 @@ impl<C: Clone> Engine<C> {
                     },
                 );
                 if let Some(deadline) = deadline {
-                    self.timers.push(Reverse((deadline, Timer::Lookup(job))));
+                    self.timers.push(deadline, Timer::Lookup(job));
                 }
             }
             None => {
@@ -497,7 +497,7 @@ impl<C: Clone> Engine<C> {
         self.providers.iter_mut().for_each(|p| p.ready.clear());
         // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
         // element type, dropping the old one is not.
-        self.timers = BinaryHeap::new();
+        self.timers = Timers::default();
         self.calls = VecDeque::new();
         if let Some(store) = &mut self.store {
             store.clear();
@@ -528,7 +528,7 @@ impl<C: Clone> Engine<C> {
     /// When to call `handle_timeout` next; `None` when only a response or a new item
     /// can move anything.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut next = self.timers.peek().map(|Reverse((at, _))| *at);
+        let mut next = self.timers.next();
         if self.disposed || self.at_call_limit() {
             return next;
         }
@@ -558,27 +558,6 @@ impl<C: Clone> Engine<C> {
     /// matter from the top of the heap so `poll_timeout` does not wake anyone for nothing.
     fn after_input(&mut self) {
         self.pump();
-        while let Some(&Reverse((_, timer))) = self.timers.peek() {
-            let live = match timer {
-                Timer::Due(key) => self
-                    .batches
-                    .get(key)
-                    .is_some_and(|b| b.state == State::Collecting),
-                Timer::Backoff(key) => self
-                    .batches
-                    .get(key)
-                    .is_some_and(|b| matches!(b.state, State::Backoff(_))),
-                Timer::Deadline(id) => self.running.contains(id),
-                Timer::Lookup(job) => self
-                    .store
-                    .as_ref()
-                    .is_some_and(|s| s.pending(job).is_some()),
-                Timer::PauseEnd => self.providers.iter().any(|p| p.paused_until > self.now),
-            };
-            if live {
-                break;
-            }
-            self.timers.pop();
-        }
+        self.drop_dead_timers();
     }
 }

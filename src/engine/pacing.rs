@@ -125,7 +125,7 @@ impl<C: Clone> Engine<C> {
         let until = now + pause;
         if until > provider.paused_until {
             provider.paused_until = until;
-            self.timers.push(Reverse((until, Timer::PauseEnd)));
+            self.timers.push(until, Timer::PauseEnd);
         }
         self.events.push_back(Event::RateLimited {
             provider_id: provider.id.clone(),

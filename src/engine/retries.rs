@@ -117,8 +117,7 @@ impl<C: Clone> Engine<C> {
         } else {
             let until = now + delay;
             batch.state = State::Backoff(until);
-            self.timers
-                .push(Reverse((until, Timer::Backoff(batch_key))));
+            self.timers.push(until, Timer::Backoff(batch_key));
         }
         let provider_id = self.provider_id(provider);
         self.events.push_back(Event::Retry {
