@@ -167,10 +167,10 @@ impl<C: Clone> Engine<C> {
             p.quota.spend(self.now, cost);
         }
         let (text, layout, instructions, reading) = lay_out(self.options.segment_format, &texts);
-        self.stats.provider_calls += 1;
-        self.stats.batch_calls += u64::from(is_batch);
-        self.stats.retries += u64::from(attempt > 0);
-        self.stats.queued -= texts.len() as u64;
+        self.out.stats.provider_calls += 1;
+        self.out.stats.batch_calls += u64::from(is_batch);
+        self.out.stats.retries += u64::from(attempt > 0);
+        self.out.stats.queued -= texts.len() as u64;
         let timeout =
             (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms));
         let deadline = timeout.map(|t| self.now + t);
@@ -193,7 +193,7 @@ impl<C: Clone> Engine<C> {
                 cost,
             },
         );
-        self.calls.push_back(Call {
+        self.out.calls.push_back(Call {
             id,
             ids: markers::ids(texts.len()),
             texts,
@@ -280,12 +280,12 @@ impl<C: Clone> Engine<C> {
     /// The reply did not prove every item of the batch (`got` of `expected`, the proven
     /// ones already resolved): the rest are retried, then sent one by one.
     pub(super) fn on_mismatch(&mut self, run: Running, expected: usize, got: usize) {
-        self.stats.count_mismatches += 1;
+        self.out.stats.count_mismatches += 1;
         let provider_id = self.provider_id(run.provider);
         let Some(batch) = self.batches.get_mut(run.batch) else {
             return;
         };
-        self.events.push_back(Event::CountMismatch {
+        self.out.events.push_back(Event::CountMismatch {
             provider_id: provider_id.clone(),
             expected,
             got,

@@ -91,12 +91,7 @@ impl<C: Clone> Engine<C> {
     }
 
     pub(super) fn resolve(&mut self, ticket: Ticket, translation: String) {
-        self.stats.succeeded += 1;
-        self.stats.pending -= 1;
-        self.settled.push_back(Settled {
-            ticket,
-            result: Ok(translation),
-        });
+        self.out.settle(ticket, Ok(translation));
     }
 
     /// A job's translation is known: every waiter resolves, the cache and store learn it.
@@ -144,7 +139,7 @@ impl<C: Clone> Engine<C> {
         if let Some(store) = &mut self.store {
             store.forget(job_key);
         }
-        self.stats.queued -= 1;
+        self.out.stats.queued -= 1;
         let batch_key = job.batch;
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
@@ -189,12 +184,7 @@ impl<C: Clone> Engine<C> {
             self.after_job_removed(batch.compat);
             for ticket in job.waiters.take() {
                 self.job_by_ticket.remove(ticket);
-                self.stats.failed += 1;
-                self.stats.pending -= 1;
-                self.settled.push_back(Settled {
-                    ticket,
-                    result: Err(error.clone()),
-                });
+                self.out.settle(ticket, Err(error.clone()));
             }
         }
     }
@@ -205,7 +195,7 @@ impl<C: Clone> Engine<C> {
             return;
         };
         let (state, provider, group) = (batch.state, batch.provider, batch.compat);
-        self.stats.queued -= batch.jobs.len() as u64;
+        self.out.stats.queued -= batch.jobs.len() as u64;
         if state == State::Ready {
             let key = ready_key(batch_key, batch);
             if let Some(p) = self.providers.get_mut(provider as usize) {

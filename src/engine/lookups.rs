@@ -22,7 +22,7 @@ impl<C: Clone> Engine<C> {
 
     /// Reports a failed `store.set`; it changes nothing but the events.
     pub fn handle_store_failure(&mut self, message: String) {
-        self.events.push_back(Event::CacheError {
+        self.out.events.push_back(Event::CacheError {
             operation: "set",
             message,
         });
@@ -47,7 +47,7 @@ impl<C: Clone> Engine<C> {
         };
         match result {
             LookupResult::Hit(translation) => {
-                self.stats.cache_hits += 1;
+                self.out.stats.cache_hits += 1;
                 if let Some(mut job) = self.jobs.remove(job_key) {
                     self.forget_job_key(job_key, job.key);
                     self.cache.put(job.key, &translation);
@@ -63,12 +63,12 @@ impl<C: Clone> Engine<C> {
             }
             LookupResult::Miss | LookupResult::Failed(_) => {
                 if let LookupResult::Failed(message) = result {
-                    self.events.push_back(Event::CacheError {
+                    self.out.events.push_back(Event::CacheError {
                         operation: "get",
                         message,
                     });
                 }
-                self.stats.queued += 1;
+                self.out.stats.queued += 1;
                 // A twin may have raised the job's priority during the lookup.
                 let mut member = pending.member;
                 if let Some(j) = self.jobs.get(job_key) {

@@ -22,6 +22,7 @@ mod dealing;
 mod groups;
 mod jobs;
 mod lookups;
+mod outbox;
 mod pacing;
 mod quotas;
 mod restart;
@@ -32,6 +33,7 @@ use assembly::*;
 use calls::*;
 use groups::*;
 use jobs::*;
+use outbox::*;
 use pacing::*;
 use quotas::*;
 use retries::*;
@@ -93,11 +95,8 @@ pub struct Engine<C> {
     next_counted_ticket: Ticket,
     next_call: CallId,
     next_seq: u64,
-    calls: VecDeque<Call>,
-    cancels: VecDeque<CallId>,
-    settled: VecDeque<Settled<C>>,
-    events: VecDeque<Event>,
-    stats: Stats,
+    /// Calls, cancels, settled items, events and statistics for the driver.
+    out: Outbox<C>,
     scratch: Vec<u8>,
     /// The persistent store's bookkeeping, when one is configured.
     store: Option<Store>,
@@ -133,11 +132,7 @@ impl<C: Clone> Engine<C> {
             next_counted_ticket: COUNTED_TICKET,
             next_call: 1,
             next_seq: 0,
-            calls: VecDeque::new(),
-            cancels: VecDeque::new(),
-            settled: VecDeque::new(),
-            events: VecDeque::new(),
-            stats: Stats::default(),
+            out: Outbox::default(),
             scratch: Vec::new(),
             store: None,
             token_windows: false,
@@ -152,7 +147,7 @@ impl<C: Clone> Engine<C> {
 
     /// Counters and gauges.
     pub fn stats(&self) -> Stats {
-        let mut stats = self.stats.clone();
+        let mut stats = self.out.stats.clone();
         stats.in_flight = self.running.len() as u64;
         stats
     }
@@ -175,14 +170,10 @@ impl<C: Clone> Engine<C> {
         self.advance(now);
         if self.disposed {
             let ticket = self.counted_ticket();
-            self.settled.push_back(Settled {
-                ticket,
-                result: Err(disposed_error()),
-            });
+            self.out.settle_unaccepted(ticket, disposed_error());
             return Ok(ticket);
         }
-        self.stats.items += 1;
-        self.stats.pending += 1;
+        self.out.accept();
         if is_blank(item.text) {
             let ticket = self.counted_ticket();
             self.resolve(ticket, item.text.to_owned());
@@ -192,7 +183,7 @@ impl<C: Clone> Engine<C> {
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
             let ticket = self.counted_ticket();
-            self.stats.cache_hits += 1;
+            self.out.stats.cache_hits += 1;
             self.resolve(ticket, hit);
             self.release_group_if_idle(group);
             return Ok(ticket);
@@ -200,12 +191,7 @@ impl<C: Clone> Engine<C> {
         let provider = self.groups.get(group).map_or(0, |g| g.provider);
         if let Some(error) = self.daily_blocked(provider) {
             let ticket = self.counted_ticket();
-            self.stats.failed += 1;
-            self.stats.pending -= 1;
-            self.settled.push_back(Settled {
-                ticket,
-                result: Err(error),
-            });
+            self.out.settle(ticket, Err(error));
             self.release_group_if_idle(group);
             return Ok(ticket);
         }
@@ -216,7 +202,7 @@ impl<C: Clone> Engine<C> {
             .filter(|j| self.jobs.get(*j).is_some_and(|job| job.key == key));
         if let Some(job) = twin {
             let ticket = self.counted_ticket();
-            self.stats.dedup_hits += 1;
+            self.out.stats.dedup_hits += 1;
             self.job_by_ticket.insert(ticket, job);
             if let Some(j) = self.jobs.get_mut(job) {
                 j.waiters.push(ticket);
@@ -229,8 +215,7 @@ impl<C: Clone> Engine<C> {
         }
         if self.options.max_queued > 0 && self.job_by_key.len() as u64 >= self.options.max_queued {
             // Not accepted after all: it never counted as an item.
-            self.stats.items -= 1;
-            self.stats.pending -= 1;
+            self.out.unaccept();
             self.release_group_if_idle(group);
             return Err(PacerFailure::new(
                 ErrorCode::QueueFull,
@@ -288,7 +273,7 @@ impl<C: Clone> Engine<C> {
                 }
             }
             None => {
-                self.stats.queued += 1;
+                self.out.stats.queued += 1;
                 self.place(member, group, now);
             }
         }
@@ -352,14 +337,12 @@ impl<C: Clone> Engine<C> {
         self.validate_unless_disposed(item)?;
         self.advance(now);
         let ticket = self.counted_ticket();
-        let result = if self.disposed {
-            Err(disposed_error())
+        if self.disposed {
+            self.out.settle_unaccepted(ticket, disposed_error());
         } else {
-            self.stats.items += 1;
-            self.stats.aborted += 1;
-            Err(aborted_error())
-        };
-        self.settled.push_back(Settled { ticket, result });
+            self.out.accept();
+            self.out.settle(ticket, Err(aborted_error()));
+        }
         Ok(ticket)
     }
 
@@ -380,15 +363,7 @@ impl<C: Clone> Engine<C> {
         let Some(job_key) = job_key else {
             return;
         };
-        self.stats.aborted += 1;
-        self.stats.pending -= 1;
-        self.settled.push_back(Settled {
-            ticket,
-            result: Err(PacerFailure::new(
-                ErrorCode::Aborted,
-                "the item was aborted",
-            )),
-        });
+        self.out.settle(ticket, Err(aborted_error()));
         let Some(job) = self.jobs.get_mut(job_key) else {
             return;
         };
@@ -473,18 +448,13 @@ impl<C: Clone> Engine<C> {
         }
         self.disposed = true;
         for id in self.running.ids() {
-            self.cancels.push_back(id);
+            self.out.cancels.push_back(id);
         }
         self.running.clear();
         for job in self.jobs.drain() {
             let mut waiters = job.waiters;
             for ticket in waiters.take() {
-                self.stats.disposed += 1;
-                self.stats.pending -= 1;
-                self.settled.push_back(Settled {
-                    ticket,
-                    result: Err(disposed_error()),
-                });
+                self.out.settle(ticket, Err(disposed_error()));
             }
         }
         // Fresh slabs rather than drained ones: nothing is created after dispose, so no
@@ -498,31 +468,31 @@ impl<C: Clone> Engine<C> {
         // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
         // element type, dropping the old one is not.
         self.timers = Timers::default();
-        self.calls = VecDeque::new();
+        self.out.calls = VecDeque::new();
         if let Some(store) = &mut self.store {
             store.clear();
         }
-        self.stats.queued = 0;
+        self.out.stats.queued = 0;
     }
 
     /// The next provider call to start.
     pub fn poll_call(&mut self) -> Option<Call> {
-        self.calls.pop_front()
+        self.out.calls.pop_front()
     }
 
     /// The next call whose signal must be aborted (timed out, or the pacer was disposed).
     pub fn poll_cancel(&mut self) -> Option<CallId> {
-        self.cancels.pop_front()
+        self.out.cancels.pop_front()
     }
 
     /// The next item that ended.
     pub fn poll_settled(&mut self) -> Option<Settled<C>> {
-        self.settled.pop_front()
+        self.out.next_settled()
     }
 
     /// The next notable event.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.events.pop_front()
+        self.out.events.pop_front()
     }
 
     /// When to call `handle_timeout` next; `None` when only a response or a new item

@@ -127,7 +127,7 @@ impl<C: Clone> Engine<C> {
             provider.paused_until = until;
             self.timers.push(until, Timer::PauseEnd);
         }
-        self.events.push_back(Event::RateLimited {
+        self.out.events.push_back(Event::RateLimited {
             provider_id: provider.id.clone(),
             retry_after,
             paused_for: pause,
@@ -158,7 +158,7 @@ impl<C: Clone> Engine<C> {
                 ceiling: current,
                 recovering: false,
             });
-            self.events.push_back(Event::AdaptiveRate {
+            self.out.events.push_back(Event::AdaptiveRate {
                 provider_id: provider.id.clone(),
                 rate: Some(slower),
             });
@@ -187,7 +187,7 @@ impl<C: Clone> Engine<C> {
             let tokens = adaptive.bucket.tokens(now);
             *adaptive =
                 Adaptive::recovering(rate, self.options.capacity, tokens, adaptive.ceiling, now);
-            self.events.push_back(Event::AdaptiveRate {
+            self.out.events.push_back(Event::AdaptiveRate {
                 provider_id: provider.id.clone(),
                 rate: None,
             });

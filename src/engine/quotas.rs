@@ -98,7 +98,7 @@ impl<C: Clone> Engine<C> {
             };
             let provider = &mut self.providers[index];
             if provider.quota.announce(until) {
-                self.events.push_back(Event::Limited {
+                self.out.events.push_back(Event::Limited {
                     provider_id: provider.id.clone(),
                     reason: why,
                     wait: until.since(now),
@@ -120,8 +120,8 @@ impl<C: Clone> Engine<C> {
             return;
         };
         if let Some(usage) = report.usage {
-            self.stats.input_tokens += usage.input_tokens as u64;
-            self.stats.output_tokens += usage.output_tokens as u64;
+            self.out.stats.input_tokens += usage.input_tokens as u64;
+            self.out.stats.output_tokens += usage.output_tokens as u64;
             if let Some(budget) = &mut self.budget {
                 let actual = usage.input_tokens + usage.output_tokens;
                 budget.correct(now, run.cost, actual);
@@ -202,7 +202,7 @@ impl<C: Clone> Engine<C> {
                 message: error.message.clone(),
             });
         }
-        self.events.push_back(Event::Blocked {
+        self.out.events.push_back(Event::Blocked {
             provider_id: self.provider_id(run.provider),
             reason,
             status: error.status,

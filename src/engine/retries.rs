@@ -53,7 +53,7 @@ impl<C: Clone> Engine<C> {
             };
             if let Some(reason) = reason {
                 if class == FailureClass::RateLimited {
-                    self.stats.rate_limited += 1;
+                    self.out.stats.rate_limited += 1;
                 }
                 self.block_provider(run, failure, reason);
                 return;
@@ -64,7 +64,7 @@ impl<C: Clone> Engine<C> {
         };
         match class {
             FailureClass::RateLimited => {
-                self.stats.rate_limited += 1;
+                self.out.stats.rate_limited += 1;
                 batch.rate_limits = batch.rate_limits.saturating_add(1);
                 let tries = batch.rate_limits;
                 if too_long {
@@ -109,7 +109,7 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
         };
-        self.stats.queued += batch.jobs.len() as u64;
+        self.out.stats.queued += batch.jobs.len() as u64;
         let attempt = batch.attempts;
         let provider = batch.provider;
         if delay == Duration::ZERO {
@@ -120,7 +120,7 @@ impl<C: Clone> Engine<C> {
             self.timers.push(until, Timer::Backoff(batch_key));
         }
         let provider_id = self.provider_id(provider);
-        self.events.push_back(Event::Retry {
+        self.out.events.push_back(Event::Retry {
             provider_id,
             reason,
             attempt,
@@ -137,7 +137,7 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.remove(batch_key) else {
             return false;
         };
-        self.stats.queued += batch.jobs.len() as u64;
+        self.out.stats.queued += batch.jobs.len() as u64;
         let half = batch.jobs.len().div_ceil(2);
         for part in batch.jobs.chunks(half) {
             let mut members = part.iter().filter_map(|j| self.member(*j));
@@ -169,9 +169,9 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.remove(batch_key) else {
             return;
         };
-        self.stats.fallbacks += 1;
-        self.stats.queued += batch.jobs.len() as u64;
-        self.events.push_back(Event::Fallback {
+        self.out.stats.fallbacks += 1;
+        self.out.stats.queued += batch.jobs.len() as u64;
+        self.out.events.push_back(Event::Fallback {
             provider_id: self.provider_id(batch.provider),
             items: batch.jobs.len(),
         });

@@ -115,9 +115,9 @@ impl<C: Clone> Engine<C> {
                         .get(id)
                         .is_some_and(|r| r.deadline.is_some_and(|d| d <= self.now));
                     if let Some(run) = expired.then(|| self.running.remove(id)).flatten() {
-                        self.cancels.push_back(id);
+                        self.out.cancels.push_back(id);
                         if let Some(p) = self.providers.get(run.provider as usize) {
-                            self.events.push_back(Event::Timeout {
+                            self.out.events.push_back(Event::Timeout {
                                 provider_id: p.id.clone(),
                             });
                         }
