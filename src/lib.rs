@@ -21,6 +21,7 @@
 pub mod alignment;
 pub mod batch;
 pub mod bucket;
+pub mod budget;
 pub mod cache;
 pub mod call;
 pub mod codec;

@@ -163,8 +163,11 @@ impl<C: Clone> Engine<C> {
         if let Some(budget) = &mut self.budget {
             budget.spend(self.now, cost);
         }
-        if let Some(p) = self.providers.get_mut(provider as usize) {
-            p.quota.spend(self.now, cost);
+        if let Some(shared) = &self.shared {
+            shared.spend_tokens(self.now, cost);
+        }
+        if let Some(p) = self.providers.get(provider as usize) {
+            p.pacing.borrow_mut().quota.spend(self.now, cost);
         }
         let (text, layout, instructions, reading) = lay_out(self.options.segment_format, &texts);
         self.out.stats.provider_calls += 1;
@@ -185,7 +188,7 @@ impl<C: Clone> Engine<C> {
                 episode: self
                     .providers
                     .get(provider as usize)
-                    .map_or(0, |p| p.episode),
+                    .map_or(0, |p| p.pacing.borrow().episode),
                 timeout,
                 deadline,
                 reading,

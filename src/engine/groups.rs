@@ -74,14 +74,15 @@ impl<C: Clone> Engine<C> {
             return index as u32;
         }
         let index = self.providers.len() as u32;
+        let id: Rc<str> = id.into();
+        let pacing = match &self.shared {
+            Some(budget) => budget.provider(&id),
+            None => Rc::default(),
+        };
         self.providers.push(Provider {
-            id: id.into(),
+            id,
             ready: ReadySet::default(),
-            paused_until: Instant::ZERO,
-            adaptive: None,
-            episode: 0,
-            daily_block: None,
-            quota: ProviderQuota::default(),
+            pacing,
         });
         index
     }

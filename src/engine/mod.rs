@@ -42,6 +42,7 @@ use timers::*;
 use crate::alignment;
 use crate::batch::{travels_alone, utf16_len, Batch, Limits, Member, Priority, State};
 use crate::bucket::TokenBucket;
+use crate::budget::SharedBudget;
 use crate::cache::Lru;
 use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota, Reply, Report};
 use crate::codec::{self, Mismatch};
@@ -61,7 +62,10 @@ use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
 use crate::stats::{BlockReason, Event, RetryReason, Stats};
 use crate::store::{Lookup, LookupId, LookupResult, PendingLookup, Store, StoreWrite};
 use crate::time::{Duration, Instant};
+
 use core::cmp::Reverse;
+pub use pacing::ProviderPacing;
+use std::cell::RefCell;
 use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
 
@@ -100,6 +104,8 @@ pub struct Engine<C> {
     scratch: Vec<u8>,
     /// The persistent store's bookkeeping, when one is configured.
     store: Option<Store>,
+    /// The budget this pacer shares with others, if any.
+    shared: Option<SharedBudget>,
     /// The token budget (`tokensPerMinute`), when one is set.
     budget: Option<TokenBudget>,
     /// Whether a provider has reported a token window: item token estimates are needed
@@ -135,6 +141,7 @@ impl<C: Clone> Engine<C> {
             out: Outbox::default(),
             scratch: Vec::new(),
             store: None,
+            shared: None,
             token_windows: false,
             disposed: false,
         }
@@ -150,6 +157,12 @@ impl<C: Clone> Engine<C> {
         let mut stats = self.out.stats.clone();
         stats.in_flight = self.running.len() as u64;
         stats
+    }
+
+    /// Shares `budget` with the other pacers given it. Call it before the first item:
+    /// providers met before keep their own pacing state.
+    pub fn share_budget(&mut self, budget: SharedBudget) {
+        self.shared = Some(budget);
     }
 
     /// Whether `handle_dispose` was called.
@@ -395,10 +408,12 @@ impl<C: Clone> Engine<C> {
         self.advance(now);
         self.bucket.set_rate(self.now, next.rate);
         self.bucket.set_capacity(self.now, next.capacity);
-        for provider in &mut self.providers {
-            if let Some(adaptive) = &mut provider.adaptive {
+        for provider in &self.providers {
+            let mut pacing = provider.pacing.borrow_mut();
+            let paused_until = pacing.paused_until;
+            if let Some(adaptive) = &mut pacing.adaptive {
                 if !next.adaptive_rate {
-                    provider.adaptive = None;
+                    pacing.adaptive = None;
                 } else if adaptive.recovering || adaptive.bucket.rate() >= next.rate {
                     // At the new rate already: its burst is still earned back, not given.
                     *adaptive = Adaptive::recovering(
@@ -406,7 +421,7 @@ impl<C: Clone> Engine<C> {
                         next.capacity,
                         adaptive.bucket.tokens(self.now),
                         adaptive.ceiling,
-                        self.now.max(provider.paused_until),
+                        self.now.max(paused_until),
                     );
                 } else {
                     adaptive.ceiling = adaptive.ceiling.min(next.rate);
@@ -503,13 +518,16 @@ impl<C: Clone> Engine<C> {
             return next;
         }
         for provider in &self.providers {
-            if provider.ready.is_empty() || provider.paused_until > self.now {
+            if provider.ready.is_empty() {
                 continue;
             }
-            let mut at = self.bucket.ready_at(self.now);
-            if let Some(adaptive) = &provider.adaptive {
+            let pacing = provider.pacing.borrow();
+            // A pause another pacer of a shared budget set has no timer of this one's.
+            let mut at = self.request_token_at().max(pacing.paused_until);
+            if let Some(adaptive) = &pacing.adaptive {
                 at = at.max(adaptive.bucket.ready_at(self.now));
             }
+            drop(pacing);
             if let Some(quota_at) = provider
                 .ready
                 .first()

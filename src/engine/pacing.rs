@@ -5,7 +5,7 @@ use super::*;
 
 /// Slowing a provider down after a 429 (rule 6).
 #[derive(Debug)]
-pub(super) struct Adaptive {
+pub(crate) struct Adaptive {
     pub(super) bucket: TokenBucket,
     /// The rate that met the 429: growth slows down near it.
     pub(super) ceiling: f64,
@@ -33,10 +33,20 @@ impl Adaptive {
     }
 }
 
+/// A provider as this engine sees it: its due batches, and its pacing state, which
+/// pacers that share a budget also share.
 #[derive(Debug)]
 pub(super) struct Provider {
     pub(super) id: Rc<str>,
     pub(super) ready: ReadySet<ReadyKey>,
+    pub(super) pacing: Rc<RefCell<ProviderPacing>>,
+}
+
+/// What holds a provider back: its 429 pause, its adaptive rate, its spent daily quota
+/// and the limits it reported. One per provider and budget: pacers that share a budget
+/// (see [`crate::budget::SharedBudget`]) share this too.
+#[derive(Debug, Default)]
+pub struct ProviderPacing {
     pub(super) paused_until: Instant,
     pub(super) adaptive: Option<Adaptive>,
     /// Counts 429 episodes. A call remembers the count at its start; a 429 for a call
@@ -66,17 +76,38 @@ impl<C: Clone> Engine<C> {
         self.options.max_in_flight > 0 && self.running.len() as u64 >= self.options.max_in_flight
     }
 
+    /// Whether a request token is there: the pacer's own, and its shared budget's.
+    fn has_request_token(&self) -> bool {
+        self.bucket.has_token(self.now)
+            && self
+                .shared
+                .as_ref()
+                .is_none_or(|b| b.has_request_token(self.now))
+    }
+
+    /// When a request token will be there.
+    pub(super) fn request_token_at(&self) -> Instant {
+        let own = self.bucket.ready_at(self.now);
+        self.shared
+            .as_ref()
+            .map_or(own, |b| own.max(b.request_token_at(self.now)))
+    }
+
     /// Starts as many calls as tokens, pauses and `maxInFlight` allow, best batch first.
     pub(super) fn pump(&mut self) {
-        while !self.disposed && !self.at_call_limit() && self.bucket.has_token(self.now) {
+        while !self.disposed && !self.at_call_limit() && self.has_request_token() {
             let now = self.now;
             let best = self
                 .providers
                 .iter()
                 .enumerate()
                 .filter(|(_, p)| {
-                    p.paused_until <= now
-                        && p.adaptive.as_ref().is_none_or(|a| a.bucket.has_token(now))
+                    let pacing = p.pacing.borrow();
+                    pacing.paused_until <= now
+                        && pacing
+                            .adaptive
+                            .as_ref()
+                            .is_none_or(|a| a.bucket.has_token(now))
                 })
                 .filter_map(|(i, p)| p.ready.first().map(|k| (*k, i)))
                 .filter(|(k, i)| {
@@ -97,14 +128,19 @@ impl<C: Clone> Engine<C> {
             let capacity = self.options.capacity;
             let provider = &mut self.providers[index];
             provider.ready.remove(&ready);
-            if let Some(adaptive) = &mut provider.adaptive {
+            let mut pacing = provider.pacing.borrow_mut();
+            if let Some(adaptive) = &mut pacing.adaptive {
                 if adaptive.recovering && adaptive.bucket.tokens(now) >= capacity {
-                    provider.adaptive = None;
+                    pacing.adaptive = None;
                 } else {
                     adaptive.bucket.try_take(now);
                 }
             }
+            drop(pacing);
             self.bucket.try_take(now);
+            if let Some(shared) = &self.shared {
+                shared.take_request_token(now);
+            }
             self.start(ready.2);
         }
     }
@@ -118,13 +154,14 @@ impl<C: Clone> Engine<C> {
     ) {
         let now = self.now;
         let adaptive_on = self.options.adaptive_rate;
-        let rate = self.options.rate;
-        let Some(provider) = self.providers.get_mut(run.provider as usize) else {
+        let (rate, capacity) = (self.options.rate, self.options.capacity);
+        let Some(provider) = self.providers.get(run.provider as usize) else {
             return;
         };
+        let mut pacing = provider.pacing.borrow_mut();
         let until = now + pause;
-        if until > provider.paused_until {
-            provider.paused_until = until;
+        if until > pacing.paused_until {
+            pacing.paused_until = until;
             self.timers.push(until, Timer::PauseEnd);
         }
         self.out.events.push_back(Event::RateLimited {
@@ -132,28 +169,24 @@ impl<C: Clone> Engine<C> {
             retry_after,
             paused_for: pause,
         });
-        if let Some(adaptive) = provider.adaptive.as_mut().filter(|a| a.recovering) {
+        let paused_until = pacing.paused_until;
+        if let Some(adaptive) = pacing.adaptive.as_mut().filter(|a| a.recovering) {
             // A burst is not earned while the provider is paused.
             let tokens = adaptive.bucket.tokens(now);
-            let (rate, capacity) = (adaptive.bucket.rate(), self.options.capacity);
-            *adaptive = Adaptive::recovering(
-                rate,
-                capacity,
-                tokens,
-                adaptive.ceiling,
-                provider.paused_until,
-            );
+            let rate = adaptive.bucket.rate();
+            *adaptive =
+                Adaptive::recovering(rate, capacity, tokens, adaptive.ceiling, paused_until);
         }
-        if run.episode != provider.episode {
+        if run.episode != pacing.episode {
             return;
         }
-        provider.episode = provider.episode.wrapping_add(1);
+        pacing.episode = pacing.episode.wrapping_add(1);
         if adaptive_on {
-            let current = provider.adaptive.as_ref().map_or(rate, |a| a.bucket.rate());
+            let current = pacing.adaptive.as_ref().map_or(rate, |a| a.bucket.rate());
             // A floor of one call a minute: 429s that come whatever the rate (a flaky
             // gateway) must not halve it towards zero; Retry-After pauses cover the rest.
             let slower = (current / 2.0).max(ADAPTIVE_FLOOR.min(rate));
-            provider.adaptive = Some(Adaptive {
+            pacing.adaptive = Some(Adaptive {
                 bucket: TokenBucket::empty(slower, 1.0, now),
                 ceiling: current,
                 recovering: false,
@@ -166,11 +199,12 @@ impl<C: Clone> Engine<C> {
     }
 
     pub(super) fn grow_adaptive_rate(&mut self, provider_index: u32) {
-        let (now, rate) = (self.now, self.options.rate);
-        let Some(provider) = self.providers.get_mut(provider_index as usize) else {
+        let (now, rate, capacity) = (self.now, self.options.rate, self.options.capacity);
+        let Some(provider) = self.providers.get(provider_index as usize) else {
             return;
         };
-        let Some(adaptive) = provider.adaptive.as_mut().filter(|a| !a.recovering) else {
+        let mut pacing = provider.pacing.borrow_mut();
+        let Some(adaptive) = pacing.adaptive.as_mut().filter(|a| !a.recovering) else {
             return;
         };
         let current = adaptive.bucket.rate();
@@ -185,8 +219,7 @@ impl<C: Clone> Engine<C> {
             // refills during a pause, and `capacity` calls started at one instant would
             // all meet a quota that counts per minute (a 429 for all but the first).
             let tokens = adaptive.bucket.tokens(now);
-            *adaptive =
-                Adaptive::recovering(rate, self.options.capacity, tokens, adaptive.ceiling, now);
+            *adaptive = Adaptive::recovering(rate, capacity, tokens, adaptive.ceiling, now);
             self.out.events.push_back(Event::AdaptiveRate {
                 provider_id: provider.id.clone(),
                 rate: None,

@@ -6,7 +6,7 @@ use super::*;
 
 /// What items for a provider whose daily quota is spent reject with, and until when.
 #[derive(Debug)]
-pub(super) struct DailyBlock {
+pub(crate) struct DailyBlock {
     pub(super) until: Instant,
     /// Whether the provider said when its quota resets.
     pub(super) reset_known: bool,
@@ -31,7 +31,12 @@ impl<C: Clone> Engine<C> {
     /// Whether items need token estimates (a token budget, or a provider that reports
     /// its token window): the driver then passes the user's `estimateTokens`, if any.
     pub fn wants_token_estimates(&self) -> bool {
-        self.budget.is_some() || self.token_windows
+        self.budget.is_some()
+            || self.token_windows
+            || self
+                .shared
+                .as_ref()
+                .is_some_and(SharedBudget::counts_tokens)
     }
 
     /// An item's estimated input tokens, when they are needed.
@@ -57,27 +62,29 @@ impl<C: Clone> Engine<C> {
             .get(batch.compat)
             .map_or(0.0, |g| quota::input_tokens(&g.info.context));
         let raw = quota::raw_cost(batch.tokens, context, batch.jobs.len() > 1);
-        (raw, provider.quota.cost(raw))
+        (raw, provider.pacing.borrow().quota.cost(raw))
     }
 
     /// When the token budget and the provider's reported limits let `batch` start, if
     /// not now.
     pub(super) fn quota_ready_at(&self, provider: &Provider, batch: Key) -> Option<Instant> {
-        if !self.wants_token_estimates() && provider.quota.held(self.now, 0.0).is_none() {
+        let pacing = provider.pacing.borrow();
+        if !self.wants_token_estimates() && pacing.quota.held(self.now, 0.0).is_none() {
             return None;
         }
         let batch = self.batches.get(batch)?;
         let (_, cost) = self.batch_cost(provider, batch);
-        let held = provider.quota.held(self.now, cost).map(|(at, _)| at);
-        let budget = self
+        let held = pacing.quota.held(self.now, cost).map(|(at, _)| at);
+        let own = self
             .budget
             .as_ref()
             .map(|b| b.ready_at(self.now, cost))
             .filter(|at| *at > self.now);
-        match (held, budget) {
-            (Some(a), Some(b)) => Some(a.max(b)),
-            (a, b) => a.or(b),
-        }
+        let shared = self
+            .shared
+            .as_ref()
+            .and_then(|b| b.tokens_ready_at(self.now, cost));
+        [held, own, shared].into_iter().flatten().max()
     }
 
     /// A `limited` event for each provider whose reported limits hold its due work, once
@@ -93,11 +100,11 @@ impl<C: Clone> Engine<C> {
                 continue;
             };
             let (_, cost) = self.batch_cost(provider, batch);
-            let Some((until, why)) = provider.quota.held(now, cost) else {
+            let mut pacing = provider.pacing.borrow_mut();
+            let Some((until, why)) = pacing.quota.held(now, cost) else {
                 continue;
             };
-            let provider = &mut self.providers[index];
-            if provider.quota.announce(until) {
+            if pacing.quota.announce(until) {
                 self.out.events.push_back(Event::Limited {
                     provider_id: provider.id.clone(),
                     reason: why,
@@ -116,20 +123,25 @@ impl<C: Clone> Engine<C> {
         failure: Option<&Failure<C>>,
     ) {
         let now = self.now;
-        let Some(provider) = self.providers.get_mut(run.provider as usize) else {
+        let Some(provider) = self.providers.get(run.provider as usize) else {
             return;
         };
+        let mut pacing = provider.pacing.borrow_mut();
         if let Some(usage) = report.usage {
             self.out.stats.input_tokens += usage.input_tokens as u64;
             self.out.stats.output_tokens += usage.output_tokens as u64;
+            let actual = usage.input_tokens + usage.output_tokens;
             if let Some(budget) = &mut self.budget {
-                let actual = usage.input_tokens + usage.output_tokens;
                 budget.correct(now, run.cost, actual);
             }
-            provider.quota.learn(run.raw_cost, &usage);
+            if let Some(shared) = &self.shared {
+                shared.correct_tokens(now, run.cost, actual);
+            }
+            pacing.quota.learn(run.raw_cost, &usage);
         }
         let limits = failure.map_or(&report.limits, |f| &f.limits);
-        provider.quota.report(now, limits);
+        pacing.quota.report(now, limits);
+        drop(pacing);
         if limits.tokens_remaining.is_some() && !self.token_windows {
             self.token_windows = true;
             self.estimate_queued_tokens();
@@ -194,9 +206,9 @@ impl<C: Clone> Engine<C> {
         };
         error.retry_in = until.flatten();
         if let (Some(retry_after), Some(provider)) =
-            (until, self.providers.get_mut(run.provider as usize))
+            (until, self.providers.get(run.provider as usize))
         {
-            provider.daily_block = Some(DailyBlock {
+            provider.pacing.borrow_mut().daily_block = Some(DailyBlock {
                 until: now + retry_after.unwrap_or(UNKNOWN_DAILY_RESET),
                 reset_known: retry_after.is_some(),
                 message: error.message.clone(),
@@ -223,12 +235,8 @@ impl<C: Clone> Engine<C> {
 
     /// The daily block's error for items of provider `index`, while it holds.
     pub(super) fn daily_blocked(&self, index: u32) -> Option<PacerFailure<C>> {
-        let block = self
-            .providers
-            .get(index as usize)?
-            .daily_block
-            .as_ref()
-            .filter(|b| b.until > self.now)?;
+        let pacing = self.providers.get(index as usize)?.pacing.borrow();
+        let block = pacing.daily_block.as_ref().filter(|b| b.until > self.now)?;
         let mut error = PacerFailure::new(ErrorCode::ProviderError, block.message.clone());
         error.status = Some(429);
         error.retry_in = block.reset_known.then(|| block.until.since(self.now));

@@ -9,7 +9,8 @@ impl<C: Clone> Engine<C> {
         // Pushes rather than a filtered `collect` (as for the texts of a batch): the
         // collect of an iterator of unknown length is much more code in the .wasm.
         let mut providers = Vec::new();
-        for p in &self.providers {
+        for provider in &self.providers {
+            let p = provider.pacing.borrow();
             // A recovering provider is saved too, at the full rate (see `restore`).
             let adaptive = p.adaptive.as_ref();
             let daily_block = p
@@ -23,7 +24,7 @@ impl<C: Clone> Engine<C> {
                 });
             if p.paused_until > self.now || adaptive.is_some() || daily_block.is_some() {
                 providers.push(ProviderSnapshot {
-                    provider_id: p.id.to_string(),
+                    provider_id: provider.id.to_string(),
                     paused_for: p.paused_until.since(self.now),
                     adaptive_rate: adaptive.map(|a| a.bucket.rate()),
                     adaptive_ceiling: adaptive.map_or(0.0, |a| a.ceiling),
@@ -47,9 +48,10 @@ impl<C: Clone> Engine<C> {
         for saved in &snapshot.providers {
             let index = self.provider_for(&saved.provider_id);
             let now = self.now;
-            let Some(provider) = self.providers.get_mut(index as usize) else {
+            let Some(provider) = self.providers.get(index as usize) else {
                 continue;
             };
+            let mut provider = provider.pacing.borrow_mut();
             if let Some(block) = saved
                 .daily_block
                 .as_ref()

@@ -74,7 +74,10 @@ impl<C: Clone> Engine<C> {
                 .store
                 .as_ref()
                 .is_some_and(|s| s.pending(job).is_some()),
-            Timer::PauseEnd => self.providers.iter().any(|p| p.paused_until > self.now),
+            Timer::PauseEnd => self
+                .providers
+                .iter()
+                .any(|p| p.pacing.borrow().paused_until > self.now),
         }
     }
 

@@ -12,6 +12,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
 
+use super::budget::PacerBudget;
 use super::clock::{Clock, TimerHandle};
 use super::compat_table::CompatTable;
 use super::convert::{self, describe};
@@ -275,6 +276,16 @@ impl PacerCore {
                 },
             )
         })
+    }
+
+    /// Shares `budget` with the other pacers given it (right after construction).
+    #[wasm_bindgen(js_name = shareBudget)]
+    pub fn share_budget(&self, budget: &PacerBudget) -> Result<(), JsValue> {
+        self.inner
+            .borrow()?
+            .engine
+            .share_budget(budget.budget.clone());
+        Ok(())
     }
 
     /// The item of `ticket` was aborted by its signal.

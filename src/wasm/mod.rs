@@ -1,6 +1,7 @@
 //! The JS binding (wasm32 only): converts values and drives the engine. No rule of the
 //! contract is decided here.
 
+mod budget;
 mod clock;
 mod compat_table;
 mod convert;
@@ -12,6 +13,7 @@ mod setup;
 
 use wasm_bindgen::prelude::*;
 
+pub use budget::PacerBudget;
 pub use driver::PacerCore;
 
 use crate::key::{item_key, to_hex};
