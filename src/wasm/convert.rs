@@ -214,7 +214,8 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String
             "clock" => input.clock = present.then_some(v),
             "onEvent" => input.on_event = present.then_some(v),
             "cache" => input.cache = present.then_some(v),
-            "restore" => input.restore = present.then_some(v),
+            // Settings storage yields null for "nothing saved": no restore, like undefined.
+            "restore" => input.restore = (present && !v.is_null()).then_some(v),
             "estimateTokens" => input.estimate_tokens = present.then_some(v),
             _ => input.core.push((name, describe(&v))),
         }
