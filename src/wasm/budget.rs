@@ -12,6 +12,7 @@ const BUDGET_OPTIONS: [&str; 3] = ["rate", "capacity", "tokensPerMinute"];
 
 /// A budget shared by pacers (see `crate::budget`).
 #[wasm_bindgen]
+#[derive(Debug)]
 pub struct PacerBudget {
     pub(super) budget: SharedBudget,
 }

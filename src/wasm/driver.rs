@@ -65,6 +65,12 @@ pub struct PacerCore {
     inner: Rc<Inner>,
 }
 
+impl core::fmt::Debug for PacerCore {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PacerCore").finish_non_exhaustive()
+    }
+}
+
 fn invalid_options(message: String) -> JsValue {
     js_error_of(ErrorCode::InvalidOptions, message)
 }
