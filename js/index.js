@@ -39,7 +39,8 @@ let loading = null;
 let input = null;
 
 function markReady() {
-  input = setup(({ code, message, status, cause, retryAt }) => new PacerError(code, message, { status, cause, retryAt }));
+  input = setup(({ code, message, status, cause, retryAt, option }) =>
+    new PacerError(code, message, { status, cause, retryAt, option }));
   ready = true;
 }
 
@@ -174,7 +175,9 @@ function splitBudget(options) {
   const core = budgetCores.get(budget);
   if (core === undefined) {
     const got = budget === null ? "null" : typeof budget;
-    throw new PacerError("invalid_options", `budget must be a value returned by sharedBudget() (got ${got})`);
+    throw new PacerError("invalid_options", `budget must be a value returned by sharedBudget() (got ${got})`, {
+      option: "budget",
+    });
   }
   return [rest, core];
 }
@@ -308,7 +311,7 @@ export class BatchPacer {
   /** Validates the whole patch, then applies it to queued work at once. */
   setOptions(patch) {
     if (patch !== null && typeof patch === "object" && Object.hasOwn(patch, "budget")) {
-      throw new PacerError("invalid_options", "budget cannot be changed after construction");
+      throw new PacerError("invalid_options", "budget cannot be changed after construction", { option: "budget" });
     }
     this.#core.setOptions(patch);
   }

@@ -71,6 +71,12 @@ impl core::fmt::Debug for PacerCore {
     }
 }
 
+/// An `invalid_options` error about `option`.
+fn invalid_option(option: &str, message: String) -> JsValue {
+    js_error(&PacerFailure::invalid_option(option, message))
+}
+
+/// An `invalid_options` error about the options object as a whole.
 fn invalid_options(message: String) -> JsValue {
     js_error_of(ErrorCode::InvalidOptions, message)
 }
@@ -81,29 +87,29 @@ fn invalid_options(message: String) -> JsValue {
 
 #[inline(never)]
 fn not_a_provider(value: &JsValue) -> JsValue {
-    invalid_options(format!(
-        "provider must be a function (got {})",
-        describe(value)
-    ))
+    invalid_option(
+        "provider",
+        format!("provider must be a function (got {})", describe(value)),
+    )
 }
 
 #[inline(never)]
 fn user_store(value: &JsValue) -> Result<JsValue, JsValue> {
-    convert::store(value).map_err(invalid_options)
+    convert::store(value).map_err(|m| invalid_option("cache", m))
 }
 
 #[inline(never)]
 fn user_clock(value: &JsValue) -> Result<Clock, JsValue> {
-    Clock::user(value).map_err(invalid_options)
+    Clock::user(value).map_err(|m| invalid_option("clock", m))
 }
 
 /// Applies the `restore` option's snapshot to a new engine.
 #[inline(never)]
 fn restore(engine: &mut Engine<JsValue>, value: &JsValue) -> Result<(), JsValue> {
-    let snapshot = convert::snapshot_from(value).map_err(invalid_options)?;
+    let snapshot = convert::snapshot_from(value).map_err(|m| invalid_option("restore", m))?;
     let elapsed = snapshot
         .elapsed(js_sys::Date::now())
-        .map_err(|e| invalid_options(e.message))?;
+        .map_err(|e| invalid_option(&e.option, e.message))?;
     engine.restore(&snapshot, elapsed);
     Ok(())
 }
@@ -111,10 +117,13 @@ fn restore(engine: &mut Engine<JsValue>, value: &JsValue) -> Result<(), JsValue>
 #[inline(never)]
 fn estimator(value: &JsValue) -> Result<Function, JsValue> {
     value.clone().dyn_into::<Function>().map_err(|_| {
-        invalid_options(format!(
-            "estimateTokens must be a function (got {})",
-            describe(value)
-        ))
+        invalid_option(
+            "estimateTokens",
+            format!(
+                "estimateTokens must be a function (got {})",
+                describe(value)
+            ),
+        )
     })
 }
 
@@ -122,7 +131,10 @@ fn event_handler(value: Option<JsValue>) -> Result<Option<Function>, JsValue> {
     match value {
         None => Ok(None),
         Some(v) => v.clone().dyn_into::<Function>().map(Some).map_err(|_| {
-            invalid_options(format!("onEvent must be a function (got {})", describe(&v)))
+            invalid_option(
+                "onEvent",
+                format!("onEvent must be a function (got {})", describe(&v)),
+            )
         }),
     }
 }
@@ -143,7 +155,7 @@ impl PacerCore {
         let input = convert::options_input(&options, "options").map_err(invalid_options)?;
         let parsed = Options::default()
             .patched(&input.core)
-            .map_err(|e| invalid_options(e.message))?;
+            .map_err(|e| invalid_option(&e.option, e.message))?;
         let store = match &input.cache {
             Some(cache) => Some(user_store(cache)?),
             None => None,
@@ -309,9 +321,10 @@ impl PacerCore {
         let input = convert::options_input(&patch, "the options patch").map_err(invalid_options)?;
         if let Some(clock) = &input.clock {
             let got = describe(clock);
-            return Err(invalid_options(format!(
-                "clock cannot be changed after construction (got {got})"
-            )));
+            return Err(invalid_option(
+                "clock",
+                format!("clock cannot be changed after construction (got {got})"),
+            ));
         }
         let fixed = [
             ("cache", &input.cache),
@@ -321,9 +334,10 @@ impl PacerCore {
         for (name, value) in fixed {
             if let Some(value) = value {
                 let got = describe(value);
-                return Err(invalid_options(format!(
-                    "{name} cannot be changed after construction (got {got})"
-                )));
+                return Err(invalid_option(
+                    name,
+                    format!("{name} cannot be changed after construction (got {got})"),
+                ));
             }
         }
         let on_event = event_handler(input.on_event.clone())?;

@@ -31,6 +31,9 @@ pub fn js_error(failure: &PacerFailure<JsValue>) -> JsValue {
     if let Some(cause) = &failure.cause {
         put("cause", cause);
     }
+    if let Some(option) = &failure.option {
+        put("option", &JsValue::from_str(option));
+    }
     if let Some(retry_in) = failure.retry_in {
         put(
             "retryAt",
