@@ -214,8 +214,6 @@ export class BatchPacer {
   /** providerId → sourceLang → targetLang → context → [id when llm, id when not]. */
   #compats = new Map();
   #compatCount = 0;
-  /** Set by `dispose()`: an item that cannot even be read rejects `disposed` after it. */
-  #disposed = false;
 
   constructor(provider, options) {
     requireReady("new BatchPacer()");
@@ -239,9 +237,7 @@ export class BatchPacer {
         const { text, sourceLang, targetLang, providerId, context, llm, priority, signal } = item;
         fields = { text, sourceLang, targetLang, providerId, context, llm, priority, signal };
       } catch (error) {
-        // After dispose(), every call rejects disposed: the core says so for this item.
-        if (this.#disposed) this.#core.translate(null, resolve, reject);
-        else reject(new PacerError("invalid_input", "item could not be read: a getter or proxy threw", { cause: error }));
+        this.#core.rejectUnreadable(error, reject);
         return;
       }
       const { signal } = fields;
@@ -336,7 +332,6 @@ export class BatchPacer {
 
   /** Rejects every unsettled item with `disposed` and stops all timers. */
   dispose() {
-    this.#disposed = true;
     this.#core.dispose();
   }
 }

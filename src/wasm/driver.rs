@@ -223,6 +223,25 @@ impl PacerCore {
         })
     }
 
+    /// Rejects an item whose fields could not be read (a getter or proxy threw `error`):
+    /// `invalid_input` with the error as `cause`, or `disposed` after `dispose`.
+    #[wasm_bindgen(js_name = rejectUnreadable)]
+    pub fn reject_unreadable(&self, error: JsValue, reject: Function) {
+        let disposed =
+            (self.inner.state.try_borrow()).is_ok_and(|state| state.engine.is_disposed());
+        let failure = if disposed {
+            disposed_error()
+        } else {
+            let mut failure = PacerFailure::new(
+                ErrorCode::InvalidInput,
+                "item could not be read: a getter or proxy threw",
+            );
+            failure.cause = Some(error);
+            failure
+        };
+        let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&failure));
+    }
+
     /// Registers a combination of compatibility fields for `submit`; returns its id.
     /// The fields are checked when an item uses them, like those of `translate`.
     #[wasm_bindgen(js_name = registerCompat)]
