@@ -272,13 +272,23 @@ export interface PacerSettings {
  * timers (for tests) possible.
  */
 export interface PacerClock {
-  /** The current time in milliseconds, from any fixed origin (monotonic). */
-  now(): number;
+  /**
+   * The current time in milliseconds, from any fixed origin (monotonic): a function, or
+   * a number property read at each use (as on `@sinonjs/fake-timers` clocks).
+   */
+  now: (() => number) | number;
   /** Calls `fn` once after `ms` milliseconds; returns a handle for `clearTimeout`. */
   setTimeout(fn: () => void, ms: number): unknown;
   /** Cancels a timer created by this clock's `setTimeout`. */
   clearTimeout(handle: unknown): void;
 }
+
+/**
+ * Every property of `T` optional, `undefined` included: the pacer treats an option set
+ * to `undefined` as not given (so `{ onEvent: undefined }` type-checks under
+ * `exactOptionalPropertyTypes`).
+ */
+export type Optional<T> = { [K in keyof T]?: T[K] | undefined };
 
 /** Receives one plain object per notable event; see {@link PacerEvent}. */
 export type PacerEventHandler = (event: PacerEvent) => void;
@@ -288,7 +298,7 @@ export type PacerEventHandler = (event: PacerEvent) => void;
  * (each optional, defaulting to its `DEFAULTS` value) plus `clock`, `onEvent`, `cache`
  * and `restore`.
  */
-export interface BatchPacerOptions extends Partial<PacerSettings> {
+export interface BatchPacerOptions extends Optional<PacerSettings> {
   /**
    * Time source: `now()`, `setTimeout(fn, ms)` and `clearTimeout(handle)`. Set at
    * construction only (`setOptions` rejects it).
@@ -296,7 +306,7 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: an object with those three functions.
    * @default `performance.now()` and the global `setTimeout` / `clearTimeout` (never `window`)
    */
-  clock?: PacerClock;
+  clock?: PacerClock | undefined;
 
   /**
    * Called with one plain `{ type, ... }` object per notable event
@@ -306,7 +316,7 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: a function.
    * @default none
    */
-  onEvent?: PacerEventHandler;
+  onEvent?: PacerEventHandler | undefined;
 
   /**
    * A persistent store of translations behind the in-memory LRU (`cacheEntries`), so that
@@ -330,7 +340,7 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: an object with `get` and `set` functions.
    * @default none (in-memory LRU only)
    */
-  cache?: CacheStore;
+  cache?: CacheStore | undefined;
 
   /**
    * The pacing state of an earlier pacer, as returned by its `snapshot()` (possibly
@@ -348,7 +358,9 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: a {@link PacerSnapshot}.
    * @default none (the bucket starts full, no provider is paused)
    */
-  restore?: PacerSnapshot | null;
+  // `unknown`: what storage returns goes in unchecked; the pacer validates it (a
+  // malformed value throws `invalid_options`), and `null` means no restore.
+  restore?: PacerSnapshot | null | unknown;
 
   /**
    * The estimate of a text's tokens, used before a call's usage is known (with
@@ -360,7 +372,7 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: a function.
    * @default the built-in estimate
    */
-  estimateTokens?: (text: string) => number;
+  estimateTokens?: (text: string) => number | undefined;
 
   /**
    * A budget shared with other pacers that send to the same account (see
@@ -373,7 +385,7 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: a value returned by {@link sharedBudget}.
    * @default none
    */
-  budget?: SharedBudget;
+  budget?: SharedBudget | undefined;
 }
 
 /** What {@link sharedBudget} returns: an opaque handle for the `budget` option. */
@@ -394,20 +406,20 @@ export interface SharedBudget {
  */
 export function sharedBudget(options?: {
   /** Requests per second, on average. @default 8 */
-  rate?: number;
+  rate?: number | undefined;
   /** The largest burst of requests. @default 60 */
-  capacity?: number;
+  capacity?: number | undefined;
   /** Tokens per minute; `0` means no token limit. @default 0 */
-  tokensPerMinute?: number;
+  tokensPerMinute?: number | undefined;
 }): SharedBudget;
 
 /**
  * A patch for `pacer.setOptions`: any settings, and `onEvent` to replace the handler.
  * `clock`, `cache` and `restore` cannot be changed after construction.
  */
-export type PacerOptionsPatch = Partial<PacerSettings> & {
+export type PacerOptionsPatch = Optional<PacerSettings> & {
   /** Replaces the event handler (a function; `undefined` leaves the current one). */
-  onEvent?: PacerEventHandler;
+  onEvent?: PacerEventHandler | undefined;
 };
 
 /** The default value of every setting (a frozen object). */
@@ -445,23 +457,23 @@ export interface TranslateItem {
    * APIs: never batched, still paced.
    * @default true
    */
-  llm?: boolean;
+  llm?: boolean | undefined;
   /**
    * Extra text handed to the provider with the request (page title, summary ...).
    * @default ""
    */
-  context?: string;
+  context?: string | undefined;
   /**
    * Higher priorities are dispatched first; first in, first out among equals. A finite
    * number.
    * @default 0
    */
-  priority?: number;
+  priority?: number | undefined;
   /**
    * Aborting it rejects the item with code `aborted` at once. An item not sent yet is
    * removed from its batch; a call already running is not cancelled for it.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -596,31 +608,31 @@ export interface OpenAIProviderConfig {
    * trimmed). Visible ASCII only. It never appears in the errors the provider throws.
    * `null` counts as no key.
    */
-  apiKey?: string | null;
+  apiKey?: string | null | undefined;
   /** The model name, e.g. `"gpt-4o-mini"`. Non-empty. */
   model: string;
   /**
    * The fetch implementation.
    * @default `globalThis.fetch`, looked up at each call
    */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /**
    * Sampling temperature, a finite number >= 0.
    * @default 0
    */
-  temperature?: number;
+  temperature?: number | undefined;
   /**
    * Replaces the opening instruction of the system message; `{sourceLang}` and
    * `{targetLang}` in it are filled in. The batch format rules and the context are
    * still appended, because splitting the reply depends on them.
    * @default a translator prompt asking for the translation only, formatting kept
    */
-  systemPrompt?: string;
+  systemPrompt?: string | undefined;
   /**
    * Headers added to every request. `Content-Type` and `Authorization` set by the
    * provider win over them.
    */
-  extraHeaders?: Record<string, string> | null;
+  extraHeaders?: Record<string, string> | null | undefined;
   /**
    * For batches, ask for a JSON object keyed by id through
    * `response_format: { type: "json_schema", json_schema: { name: "translations", strict: true,
@@ -636,7 +648,7 @@ export interface OpenAIProviderConfig {
    * mismatch. Single requests are sent without a schema.
    * @default false
    */
-  structuredOutput?: boolean;
+  structuredOutput?: boolean | undefined;
 }
 
 /** `usage` as {@link openAIProvider} reports it, from the reply's `usage`. */
@@ -763,17 +775,17 @@ export interface IndexedDBCacheOptions {
    * The database name (one database per name). A non-empty string.
    * @default "batch-pacer"
    */
-  name?: string;
+  name?: string | undefined;
   /**
    * Entries kept; the oldest beyond it are evicted. An integer >= 1.
    * @default 10000
    */
-  maxEntries?: number;
+  maxEntries?: number | undefined;
   /**
    * Age in milliseconds after which an entry is never returned. A finite number > 0.
    * @default 604800000 (7 days)
    */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
 }
 
 /**
