@@ -19,6 +19,7 @@ use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
 use super::host::{self, Answer, Calls};
 use super::input;
+use super::{replies, views};
 use crate::hash::IdMap;
 use crate::{
     disposed_error, Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup,
@@ -106,7 +107,7 @@ fn user_clock(value: &JsValue) -> Result<Clock, JsValue> {
 /// Applies the `restore` option's snapshot to a new engine.
 #[inline(never)]
 fn restore(engine: &mut Engine<JsValue>, value: &JsValue) -> Result<(), JsValue> {
-    let snapshot = convert::snapshot_from(value).map_err(|m| invalid_option("restore", m))?;
+    let snapshot = views::snapshot_from(value).map_err(|m| invalid_option("restore", m))?;
     let elapsed = snapshot
         .elapsed(js_sys::Date::now())
         .map_err(|e| invalid_option(&e.option, e.message))?;
@@ -387,7 +388,7 @@ impl PacerCore {
     /// `new BatchPacer(provider, { restore })` in a restarted service worker.
     pub fn snapshot(&self) -> Result<JsValue, JsValue> {
         let state = self.inner.state.try_borrow().map_err(|_| busy())?;
-        Ok(convert::snapshot_object(
+        Ok(views::snapshot_object(
             &state.engine.snapshot(js_sys::Date::now()),
         ))
     }
@@ -395,7 +396,7 @@ impl PacerCore {
     /// Counters and gauges as a plain object.
     pub fn stats(&self) -> Result<JsValue, JsValue> {
         let state = self.inner.state.try_borrow().map_err(|_| busy())?;
-        Ok(convert::stats_object(&state.engine.stats()))
+        Ok(views::stats_object(&state.engine.stats()))
     }
 
     /// Rejects everything unsettled with `disposed` and stops all timers.
@@ -456,10 +457,10 @@ fn answer(inner: &Weak<Inner>) -> Answer {
         let Some(inner) = inner.upgrade() else { return };
         let outcome = match kind {
             host::REPLY_TEXT => input::reply(value).map(|reply| (reply, Report::default())),
-            host::REPLY => convert::reply_from(value),
+            host::REPLY => replies::reply_from(value),
             kind => {
                 debug_assert_eq!(kind, host::FAIL);
-                Err(convert::failure_from(value))
+                Err(replies::failure_from(value))
             }
         };
         inner.respond(id as CallId, outcome);
@@ -537,7 +538,7 @@ impl Inner {
                 },
                 // A throwing handler must not stop the pacer: its error is dropped.
                 Action::Notify(handler, event) => {
-                    let _ = handler.call1(&JsValue::UNDEFINED, &convert::event_object(&event));
+                    let _ = handler.call1(&JsValue::UNDEFINED, &views::event_object(&event));
                 }
                 Action::Start(call) => self.calls.start(&call),
                 Action::Lookup(lookup) => self.look_up(lookup),
@@ -554,14 +555,14 @@ impl Inner {
         };
         let id = lookup.id;
         match convert::call_method(store, "get", &JsValue::from_str(&lookup.key), None) {
-            Err(error) => self.found(id, LookupResult::Failed(convert::error_message(&error))),
+            Err(error) => self.found(id, LookupResult::Failed(replies::error_message(&error))),
             Ok(returned) => {
                 let promise = Promise::resolve(&returned);
                 let inner = Rc::downgrade(self);
                 spawn_local(async move {
                     let result = match JsFuture::from(promise).await {
                         Ok(value) => convert::lookup_result(&value),
-                        Err(error) => LookupResult::Failed(convert::error_message(&error)),
+                        Err(error) => LookupResult::Failed(replies::error_message(&error)),
                     };
                     if let Some(inner) = inner.upgrade() {
                         inner.found(id, result);
@@ -608,7 +609,7 @@ impl Inner {
         if let Ok(mut state) = self.state.try_borrow_mut() {
             state
                 .engine
-                .handle_store_failure(convert::error_message(error));
+                .handle_store_failure(replies::error_message(error));
         }
         self.flush();
     }

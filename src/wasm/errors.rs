@@ -37,7 +37,7 @@ pub fn js_error(failure: &PacerFailure<JsValue>) -> JsValue {
     if let Some(retry_in) = failure.retry_in {
         put(
             "retryAt",
-            &JsValue::from_f64(super::convert::wall_time_in(retry_in)),
+            &JsValue::from_f64(super::views::wall_time_in(retry_in)),
         );
     }
     let made = FACTORY.with(|f| {

@@ -9,7 +9,9 @@ mod driver;
 mod errors;
 mod host;
 mod input;
+mod replies;
 mod setup;
+mod views;
 
 use wasm_bindgen::prelude::*;
 
