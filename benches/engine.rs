@@ -65,6 +65,7 @@ fn item<'a>(text: &'a str, i: usize) -> Item<'a> {
             llm: true,
         },
         priority: 0.0,
+        tokens: None,
     }
 }
 

@@ -279,6 +279,7 @@ impl Soak {
                 batch_pacer::Event::Timeout { .. } => "timeout",
                 batch_pacer::Event::CacheError { .. } => "cacheError",
                 batch_pacer::Event::Blocked { .. } => "blocked",
+                batch_pacer::Event::Limited { .. } => "limited",
             };
             *pacer.tally.events.entry(name).or_default() += 1;
         }
@@ -496,6 +497,7 @@ impl Soak {
                 llm,
             },
             priority: self.rng.below(3) as f64,
+            tokens: None,
         };
         let now = self.now;
         let already_aborted = self.rng.chance(1);

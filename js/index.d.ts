@@ -241,6 +241,30 @@ export interface PacerSettings {
    * @default 0 (no limit)
    */
   maxQueued?: number;
+
+  /**
+   * How a batch is laid out for the model. `"markers"`: each text between its own pair
+   * of markers (`<s1>` … `</s1>`), so the reply proves which translation belongs to which
+   * item, and proven items resolve at once while the rest are sent again (see
+   * {@link ProviderRequest}). `"separator"`: the older layout, the texts joined with an
+   * anonymous separator line; any count but the right one is a count mismatch.
+   *
+   * Valid values: `"markers"` or `"separator"`.
+   * @default "markers"
+   */
+  segmentFormat: "markers" | "separator";
+
+  /**
+   * Token budget of this pacer's calls, beside the request bucket: refilled continuously
+   * at `tokensPerMinute / 60` a second, holding at most a minute's worth, starting full.
+   * A call starts only when it holds the call's estimated cost (the input's estimate,
+   * as much again for the output, plus the prompt's share); reported `usage` then
+   * replaces the estimate. A batch never grows past what the budget can hold.
+   *
+   * Valid range: a finite number >= 0; `0` means no token limit.
+   * @default 0
+   */
+  tokensPerMinute: number;
 }
 
 /**
@@ -324,8 +348,58 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: a {@link PacerSnapshot}.
    * @default none (the bucket starts full, no provider is paused)
    */
-  restore?: PacerSnapshot;
+  restore?: PacerSnapshot | null;
+
+  /**
+   * The estimate of a text's tokens, used before a call's usage is known (with
+   * `tokensPerMinute`, a shared budget that counts tokens, or a provider that reports its
+   * token window). A throw or a value that is not a finite number >= 0 falls back to the
+   * built-in estimate, which is script-aware (Latin about 4 characters a token, CJK
+   * about 1). Set at construction only.
+   *
+   * Valid values: a function.
+   * @default the built-in estimate
+   */
+  estimateTokens?: (text: string) => number;
+
+  /**
+   * A budget shared with other pacers that send to the same account (see
+   * {@link sharedBudget}). Every call of this pacer also takes from it, and the pacers
+   * share each provider's 429 pause, adaptive rate, reported limits and daily block.
+   * This pacer's own `rate`, `capacity` and `tokensPerMinute` still apply, as a cap of
+   * its own flow. Pacers sharing a budget must use the same clock. Set at construction
+   * only.
+   *
+   * Valid values: a value returned by {@link sharedBudget}.
+   * @default none
+   */
+  budget?: SharedBudget;
 }
+
+/** What {@link sharedBudget} returns: an opaque handle for the `budget` option. */
+export interface SharedBudget {
+  readonly [Symbol.toStringTag]: "SharedBudget";
+}
+
+/**
+ * One request-and-token budget for several pacers that send to the same account, such
+ * as a page pacer and a subtitle pacer: together they never exceed it.
+ *
+ * @example
+ * const budget = sharedBudget({ rate: 0.5, capacity: 1, tokensPerMinute: 6000 });
+ * const page = new BatchPacer(provider, { budget, maxItemsPerBatch: 4 });
+ * const subtitles = new BatchPacer(provider, { budget, maxItemsPerBatch: 8, batchDelayMs: 300 });
+ * @throws {PacerError} `not_initialized` before `init()`; `invalid_options` for an
+ *   unknown or invalid option (the same rules as a pacer's).
+ */
+export function sharedBudget(options?: {
+  /** Requests per second, on average. @default 8 */
+  rate?: number;
+  /** The largest burst of requests. @default 60 */
+  capacity?: number;
+  /** Tokens per minute; `0` means no token limit. @default 0 */
+  tokensPerMinute?: number;
+}): SharedBudget;
 
 /**
  * A patch for `pacer.setOptions`: any settings, and `onEvent` to replace the handler.
@@ -398,13 +472,30 @@ export interface TranslateItem {
 export interface ProviderRequest {
   /** The texts of this call, in order (one for a single request). */
   readonly texts: string[];
-  /** The texts joined with `separator`; equal to `texts[0]` for a single request. */
+  /** One id per text, unique within the call: `"1"`, `"2"` … (the numbers of its markers). */
+  readonly ids: string[];
+  /**
+   * In the markers layout (the default), for a batch: one `[open, close]` pair per
+   * text, such as `["<s1>", "</s1>"]`, chosen so that neither string occurs in any text
+   * of the batch. Absent for a single request and in the separator layout.
+   */
+  readonly markers?: [string, string][];
+  /**
+   * What to send to the model. For a batch in the markers layout: each text between its
+   * markers, one segment per line, joined with `"\n"`; in the separator layout: the texts
+   * joined with `separator`. For a single request: `texts[0]`.
+   */
   readonly text: string;
   /**
-   * The separator of this call, chosen so that it occurs in none of its texts. Send
-   * `text` as is and ask for the translations separated the same way.
+   * For a batch, one English paragraph that tells a model how to answer in this layout,
+   * ready to append to a system prompt; `""` for a single request.
    */
-  readonly separator: string;
+  readonly instructions: string;
+  /**
+   * In the separator layout only: the separator of this call, chosen so that it occurs
+   * in none of its texts.
+   */
+  readonly separator?: string;
   /** `true` when the call carries more than one text. */
   readonly isBatch: boolean;
   /** The items' `sourceLang`. */
@@ -457,7 +548,41 @@ export interface ProviderRequest {
  *   return (await res.json()).translation;
  * };
  */
-export type Provider = (request: ProviderRequest) => Promise<string | string[]>;
+export type Provider = (request: ProviderRequest) => ProviderResult | Promise<ProviderResult>;
+
+/**
+ * What a provider returns: the translations in any form the layout accepts, or
+ * `{ translations, usage, limits }` with what the API reported.
+ *
+ * - a string: for a single request the translation; for a batch in the markers layout,
+ *   each translation between its own markers (text outside every pair is ignored); in
+ *   the separator layout, the translations separated by `separator`;
+ * - an array with one string per text, in order (a wrong length is a count mismatch);
+ * - an object with one string per id (`{ "1": "…", "2": "…" }`), as structured outputs give.
+ *
+ * A translation resolves its item only when the reply proves it belongs there; the
+ * missing ones are sent again as a smaller batch (see the README's "Segment identity").
+ */
+export type ProviderTranslations = string | string[] | Record<string, string>;
+
+/** A provider's result: translations, or translations with usage and limits. */
+export type ProviderResult =
+  | ProviderTranslations
+  | {
+      translations: ProviderTranslations;
+      /** Tokens the call used, as the API reported them. */
+      usage?: { inputTokens?: number; outputTokens?: number };
+      /** What the API said of its quota: the pacer holds later calls it has no room for. */
+      limits?: ProviderLimits;
+    };
+
+/** A provider's own account of its quota (any subset). */
+export interface ProviderLimits {
+  requestsRemaining?: number;
+  requestsResetMs?: number;
+  tokensRemaining?: number;
+  tokensResetMs?: number;
+}
 
 /** Configuration of {@link openAIProvider}. */
 export interface OpenAIProviderConfig {
@@ -801,7 +926,38 @@ export type PacerEvent =
   | CountMismatchEvent
   | FallbackEvent
   | TimeoutEvent
-  | CacheErrorEvent;
+  | CacheErrorEvent
+  | LimitedEvent
+  | BlockedEvent;
+
+/** A provider's due calls wait because it reported no room for them (`limits`). */
+export interface LimitedEvent {
+  type: "limited";
+  providerId: string;
+  /** Which of its windows is spent. */
+  reason: "requests" | "tokens";
+  /** Until the window resets, in milliseconds. */
+  resetMs: number;
+  /** When it resets, in milliseconds since the epoch. */
+  retryAt: number;
+}
+
+/**
+ * Every item queued for a provider was rejected at once: a settings error (401, 403,
+ * 404: check the key, the model, the base URL), a billing error (out of credit or at a
+ * spending cap), or a spent daily quota (items reject until `retryAt`).
+ */
+export interface BlockedEvent {
+  type: "blocked";
+  providerId: string;
+  reason: "settings" | "billing" | "daily";
+  /** The HTTP status of the failure. */
+  status?: number;
+  /** What the items were rejected with. */
+  message: string;
+  /** For a daily quota: its reset, in milliseconds since the epoch, when known. */
+  retryAt?: number;
+}
 
 // ---------------------------------------------------------------------------------------
 // Stats
@@ -848,6 +1004,10 @@ export interface PacerStats {
   queued: number;
   /** Gauge: provider calls running. */
   inFlight: number;
+  /** Prompt tokens the provider reported (`usage`), summed. */
+  inputTokens: number;
+  /** Completion tokens the provider reported (`usage`), summed. */
+  outputTokens: number;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -864,6 +1024,8 @@ export interface PacerProviderSnapshot {
   adaptiveRate: number | null;
   /** The rate that met its last 429 (`0` when none). */
   adaptiveCeiling: number;
+  /** A spent daily quota that still holds. */
+  dailyBlock?: { blockedForMs: number; resetKnown: boolean; message: string };
 }
 
 /**
@@ -982,7 +1144,7 @@ export class PacerError extends Error {
   constructor(
     code: PacerErrorCode,
     message: string,
-    details?: { status?: number; cause?: unknown },
+    details?: { status?: number; cause?: unknown; retryAt?: number },
   );
   /** Always `"PacerError"`. */
   name: "PacerError";
@@ -992,6 +1154,11 @@ export class PacerError extends Error {
   status?: number;
   /** The error the provider threw or rejected with (`provider_error`), when there was one. */
   cause?: unknown;
+  /**
+   * For a spent daily quota (`provider_error`, status 429): when it resets, in
+   * milliseconds since the epoch, when the provider said.
+   */
+  retryAt?: number;
   /** Every code a `PacerError` can carry. */
   static readonly codes: readonly PacerErrorCode[];
 }

@@ -3,6 +3,7 @@
 import wasmInit, {
   initSync as wasmInitSync,
   PacerCore,
+  PacerBudget,
   setup,
   cacheKey as coreCacheKey,
 } from "../pkg/batch_pacer.js";
@@ -143,6 +144,41 @@ export function cacheKey(item) {
   return coreCacheKey(item);
 }
 
+/** The core budget behind each `sharedBudget()` handle. */
+const budgetCores = new WeakMap();
+
+/**
+ * One request-and-token budget for several pacers that send to the same account (a page
+ * pacer and a subtitle pacer): pass it as the `budget` option of each. Every call then
+ * also takes from this budget, and the pacers share each provider's 429 pause, adaptive
+ * rate, reported limits and daily block.
+ * @param {{ rate?: number, capacity?: number, tokensPerMinute?: number }} [options]
+ */
+export function sharedBudget(options) {
+  requireReady("sharedBudget()");
+  const handle = Object.freeze(Object.create(SharedBudgetPrototype));
+  budgetCores.set(handle, new PacerBudget(options));
+  return handle;
+}
+
+/** What `sharedBudget()` returns: an opaque handle. */
+const SharedBudgetPrototype = Object.freeze({ [Symbol.toStringTag]: "SharedBudget" });
+
+/** Takes the `budget` option out of `options`: the core takes the budget apart. */
+function splitBudget(options) {
+  if (options === null || typeof options !== "object" || !Object.hasOwn(options, "budget")) {
+    return [options, undefined];
+  }
+  const { budget, ...rest } = options;
+  if (budget === undefined) return [rest, undefined];
+  const core = budgetCores.get(budget);
+  if (core === undefined) {
+    const got = budget === null ? "null" : typeof budget;
+    throw new PacerError("invalid_options", `budget must be a value returned by sharedBudget() (got ${got})`);
+  }
+  return [rest, core];
+}
+
 /** Registered compatibility combinations kept per pacer before they are forgotten. */
 const MAX_COMPATS = 4096;
 
@@ -182,7 +218,9 @@ export class BatchPacer {
     requireReady("new BatchPacer()");
     // Indexed, not destructured: destructuring a typed array runs its iterator.
     const seed = randomSeed();
-    this.#core = new PacerCore(provider, options, seed[0], seed[1]);
+    const [rest, budget] = splitBudget(options);
+    this.#core = new PacerCore(provider, rest, seed[0], seed[1]);
+    if (budget !== undefined) this.#core.shareBudget(budget);
   }
 
   /** Resolves with the item's translation; rejects with a PacerError. */
@@ -269,6 +307,9 @@ export class BatchPacer {
 
   /** Validates the whole patch, then applies it to queued work at once. */
   setOptions(patch) {
+    if (patch !== null && typeof patch === "object" && Object.hasOwn(patch, "budget")) {
+      throw new PacerError("invalid_options", "budget cannot be changed after construction");
+    }
     this.#core.setOptions(patch);
   }
 

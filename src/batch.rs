@@ -58,6 +58,9 @@ pub struct Limits {
     pub max_chars: u64,
     /// Collection window from a batch's first item.
     pub delay: Duration,
+    /// Most estimated input tokens in one LLM batch (what the token budget can hold);
+    /// infinite without a token budget.
+    pub max_tokens: f64,
 }
 
 /// Where a batch is in its life.
@@ -80,6 +83,8 @@ pub struct Member {
     pub job: Key,
     /// Its characters.
     pub chars: u64,
+    /// Its estimated input tokens (0 without a token budget).
+    pub tokens: f32,
     /// Its priority.
     pub priority: Priority,
     /// Its arrival order.
@@ -93,6 +98,8 @@ pub struct Batch {
     pub jobs: Vec<Key>,
     /// Their total characters.
     pub chars: u64,
+    /// Their total estimated input tokens.
+    pub tokens: f64,
     /// Arrival of the first item (start of the collection window).
     pub first_at: Instant,
     /// Highest priority of its items.
@@ -123,6 +130,7 @@ impl Batch {
         Batch {
             jobs: vec![first.job],
             chars: first.chars,
+            tokens: f64::from(first.tokens),
             first_at,
             priority: first.priority,
             seq: first.seq,
@@ -137,17 +145,20 @@ impl Batch {
         }
     }
 
-    /// Whether an item of `chars` characters may join without breaking a limit.
-    pub fn accepts(&self, chars: u64, limits: &Limits) -> bool {
+    /// Whether an item of `chars` characters and `tokens` tokens may join without
+    /// breaking a limit.
+    pub fn accepts(&self, chars: u64, tokens: f32, limits: &Limits) -> bool {
         !self.sealed
             && self.jobs.len() < limits.max_items
             && self.chars.saturating_add(chars) <= limits.max_chars
+            && self.tokens + f64::from(tokens) <= limits.max_tokens
     }
 
     /// Adds an item; the batch takes the highest priority of its items.
     pub fn push(&mut self, member: &Member) {
         self.jobs.push(member.job);
         self.chars = self.chars.saturating_add(member.chars);
+        self.tokens += f64::from(member.tokens);
         self.priority = self.priority.max(member.priority);
         // An item may arrive out of line (after a store lookup, or regrouped): the key
         // stays ahead of every item.
@@ -156,7 +167,9 @@ impl Batch {
 
     /// Due by size: it holds the most items, or its characters reached the limit.
     pub fn is_full(&self, limits: &Limits) -> bool {
-        self.jobs.len() >= limits.max_items || self.chars >= limits.max_chars
+        self.jobs.len() >= limits.max_items
+            || self.chars >= limits.max_chars
+            || self.tokens >= limits.max_tokens
     }
 
     /// When the collection window closes.
@@ -166,9 +179,9 @@ impl Batch {
 }
 
 /// Whether an item must travel alone: non-LLM items never batch, and an item longer than
-/// the character limit cannot share.
-pub fn travels_alone(llm: bool, chars: u64, limits: &Limits) -> bool {
-    !llm || chars > limits.max_chars
+/// the character limit, or costing more than the token budget can hold, cannot share.
+pub fn travels_alone(llm: bool, chars: u64, tokens: f32, limits: &Limits) -> bool {
+    !llm || chars > limits.max_chars || f64::from(tokens) > limits.max_tokens
 }
 
 #[cfg(test)]

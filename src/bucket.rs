@@ -92,6 +92,36 @@ impl TokenBucket {
     }
 
     /// The refill rate, in tokens per second.
+    /// Whether `amount` tokens are there now. An amount above the capacity is there once
+    /// the bucket is full: a call that costs more than the bucket can hold still starts,
+    /// and leaves the bucket in debt.
+    pub fn holds(&self, now: Instant, amount: f64) -> bool {
+        self.tokens(now) + SLACK >= amount.min(self.capacity)
+    }
+
+    /// When `amount` tokens (at most the capacity) will be there.
+    pub fn ready_at_amount(&self, now: Instant, amount: f64) -> Instant {
+        let missing = amount.min(self.capacity) - self.tokens(now);
+        if missing <= SLACK {
+            return now;
+        }
+        now + Duration::from_micros((missing / self.rate * 1e6).ceil() as u64)
+    }
+
+    /// Takes `amount` tokens; the bucket may go into debt (a call that cost more than
+    /// estimated, or more than the bucket holds).
+    pub fn take_amount(&mut self, now: Instant, amount: f64) {
+        self.refill(now);
+        self.tokens -= amount;
+    }
+
+    /// Gives `amount` tokens back (a call that cost less than estimated), up to the
+    /// capacity; a negative amount is an extra charge.
+    pub fn give(&mut self, now: Instant, amount: f64) {
+        self.refill(now);
+        self.tokens = (self.tokens + amount).min(self.capacity);
+    }
+
     pub fn rate(&self) -> f64 {
         self.rate
     }

@@ -161,6 +161,11 @@ impl<T> Slab<T> {
         values
     }
 
+    /// Live values, mutably.
+    pub fn values_mut(&mut self) -> impl Iterator<Item = &mut T> {
+        self.slots.iter_mut().filter_map(|slot| slot.value.as_mut())
+    }
+
     /// Live values with their keys.
     pub fn iter(&self) -> impl Iterator<Item = (Key, &T)> {
         self.slots.iter().enumerate().filter_map(|(index, slot)| {

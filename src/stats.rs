@@ -151,6 +151,15 @@ pub enum Event {
         /// For a daily quota: until its reset, when known (items reject until then).
         until: Option<Duration>,
     },
+    /// A provider's due calls wait because it reported no room for them (`limits`).
+    Limited {
+        /// The provider.
+        provider_id: Rc<str>,
+        /// Which of its windows is spent.
+        reason: crate::quota::Held,
+        /// Until the window resets.
+        wait: Duration,
+    },
     /// A call took longer than `timeoutMs` and was cancelled.
     Timeout {
         /// The provider.

@@ -283,6 +283,7 @@ fn run(
                 llm: a.llm,
             },
             priority: a.priority,
+            tokens: None,
         };
         let ticket = sim.translate(&it);
         tickets.push((ticket, text.clone()));

@@ -315,6 +315,7 @@ fuzz_target!(|data: &[u8]| {
                         llm,
                     },
                     priority,
+                    tokens: None,
                 };
                 let valid = !provider_id.is_empty()
                     && !source_lang.is_empty()
@@ -508,6 +509,7 @@ fuzz_target!(|data: &[u8]| {
             llm: true,
         },
         priority: 0.0,
+        tokens: None,
     };
     let ticket = run.engine.handle_translate(run.now, &item).expect("valid");
     let settled = run.engine.poll_settled().expect("settles at once");

@@ -105,6 +105,7 @@ fn item(text: &str, priority: f64) -> Item<'_> {
             llm: true,
         },
         priority,
+        tokens: None,
     }
 }
 

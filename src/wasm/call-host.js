@@ -131,21 +131,3 @@ export function makeCallHost(provider, input, respond) {
     },
   };
 }
-
-/**
- * A provider failure's Retry-After text in either HTTP form (delay-seconds or an
- * HTTP-date) as milliseconds from now, or undefined when it is neither. Parsed here with
- * JS's own number and date parsing: Rust's would add kilobytes to the module.
- * @param {string} text
- * @returns {number | undefined}
- */
-export function retryAfterMs(text) {
-  const value = text.trim();
-  if (value === "") return undefined;
-  if (/^[0-9.]+$/.test(value)) {
-    const seconds = Number.parseFloat(value);
-    return seconds >= 0 && Number.isFinite(seconds) ? seconds * 1000 : undefined;
-  }
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - Date.now());
-}

@@ -78,6 +78,7 @@ impl ItemFields {
                 llm: self.llm,
             },
             priority: self.priority,
+            tokens: None,
         }
     }
 }
@@ -213,7 +214,8 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String
             "clock" => input.clock = present.then_some(v),
             "onEvent" => input.on_event = present.then_some(v),
             "cache" => input.cache = present.then_some(v),
-            "restore" => input.restore = present.then_some(v),
+            // Settings storage yields null for "nothing saved": no restore, like undefined.
+            "restore" => input.restore = (present && !v.is_null()).then_some(v),
             "estimateTokens" => input.estimate_tokens = present.then_some(v),
             _ => input.core.push((name, describe(&v))),
         }
@@ -423,9 +425,10 @@ fn retry_after(error: &JsValue) -> Option<Duration> {
     }
 }
 
-#[wasm_bindgen(module = "/src/wasm/call-host.js")]
+// The package's one Retry-After reading, shared with openAIProvider.
+#[wasm_bindgen(module = "/js/retry-after.js")]
 extern "C" {
-    #[wasm_bindgen(js_name = retryAfterMs)]
+    #[wasm_bindgen(js_name = parseRetryAfter)]
     fn retry_after_ms(text: &JsValue) -> JsValue;
 }
 
@@ -651,6 +654,12 @@ enum EventView<'a> {
         operation: &'static str,
         message: &'a str,
     },
+    Limited {
+        provider_id: &'a str,
+        reason: &'static str,
+        reset_ms: f64,
+        retry_at: f64,
+    },
     Blocked {
         provider_id: &'a str,
         reason: &'static str,
@@ -709,6 +718,16 @@ pub fn event_object(event: &Event) -> JsValue {
         },
         Event::Timeout { provider_id } => EventView::Timeout { provider_id },
         Event::CacheError { operation, message } => EventView::CacheError { operation, message },
+        Event::Limited {
+            provider_id,
+            reason,
+            wait,
+        } => EventView::Limited {
+            provider_id,
+            reason: reason.as_str(),
+            reset_ms: wait.as_millis(),
+            retry_at: wall_time_in(*wait),
+        },
         Event::Blocked {
             provider_id,
             reason,

@@ -12,6 +12,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 use wasm_bindgen_futures::{spawn_local, JsFuture};
 
+use super::budget::PacerBudget;
 use super::clock::{Clock, TimerHandle};
 use super::compat_table::CompatTable;
 use super::convert::{self, describe};
@@ -44,6 +45,8 @@ struct Inner {
     clock: Clock,
     /// The user's `{ get, set }` persistent store.
     store: Option<JsValue>,
+    /// The user's `estimateTokens(text)`.
+    estimate: Option<Function>,
 }
 
 /// One unit of work taken out of the engine, performed with no borrow held.
@@ -99,6 +102,16 @@ fn restore(engine: &mut Engine<JsValue>, value: &JsValue) -> Result<(), JsValue>
     Ok(())
 }
 
+#[inline(never)]
+fn estimator(value: &JsValue) -> Result<Function, JsValue> {
+    value.clone().dyn_into::<Function>().map_err(|_| {
+        invalid_options(format!(
+            "estimateTokens must be a function (got {})",
+            describe(value)
+        ))
+    })
+}
+
 fn event_handler(value: Option<JsValue>) -> Result<Option<Function>, JsValue> {
     match value {
         None => Ok(None),
@@ -134,6 +147,10 @@ impl PacerCore {
             None => Clock::global(),
         };
         let on_event = event_handler(input.on_event)?;
+        let estimate = match &input.estimate_tokens {
+            Some(f) => Some(estimator(f)?),
+            None => None,
+        };
         let now = Instant::from_millis(clock.now_ms());
         let seed = u64::from(seed_high) << 32 | u64::from(seed_low);
         let mut engine = Engine::new(parsed, now, seed);
@@ -155,6 +172,7 @@ impl PacerCore {
             calls: Calls::new(&provider, answer(weak)),
             clock,
             store,
+            estimate,
         });
         Ok(PacerCore { inner })
     }
@@ -173,8 +191,12 @@ impl PacerCore {
                 return 0.0;
             }
         };
+        let tokens = self.inner.user_tokens(|| JsValue::from_str(&fields.text));
         self.admit(resolve, reject, |engine, now, _| {
-            let item = fields.item();
+            let item = Item {
+                tokens,
+                ..fields.item()
+            };
             if fields.aborted {
                 engine.handle_translate_aborted(now, &item)
             } else {
@@ -236,6 +258,7 @@ impl PacerCore {
                 return 0.0;
             }
         };
+        let tokens = self.inner.user_tokens(|| JsValue::from_str(&text));
         self.admit(resolve, reject, |engine, now, compats| {
             let compat = compats.get(compat).ok_or_else(|| {
                 PacerFailure::new(
@@ -249,9 +272,20 @@ impl PacerCore {
                     text: &text,
                     compat,
                     priority,
+                    tokens,
                 },
             )
         })
+    }
+
+    /// Shares `budget` with the other pacers given it (right after construction).
+    #[wasm_bindgen(js_name = shareBudget)]
+    pub fn share_budget(&self, budget: &PacerBudget) -> Result<(), JsValue> {
+        self.inner
+            .borrow()?
+            .engine
+            .share_budget(budget.budget.clone());
+        Ok(())
     }
 
     /// The item of `ticket` was aborted by its signal.
@@ -273,7 +307,12 @@ impl PacerCore {
                 "clock cannot be changed after construction (got {got})"
             )));
         }
-        for (name, value) in [("cache", &input.cache), ("restore", &input.restore)] {
+        let fixed = [
+            ("cache", &input.cache),
+            ("restore", &input.restore),
+            ("estimateTokens", &input.estimate_tokens),
+        ];
+        for (name, value) in fixed {
             if let Some(value) = value {
                 let got = describe(value);
                 return Err(invalid_options(format!(
@@ -398,6 +437,22 @@ fn busy() -> JsValue {
 impl Inner {
     fn now(&self) -> Instant {
         Instant::from_millis(self.clock.now_ms())
+    }
+
+    /// The user's estimate of an item's tokens, when the engine needs estimates. Called
+    /// with no borrow held (the estimator is user code); a throw or a value that is not a
+    /// finite number >= 0 falls back to the built-in estimate.
+    fn user_tokens(&self, text: impl FnOnce() -> JsValue) -> Option<f64> {
+        let estimate = self.estimate.as_ref()?;
+        let wanted = self
+            .state
+            .try_borrow()
+            .is_ok_and(|state| state.engine.wants_token_estimates());
+        if !wanted {
+            return None;
+        }
+        let value = estimate.call1(&JsValue::UNDEFINED, &text()).ok()?;
+        value.as_f64().filter(|n| n.is_finite() && *n >= 0.0)
     }
 
     fn borrow(&self) -> Result<std::cell::RefMut<'_, State>, JsValue> {

@@ -1,6 +1,7 @@
 //! The JS binding (wasm32 only): converts values and drives the engine. No rule of the
 //! contract is decided here.
 
+mod budget;
 mod clock;
 mod compat_table;
 mod convert;
@@ -12,6 +13,7 @@ mod setup;
 
 use wasm_bindgen::prelude::*;
 
+pub use budget::PacerBudget;
 pub use driver::PacerCore;
 
 use crate::key::{item_key, to_hex};
@@ -22,7 +24,7 @@ use crate::{ErrorCode, Options};
 pub fn cache_key(item: JsValue) -> Result<String, JsValue> {
     let fields = convert::item_fields(&item).map_err(|e| errors::js_error(&e))?;
     let item = fields.item();
-    crate::engine::validate(&item).map_err(|e| errors::js_error(&e))?;
+    crate::item::validate(&item).map_err(|e| errors::js_error(&e))?;
     Ok(to_hex(&item_key(&item.compat, item.text)))
 }
 

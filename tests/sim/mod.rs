@@ -114,6 +114,7 @@ pub fn item_for<'a>(provider: &'a str, text: &'a str) -> Item<'a> {
             llm: true,
         },
         priority: 0.0,
+        tokens: None,
     }
 }
 

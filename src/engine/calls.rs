@@ -1,0 +1,314 @@
+//! Provider calls: composing a call from a due batch (its layout, cost and timeout), and
+//! reading its reply back onto the items: proven translations resolve at once, the
+//! rest go out again as a count mismatch (partial acceptance).
+
+use super::*;
+
+#[derive(Debug)]
+pub(super) struct Running {
+    pub(super) batch: Key,
+    pub(super) provider: u32,
+    /// The provider's 429 episode when the call started.
+    pub(super) episode: u32,
+    /// The call's timeout (`timeoutMs` when it started) and when it runs out.
+    pub(super) timeout: Option<Duration>,
+    pub(super) deadline: Option<Instant>,
+    /// How to read the reply.
+    pub(super) reading: Reading,
+    /// Its estimated cost before and after the provider's scaling (0 without estimates).
+    pub(super) raw_cost: f64,
+    pub(super) cost: f64,
+}
+
+/// How a call's reply is read back onto its items.
+#[derive(Debug)]
+pub(super) enum Reading {
+    /// Pairs of markers with this tag.
+    Markers(String),
+    /// Split on this separator; `strip_fence`: a code fence around the reply was added
+    /// by the model (not the texts').
+    Separator {
+        separator: String,
+        strip_fence: bool,
+    },
+}
+
+/// A call's text, its layout and instructions for the provider, and how its reply will
+/// be read.
+pub(super) fn lay_out(
+    format: SegmentFormat,
+    texts: &[String],
+) -> (String, Layout, String, Reading) {
+    let count = texts.len();
+    let single = count <= 1;
+    match format {
+        SegmentFormat::Markers => {
+            let tag = markers::choose_tag(texts);
+            if single {
+                let text = texts.first().cloned().unwrap_or_default();
+                return (text, Layout::Single, String::new(), Reading::Markers(tag));
+            }
+            let mut pairs = Vec::with_capacity(count);
+            for id in 1..=count {
+                pairs.push(markers::pair(&tag, id));
+            }
+            let text = markers::lay_out(texts, &pairs);
+            let instructions = markers::instructions(&tag, count);
+            (
+                text,
+                Layout::Markers(pairs),
+                instructions,
+                Reading::Markers(tag),
+            )
+        }
+        SegmentFormat::Separator => {
+            let separator = codec::choose_separator(texts);
+            let (text, instructions) = if single {
+                (texts.first().cloned().unwrap_or_default(), String::new())
+            } else {
+                let instructions = codec::instructions(&separator, count);
+                (codec::join(texts, &separator), instructions)
+            };
+            let reading = Reading::Separator {
+                separator: separator.clone(),
+                strip_fence: codec::fence_is_added(texts),
+            };
+            (text, Layout::Separator(separator), instructions, reading)
+        }
+    }
+}
+
+/// The translation of each text that the reply proves (`None` for the missing ones), or
+/// why the whole reply cannot be mapped onto the texts.
+pub(super) fn read_reply(
+    reading: &Reading,
+    texts: &[&str],
+    reply: Reply,
+) -> Result<Vec<Option<String>>, Mismatch> {
+    let expected = texts.len();
+    let all = |segments: Vec<String>| segments.into_iter().map(Some).collect();
+    match (reading, reply) {
+        (_, Reply::Text(text)) if expected == 1 => Ok(vec![Some(text)]),
+        (_, Reply::Keyed(pairs)) => Ok(proof::prove(texts, &proof::keyed_entries(pairs))),
+        (Reading::Markers(tag), Reply::Text(text)) => {
+            Ok(proof::prove(texts, &proof::marked_entries(&text, tag)))
+        }
+        (Reading::Markers(_), Reply::Texts(segments)) if segments.len() == expected => {
+            Ok(proof::prove(texts, &proof::listed_entries(segments)))
+        }
+        (Reading::Markers(_), Reply::Texts(segments)) => Err(Mismatch::Count {
+            expected,
+            got: segments.len(),
+        }),
+        (Reading::Separator { .. }, Reply::Texts(segments)) => {
+            check_aligned(texts, codec::check_segments(segments, expected)?).map(all)
+        }
+        (
+            Reading::Separator {
+                separator,
+                strip_fence,
+            },
+            Reply::Text(text),
+        ) => check_aligned(
+            texts,
+            codec::split(&text, separator, expected, *strip_fence)?,
+        )
+        .map(all),
+    }
+}
+
+/// The separator layout's evidence of a shift (see the `alignment` module).
+pub(super) fn check_aligned(
+    texts: &[&str],
+    segments: Vec<String>,
+) -> Result<Vec<String>, Mismatch> {
+    if texts.len() > 1 {
+        alignment::check(texts, &segments)?;
+    }
+    Ok(segments)
+}
+
+impl<C: Clone> Engine<C> {
+    pub(super) fn start(&mut self, batch_key: Key) {
+        let batch_key = self.first_call(batch_key);
+        let Some(batch) = self.batches.get_mut(batch_key) else {
+            return;
+        };
+        let id = self.next_call;
+        self.next_call += 1;
+        batch.sealed = true;
+        batch.state = State::Running(id);
+        let attempt = batch.attempts;
+        batch.attempts += 1;
+        let (group_key, provider) = (batch.compat, batch.provider);
+        let mut texts: Vec<String> = Vec::with_capacity(batch.jobs.len());
+        for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
+            texts.push(job.text.to_string());
+        }
+        let Some(group) = self.groups.get_mut(group_key) else {
+            return;
+        };
+        if group.open == Some(batch_key) {
+            group.open = None;
+        }
+        let compat = group.info.clone();
+        let is_batch = texts.len() > 1;
+        let (raw_cost, cost) = match (
+            self.batches.get(batch_key),
+            self.providers.get(provider as usize),
+        ) {
+            (Some(batch), Some(p)) => self.batch_cost(p, batch),
+            _ => (0.0, 0.0),
+        };
+        if let Some(budget) = &mut self.budget {
+            budget.spend(self.now, cost);
+        }
+        if let Some(shared) = &self.shared {
+            shared.spend_tokens(self.now, cost);
+        }
+        if let Some(p) = self.providers.get(provider as usize) {
+            p.pacing.borrow_mut().quota.spend(self.now, cost);
+        }
+        let (text, layout, instructions, reading) = lay_out(self.options.segment_format, &texts);
+        self.out.stats.provider_calls += 1;
+        self.out.stats.batch_calls += u64::from(is_batch);
+        self.out.stats.retries += u64::from(attempt > 0);
+        self.out.stats.queued -= texts.len() as u64;
+        let timeout =
+            (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms));
+        let deadline = timeout.map(|t| self.now + t);
+        if let Some(deadline) = deadline {
+            self.timers.push(deadline, Timer::Deadline(id));
+        }
+        self.running.insert(
+            id,
+            Running {
+                batch: batch_key,
+                provider,
+                episode: self
+                    .providers
+                    .get(provider as usize)
+                    .map_or(0, |p| p.pacing.borrow().episode),
+                timeout,
+                deadline,
+                reading,
+                raw_cost,
+                cost,
+            },
+        );
+        self.out.calls.push_back(Call {
+            id,
+            ids: markers::ids(texts.len()),
+            texts,
+            text,
+            layout,
+            instructions,
+            is_batch,
+            compat,
+            attempt,
+            timeout,
+        });
+    }
+
+    pub(super) fn on_reply(&mut self, run: Running, reply: Reply) {
+        let Some(batch) = self.batches.get(run.batch) else {
+            return;
+        };
+        let expected = batch.jobs.len();
+        let mut texts: Vec<&str> = Vec::with_capacity(expected);
+        for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
+            texts.push(&job.text);
+        }
+        let read = read_reply(&run.reading, &texts, reply);
+        match read {
+            Ok(translations) if translations.iter().all(Option::is_some) => {
+                self.succeed(run, translations.into_iter().flatten().collect())
+            }
+            Ok(translations) if translations.iter().any(Option::is_some) => {
+                self.accept_proven(run, translations)
+            }
+            Ok(_) => self.on_mismatch(run, expected, 0),
+            Err(mismatch) => {
+                let got = match mismatch {
+                    Mismatch::Count { got, .. } => got,
+                    Mismatch::EmptySegment { .. } | Mismatch::Misaligned { .. } => expected,
+                };
+                self.on_mismatch(run, expected, got)
+            }
+        }
+    }
+
+    pub(super) fn succeed(&mut self, run: Running, translations: Vec<String>) {
+        self.grow_adaptive_rate(run.provider);
+        let Some(batch) = self.batches.remove(run.batch) else {
+            return;
+        };
+        for (job_key, translation) in batch.jobs.into_iter().zip(translations) {
+            self.resolve_job(job_key, batch.compat, translation);
+        }
+    }
+
+    /// Partial acceptance: the proven segments resolve their items now; the batch goes
+    /// out again with the missing ones only, as a count mismatch.
+    pub(super) fn accept_proven(&mut self, run: Running, translations: Vec<Option<String>>) {
+        self.grow_adaptive_rate(run.provider);
+        let Some(batch) = self.batches.get_mut(run.batch) else {
+            return;
+        };
+        let expected = batch.jobs.len();
+        let mut proven = Vec::new();
+        let mut kept = Vec::with_capacity(expected);
+        for (job_key, translation) in batch.jobs.iter().zip(translations) {
+            match translation {
+                Some(t) => proven.push((*job_key, t)),
+                None => kept.push(*job_key),
+            }
+        }
+        let got = proven.len();
+        batch.jobs = kept;
+        let group = batch.compat;
+        for (job_key, translation) in proven {
+            if let Some(job) = self.jobs.get(job_key) {
+                let (chars, tokens) = (utf16_len(&job.text), f64::from(job.tokens));
+                if let Some(batch) = self.batches.get_mut(run.batch) {
+                    batch.chars = batch.chars.saturating_sub(chars);
+                    batch.tokens -= tokens;
+                }
+            }
+            self.resolve_job(job_key, group, translation);
+        }
+        self.on_mismatch(run, expected, got);
+    }
+
+    /// The reply did not prove every item of the batch (`got` of `expected`, the proven
+    /// ones already resolved): the rest are retried, then sent one by one.
+    pub(super) fn on_mismatch(&mut self, run: Running, expected: usize, got: usize) {
+        self.out.stats.count_mismatches += 1;
+        let provider_id = self.provider_id(run.provider);
+        let Some(batch) = self.batches.get_mut(run.batch) else {
+            return;
+        };
+        self.out.events.push_back(Event::CountMismatch {
+            provider_id: provider_id.clone(),
+            expected,
+            got,
+        });
+        let missing = batch.jobs.len();
+        batch.mismatches = batch.mismatches.saturating_add(1);
+        let tries = batch.mismatches;
+        if u64::from(tries) <= self.options.max_batch_retries {
+            let delay = backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter);
+            self.retry_after(run.batch, delay, RetryReason::CountMismatch);
+        } else if missing > 1 && self.options.fallback_to_individual {
+            self.fall_back(run.batch);
+        } else {
+            let message = format!(
+                "the provider's reply did not prove the translation of {missing} of {expected} texts, on {tries} tries"
+            );
+            self.fail(
+                run.batch,
+                PacerFailure::new(ErrorCode::CountMismatch, message),
+            );
+        }
+    }
+}

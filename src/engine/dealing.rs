@@ -1,0 +1,162 @@
+//! Dealing by priority: a call takes the best items of its group's due batches (highest
+//! priority first, first come first served among equals), not just the batch that
+//! happened to be first in line.
+
+use super::*;
+
+/// An item's place in line when a group's due items are dealt again (`first_call`):
+/// priority, arrival, its job, and the start of its batch's collection window.
+pub(super) type InLine = (Reverse<Priority>, u64, Key, Instant);
+
+impl<C: Clone> Engine<C> {
+    /// The batch to send for `chosen`, the best due batch. Batches collect items in
+    /// arrival order, but a call takes the best items of its group's due batches:
+    /// highest priority first, first come first served among equals. When no other due
+    /// batch of the group may hold an item ahead of `chosen`'s last, `chosen` is sent as
+    /// it is (the common case, at no cost). Else the call is filled item by item from a
+    /// merge of the due batches in line, and the items of the batches it looked at and
+    /// did not take go back into due batches in arrival order. A batch still collecting,
+    /// and a batch being retried, keep their items.
+    pub(super) fn first_call(&mut self, chosen: Key) -> Key {
+        let Some(batch) = self.batches.get(chosen).filter(|b| !b.sealed) else {
+            return chosen;
+        };
+        let (group_key, provider) = (batch.compat, batch.provider);
+        // Items that never share a call (llm: false) have nothing to deal.
+        if !self.groups.get(group_key).is_some_and(|g| g.info.llm) {
+            return chosen;
+        }
+        let Some(ready) = self.providers.get(provider as usize).map(|p| &p.ready) else {
+            return chosen;
+        };
+        // A batch's ready key (its best priority, its first arrival) is never behind any
+        // of its items, and the provider's due batches are in that order.
+        let last_in_chosen = batch
+            .jobs
+            .iter()
+            .filter_map(|j| self.jobs.get(*j))
+            .map(|j| (Reverse(j.priority), j.seq))
+            .max();
+        let dealable = |key: &Key| {
+            self.batches
+                .get(*key)
+                .is_some_and(|b| b.compat == group_key && !b.sealed)
+        };
+        let any_ahead = ready
+            .iter()
+            .take_while(|(p, s, _)| Some((*p, *s)) < last_in_chosen)
+            .any(|(_, _, key)| dealable(key));
+        if !any_ahead {
+            return chosen;
+        }
+        // The call, item by item: the best of the items seen so far, once no due batch
+        // not yet seen may hold a better one.
+        let mut line: BinaryHeap<Reverse<InLine>> = BinaryHeap::new();
+        self.line_up(batch, &mut line);
+        let mut pool = vec![chosen];
+        let mut seen = 0;
+        let mut taken: Vec<(Key, Instant)> = Vec::new();
+        let (mut count, mut chars, mut tokens) = (0usize, 0u64, 0f64);
+        while let Some(&Reverse((priority, seq, _, _))) = line.peek() {
+            let next = ready.get(seen).copied();
+            if let Some((_, _, key)) = next.filter(|(p, s, _)| (*p, *s) < (priority, seq)) {
+                seen += 1;
+                if let Some(b) = self.batches.get(key).filter(|_| dealable(&key)) {
+                    pool.push(key);
+                    self.line_up(b, &mut line);
+                }
+                continue;
+            }
+            let Some(&Reverse((_, _, job, first_at))) = line.peek() else {
+                break;
+            };
+            let (c, t) = self
+                .jobs
+                .get(job)
+                .map_or((0, 0.0), |j| (utf16_len(&j.text), j.tokens));
+            // Rule 2: the first item that does not fit ends the call (a long one alone).
+            let fits = count == 0
+                || (!travels_alone(true, c, t, &self.limits)
+                    && !travels_alone(true, chars, tokens as f32, &self.limits)
+                    && count < self.limits.max_items
+                    && chars.saturating_add(c) <= self.limits.max_chars
+                    && tokens + f64::from(t) <= self.limits.max_tokens);
+            if !fits {
+                break;
+            }
+            line.pop();
+            taken.push((job, first_at));
+            count += 1;
+            chars = chars.saturating_add(c);
+            tokens += f64::from(t);
+        }
+        if pool.len() == 1 {
+            return chosen;
+        }
+        let open_dealt = self
+            .groups
+            .get(group_key)
+            .is_some_and(|g| g.open.is_some_and(|open| pool.contains(&open)));
+        for key in &pool {
+            if let Some(batch) = self.batches.remove(*key) {
+                if *key != chosen {
+                    if let Some(p) = self.providers.get_mut(batch.provider as usize) {
+                        p.ready.remove(&ready_key(*key, &batch));
+                    }
+                }
+            }
+        }
+        let mut call: Option<Key> = None;
+        for (job, first_at) in taken {
+            let Some(member) = self.member(job) else {
+                continue;
+            };
+            match call {
+                None => call = Some(self.new_due_batch(&member, group_key, provider, first_at)),
+                Some(c) => self.join_unsent(c, &member),
+            }
+        }
+        let mut rest: BinaryHeap<Reverse<(u64, Key, Instant)>> = BinaryHeap::new();
+        while let Some(Reverse((_, seq, job, first_at))) = line.pop() {
+            rest.push(Reverse((seq, job, first_at)));
+        }
+        let mut current: Option<Key> = None;
+        while let Some(Reverse((_, job, first_at))) = rest.pop() {
+            let Some(member) = self.member(job) else {
+                continue;
+            };
+            match current {
+                Some(c) if self.may_join(c, &member) => self.join_unsent(c, &member),
+                _ => {
+                    if let Some(done) = current {
+                        self.make_ready(done);
+                    }
+                    current = Some(self.new_due_batch(&member, group_key, provider, first_at));
+                }
+            }
+        }
+        if let Some(done) = current {
+            self.make_ready(done);
+        }
+        if open_dealt {
+            if let Some(group) = self.groups.get_mut(group_key) {
+                group.open = current;
+            }
+        }
+        call.unwrap_or(chosen)
+    }
+
+    /// Puts the items of `batch` in `line`, by priority then arrival.
+    pub(super) fn line_up(&self, batch: &Batch, line: &mut BinaryHeap<Reverse<InLine>>) {
+        for key in &batch.jobs {
+            if let Some(job) = self.jobs.get(*key) {
+                line.push(Reverse((
+                    Reverse(job.priority),
+                    job.seq,
+                    *key,
+                    batch.first_at,
+                )));
+            }
+        }
+    }
+}

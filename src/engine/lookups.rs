@@ -1,0 +1,81 @@
+//! The persistent store's flow: a new item is looked up before it is queued (no token
+//! held); a hit settles it, a miss or a failure queues it, every success is written.
+
+use super::*;
+
+impl<C: Clone> Engine<C> {
+    /// Puts a persistent store behind the LRU: new items are looked up before they are
+    /// queued (`poll_lookup`), and every success is written (`poll_store_write`).
+    pub fn enable_store(&mut self) {
+        self.store.get_or_insert_with(Store::default);
+    }
+
+    /// Reports what a lookup found. A failure is a miss, reported as an event.
+    pub fn handle_lookup(&mut self, now: Instant, id: LookupId, result: LookupResult) {
+        self.advance(now);
+        // Full bits: a lookup's answer may arrive long after its job ended.
+        if let Some(job) = self.jobs.key_from_full_bits(id) {
+            self.end_lookup(job, result);
+        }
+        self.after_input();
+    }
+
+    /// Reports a failed `store.set`; it changes nothing but the events.
+    pub fn handle_store_failure(&mut self, message: String) {
+        self.out.events.push_back(Event::CacheError {
+            operation: "set",
+            message,
+        });
+    }
+
+    // ----- outputs -----
+
+    /// The next store lookup to perform.
+    pub fn poll_lookup(&mut self) -> Option<Lookup> {
+        self.store.as_mut()?.poll_lookup()
+    }
+
+    /// The next store write to perform.
+    pub fn poll_store_write(&mut self) -> Option<StoreWrite> {
+        self.store.as_mut()?.poll_write()
+    }
+
+    /// A lookup ended: a hit settles the job, anything else queues it.
+    pub(super) fn end_lookup(&mut self, job_key: Key, result: LookupResult) {
+        let Some(pending) = self.store.as_mut().and_then(|s| s.finish_lookup(job_key)) else {
+            return;
+        };
+        match result {
+            LookupResult::Hit(translation) => {
+                self.out.stats.cache_hits += 1;
+                if let Some(mut job) = self.jobs.remove(job_key) {
+                    self.forget_job_key(job_key, job.key);
+                    self.cache.put(job.key, &translation);
+                    if let Some(store) = &mut self.store {
+                        store.forget(job_key);
+                    }
+                    self.after_job_removed(pending.group);
+                    for ticket in job.waiters.take() {
+                        self.job_by_ticket.remove(ticket);
+                        self.resolve(ticket, translation.clone());
+                    }
+                }
+            }
+            LookupResult::Miss | LookupResult::Failed(_) => {
+                if let LookupResult::Failed(message) = result {
+                    self.out.events.push_back(Event::CacheError {
+                        operation: "get",
+                        message,
+                    });
+                }
+                self.out.stats.queued += 1;
+                // A twin may have raised the job's priority during the lookup.
+                let mut member = pending.member;
+                if let Some(j) = self.jobs.get(job_key) {
+                    member.priority = j.priority;
+                }
+                self.place(member, pending.group, self.now);
+            }
+        }
+    }
+}

@@ -1,0 +1,551 @@
+//! The engine: the sans-IO pacer, composed of parts that each own one concern.
+//!
+//! Inputs are `handle_*` calls that carry the current time; outputs are polled:
+//! [`Engine::poll_call`] (start this provider call), [`Engine::poll_cancel`] (abort this
+//! call's signal), [`Engine::poll_settled`] (an item ended), [`Engine::poll_event`],
+//! [`Engine::poll_lookup`] and [`Engine::poll_store_write`] (the persistent store), and
+//! [`Engine::poll_timeout`] (call `handle_timeout` then). After every `handle_*`, drain
+//! the outputs in that order (cancels first, so a timed-out call is aborted before its
+//! retry starts), then sleep until `poll_timeout`.
+//!
+//! Every input ends in `after_input`: start what may start (`pacing`), then drop dead
+//! timers from the top of the heap (`timers`). The parts, in the order an item meets
+//! them: `groups` (compatibility groups), `jobs` (dedup and tickets), `lookups` (the
+//! persistent store), `assembly` (batches and ready sets), `pacing` (bucket, pauses,
+//! adaptive rate), `quotas` (token budget, reported limits, blocks), `dealing` (by
+//! priority), `calls` (composing a call, reading its reply), `retries` (failures),
+//! `timers`, `restart` (snapshot and restore).
+
+mod assembly;
+mod calls;
+mod dealing;
+mod groups;
+mod jobs;
+mod lookups;
+mod outbox;
+mod pacing;
+mod quotas;
+mod restart;
+mod retries;
+mod timers;
+
+use assembly::*;
+use calls::*;
+use groups::*;
+use jobs::*;
+use outbox::*;
+use pacing::*;
+use quotas::*;
+use retries::*;
+use timers::*;
+
+use crate::alignment;
+use crate::batch::{travels_alone, utf16_len, Batch, Limits, Member, Priority, State};
+use crate::bucket::TokenBucket;
+use crate::budget::SharedBudget;
+use crate::cache::Lru;
+use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota, Reply, Report};
+use crate::codec::{self, Mismatch};
+use crate::display::js_number;
+use crate::id_table::IdTable;
+use crate::key::{item_key, Compat, Keyer, ShortKey};
+use crate::key_index::KeyIndex;
+use crate::markers;
+use crate::options::{OptionValue, Options, SegmentFormat};
+use crate::proof;
+use crate::quota::{self, ProviderQuota, TokenBudget};
+use crate::ready::ReadySet;
+use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
+use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
+use crate::slab::{Key, Slab};
+use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
+use crate::stats::{BlockReason, Event, RetryReason, Stats};
+use crate::store::{Lookup, LookupId, LookupResult, PendingLookup, Store, StoreWrite};
+use crate::time::{Duration, Instant};
+
+use core::cmp::Reverse;
+pub use pacing::ProviderPacing;
+use std::cell::RefCell;
+use std::collections::{BinaryHeap, VecDeque};
+use std::rc::Rc;
+
+use crate::item::{aborted_error, validate};
+pub use crate::item::{disposed_error, invalid_input, is_blank, Item};
+
+/// The sans-IO pacer. `C` is the driver's error type, returned as `cause`.
+#[derive(Debug)]
+pub struct Engine<C> {
+    options: Options,
+    limits: Limits,
+    now: Instant,
+    bucket: TokenBucket,
+    jitter: Jitter,
+    /// In-memory item keys, under a secret derived from the seed.
+    keyer: Keyer,
+    jobs: Slab<Job>,
+    /// Jobs by the first word of their key; the job's full key confirms a match.
+    job_by_key: KeyIndex,
+    job_by_ticket: KeyIndex,
+    batches: Slab<Batch>,
+    groups: Slab<Group>,
+    /// Groups by a keyed hash of their encoded fields; the group's own fields confirm a
+    /// match (an id map rather than one keyed by the bytes: its code is in the binary
+    /// already).
+    group_by_fields: KeyIndex,
+    providers: Vec<Provider>,
+    running: IdTable<Running>,
+    timers: Timers,
+    cache: Lru,
+    next_counted_ticket: Ticket,
+    next_call: CallId,
+    next_seq: u64,
+    /// Calls, cancels, settled items, events and statistics for the driver.
+    out: Outbox<C>,
+    scratch: Vec<u8>,
+    /// The persistent store's bookkeeping, when one is configured.
+    store: Option<Store>,
+    /// The budget this pacer shares with others, if any.
+    shared: Option<SharedBudget>,
+    /// The token budget (`tokensPerMinute`), when one is set.
+    budget: Option<TokenBudget>,
+    /// Whether a provider has reported a token window: item token estimates are needed
+    /// then, budget or not.
+    token_windows: bool,
+    disposed: bool,
+}
+
+impl<C: Clone> Engine<C> {
+    /// A pacer with these options at time `now`; `seed` drives backoff jitter.
+    pub fn new(options: Options, now: Instant, seed: u64) -> Self {
+        Engine {
+            limits: limits_of(&options),
+            bucket: TokenBucket::full(options.rate, options.capacity, now),
+            budget: TokenBudget::new(options.tokens_per_minute, now),
+            cache: Lru::new(usize::try_from(options.cache_entries).unwrap_or(usize::MAX)),
+            options,
+            now,
+            jitter: Jitter::new(seed),
+            keyer: Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365),
+            jobs: Slab::default(),
+            job_by_key: KeyIndex::default(),
+            job_by_ticket: KeyIndex::default(),
+            batches: Slab::default(),
+            groups: Slab::default(),
+            group_by_fields: KeyIndex::default(),
+            providers: Vec::new(),
+            running: IdTable::default(),
+            timers: Timers::default(),
+            next_counted_ticket: COUNTED_TICKET,
+            next_call: 1,
+            next_seq: 0,
+            out: Outbox::default(),
+            scratch: Vec::new(),
+            store: None,
+            shared: None,
+            token_windows: false,
+            disposed: false,
+        }
+    }
+
+    /// The options in force.
+    pub fn options(&self) -> &Options {
+        &self.options
+    }
+
+    /// Counters and gauges.
+    pub fn stats(&self) -> Stats {
+        let mut stats = self.out.stats.clone();
+        stats.in_flight = self.running.len() as u64;
+        stats
+    }
+
+    /// Shares `budget` with the other pacers given it. Call it before the first item:
+    /// providers met before keep their own pacing state.
+    pub fn share_budget(&mut self, budget: SharedBudget) {
+        self.shared = Some(budget);
+    }
+
+    /// Whether `handle_dispose` was called.
+    pub fn is_disposed(&self) -> bool {
+        self.disposed
+    }
+
+    // ----- inputs -----
+
+    /// Accepts an item. Its result comes out of `poll_settled` under the returned ticket
+    /// (at once for blank text, cache hits and a disposed pacer).
+    pub fn handle_translate(
+        &mut self,
+        now: Instant,
+        item: &Item<'_>,
+    ) -> Result<Ticket, PacerFailure<C>> {
+        self.validate_unless_disposed(item)?;
+        self.advance(now);
+        if self.disposed {
+            let ticket = self.counted_ticket();
+            self.out.settle_unaccepted(ticket, disposed_error());
+            return Ok(ticket);
+        }
+        self.out.accept();
+        if is_blank(item.text) {
+            let ticket = self.counted_ticket();
+            self.resolve(ticket, item.text.to_owned());
+            return Ok(ticket);
+        }
+        let (group, key) = self.group_for(&item.compat, item.text);
+        if let Some(hit) = self.cache.get(key) {
+            let hit = hit.to_owned();
+            let ticket = self.counted_ticket();
+            self.out.stats.cache_hits += 1;
+            self.resolve(ticket, hit);
+            self.release_group_if_idle(group);
+            return Ok(ticket);
+        }
+        let provider = self.groups.get(group).map_or(0, |g| g.provider);
+        if let Some(error) = self.daily_blocked(provider) {
+            let ticket = self.counted_ticket();
+            self.out.settle(ticket, Err(error));
+            self.release_group_if_idle(group);
+            return Ok(ticket);
+        }
+        let priority = Priority::new(item.priority);
+        let twin = self
+            .job_by_key
+            .get(key.0[0])
+            .filter(|j| self.jobs.get(*j).is_some_and(|job| job.key == key));
+        if let Some(job) = twin {
+            let ticket = self.counted_ticket();
+            self.out.stats.dedup_hits += 1;
+            self.job_by_ticket.insert(ticket, job);
+            if let Some(j) = self.jobs.get_mut(job) {
+                j.waiters.push(ticket);
+                j.priority = j.priority.max(priority);
+                let batch = j.batch;
+                self.raise_priority(batch, priority);
+            }
+            self.after_input();
+            return Ok(ticket);
+        }
+        if self.options.max_queued > 0 && self.job_by_key.len() as u64 >= self.options.max_queued {
+            // Not accepted after all: it never counted as an item.
+            self.out.unaccept();
+            self.release_group_if_idle(group);
+            return Err(PacerFailure::new(
+                ErrorCode::QueueFull,
+                format!(
+                    "the queue is full: maxQueued is {} provider items",
+                    self.options.max_queued
+                ),
+            ));
+        }
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let ticket = job_ticket(self.jobs.next_key());
+        let tokens = self.input_tokens(item);
+        let job = self.jobs.insert(Job {
+            key,
+            text: item.text.into(),
+            waiters: Waiters::one(ticket),
+            batch: group,
+            priority,
+            seq,
+            tokens,
+        });
+        // On the (2^-64) chance that another job shares the first word, this one simply
+        // goes without dedup.
+        self.job_by_key.insert_if_vacant(key.0[0], job);
+        if let Some(g) = self.groups.get_mut(group) {
+            g.jobs += 1;
+        }
+        let member = Member {
+            job,
+            chars: utf16_len(item.text),
+            tokens,
+            priority,
+            seq,
+        };
+        let deadline = self.call_timeout().map(|t| self.now + t);
+        match &mut self.store {
+            Some(store) => {
+                // The job waits for its store lookup, outside any batch.
+                if let Some(j) = self.jobs.get_mut(job) {
+                    j.batch = Key::NONE;
+                }
+                let digest = item_key(&item.compat, item.text);
+                store.begin(
+                    job,
+                    &digest,
+                    PendingLookup {
+                        member,
+                        group,
+                        deadline,
+                    },
+                );
+                if let Some(deadline) = deadline {
+                    self.timers.push(deadline, Timer::Lookup(job));
+                }
+            }
+            None => {
+                self.out.stats.queued += 1;
+                self.place(member, group, now);
+            }
+        }
+        self.after_input();
+        Ok(ticket)
+    }
+
+    /// Reports the end of call `id`. Unknown ids (a call that timed out, a second
+    /// answer, a call from before `dispose`) are ignored.
+    pub fn handle_response(
+        &mut self,
+        now: Instant,
+        id: CallId,
+        outcome: Result<Reply, Failure<C>>,
+    ) {
+        self.handle_response_reported(now, id, outcome, Report::default());
+    }
+
+    /// `handle_response` with what the provider reported beside its answer (usage,
+    /// limits).
+    pub fn handle_response_reported(
+        &mut self,
+        now: Instant,
+        id: CallId,
+        outcome: Result<Reply, Failure<C>>,
+        report: Report,
+    ) {
+        self.advance(now);
+        if let Some(run) = self.running.remove(id) {
+            self.take_report(&run, &report, outcome.as_ref().err());
+            match outcome {
+                Ok(reply) => self.on_reply(run, reply),
+                Err(failure) => self.on_failure(run, failure),
+            }
+        }
+        self.after_input();
+    }
+
+    /// Lets time pass: due batches, ended backoffs and pauses, call timeouts.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        self.advance(now);
+        self.after_input();
+    }
+
+    /// After `dispose`, every call rejects `disposed`, a malformed item too.
+    fn validate_unless_disposed(&self, item: &Item<'_>) -> Result<(), PacerFailure<C>> {
+        if self.disposed {
+            Ok(())
+        } else {
+            validate(item)
+        }
+    }
+
+    /// Accepts an item whose signal was already aborted: it is never queued and rejects
+    /// with `aborted` at once (it still counts in `items` and `aborted`).
+    pub fn handle_translate_aborted(
+        &mut self,
+        now: Instant,
+        item: &Item<'_>,
+    ) -> Result<Ticket, PacerFailure<C>> {
+        self.validate_unless_disposed(item)?;
+        self.advance(now);
+        let ticket = self.counted_ticket();
+        if self.disposed {
+            self.out.settle_unaccepted(ticket, disposed_error());
+        } else {
+            self.out.accept();
+            self.out.settle(ticket, Err(aborted_error()));
+        }
+        Ok(ticket)
+    }
+
+    /// Withdraws the item of `ticket` (its signal was aborted): it rejects with `aborted`
+    /// now, and leaves its batch unless its call is already running.
+    pub fn handle_abort(&mut self, now: Instant, ticket: Ticket) {
+        self.advance(now);
+        let job_key = if ticket & COUNTED_TICKET == 0 {
+            let bits = ticket.checked_sub(1).unwrap_or(u64::MAX);
+            self.jobs.key_from_bits(bits).filter(|k| {
+                self.jobs
+                    .get(*k)
+                    .is_some_and(|j| j.waiters.contains(ticket))
+            })
+        } else {
+            self.job_by_ticket.remove(ticket)
+        };
+        let Some(job_key) = job_key else {
+            return;
+        };
+        self.out.settle(ticket, Err(aborted_error()));
+        let Some(job) = self.jobs.get_mut(job_key) else {
+            return;
+        };
+        job.waiters.remove(ticket);
+        if !job.waiters.is_empty() {
+            return;
+        }
+        let batch_key = job.batch;
+        let running = self
+            .batches
+            .get(batch_key)
+            .is_some_and(|b| matches!(b.state, State::Running(_)));
+        if !running {
+            self.withdraw(job_key);
+        }
+        self.after_input();
+    }
+
+    /// Validates the whole patch, then applies it to queued work at once.
+    pub fn set_options<N: AsRef<str>>(
+        &mut self,
+        now: Instant,
+        patch: &[(N, OptionValue)],
+    ) -> Result<(), PacerFailure<C>> {
+        let next = self
+            .options
+            .patched(patch)
+            .map_err(|e| PacerFailure::new(ErrorCode::InvalidOptions, e.message))?;
+        self.advance(now);
+        self.bucket.set_rate(self.now, next.rate);
+        self.bucket.set_capacity(self.now, next.capacity);
+        for provider in &self.providers {
+            let mut pacing = provider.pacing.borrow_mut();
+            let paused_until = pacing.paused_until;
+            if let Some(adaptive) = &mut pacing.adaptive {
+                if !next.adaptive_rate {
+                    pacing.adaptive = None;
+                } else if adaptive.recovering || adaptive.bucket.rate() >= next.rate {
+                    // At the new rate already: its burst is still earned back, not given.
+                    *adaptive = Adaptive::recovering(
+                        next.rate,
+                        next.capacity,
+                        adaptive.bucket.tokens(self.now),
+                        adaptive.ceiling,
+                        self.now.max(paused_until),
+                    );
+                } else {
+                    adaptive.ceiling = adaptive.ceiling.min(next.rate);
+                }
+            }
+        }
+        self.cache
+            .set_capacity(usize::try_from(next.cache_entries).unwrap_or(usize::MAX));
+        let limits = limits_of(&next);
+        let regroup = limits.max_items != self.limits.max_items
+            || limits.max_chars != self.limits.max_chars
+            || limits.delay != self.limits.delay
+            || limits.max_tokens != self.limits.max_tokens;
+        let per_minute = next.tokens_per_minute;
+        self.options = next;
+        self.limits = limits;
+        match &mut self.budget {
+            Some(budget) if per_minute > 0.0 => budget.set_per_minute(self.now, per_minute),
+            _ => {
+                let had_estimates = self.wants_token_estimates();
+                self.budget = TokenBudget::new(per_minute, self.now);
+                if self.budget.is_some() && !had_estimates {
+                    self.estimate_queued_tokens();
+                }
+            }
+        }
+        if regroup {
+            self.regroup_open_batches();
+        }
+        self.after_input();
+        Ok(())
+    }
+
+    /// Rejects every unsettled item with `disposed`, cancels running calls, and makes
+    /// later items reject with `disposed`.
+    pub fn handle_dispose(&mut self) {
+        if self.disposed {
+            return;
+        }
+        self.disposed = true;
+        for id in self.running.ids() {
+            self.out.cancels.push_back(id);
+        }
+        self.running.clear();
+        for job in self.jobs.drain() {
+            let mut waiters = job.waiters;
+            for ticket in waiters.take() {
+                self.out.settle(ticket, Err(disposed_error()));
+            }
+        }
+        // Fresh slabs rather than drained ones: nothing is created after dispose, so no
+        // old key can meet a new entry (and no per-type drain code is needed).
+        self.batches = Slab::default();
+        self.groups = Slab::default();
+        self.group_by_fields.clear();
+        self.job_by_key.clear();
+        self.job_by_ticket.clear();
+        self.providers.iter_mut().for_each(|p| p.ready.clear());
+        // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
+        // element type, dropping the old one is not.
+        self.timers = Timers::default();
+        self.out.calls = VecDeque::new();
+        if let Some(store) = &mut self.store {
+            store.clear();
+        }
+        self.out.stats.queued = 0;
+    }
+
+    /// The next provider call to start.
+    pub fn poll_call(&mut self) -> Option<Call> {
+        self.out.calls.pop_front()
+    }
+
+    /// The next call whose signal must be aborted (timed out, or the pacer was disposed).
+    pub fn poll_cancel(&mut self) -> Option<CallId> {
+        self.out.cancels.pop_front()
+    }
+
+    /// The next item that ended.
+    pub fn poll_settled(&mut self) -> Option<Settled<C>> {
+        self.out.next_settled()
+    }
+
+    /// The next notable event.
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.out.events.pop_front()
+    }
+
+    /// When to call `handle_timeout` next; `None` when only a response or a new item
+    /// can move anything.
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        let mut next = self.timers.next();
+        if self.disposed || self.at_call_limit() {
+            return next;
+        }
+        for provider in &self.providers {
+            if provider.ready.is_empty() {
+                continue;
+            }
+            let pacing = provider.pacing.borrow();
+            // A pause another pacer of a shared budget set has no timer of this one's.
+            let mut at = self.request_token_at().max(pacing.paused_until);
+            if let Some(adaptive) = &pacing.adaptive {
+                at = at.max(adaptive.bucket.ready_at(self.now));
+            }
+            drop(pacing);
+            if let Some(quota_at) = provider
+                .ready
+                .first()
+                .and_then(|first| self.quota_ready_at(provider, first.2))
+            {
+                at = at.max(quota_at);
+            }
+            if at > self.now {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        next
+    }
+
+    /// Every input ends here: start what may start, then drop timers that no longer
+    /// matter from the top of the heap so `poll_timeout` does not wake anyone for nothing.
+    fn after_input(&mut self) {
+        self.pump();
+        self.drop_dead_timers();
+    }
+}

@@ -1,0 +1,245 @@
+//! Quotas as providers count them: item token estimates, the token budget, limits a
+//! provider reported about itself (held calls, `limited`), and the blocks that reject a
+//! provider's queue at once (settings and billing errors, a spent daily quota).
+
+use super::*;
+
+/// What items for a provider whose daily quota is spent reject with, and until when.
+#[derive(Debug)]
+pub(crate) struct DailyBlock {
+    pub(super) until: Instant,
+    /// Whether the provider said when its quota resets.
+    pub(super) reset_known: bool,
+    pub(super) message: String,
+}
+
+/// How long a spent daily quota blocks its provider when the provider did not say when
+/// it resets: long enough not to storm it, short enough to notice the reset soon.
+pub(super) const UNKNOWN_DAILY_RESET: Duration = Duration::from_micros(60 * 60 * 1_000_000);
+
+/// What a settings error (401, 403, 404) tells the user to check.
+pub(super) fn settings_message(status: Option<u16>, detail: &str) -> String {
+    let check = match status {
+        Some(401) => "the provider rejected the API key: check the key in the provider settings",
+        Some(403) => "the provider refused access: check the API key and what it is allowed to use",
+        _ => "the provider does not know the model or the address: check the model name and the base URL",
+    };
+    format!("{check} ({detail})")
+}
+
+impl<C: Clone> Engine<C> {
+    /// Whether items need token estimates (a token budget, or a provider that reports
+    /// its token window): the driver then passes the user's `estimateTokens`, if any.
+    pub fn wants_token_estimates(&self) -> bool {
+        self.budget.is_some()
+            || self.token_windows
+            || self
+                .shared
+                .as_ref()
+                .is_some_and(SharedBudget::counts_tokens)
+    }
+
+    /// An item's estimated input tokens, when they are needed.
+    pub(super) fn input_tokens(&self, item: &Item<'_>) -> f32 {
+        if !self.wants_token_estimates() {
+            return 0.0;
+        }
+        let tokens = item
+            .tokens
+            .filter(|t| t.is_finite() && *t >= 0.0)
+            .unwrap_or_else(|| quota::input_tokens(item.text));
+        tokens as f32
+    }
+
+    /// The raw estimate and the provider's cost of sending `batch` (0 when no estimates
+    /// are needed).
+    pub(super) fn batch_cost(&self, provider: &Provider, batch: &Batch) -> (f64, f64) {
+        if !self.wants_token_estimates() {
+            return (0.0, 0.0);
+        }
+        let context = self
+            .groups
+            .get(batch.compat)
+            .map_or(0.0, |g| quota::input_tokens(&g.info.context));
+        let raw = quota::raw_cost(batch.tokens, context, batch.jobs.len() > 1);
+        (raw, provider.pacing.borrow().quota.cost(raw))
+    }
+
+    /// When the token budget and the provider's reported limits let `batch` start, if
+    /// not now.
+    pub(super) fn quota_ready_at(&self, provider: &Provider, batch: Key) -> Option<Instant> {
+        let pacing = provider.pacing.borrow();
+        if !self.wants_token_estimates() && pacing.quota.held(self.now, 0.0).is_none() {
+            return None;
+        }
+        let batch = self.batches.get(batch)?;
+        let (_, cost) = self.batch_cost(provider, batch);
+        let held = pacing.quota.held(self.now, cost).map(|(at, _)| at);
+        let own = self
+            .budget
+            .as_ref()
+            .map(|b| b.ready_at(self.now, cost))
+            .filter(|at| *at > self.now);
+        let shared = self
+            .shared
+            .as_ref()
+            .and_then(|b| b.tokens_ready_at(self.now, cost));
+        [held, own, shared].into_iter().flatten().max()
+    }
+
+    /// A `limited` event for each provider whose reported limits hold its due work, once
+    /// per hold.
+    pub(super) fn announce_holds(&mut self) {
+        let now = self.now;
+        for index in 0..self.providers.len() {
+            let provider = &self.providers[index];
+            let Some(first) = provider.ready.first() else {
+                continue;
+            };
+            let Some(batch) = self.batches.get(first.2) else {
+                continue;
+            };
+            let (_, cost) = self.batch_cost(provider, batch);
+            let mut pacing = provider.pacing.borrow_mut();
+            let Some((until, why)) = pacing.quota.held(now, cost) else {
+                continue;
+            };
+            if pacing.quota.announce(until) {
+                self.out.events.push_back(Event::Limited {
+                    provider_id: provider.id.clone(),
+                    reason: why,
+                    wait: until.since(now),
+                });
+            }
+        }
+    }
+
+    /// Takes in what a provider reported with an answer or an error: usage corrects the
+    /// budget and the provider's estimates, limits hold its later calls.
+    pub(super) fn take_report(
+        &mut self,
+        run: &Running,
+        report: &Report,
+        failure: Option<&Failure<C>>,
+    ) {
+        let now = self.now;
+        let Some(provider) = self.providers.get(run.provider as usize) else {
+            return;
+        };
+        let mut pacing = provider.pacing.borrow_mut();
+        if let Some(usage) = report.usage {
+            self.out.stats.input_tokens += usage.input_tokens as u64;
+            self.out.stats.output_tokens += usage.output_tokens as u64;
+            let actual = usage.input_tokens + usage.output_tokens;
+            if let Some(budget) = &mut self.budget {
+                budget.correct(now, run.cost, actual);
+            }
+            if let Some(shared) = &self.shared {
+                shared.correct_tokens(now, run.cost, actual);
+            }
+            pacing.quota.learn(run.raw_cost, &usage);
+        }
+        let limits = failure.map_or(&report.limits, |f| &f.limits);
+        pacing.quota.report(now, limits);
+        drop(pacing);
+        if limits.tokens_remaining.is_some() && !self.token_windows {
+            self.token_windows = true;
+            self.estimate_queued_tokens();
+        }
+    }
+
+    /// Token estimates became needed (a budget was set, or a provider reported its token
+    /// window): the queued items get theirs, and the batches are rebuilt under the token
+    /// limit.
+    pub(super) fn estimate_queued_tokens(&mut self) {
+        let mut changed = false;
+        for job in self.jobs.values_mut() {
+            if job.tokens == 0.0 {
+                job.tokens = quota::input_tokens(&job.text) as f32;
+                changed = true;
+            }
+        }
+        if changed {
+            let mut sums: Vec<(Key, f64)> = Vec::new();
+            for (key, batch) in self.batches.iter() {
+                let sum = batch
+                    .jobs
+                    .iter()
+                    .filter_map(|j| self.jobs.get(*j))
+                    .map(|j| f64::from(j.tokens))
+                    .sum();
+                sums.push((key, sum));
+            }
+            for (key, sum) in sums {
+                if let Some(batch) = self.batches.get_mut(key) {
+                    batch.tokens = sum;
+                }
+            }
+        }
+    }
+
+    /// No call to the provider can succeed until the user acts or a daily quota resets:
+    /// the call's items and every item queued for the provider reject at once, in one
+    /// step, instead of one failing call per batch at the pace of the bucket.
+    pub(super) fn block_provider(
+        &mut self,
+        run: Running,
+        failure: Failure<C>,
+        reason: BlockReason,
+    ) {
+        let now = self.now;
+        let until = match reason {
+            BlockReason::Daily => Some(failure.retry_after.filter(|r| *r > Duration::ZERO)),
+            BlockReason::Settings | BlockReason::Billing => None,
+        };
+        let mut error = final_error(failure, false);
+        error.message = match reason {
+            BlockReason::Settings => settings_message(error.status, &error.message),
+            BlockReason::Billing => format!(
+                "the provider's account is out of credit or at its spending cap; top it up or raise the cap, then translate again ({})",
+                error.message
+            ),
+            BlockReason::Daily => format!(
+                "the provider's daily quota is spent; items for it reject until it resets ({})",
+                error.message
+            ),
+        };
+        error.retry_in = until.flatten();
+        if let (Some(retry_after), Some(provider)) =
+            (until, self.providers.get(run.provider as usize))
+        {
+            provider.pacing.borrow_mut().daily_block = Some(DailyBlock {
+                until: now + retry_after.unwrap_or(UNKNOWN_DAILY_RESET),
+                reset_known: retry_after.is_some(),
+                message: error.message.clone(),
+            });
+        }
+        self.out.events.push_back(Event::Blocked {
+            provider_id: self.provider_id(run.provider),
+            reason,
+            status: error.status,
+            message: error.message.clone(),
+            until: error.retry_in,
+        });
+        let mut queued: Vec<Key> = Vec::new();
+        for (key, batch) in self.batches.iter() {
+            if batch.provider == run.provider && !matches!(batch.state, State::Running(_)) {
+                queued.push(key);
+            }
+        }
+        self.fail(run.batch, error.clone());
+        for key in queued {
+            self.fail_queued(key, error.clone());
+        }
+    }
+
+    /// The daily block's error for items of provider `index`, while it holds.
+    pub(super) fn daily_blocked(&self, index: u32) -> Option<PacerFailure<C>> {
+        let pacing = self.providers.get(index as usize)?.pacing.borrow();
+        let block = pacing.daily_block.as_ref().filter(|b| b.until > self.now)?;
+        let mut error = PacerFailure::new(ErrorCode::ProviderError, block.message.clone());
+        error.status = Some(429);
+        error.retry_in = block.reset_known.then(|| block.until.since(self.now));
+        Some(error)
+    }
+}

@@ -1,0 +1,197 @@
+//! Failed calls: which are retried and after how long (backoff, Retry-After, 429s on
+//! their own budget), a 413 split in halves, a batch sent one by one, final errors.
+
+use super::*;
+
+/// The error an item ends with when its call failed for good.
+pub(super) fn final_error<C>(failure: Failure<C>, retry_after_too_long: bool) -> PacerFailure<C> {
+    let code = if failure.kind == FailureKind::Timeout {
+        ErrorCode::Timeout
+    } else {
+        ErrorCode::ProviderError
+    };
+    let mut message = match failure.status {
+        Some(status) => format!("provider failed with status {status}"),
+        None => String::from("provider failed"),
+    };
+    if retry_after_too_long {
+        message.push_str(" and asked to wait more than 5 minutes (a daily quota?)");
+    }
+    if !failure.message.is_empty() {
+        message.push_str(": ");
+        message.push_str(&failure.message);
+    }
+    if code == ErrorCode::Timeout {
+        message = failure.message;
+    }
+    PacerFailure {
+        code,
+        message,
+        status: failure.status,
+        cause: failure.cause,
+        retry_in: None,
+    }
+}
+
+impl<C: Clone> Engine<C> {
+    pub(super) fn on_failure(&mut self, run: Running, failure: Failure<C>) {
+        let class = match failure.kind {
+            FailureKind::Error => classify(failure.status),
+            FailureKind::BadReply | FailureKind::Timeout => FailureClass::Transient,
+        };
+        let too_long = failure.retry_after.is_some_and(|r| r > MAX_RETRY_AFTER);
+        if failure.status == Some(413) && self.split_in_halves(run.batch) {
+            return;
+        }
+        if failure.kind == FailureKind::Error {
+            let reason = match (failure.quota, failure.status) {
+                (Some(Quota::Billing), _) => Some(BlockReason::Billing),
+                (_, Some(401 | 403 | 404)) => Some(BlockReason::Settings),
+                (Some(Quota::Daily), _) => Some(BlockReason::Daily),
+                (_, Some(429)) if too_long => Some(BlockReason::Daily),
+                _ => None,
+            };
+            if let Some(reason) = reason {
+                if class == FailureClass::RateLimited {
+                    self.out.stats.rate_limited += 1;
+                }
+                self.block_provider(run, failure, reason);
+                return;
+            }
+        }
+        let Some(batch) = self.batches.get_mut(run.batch) else {
+            return;
+        };
+        match class {
+            FailureClass::RateLimited => {
+                self.out.stats.rate_limited += 1;
+                batch.rate_limits = batch.rate_limits.saturating_add(1);
+                let tries = batch.rate_limits;
+                if too_long {
+                    // A daily quota: pausing every queued item for hours would only hide it.
+                    self.fail(run.batch, final_error(failure, true));
+                    return;
+                }
+                let delay = failure.retry_after.unwrap_or_else(|| {
+                    backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter)
+                });
+                // The provider is over its quota whether or not this call may retry.
+                self.pause_provider(&run, delay, failure.retry_after);
+                if u64::from(tries) > self.options.max_rate_limit_retries {
+                    self.fail(run.batch, final_error(failure, false));
+                } else {
+                    self.retry_after(run.batch, Duration::ZERO, RetryReason::RateLimited);
+                }
+            }
+            FailureClass::Transient => {
+                batch.errors = batch.errors.saturating_add(1);
+                let tries = batch.errors;
+                if too_long || u64::from(tries) > self.options.max_retries {
+                    self.fail(run.batch, final_error(failure, too_long));
+                    return;
+                }
+                let delay = failure.retry_after.unwrap_or_else(|| {
+                    backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter)
+                });
+                self.retry_after(run.batch, delay, RetryReason::Error);
+            }
+            FailureClass::Final => self.fail(run.batch, final_error(failure, false)),
+        }
+    }
+
+    pub(super) fn base_delay(&self) -> Duration {
+        Duration::from_millis(self.options.base_retry_delay_ms)
+    }
+
+    /// Sends the batch again after `delay` (and a token: rule 5).
+    pub(super) fn retry_after(&mut self, batch_key: Key, delay: Duration, reason: RetryReason) {
+        let now = self.now;
+        let Some(batch) = self.batches.get_mut(batch_key) else {
+            return;
+        };
+        self.out.stats.queued += batch.jobs.len() as u64;
+        let attempt = batch.attempts;
+        let provider = batch.provider;
+        if delay == Duration::ZERO {
+            self.make_ready(batch_key);
+        } else {
+            let until = now + delay;
+            batch.state = State::Backoff(until);
+            self.timers.push(until, Timer::Backoff(batch_key));
+        }
+        let provider_id = self.provider_id(provider);
+        self.out.events.push_back(Event::Retry {
+            provider_id,
+            reason,
+            attempt,
+            delay,
+        });
+    }
+
+    /// A 413 (the request is too large for the model or the quota): the batch goes out
+    /// again as two halves, each taking a token; a single item cannot be split.
+    pub(super) fn split_in_halves(&mut self, batch_key: Key) -> bool {
+        if self.batches.get(batch_key).is_none_or(|b| b.jobs.len() < 2) {
+            return false;
+        }
+        let Some(batch) = self.batches.remove(batch_key) else {
+            return false;
+        };
+        self.out.stats.queued += batch.jobs.len() as u64;
+        let half = batch.jobs.len().div_ceil(2);
+        for part in batch.jobs.chunks(half) {
+            let mut members = part.iter().filter_map(|j| self.member(*j));
+            let Some(first) = members.next() else {
+                continue;
+            };
+            let rest: Vec<Member> = members.collect();
+            let key = self.new_batch(&first, batch.compat, batch.provider, batch.first_at);
+            for member in &rest {
+                self.join_unsent(key, member);
+            }
+            if let Some(b) = self.batches.get_mut(key) {
+                // Still the same texts: the halves keep the batch's tries and place in line.
+                b.sealed = true;
+                b.attempts = batch.attempts;
+                b.mismatches = batch.mismatches;
+                b.errors = batch.errors;
+                b.rate_limits = batch.rate_limits;
+                b.priority = batch.priority;
+                b.seq = batch.seq;
+            }
+            self.make_ready(key);
+        }
+        true
+    }
+
+    /// Sends each item of a batch alone.
+    pub(super) fn fall_back(&mut self, batch_key: Key) {
+        let Some(batch) = self.batches.remove(batch_key) else {
+            return;
+        };
+        self.out.stats.fallbacks += 1;
+        self.out.stats.queued += batch.jobs.len() as u64;
+        self.out.events.push_back(Event::Fallback {
+            provider_id: self.provider_id(batch.provider),
+            items: batch.jobs.len(),
+        });
+        for job_key in batch.jobs {
+            let Some(job) = self.jobs.get(job_key) else {
+                continue;
+            };
+            // Each item keeps its batch's place in line.
+            let member = Member {
+                job: job_key,
+                chars: utf16_len(&job.text),
+                tokens: job.tokens,
+                priority: batch.priority,
+                seq: batch.seq,
+            };
+            let single = self.new_batch(&member, batch.compat, batch.provider, batch.first_at);
+            if let Some(b) = self.batches.get_mut(single) {
+                b.sealed = true;
+            }
+            self.make_ready(single);
+        }
+    }
+}

@@ -1,0 +1,163 @@
+//! Wake-ups: one heap of timers (batch due, backoff over, call deadline, store lookup
+//! deadline, pause end), each checked for liveness when it fires.
+
+use super::*;
+
+/// What a wake-up is for.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Timer {
+    /// A collecting batch's window closes.
+    Due(Key),
+    /// A store lookup runs out of time.
+    Lookup(Key),
+    /// A batch's retry backoff is over.
+    Backoff(Key),
+    /// A call runs out of time.
+    Deadline(CallId),
+    /// A provider's 429 pause ends.
+    PauseEnd,
+}
+
+/// Every pending wake-up, soonest first. A timer whose reason went away (the batch was
+/// sent, the call answered) stays until it reaches the top, where `drop_dead` removes it
+/// so that `poll_timeout` never wakes anyone for nothing.
+#[derive(Debug, Default)]
+pub(super) struct Timers {
+    heap: BinaryHeap<Reverse<(Instant, Timer)>>,
+}
+
+impl Timers {
+    /// Wakes the engine at `at` for `timer`.
+    pub(super) fn push(&mut self, at: Instant, timer: Timer) {
+        self.heap.push(Reverse((at, timer)));
+    }
+
+    /// The soonest wake-up.
+    pub(super) fn next(&self) -> Option<Instant> {
+        self.heap.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// The soonest timer if it is due at `now`, taken off the heap.
+    fn pop_due(&mut self, now: Instant) -> Option<Timer> {
+        let &Reverse((at, timer)) = self.heap.peek()?;
+        (at <= now).then(|| {
+            self.heap.pop();
+            timer
+        })
+    }
+
+    /// Removes timers from the top while `live` says they no longer matter.
+    fn drop_dead(&mut self, live: impl Fn(Timer) -> bool) {
+        while let Some(&Reverse((_, timer))) = self.heap.peek() {
+            if live(timer) {
+                break;
+            }
+            self.heap.pop();
+        }
+    }
+}
+
+impl<C: Clone> Engine<C> {
+    /// Whether `timer` still has a reason to fire.
+    fn timer_live(&self, timer: Timer) -> bool {
+        match timer {
+            Timer::Due(key) => self
+                .batches
+                .get(key)
+                .is_some_and(|b| b.state == State::Collecting),
+            Timer::Backoff(key) => self
+                .batches
+                .get(key)
+                .is_some_and(|b| matches!(b.state, State::Backoff(_))),
+            Timer::Deadline(id) => self.running.contains(id),
+            Timer::Lookup(job) => self
+                .store
+                .as_ref()
+                .is_some_and(|s| s.pending(job).is_some()),
+            Timer::PauseEnd => self
+                .providers
+                .iter()
+                .any(|p| p.pacing.borrow().paused_until > self.now),
+        }
+    }
+
+    /// Drops the timers at the top of the heap that no longer matter.
+    pub(super) fn drop_dead_timers(&mut self) {
+        let mut timers = core::mem::take(&mut self.timers);
+        timers.drop_dead(|timer| self.timer_live(timer));
+        self.timers = timers;
+    }
+
+    /// Lets time pass to `now`, firing every timer due by then.
+    pub(super) fn advance(&mut self, now: Instant) {
+        self.now = self.now.max(now);
+        while let Some(timer) = self.timers.pop_due(self.now) {
+            if !self.timer_live(timer) {
+                continue;
+            }
+            match timer {
+                Timer::Due(key) => {
+                    let due = self.batches.get(key).is_some_and(|b| {
+                        b.state == State::Collecting && b.due_at(&self.limits) <= self.now
+                    });
+                    if due {
+                        self.make_ready(key);
+                    }
+                }
+                Timer::Backoff(key) => {
+                    let over = self.batches.get(key).is_some_and(
+                        |b| matches!(b.state, State::Backoff(until) if until <= self.now),
+                    );
+                    if over {
+                        self.make_ready(key);
+                    }
+                }
+                Timer::Deadline(id) => {
+                    let expired = self
+                        .running
+                        .get(id)
+                        .is_some_and(|r| r.deadline.is_some_and(|d| d <= self.now));
+                    if let Some(run) = expired.then(|| self.running.remove(id)).flatten() {
+                        self.out.cancels.push_back(id);
+                        if let Some(p) = self.providers.get(run.provider as usize) {
+                            self.out.events.push_back(Event::Timeout {
+                                provider_id: p.id.clone(),
+                            });
+                        }
+                        // The call's own timeout: `setOptions` may have changed the option since.
+                        let timeout_ms = run.timeout.map_or(0.0, Duration::as_millis);
+                        let failure = Failure {
+                            kind: FailureKind::Timeout,
+                            status: None,
+                            retry_after: None,
+                            message: format!(
+                                "provider call timed out after {} ms",
+                                js_number(timeout_ms)
+                            ),
+                            cause: None,
+                            limits: Default::default(),
+                            quota: None,
+                        };
+                        self.on_failure(run, failure);
+                    }
+                }
+                Timer::Lookup(job) => {
+                    let expired = self
+                        .store
+                        .as_ref()
+                        .and_then(|s| s.pending(job))
+                        .is_some_and(|p| p.deadline.is_some_and(|d| d <= self.now));
+                    if expired {
+                        let message = "the store did not answer within timeoutMs".to_owned();
+                        self.end_lookup(job, LookupResult::Failed(message));
+                    }
+                }
+                Timer::PauseEnd => {}
+            }
+        }
+    }
+
+    pub(super) fn call_timeout(&self) -> Option<Duration> {
+        (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms))
+    }
+}

@@ -1,0 +1,60 @@
+//! `sharedBudget(options)`: the handle of a budget that several pacers share.
+
+use wasm_bindgen::prelude::*;
+
+use super::convert::{self, describe};
+use super::errors::js_error_of;
+use crate::budget::SharedBudget;
+use crate::{ErrorCode, Options};
+
+/// The options a shared budget takes.
+const BUDGET_OPTIONS: [&str; 3] = ["rate", "capacity", "tokensPerMinute"];
+
+/// A budget shared by pacers (see `crate::budget`).
+#[wasm_bindgen]
+pub struct PacerBudget {
+    pub(super) budget: SharedBudget,
+}
+
+#[wasm_bindgen]
+impl PacerBudget {
+    /// `new PacerBudget({ rate, capacity, tokensPerMinute })`, each as for a pacer (and
+    /// its default); throws `invalid_options`.
+    #[wasm_bindgen(constructor)]
+    pub fn new(options: JsValue) -> Result<PacerBudget, JsValue> {
+        let invalid = |message: String| js_error_of(ErrorCode::InvalidOptions, message);
+        let input = convert::options_input(&options, "sharedBudget options").map_err(invalid)?;
+        let extra = input
+            .clock
+            .as_ref()
+            .map(|v| ("clock", v))
+            .or(input.on_event.as_ref().map(|v| ("onEvent", v)))
+            .or(input.cache.as_ref().map(|v| ("cache", v)))
+            .or(input.restore.as_ref().map(|v| ("restore", v)))
+            .or(input
+                .estimate_tokens
+                .as_ref()
+                .map(|v| ("estimateTokens", v)));
+        if let Some((name, value)) = extra {
+            return Err(invalid(format!(
+                "sharedBudget takes rate, capacity and tokensPerMinute, not {name} (got {})",
+                describe(value)
+            )));
+        }
+        if let Some((name, value)) = input
+            .core
+            .iter()
+            .find(|(name, _)| !BUDGET_OPTIONS.contains(&name.as_str()))
+        {
+            return Err(invalid(format!(
+                "sharedBudget takes rate, capacity and tokensPerMinute, not {name} (got {value})"
+            )));
+        }
+        let options = Options::default()
+            .patched(&input.core)
+            .map_err(|e| invalid(e.message))?;
+        Ok(PacerBudget {
+            budget: SharedBudget::new(options.rate, options.capacity, options.tokens_per_minute),
+        })
+    }
+}
