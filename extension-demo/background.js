@@ -159,7 +159,21 @@ function countCall(flow, request) {
 
 function onPacerEvent(flow, event) {
   if (event.type === "rateLimited") providerCounters(flow, event.providerId).rateLimited += 1;
+  if (event.type === "blocked") {
+    // No call to this provider can succeed until the user acts (or a daily quota
+    // resets): the options page shows why, next to the provider settings.
+    const { providerId, reason, status, message, retryAt } = event;
+    history.blocked = { flow, providerId, reason, status, message, retryAt, at: Date.now() };
+  }
   scheduleSave();
+}
+
+/** The block to show, or null once it no longer holds. */
+function currentBlock() {
+  const block = history.blocked;
+  if (!block) return null;
+  if (block.reason === "daily" && typeof block.retryAt === "number" && block.retryAt <= Date.now()) return null;
+  return block;
 }
 
 /** Cumulative totals: earlier lifetimes plus this pacer's counters. */
@@ -212,7 +226,7 @@ function scheduleSave() {
 /** Pacing state and statistics to storage.session (kept across worker restarts). */
 async function saveState() {
   const snapshots = {};
-  const saved = { startedAt: history.startedAt, flows: {} };
+  const saved = { startedAt: history.startedAt, flows: {}, blocked: history.blocked ?? null };
   for (const flow of FLOWS) {
     if (!pacers[flow]) continue;
     snapshots[flow] = pacers[flow].snapshot();
@@ -249,8 +263,10 @@ async function handlePageMessage(message) {
       return applySettings(message.settings);
     case MESSAGES.getStats:
       return { ok: true, stats: statsView() };
+    case MESSAGES.getProviderStatus:
+      return { ok: true, blocked: currentBlock() };
     case MESSAGES.resetStats:
-      history = { startedAt: Date.now(), flows: {} };
+      history = { startedAt: Date.now(), flows: {}, blocked: history.blocked ?? null };
       for (const flow of FLOWS) {
         history.flows[flow] = emptyFlowHistory();
         history.flows[flow].totals = negate(pacers[flow].stats());
@@ -304,6 +320,8 @@ async function applySettings(incoming) {
   for (const flow of FLOWS) pacers[flow].setOptions(next[flow]);
   settings = next;
   callProvider = nextProvider;
+  // The user acted: items are sent again, so an old settings or billing message would mislead.
+  if (history.blocked && history.blocked.reason !== "daily") history.blocked = null;
   await ext.storage.local.set({ settings });
   return { ok: true, settings: publicSettings() };
 }

@@ -1,6 +1,7 @@
 // "Demo provider (offline)": a deterministic pseudo-translator with simulated latency.
 // It needs no network and no key, and it answers batches the way a well-behaved LLM
-// does (one segment per text, joined by the separator), so the whole pipeline runs.
+// does (each translation between its segment's markers, or in the older layout one
+// segment per text joined by the separator), so the whole pipeline runs.
 
 /** The pseudo-translation of one text: the target language, then the text with ASCII case swapped. */
 export function pseudoTranslate(text, targetLang) {
@@ -23,6 +24,8 @@ export function demoProvider({ baseLatencyMs = 120, msPerChar = 0.2 } = {}) {
   return async (request) => {
     await sleep(baseLatencyMs + msPerChar * request.text.length, request.signal);
     const out = request.texts.map((t) => pseudoTranslate(t, request.targetLang));
-    return request.isBatch ? out.join(request.separator) : out[0];
+    if (!request.isBatch) return out[0];
+    if (request.markers) return out.map((t, i) => request.markers[i][0] + t + request.markers[i][1]).join("\n");
+    return out.join(request.separator);
   };
 }

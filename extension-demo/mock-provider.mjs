@@ -28,8 +28,11 @@
 //   "[<lang>] " + the text with the case of its ASCII letters swapped
 // (`pseudoTranslate`, undone by `reversePseudoTranslation`). <lang> is the target language
 // named in the system prompt ("... into German", "... from en to de") or "xx".
-// A batch (texts joined by a separator line made only of 2+ "%") is translated segment
-// by segment and joined again with "\n\n" + separator + "\n\n".
+// A batch is translated segment by segment, in its own layout: in the markers layout
+// (each text between its pair, `<s1>` … `</s1>`, as the pacer sends by default) each
+// translation stands between its segment's pair, one per line; in the separator layout
+// (texts joined by a separator line made only of 2+ "%") the translations are joined again
+// with "\n\n" + separator + "\n\n".
 //
 // Quota: a token bucket refilled at rpm/60 tokens per second holding at most `burst`
 // tokens (it starts full; rpm 0 = unlimited). A chat request finding no token is answered
@@ -44,9 +47,11 @@
 // Faults (option `fault`, or per request the header `x-mock-fault`, with the optional
 // header `x-mock-fault-rate`):
 //   none            answer normally
-//   wrong-count     a batch reply with its last segment missing
+//   wrong-count     a batch reply with its last segment missing (markers: its pair)
 //   drop-separator  a batch reply whose segments are joined by a single space
-//   extra-segment   a batch reply with one segment too many
+//                   (markers: the first two segments merged into the first pair)
+//   extra-segment   a batch reply with one segment too many (markers: a pair of an id
+//                   the batch does not have)
 //   http-500        a 500 JSON error
 //   hang            no answer at all: the socket stays open until the client gives up
 //                   or the server closes
@@ -235,9 +240,42 @@ export function splitSegments(userText, token) {
 }
 
 /**
- * The mock's reply for a chat: `{ content, segments, separator, lang }`, where
- * `segments` are the translated segments and `separator` the token or null. `fault` is
- * one of the batch faults (or "none") and is applied only when there are 2+ segments.
+ * The marker tag (`s` of `<s1>` … `</s1>`) of a batch in the markers layout, or null.
+ *
+ * The user text must hold pairs `<tagN>…</tagN>` with N = 1, 2, … in order. mode "auto":
+ * with a system prompt, only when the prompt names the first marker (the pacer's
+ * instructions do; a single text's prompt names none, so a lone paragraph that contains
+ * `<s1>` is not split); without one, as "text". mode "text": the user text alone.
+ * mode "none": never.
+ */
+export function detectMarkers(systemPrompt, userText, mode = "auto") {
+  if (mode === "none") return null;
+  const first = /<([A-Za-z]{1,4})1>/.exec(String(userText));
+  if (first === null) return null;
+  const tag = first[1];
+  const system = String(systemPrompt ?? "");
+  if (mode === "auto" && system.trim() !== "" && !system.includes(`<${tag}1>`)) return null;
+  return markedSegments(userText, tag) === null ? null : tag;
+}
+
+/** The texts between the pairs of `tag`, ids 1..n in order, or null when they are not so. */
+export function markedSegments(userText, tag) {
+  const segments = [];
+  const pairs = new RegExp(`<${tag}(\\d+)>([\\s\\S]*?)</${tag}\\1>`, "g");
+  for (const match of String(userText).matchAll(pairs)) {
+    if (Number(match[1]) !== segments.length + 1) return null;
+    segments.push(match[2].trim());
+  }
+  return segments.length > 0 ? segments : null;
+}
+
+/**
+ * The mock's reply for a chat: `{ content, segments, separator, markers, lang }`, where
+ * `segments` are the translated segments, `separator` the separator token or null and
+ * `markers` the marker tag or null. `fault` is one of the batch faults (or "none") and is
+ * applied only when there are 2+ segments. In the markers layout each fault is what a
+ * model does to pairs: wrong-count drops the last pair, drop-separator merges the first
+ * two segments into the first pair, extra-segment adds a pair of an id the batch lacks.
  */
 export function translateChat(messages, { split = "auto", fault = "none" } = {}) {
   const list = Array.isArray(messages) ? messages : [];
@@ -248,6 +286,8 @@ export function translateChat(messages, { split = "auto", fault = "none" } = {})
   const lastUser = [...list].reverse().find((m) => m && m.role === "user");
   const user = lastUser ? contentText(lastUser.content) : "";
   const lang = detectTargetLang(system);
+  const tag = detectMarkers(system, user, split);
+  if (tag !== null) return translateMarked(user, tag, lang, fault);
   const token = detectSeparator(system, user, split);
   const source = splitSegments(user, token);
   const translated = source.map((segment) => pseudoTranslate(segment, lang));
@@ -265,6 +305,31 @@ export function translateChat(messages, { split = "auto", fault = "none" } = {})
     segments: out,
     sourceSegments: source,
     separator: token,
+    markers: null,
+    lang,
+    fault: applied,
+  };
+}
+
+/** A marked batch: each segment translated between its own pair (markers kept as sent). */
+function translateMarked(user, tag, lang, fault) {
+  const source = markedSegments(user, tag);
+  const translated = source.map((segment) => pseudoTranslate(segment, lang));
+  // [id, text] pairs of the reply.
+  let out = translated.map((text, i) => [i + 1, text]);
+  let applied = "none";
+  if (translated.length > 1 && BATCH_FAULTS.has(fault)) {
+    applied = fault;
+    if (fault === "wrong-count") out = out.slice(0, -1);
+    else if (fault === "extra-segment") out = [...out, [out.length + 1, pseudoTranslate("(extra segment)", lang)]];
+    else if (fault === "drop-separator") out = [[1, `${translated[0]} ${translated[1]}`], ...out.slice(2)];
+  }
+  return {
+    content: out.map(([id, text]) => `<${tag}${id}>${text}</${tag}${id}>`).join("\n"),
+    segments: out.map(([, text]) => text),
+    sourceSegments: source,
+    separator: null,
+    markers: tag,
     lang,
     fault: applied,
   };

@@ -353,6 +353,7 @@ async function apply() {
       };
       render(response.settings ?? fallback);
       setStatus("Applied — new settings are live", "ok");
+      refreshBlock();
     } else if (response && response.ok === false) {
       showError(response.error);
     } else {
@@ -389,6 +390,39 @@ async function load() {
   document.documentElement.dataset.settingsLoaded = "1";
 }
 
+// The provider's block (a wrong key, model or address; no credit; a spent daily quota),
+// from the pacers' `blocked` events: shown next to the provider settings until it ends.
+const BLOCK_POLL_MS = 2000;
+const BLOCK_TITLES = {
+  settings: "The provider refused the settings",
+  billing: "The provider's account is out of credit",
+  daily: "The provider's daily quota is spent",
+};
+
+function showBlock(blocked) {
+  const slot = $("provider-blocked");
+  if (!blocked) {
+    slot.textContent = "";
+    delete slot.dataset.reason;
+    return;
+  }
+  const title = BLOCK_TITLES[blocked.reason] ?? "The provider is blocked";
+  const status = typeof blocked.status === "number" ? ` (HTTP ${blocked.status})` : "";
+  const until =
+    typeof blocked.retryAt === "number" ? ` Items for it fail until ${new Date(blocked.retryAt).toLocaleString()}.` : "";
+  slot.textContent = `${title}${status}: ${blocked.message}${until}`;
+  slot.dataset.reason = blocked.reason;
+}
+
+async function refreshBlock() {
+  try {
+    const response = await send({ type: MESSAGES.getProviderStatus });
+    if (response?.ok) showBlock(response.blocked);
+  } catch {
+    // The background is restarting: the next poll asks again.
+  }
+}
+
 for (const container of document.querySelectorAll(".flow-fields")) buildFlow(container);
 updateProviderState();
 updateKeyHint();
@@ -402,3 +436,5 @@ form.addEventListener("submit", (event) => {
 });
 
 load();
+refreshBlock();
+setInterval(refreshBlock, BLOCK_POLL_MS);

@@ -28,6 +28,7 @@ export const PORT_NAME = "batch-pacer-translate";
  *   { type: "setSettings", settings }          -> { ok: true, settings } | { ok: false, error: { flow?, field?, code, message } }
  *   { type: "getStats" }                       -> { ok: true, stats }
  *   { type: "resetStats" }                     -> { ok: true }
+ *   { type: "getProviderStatus" }              -> { ok: true, blocked: Blocked | null }
  *
  * settings = {
  *   page:      { rate, capacity, maxInFlight, maxCharactersPerBatch, maxItemsPerBatch, batchDelayMs },
@@ -58,7 +59,16 @@ export const MESSAGES = Object.freeze({
   setSettings: "setSettings",
   getStats: "getStats",
   resetStats: "resetStats",
+  getProviderStatus: "getProviderStatus",
 });
+
+/*
+ * Blocked = the last `blocked` event of either pacer, while it may still hold:
+ *   { flow, providerId, reason: "settings" | "billing" | "daily", status?, message,
+ *     retryAt?: epoch ms, at: epoch ms }
+ * A settings or billing block is cleared when the settings are applied again (the user
+ * acted); a daily block when its retryAt has passed.
+ */
 
 /** Settings the options page edits per flow, in display order. */
 export const FLOW_FIELDS = Object.freeze([

@@ -7,6 +7,7 @@ wasm_bindgen_test::wasm_bindgen_test_configure!(run_in_service_worker);
 
 pacer_cases!(
     batches_and_aligns,
+    batches_and_aligns_in_the_separator_layout,
     a_429_pauses_then_succeeds,
     a_timeout_aborts_the_signal,
     dispose_settles_everything,

@@ -17,11 +17,13 @@ pub fn provider(body: &str) -> JsValue {
     Function::new_with_args("req", body).into()
 }
 
-/// An echoing provider: `«text»` for each text, joined by the separator.
+/// An echoing provider: `«text»` for each text, in the request's layout: between its
+/// markers, one per line (the default), or joined by the separator (the older layout).
 pub fn echo_provider() -> JsValue {
     provider(
         "globalThis.__calls = (globalThis.__calls || 0) + 1;
-         return Promise.resolve(req.texts.map(t => '«' + t + '»').join(req.separator));",
+         const echo = req.texts.map((t, i) => req.markers ? req.markers[i][0] + '«' + t + '»' + req.markers[i][1] : '«' + t + '»');
+         return Promise.resolve(req.separator === undefined ? echo.join('\\n') : echo.join(req.separator));",
     )
 }
 
@@ -73,8 +75,22 @@ pub fn stat(core: &PacerCore, name: &str) -> f64 {
 }
 
 pub async fn batches_and_aligns() {
-    let core = new_core(echo_provider(), options(&[("batchDelayMs", 5.0)])).unwrap();
-    let texts = ["one", "two\n%%\nlines", "three", "four", "five"];
+    batches_and_aligns_in(options(&[("batchDelayMs", 5.0)])).await;
+}
+
+pub async fn batches_and_aligns_in_the_separator_layout() {
+    let opts = object(&[
+        ("batchDelayMs", 5.0.into()),
+        ("segmentFormat", "separator".into()),
+    ]);
+    batches_and_aligns_in(opts).await;
+}
+
+async fn batches_and_aligns_in(opts: JsValue) {
+    let core = new_core(echo_provider(), opts).unwrap();
+    // A line that is the separator's core and one that looks like a marker: each layout
+    // must keep the paragraph holding it whole.
+    let texts = ["one", "two\n%%\nlines", "three <s1>x</s1>", "four", "five"];
     let pending: Vec<JsFuture> = texts.iter().map(|t| translate(&core, item(t))).collect();
     for (future, text) in pending.into_iter().zip(texts) {
         assert_eq!(

@@ -289,16 +289,19 @@ describe("compatibility", () => {
 });
 
 describe("the request object", () => {
-  test("has every contract field, texts in order, text joined with separator", async (t) => {
+  test("has every contract field, texts in order, text laid out in markers", async (t) => {
     const hold = deferred();
     const { clock, calls, send } = setup(t, { answer: () => hold.promise });
     for (const x of ["one", "two", "three"]) send(item(x));
     await clock.tickAsync(100);
     const [r] = calls;
     assert.deepEqual(r.texts, ["one", "two", "three"]);
-    assert.equal(typeof r.separator, "string");
-    assert.ok(r.separator.length > 0);
-    assert.equal(r.text, r.texts.join(r.separator));
+    assert.deepEqual(r.ids, ["1", "2", "3"]);
+    assert.equal(r.markers.length, 3);
+    assert.equal(r.text, r.texts.map((x, i) => r.markers[i][0] + x + r.markers[i][1]).join("\n"));
+    assert.equal(typeof r.instructions, "string");
+    assert.ok(r.instructions.length > 0);
+    assert.equal("separator" in r, false, "the markers layout has no separator");
     assert.equal(r.isBatch, true);
     assert.equal(r.sourceLang, "en");
     assert.equal(r.targetLang, "de");
@@ -310,8 +313,36 @@ describe("the request object", () => {
     hold.resolve(["1", "2", "3"]);
   });
 
-  test("a single request has separator and texts too", async (t) => {
+  test("in the separator layout: text joined with separator", async (t) => {
+    const hold = deferred();
+    const { clock, calls, send } = setup(t, { segmentFormat: "separator", answer: () => hold.promise });
+    for (const x of ["one", "two", "three"]) send(item(x));
+    await clock.tickAsync(100);
+    const [r] = calls;
+    assert.deepEqual(r.texts, ["one", "two", "three"]);
+    assert.equal(typeof r.separator, "string");
+    assert.ok(r.separator.length > 0);
+    assert.equal(r.text, r.texts.join(r.separator));
+    assert.equal("markers" in r, false);
+    assert.equal(r.isBatch, true);
+    hold.resolve(["1", "2", "3"]);
+  });
+
+  test("a single request has texts and ids too", async (t) => {
     const { clock, calls, send } = setup(t);
+    send(item("only", { llm: false }));
+    await clock.tickAsync(0);
+    assert.deepEqual(calls[0].texts, ["only"]);
+    assert.deepEqual(calls[0].ids, ["1"]);
+    assert.equal(calls[0].text, "only");
+    assert.equal(calls[0].instructions, "");
+    assert.equal("markers" in calls[0], false, "a single text has no markers");
+    assert.equal(calls[0].attempt, 0);
+    assert.ok(calls[0].signal instanceof AbortSignal);
+  });
+
+  test("a single request in the separator layout has separator and texts too", async (t) => {
+    const { clock, calls, send } = setup(t, { segmentFormat: "separator" });
     send(item("only", { llm: false }));
     await clock.tickAsync(0);
     assert.deepEqual(calls[0].texts, ["only"]);

@@ -202,3 +202,29 @@ for (const fault of ["wrong-count", "drop-separator", "extra-segment", "http-500
       assert.ok(handled > 0, "the pacer noticed and retried");
     }));
 }
+
+test("a wrong API key fails the page's queue at once, and the options page shows why next to the provider settings", { skip }, (t) =>
+  withBrowser(t, async (browser) => {
+    const mock = await withMock(t, { rpm: 0, apiKey: "sk-right" });
+    await harness.applySettings(browser, {
+      page: STRICT,
+      provider: { kind: "openai", baseUrl: mock.url, apiKey: "sk-wrong", model: "mock-translator" },
+    });
+    const page = await openPage(browser, ARTICLE_ONLY);
+    const done = await harness.waitTranslated(page, { cues: false, timeoutMs: 30_000 });
+    assert.equal(done.failed, done.pageTotal, "every paragraph is marked failed");
+    // At 1 call per second a page of batches would take many seconds; one 401 ends it.
+    assert.ok(mock.stats().unauthorized <= 2, `${mock.stats().unauthorized} calls met the 401`);
+
+    const options = await browser.context.newPage();
+    await options.goto(browser.pageUrl("options.html"));
+    await options.waitForFunction(() => document.getElementById("provider-blocked").textContent !== "", null, { timeout: 10_000 });
+    const shown = await options.textContent("#provider-blocked");
+    assert.match(shown, /401/);
+    assert.match(shown, /API key/i);
+    // Fixing the key clears it: items are sent again.
+    await options.fill("#provider-apiKey", "sk-right");
+    await options.click("#apply");
+    await options.waitForSelector("#status[data-state=ok]");
+    await options.waitForFunction(() => document.getElementById("provider-blocked").textContent === "", null, { timeout: 10_000 });
+  }));

@@ -70,7 +70,9 @@ describe("PacerError", () => {
     const pacer = new BatchPacer(
       (r) => {
         if (r.text === "hang") return new Promise(() => {});
-        if (r.text === "fail") return Promise.reject(httpError(404));
+        // 400, not a settings error (401/403/404): those reject the provider's whole
+        // queue, and the items below must each end their own way.
+        if (r.text === "fail") return Promise.reject(httpError(400));
         return Promise.resolve("one");
       },
       { clock: pacerClock, timeoutMs: 10, maxRetries: 0, maxBatchRetries: 0, fallbackToIndividual: false, maxItemsPerBatch: 2 },
@@ -105,7 +107,9 @@ describe("every translate promise settles exactly once", () => {
     "throws a non-Error": { provider: () => { throw 42; }, expect: "provider_error" },
     "returns a plain string (not a promise)": { provider: (r) => `plain ${r.text}`, expect: "plain x" },
     "resolves a number": { provider: async () => 7, expect: "provider_error" },
-    "resolves an object": { provider: async () => ({ translation: "x" }), expect: "provider_error" },
+    "resolves an object of no reply form": { provider: async () => ({ translation: ["x"] }), expect: "provider_error" },
+    // An object of strings is a reply keyed by id: one without the item's id proves nothing.
+    "resolves an object without the item's id": { provider: async () => ({ translation: "x" }), expect: "count_mismatch" },
     "resolves null": { provider: async () => null, expect: "provider_error" },
     "resolves undefined": { provider: async () => undefined, expect: "provider_error" },
     "returns nothing (undefined, synchronously)": { provider: () => undefined, expect: "provider_error" },
@@ -154,7 +158,7 @@ describe("every translate promise settles exactly once", () => {
       await clock.tickAsync(30_000);
       for (const s of states) {
         assert.equal(s.settlements, 1, "settled once");
-        if (expect === "provider_error" || expect === "timeout") {
+        if (expect === "provider_error" || expect === "timeout" || expect === "count_mismatch") {
           assert.equal(s.status, "rejected", `expected ${expect}, got ${s.value}`);
           assertPacerError(s.reason, expect);
         } else {

@@ -45,7 +45,7 @@ const decodeAndTranslate = (hide) => `
   const same = bytes instanceof Uint8Array && bytes.length === shipped.length &&
     bytes.every((b, i) => b === shipped[i]);
   initSync(bytes);
-  const pacer = new BatchPacer(async (r) => r.texts.map((t) => t.toUpperCase()).join(r.separator), { batchDelayMs: 0 });
+  const pacer = new BatchPacer(async (r) => r.texts.map((t, i) => r.markers ? r.markers[i][0] + t.toUpperCase() + r.markers[i][1] : t.toUpperCase()).join("\\n"), { batchDelayMs: 0 });
   const item = (text) => ({ text, sourceLang: "en", targetLang: "de", providerId: "p" });
   const out = await Promise.all([pacer.translate(item("one")), pacer.translate(item("two"))]);
   pacer.dispose();

@@ -396,3 +396,93 @@ describe("stats", () => {
     await assert.rejects(startMockProvider({ rpm: -1 }), TypeError);
   });
 });
+
+describe("markers layout", () => {
+  const texts = ["Alpha", "Beta\nline two", "Gamma <t1> x", "Delta"];
+  const pairs = texts.map((_, i) => [`<s${i + 1}>`, `</s${i + 1}>`]);
+  const marked = (list) => list.map((x, i) => `<s${i + 1}>${x}</s${i + 1}>`).join("\n");
+  // As the pacer's instructions do, the prompt names the first and the last marker.
+  const system = `${SYSTEM_SINGLE}\n\nThe text holds 4 segments, each between its own pair of markers, from <s1>…</s1> to <s4>…</s4>.`;
+  const batch = { system, user: marked(texts) };
+  const expected = texts.map((x) => pseudoTranslate(x, "de"));
+  /** The reply's pairs as { id: text }, in reply order. */
+  const pairsOf = (content) => [...content.matchAll(/<s(\d+)>([\s\S]*?)<\/s\1>/g)].map((m) => [Number(m[1]), m[2]]);
+
+  test("each translation stands between its own segment's markers, kept as sent", async (t) => {
+    const mock = await start(t);
+    const r = await chat(mock, batch);
+    assert.equal(r.content, marked(expected));
+    assert.equal(mock.stats().segments, 4);
+  });
+
+  test("a single text holding <s1> is not split when the prompt names no marker", async (t) => {
+    const mock = await start(t);
+    const r = await chat(mock, { system: SYSTEM_SINGLE, user: "see <s1>x</s1> here" });
+    assert.equal(r.content, pseudoTranslate("see <s1>x</s1> here", "de"));
+  });
+
+  test("wrong-count drops the last pair", async (t) => {
+    const mock = await start(t, { fault: "wrong-count" });
+    const r = await chat(mock, batch);
+    assert.deepEqual(pairsOf(r.content), expected.slice(0, 3).map((x, i) => [i + 1, x]));
+    assert.equal(mock.stats().faults["wrong-count"], 1);
+  });
+
+  test("drop-separator merges the first two segments into the first pair", async (t) => {
+    const mock = await start(t, { fault: "drop-separator" });
+    const r = await chat(mock, batch);
+    assert.deepEqual(pairsOf(r.content), [[1, `${expected[0]} ${expected[1]}`], [3, expected[2]], [4, expected[3]]]);
+  });
+
+  test("extra-segment adds a pair of an id the batch lacks", async (t) => {
+    const mock = await start(t, { fault: "extra-segment" });
+    const r = await chat(mock, batch);
+    const got = pairsOf(r.content);
+    assert.equal(got.length, 5);
+    assert.deepEqual(got.slice(0, 4), expected.map((x, i) => [i + 1, x]));
+    assert.equal(got[4][0], 5);
+  });
+
+  test("the repository's openAIProvider round-trips a marked batch through the mock", async (t) => {
+    const { openAIProvider } = await import(pathToFileURL(join(repo, "js/openai.js")).href);
+    const mock = await start(t);
+    const provider = openAIProvider({ baseUrl: mock.url, apiKey: "", model: "mock-translator" });
+    const reply = await provider({
+      texts,
+      ids: ["1", "2", "3", "4"],
+      markers: pairs,
+      text: marked(texts),
+      instructions: "The text holds 4 segments, each between its own pair of markers, from <s1>…</s1> to <s4>…</s4>.",
+      isBatch: true,
+      sourceLang: "en",
+      targetLang: "fr",
+      context: "",
+      attempt: 0,
+    });
+    const translations = typeof reply === "string" ? reply : reply.translations;
+    assert.equal(translations, marked(texts.map((x) => pseudoTranslate(x, "fr"))));
+  });
+
+  // The pacer against the mock over HTTP: whatever the batch fault, every paragraph
+  // ends with its own translation (proven segments at once, the rest sent again).
+  for (const fault of ["none", "wrong-count", "drop-separator", "extra-segment"]) {
+    test(`BatchPacer + openAIProvider against fault ${fault}: every paragraph gets its own translation`, async (t) => {
+      const { default: init, BatchPacer, openAIProvider } = await import("batch-pacer");
+      await init();
+      // Half the batch calls fault, so retries and fallbacks get answered.
+      const mock = await start(t, { fault, faultRate: fault === "none" ? undefined : 0.5, seed: 3 });
+      const pacer = new BatchPacer(openAIProvider({ baseUrl: mock.url, apiKey: "", model: "mock-translator" }), {
+        batchDelayMs: 5,
+        baseRetryDelayMs: 1,
+        rate: 1000,
+      });
+      t.after(() => pacer.dispose());
+      const paragraphs = Array.from({ length: 12 }, (_, i) => `Paragraph ${i} ${"word ".repeat(i % 5)}end`);
+      const out = await Promise.all(
+        paragraphs.map((text) => pacer.translate({ text, sourceLang: "en", targetLang: "de", providerId: "mock" })),
+      );
+      assert.deepEqual(out, paragraphs.map((x) => pseudoTranslate(x, "de")));
+      if (fault !== "none") assert.ok(pacer.stats().countMismatches > 0, "the fault was met");
+    });
+  }
+});

@@ -24,6 +24,8 @@ const EXPECTED_DEFAULTS = {
   maxRateLimitRetries: 10,
   adaptiveRate: true,
   cacheEntries: 1000,
+  segmentFormat: "markers",
+  tokensPerMinute: 0,
 };
 
 /** How a message may show a value: numbers and booleans as JS prints them, strings quoted or not. */
@@ -112,6 +114,9 @@ describe("DEFAULTS and pacer.options", () => {
       maxRateLimitRetries: 0,
       adaptiveRate: false,
       cacheEntries: 0,
+      // Not a number: the other of its two values.
+      segmentFormat: "separator",
+      tokensPerMinute: 0,
     };
     const pacer = new BatchPacer(provider, smallest);
     t.after(() => pacer.dispose());
@@ -150,6 +155,8 @@ describe("validation", () => {
     maxRateLimitRetries: [-1, 2.5, NaN, Infinity, "10", null],
     adaptiveRate: [0, 1, "yes", null, []],
     cacheEntries: [-1, 1.5, NaN, Infinity, "1000", null],
+    segmentFormat: ["marker", "Markers", "separators", "", 0, null, true, {}],
+    tokensPerMinute: [-1, NaN, Infinity, "1000", null, true],
   };
 
   for (const [name, values] of Object.entries(invalid)) {

@@ -23,8 +23,10 @@ export async function run() {
   ${initialise}
   const calls = [];
   const pacer = new BatchPacer(async (req) => {
-    calls.push({ isBatch: req.isBatch, n: req.texts.length, texts: req.texts.join(" | "), at: performance.now() });
-    return req.texts.map((t) => "<" + t + ">").join(req.separator);
+    calls.push({ isBatch: req.isBatch, n: req.texts.length, texts: req.texts.join(" | "), at: performance.now(),
+      layout: req.markers ? "markers" : "separator" in req ? "separator" : "single" });
+    // The markers layout (the default): each translation between its segment's markers.
+    return req.texts.map((t, i) => req.markers ? req.markers[i][0] + "<" + t + ">" + req.markers[i][1] : "<" + t + ">").join("\\n");
   }, { batchDelayMs: 200 });
   const texts = ["one", "two\\n%%\\nthree", "four", "five", "six", "seven"];
   const out = await Promise.all(texts.map((text) =>
@@ -111,8 +113,8 @@ async function withPage(t, fn, path = "/index.html") {
 function assertScenario(result, { hasWindow }) {
   assert.equal(result.error, undefined, result.error);
   assert.ok(result.ok, JSON.stringify(result.out));
-  const shape = result.calls.map(({ isBatch, n }) => ({ isBatch, n }));
-  assert.deepEqual(shape, [{ isBatch: true, n: 4 }, { isBatch: true, n: 2 }], JSON.stringify(result.calls));
+  const shape = result.calls.map(({ isBatch, n, layout }) => ({ isBatch, n, layout }));
+  assert.deepEqual(shape, [{ isBatch: true, n: 4, layout: "markers" }, { isBatch: true, n: 2, layout: "markers" }], JSON.stringify(result.calls));
   assert.equal(result.stats.items, 6);
   assert.equal(result.stats.providerCalls, 2);
   assert.deepEqual(result.invalid, { code: "invalid_options", message: "rate must be a finite number > 0 (got 0)", isPacerError: true });

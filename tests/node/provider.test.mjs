@@ -1,5 +1,7 @@
-// The provider's replies: separator choice, tolerant split, arrays, count mismatches
-// with retries and fallback, replies of the wrong type.
+// The provider's replies: separator choice and tolerant split (the older layout,
+// `segmentFormat: "separator"`), arrays, count mismatches with retries and fallback,
+// replies of the wrong type. The markers layout's own rules are in
+// segment-identity.test.mjs.
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
@@ -8,6 +10,13 @@ import { setup, item, assertPacerError } from "./helpers.mjs";
 
 /** Answers a batch with one joined string of translations: "T:" + text. */
 const joinedAnswer = async (r) => r.texts.map((x) => `T:${x}`).join(r.separator);
+
+/** These tests are about the separator layout, which is no longer the default. */
+const SEPARATOR = { segmentFormat: "separator" };
+
+/** Answers each text with f(text), in whichever layout the request is. */
+const marked = (r, f) =>
+  r.texts.map((x, i) => (r.markers ? r.markers[i][0] + f(x) + r.markers[i][1] : f(x))).join("\n");
 
 describe("separator", () => {
   test("is chosen per batch so that it occurs in none of the texts", async (t) => {
@@ -20,7 +29,7 @@ describe("separator", () => {
       "%%%%%%",
       "line\n\n%%%\n\nline",
     ];
-    const { clock, calls, send } = setup(t, { maxItemsPerBatch: tricky.length, answer: joinedAnswer });
+    const { clock, calls, send } = setup(t, { ...SEPARATOR, maxItemsPerBatch: tricky.length, answer: joinedAnswer });
     const states = tricky.map((x) => send(item(x)));
     await clock.tickAsync(100);
     assert.equal(calls.length, 1);
@@ -33,7 +42,7 @@ describe("separator", () => {
   });
 
   test("a paragraph holding the default separator still gets its own translation back", async (t) => {
-    const { clock, calls, send } = setup(t, { answer: joinedAnswer });
+    const { clock, calls, send } = setup(t, { ...SEPARATOR, answer: joinedAnswer });
     const first = send(item("before\n\n%%\n\nafter"));
     const second = send(item("plain"));
     await clock.tickAsync(100);
@@ -44,7 +53,7 @@ describe("separator", () => {
 
   test("texts made only of separator-like lines are each translated on their own", async (t) => {
     const texts = ["%%", "%%%", "%%%%", "%%%%%", "a"];
-    const { clock, send, calls } = setup(t, { maxItemsPerBatch: 5, answer: joinedAnswer });
+    const { clock, send, calls } = setup(t, { ...SEPARATOR, maxItemsPerBatch: 5, answer: joinedAnswer });
     const states = texts.map((x) => send(item(x)));
     await clock.tickAsync(100);
     assert.equal(calls.length, 1);
@@ -52,10 +61,11 @@ describe("separator", () => {
   });
 
   test("the separator of a single request is a string, and text is texts[0]", async (t) => {
-    const { clock, calls, send } = setup(t);
+    const { clock, calls, send } = setup(t, SEPARATOR);
     send(item("%% alone %%"));
     await clock.tickAsync(100);
     assert.equal(calls[0].isBatch, false);
+    assert.equal(typeof calls[0].separator, "string");
     assert.equal(calls[0].text, "%% alone %%");
   });
 });
@@ -78,6 +88,7 @@ describe("tolerant split of a string reply", () => {
   for (const [name, shape] of Object.entries(shapes)) {
     test(name, async (t) => {
       const { clock, calls, send } = setup(t, {
+        ...SEPARATOR,
         maxItemsPerBatch: 3,
         maxBatchRetries: 0,
         fallbackToIndividual: false,
@@ -95,6 +106,7 @@ describe("tolerant split of a string reply", () => {
 
   test("segments keep their inner line breaks", async (t) => {
     const { clock, send } = setup(t, {
+      ...SEPARATOR,
       answer: async (r) => ["Zeile 1\nZeile 2", "Absatz\n\nzwei"].join(r.separator),
     });
     const a = send(item("line 1\nline 2"));
@@ -106,6 +118,7 @@ describe("tolerant split of a string reply", () => {
 
   test("line breaks inside a segment stay as the model wrote them, CRLF included", async (t) => {
     const { clock, send } = setup(t, {
+      ...SEPARATOR,
       answer: async (r) => ["Zeile 1\r\nZeile 2", "Absatz\r\n\r\nzwei\rdrei"].join(`\r\n${r.separator.trim()}\r\n`),
     });
     const a = send(item("line 1\r\nline 2"));
@@ -126,7 +139,7 @@ describe("array replies", () => {
   });
 
   test("array elements are used as they are, even when they contain the separator", async (t) => {
-    const { clock, send } = setup(t, { answer: async (r) => [`x${r.separator}y`, "z"] });
+    const { clock, send } = setup(t, { ...SEPARATOR, answer: async (r) => [`x${r.separator}y`, "z"] });
     const a = send(item("a"));
     const b = send(item("b"));
     await clock.tickAsync(100);
@@ -170,7 +183,8 @@ describe("count mismatch", () => {
     assert.equal(mismatchEvents.length, 3);
     assert.deepEqual(
       { providerId: mismatchEvents[0].providerId, expected: mismatchEvents[0].expected, got: mismatchEvents[0].got },
-      { providerId: "p1", expected: 3, got: 1 },
+      // A string without any pair proves none of the three translations.
+      { providerId: "p1", expected: 3, got: 0 },
     );
     const fallback = events.find((e) => e.type === "fallback");
     assert.ok(fallback, "a fallback event");
@@ -231,6 +245,7 @@ describe("count mismatch", () => {
 
   test("too many segments is a mismatch too", async (t) => {
     const { clock, send, pacer } = setup(t, {
+      ...SEPARATOR,
       maxBatchRetries: 0,
       fallbackToIndividual: false,
       answer: async (r) => ["a", "b", "c"].join(r.separator),
@@ -279,7 +294,8 @@ describe("replies of the wrong type", () => {
     number: 42,
     null: null,
     undefined: undefined,
-    object: { text: "hi" },
+    // An object of strings is a reply keyed by id; one holding a number is of no form.
+    "object with a number": { 1: "ok", 2: 7 },
     boolean: true,
     "array with a number": ["ok", 7],
   };

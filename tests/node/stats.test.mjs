@@ -156,7 +156,7 @@ describe("stats()", () => {
       answer: async (r, i) => {
         if (r.text === "bad") throw httpError(400);
         if (r.text === "limited" && r.attempt === 0) throw httpError(429, { retryAfterMs: 10 });
-        if (r.isBatch) return "no separator at all";
+        if (r.isBatch) return "no segment markers at all";
         return r.text;
       },
     });
