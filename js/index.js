@@ -122,7 +122,10 @@ export default function init(source) {
         }
         if (typeof Response === "function" && from instanceof Response) {
           where ??= from.url || undefined;
-          if (!from.ok) throw missingWasmError(where, `HTTP ${from.status} ${from.statusText}`.trim());
+          if (!from.ok) {
+            const status = `HTTP ${from.status} ${from.statusText}`.trim();
+            throw missingWasmError(where, status, new Error(`${status} fetching ${where ?? "the .wasm"}`));
+          }
         }
         await wasmInit({ module_or_path: from });
       } catch (error) {
