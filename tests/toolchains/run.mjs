@@ -14,7 +14,7 @@
 // project per toolchain, reused while its pinned versions (and Node's) are unchanged; the
 // package itself is installed afresh from the tarball each run. A toolchain that cannot
 // install or run here is skipped with its reason; any other failure fails the run.
-import { execFile as execFileCb, execFileSync } from "node:child_process";
+import { execFile as execFileCb, execFileSync, spawn } from "node:child_process";
 import { createServer } from "node:http";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
@@ -192,6 +192,26 @@ const CASES = [
       await sh(bin(dir, "vite"), ["build", "--logLevel", "warn"], { cwd: dir });
       writeManifest(out, { background: MODULE_WORKER, csp: false });
     } },
+  // Vite's dev server: the package pre-bundled by its dependency optimiser, in a page.
+  { toolchain: "vite", name: "dev server, a page, init()", entry: "batch-pacer", expect: "works", page: true,
+    serve: async (dir, code) => {
+      writeFileSync(join(dir, "index.html"), '<!doctype html><script type="module" src="/background.js"></script>\n');
+      writeFileSync(join(dir, "background.js"), code);
+      rmSync(join(dir, "vite.config.js"), { force: true });
+      rmSync(join(dir, "node_modules", ".vite"), { recursive: true, force: true }); // no optimised deps from an earlier run
+      const server = spawn(bin(dir, "vite"), ["--host", "127.0.0.1", "--port", "0", "--strictPort=false"], { cwd: dir, stdio: ["ignore", "pipe", "pipe"] });
+      const url = await new Promise((resolve, reject) => {
+        let seen = "";
+        const timer = setTimeout(() => reject(new Error(`vite dev did not start: ${seen}`)), 30_000);
+        server.stdout.on("data", (chunk) => {
+          seen += chunk;
+          const match = seen.replace(/\x1b\[[0-9;]*m/g, "").match(/http:\/\/127\.0\.0\.1:\d+\//);
+          if (match) { clearTimeout(timer); resolve(match[0]); }
+        });
+        server.on("exit", (code) => reject(new Error(`vite dev exited (${code}): ${seen}`)));
+      });
+      return { url, close: () => server.kill() };
+    } },
   // webpack 5: the CLI alone, a classic worker.
   { toolchain: "webpack", name: "init()", entry: "batch-pacer", expect: "works",
     build: async (dir, out, code) => {
@@ -308,6 +328,19 @@ async function inChromium(extensionDir, reports, id) {
   }
 }
 
+async function inChromiumPage(url, reports, id) {
+  const { chromium } = await loadPlaywright();
+  const report = reports.wait(id, 60_000);
+  const browser = await chromium.launch({ executablePath: CHROMIUM, args: ["--headless=new", "--no-sandbox", "--disable-gpu",
+    "--disable-dev-shm-usage", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"] });
+  try {
+    await (await browser.newPage()).goto(url);
+    return await report;
+  } finally {
+    await browser.close().catch(() => {});
+  }
+}
+
 async function inFirefox(extensionDir, reports, id) {
   const { createRequire } = await import("node:module");
   const require = createRequire(join(repo, "package.json"));
@@ -376,7 +409,14 @@ async function main() {
         const id = `case-${index}`;
         let report;
         let size = null;
-        if (c.runtime) {
+        if (c.page) {
+          const server = await c.serve(dir, fixture({ id, entry: c.entry, report: reports.url }));
+          try {
+            report = await inChromiumPage(server.url, reports, id);
+          } finally {
+            server.close();
+          }
+        } else if (c.runtime) {
           writeFileSync(join(dir, c.cjs ? "run.cjs" : "run.mjs"), fixture({ id, entry: c.entry, report: "stdout", cjs: c.cjs }));
           const [cmd, cmdArgs] = c.runtime(dir);
           if (!existsSync(cmd)) throw Object.assign(new Error(`${cmd} is missing`), { skip: true });
