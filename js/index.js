@@ -119,6 +119,8 @@ export default function init(source) {
         if (isUrlLike(from)) {
           where = String(from.url ?? from);
           from = await fetch(from);
+        } else if (typeof from?.then === "function") {
+          from = await from; // a fetch() the caller started
         }
         if (typeof Response === "function" && from instanceof Response) {
           where ??= from.url || undefined;

@@ -79,10 +79,14 @@ test("a 404 names the status and what to do", async () => {
   const out = await childJson(`
     import init, { PacerError } from "batch-pacer";
     ${describe}
-    const response = new Response("missing", { status: 404, statusText: "Not Found" });
-    console.log(JSON.stringify({ failed: await init(response).then(() => null, describe) }));
+    const response = () => new Response("missing", { status: 404, statusText: "Not Found" });
+    const failed = await init(response()).then(() => null, describe);
+    const promised = await init(Promise.resolve(response())).then(() => null, describe);
+    console.log(JSON.stringify({ failed, promised }));
   `);
-  assertSaysWhatToDo(out.failed, /not found \(HTTP 404 Not Found\).*"batch-pacer\/batch_pacer_bg\.wasm".*"batch-pacer\/inline"/);
+  for (const error of [out.failed, out.promised]) {
+    assertSaysWhatToDo(error, /not found \(HTTP 404 Not Found\).*"batch-pacer\/batch_pacer_bg\.wasm".*"batch-pacer\/inline"/);
+  }
 });
 
 test("a CSP that forbids WebAssembly gives the exact manifest line, from init() and from initSync()", async () => {
