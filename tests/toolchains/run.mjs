@@ -176,6 +176,9 @@ const CASES = [
   { toolchain: "wxt-latest", name: "inline, Firefox MV3 build", entry: "batch-pacer/inline", wxt: true, build: wxtBuild("firefox", "--mv3"), browser: "firefox", expect: "works" },
   { toolchain: "wxt-latest", name: "inline, no CSP", entry: "batch-pacer/inline", wxt: true, csp: false, build: wxtBuild("chrome"),
     expect: new RegExp(CSP_LINE.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")) },
+  // Firefox's own words for a CSP refusal must be recognised too.
+  { toolchain: "wxt-latest", name: "init(), Firefox MV3 build, no CSP", entry: "batch-pacer", wxt: true, csp: false, build: wxtBuild("firefox", "--mv3"),
+    browser: "firefox", expect: new RegExp(CSP_LINE.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")) },
   // Vite: an app build whose input is the worker.
   { toolchain: "vite", name: "init()", entry: "batch-pacer", expect: "works",
     build: async (dir, out, code) => {
