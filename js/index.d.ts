@@ -43,19 +43,27 @@ export type InitInput =
  * `cacheKey`; using them earlier throws a `PacerError` with code `not_initialized`.
  *
  * - In a page, a dedicated worker or an extension service worker, it fetches the `.wasm`
- *   file shipped beside the module (the extension's CSP needs `'wasm-unsafe-eval'`).
- * - In Node it reads that file from disk (through `process.getBuiltinModule`, Node ≥ 20.16;
- *   in an older Node 20 it rejects `not_initialized`, and `initSync(wasmBytes())` with
- *   `batch-pacer/inline-wasm` works instead).
+ *   file shipped beside the module (the extension's CSP needs `'wasm-unsafe-eval'`). A
+ *   bundler that leaves the file behind: copy `batch-pacer/batch_pacer_bg.wasm` and pass
+ *   its URL, or import from `batch-pacer/inline` instead.
+ * - In Node.js (20.0 and later) and Bun it reads that file from disk; in Deno it takes the
+ *   module inline (no `-R` needed).
  * - `source` overrides where the module comes from.
  *
  * Idempotent: once the module is loaded, further calls resolve at once and do nothing.
- * Concurrent calls share one load. A failed load (offline, wrong path) rejects, and a
- * later call tries again.
+ * Concurrent calls share one load. A failed load rejects with a `PacerError` with code
+ * `not_initialized` whose message says what to do (a CSP without `'wasm-unsafe-eval'`:
+ * the manifest line to add; a `.wasm` not found: the file to copy, or the inline entry),
+ * the original error as `cause`; a later call tries again.
  *
  * @example
  * import init, { BatchPacer } from "batch-pacer";
- * await init();
+ * // In an MV3 service worker: no top-level await; wait inside the listener.
+ * const ready = init();
+ * chrome.runtime.onMessage.addListener((message, sender, reply) => {
+ *   ready.then(() => translate(message)).then(reply);
+ *   return true;
+ * });
  */
 export default function init(source?: InitInput): Promise<void>;
 
@@ -72,7 +80,10 @@ export default function init(source?: InitInput): Promise<void>;
  *
  * Throws a `PacerError` with code `not_initialized` while an `init()` is still loading
  * the module: await that instead (the load would replace the module instance when it
- * ends).
+ * ends). A module that does not compile (a CSP without `'wasm-unsafe-eval'`, wrong bytes)
+ * throws `not_initialized` too, saying what to do, the original error as `cause`: call it
+ * inside a `try` or a listener, not bare at a service worker's top level, where a throw
+ * stops the worker before it registers its listeners.
  */
 export function initSync(bytes: WasmBytes | WasmModule): void;
 
