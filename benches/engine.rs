@@ -6,6 +6,9 @@
 //! of each item, and joining and splitting its batch), then the heap bytes held per
 //! queued item with 100,000 queued.
 
+// The allocation counter is a `GlobalAlloc`, which only unsafe code can implement.
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::hint::black_box;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -26,6 +26,9 @@
 //! heap bytes (a counting allocator) at the start, at each 10% of the run, at the peak
 //! and at the end.
 
+// The allocation counter is a `GlobalAlloc`, which only unsafe code can implement.
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -3,7 +3,7 @@ export class PacerError extends Error {
   /**
    * @param {string} code one of PacerError.codes
    * @param {string} message
-   * @param {{ status?: number, cause?: unknown, retryAt?: number }} [details]
+   * @param {{ status?: number, cause?: unknown, retryAt?: number, option?: string }} [details]
    */
   constructor(code, message, details = {}) {
     super(message, details.cause === undefined ? undefined : { cause: details.cause });
@@ -11,6 +11,8 @@ export class PacerError extends Error {
     if (details.status !== undefined) this.status = details.status;
     // A spent daily quota: epoch milliseconds of its reset, when the provider said.
     if (details.retryAt !== undefined) this.retryAt = details.retryAt;
+    // An option error: the option it is about, so callers need not read the message.
+    if (details.option !== undefined) this.option = details.option;
   }
 }
 

@@ -43,19 +43,27 @@ export type InitInput =
  * `cacheKey`; using them earlier throws a `PacerError` with code `not_initialized`.
  *
  * - In a page, a dedicated worker or an extension service worker, it fetches the `.wasm`
- *   file shipped beside the module (the extension's CSP needs `'wasm-unsafe-eval'`).
- * - In Node it reads that file from disk (through `process.getBuiltinModule`, Node ≥ 20.16;
- *   in an older Node 20 it rejects `not_initialized`, and `initSync(wasmBytes())` with
- *   `batch-pacer/inline-wasm` works instead).
+ *   file shipped beside the module (the extension's CSP needs `'wasm-unsafe-eval'`). A
+ *   bundler that leaves the file behind: copy `batch-pacer/batch_pacer_bg.wasm` and pass
+ *   its URL, or import from `batch-pacer/inline` instead.
+ * - In Node.js (20.0 and later) and Bun it reads that file from disk; in Deno it takes the
+ *   module inline (no `-R` needed).
  * - `source` overrides where the module comes from.
  *
  * Idempotent: once the module is loaded, further calls resolve at once and do nothing.
- * Concurrent calls share one load. A failed load (offline, wrong path) rejects, and a
- * later call tries again.
+ * Concurrent calls share one load. A failed load rejects with a `PacerError` with code
+ * `not_initialized` whose message says what to do (a CSP without `'wasm-unsafe-eval'`:
+ * the manifest line to add; a `.wasm` not found: the file to copy, or the inline entry),
+ * the original error as `cause`; a later call tries again.
  *
  * @example
  * import init, { BatchPacer } from "batch-pacer";
- * await init();
+ * // In an MV3 service worker: no top-level await; wait inside the listener.
+ * const ready = init();
+ * chrome.runtime.onMessage.addListener((message, sender, reply) => {
+ *   ready.then(() => translate(message)).then(reply);
+ *   return true;
+ * });
  */
 export default function init(source?: InitInput): Promise<void>;
 
@@ -72,7 +80,10 @@ export default function init(source?: InitInput): Promise<void>;
  *
  * Throws a `PacerError` with code `not_initialized` while an `init()` is still loading
  * the module: await that instead (the load would replace the module instance when it
- * ends).
+ * ends). A module that does not compile (a CSP without `'wasm-unsafe-eval'`, wrong bytes)
+ * throws `not_initialized` too, saying what to do, the original error as `cause`: call it
+ * inside a `try` or a listener, not bare at a service worker's top level, where a throw
+ * stops the worker before it registers its listeners.
  */
 export function initSync(bytes: WasmBytes | WasmModule): void;
 
@@ -272,13 +283,23 @@ export interface PacerSettings {
  * timers (for tests) possible.
  */
 export interface PacerClock {
-  /** The current time in milliseconds, from any fixed origin (monotonic). */
-  now(): number;
+  /**
+   * The current time in milliseconds, from any fixed origin (monotonic): a function, or
+   * a number property read at each use (as on `@sinonjs/fake-timers` clocks).
+   */
+  now: (() => number) | number;
   /** Calls `fn` once after `ms` milliseconds; returns a handle for `clearTimeout`. */
   setTimeout(fn: () => void, ms: number): unknown;
   /** Cancels a timer created by this clock's `setTimeout`. */
   clearTimeout(handle: unknown): void;
 }
+
+/**
+ * Every property of `T` optional, `undefined` included: the pacer treats an option set
+ * to `undefined` as not given (so `{ onEvent: undefined }` type-checks under
+ * `exactOptionalPropertyTypes`).
+ */
+export type Optional<T> = { [K in keyof T]?: T[K] | undefined };
 
 /** Receives one plain object per notable event; see {@link PacerEvent}. */
 export type PacerEventHandler = (event: PacerEvent) => void;
@@ -288,7 +309,7 @@ export type PacerEventHandler = (event: PacerEvent) => void;
  * (each optional, defaulting to its `DEFAULTS` value) plus `clock`, `onEvent`, `cache`
  * and `restore`.
  */
-export interface BatchPacerOptions extends Partial<PacerSettings> {
+export interface BatchPacerOptions extends Optional<PacerSettings> {
   /**
    * Time source: `now()`, `setTimeout(fn, ms)` and `clearTimeout(handle)`. Set at
    * construction only (`setOptions` rejects it).
@@ -296,7 +317,7 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: an object with those three functions.
    * @default `performance.now()` and the global `setTimeout` / `clearTimeout` (never `window`)
    */
-  clock?: PacerClock;
+  clock?: PacerClock | undefined;
 
   /**
    * Called with one plain `{ type, ... }` object per notable event
@@ -306,7 +327,7 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: a function.
    * @default none
    */
-  onEvent?: PacerEventHandler;
+  onEvent?: PacerEventHandler | undefined;
 
   /**
    * A persistent store of translations behind the in-memory LRU (`cacheEntries`), so that
@@ -330,7 +351,7 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: an object with `get` and `set` functions.
    * @default none (in-memory LRU only)
    */
-  cache?: CacheStore;
+  cache?: CacheStore | undefined;
 
   /**
    * The pacing state of an earlier pacer, as returned by its `snapshot()` (possibly
@@ -348,7 +369,9 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: a {@link PacerSnapshot}.
    * @default none (the bucket starts full, no provider is paused)
    */
-  restore?: PacerSnapshot | null;
+  // `unknown`: what storage returns goes in unchecked; the pacer validates it (a
+  // malformed value throws `invalid_options`), and `null` means no restore.
+  restore?: PacerSnapshot | null | unknown;
 
   /**
    * The estimate of a text's tokens, used before a call's usage is known (with
@@ -360,7 +383,7 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: a function.
    * @default the built-in estimate
    */
-  estimateTokens?: (text: string) => number;
+  estimateTokens?: (text: string) => number | undefined;
 
   /**
    * A budget shared with other pacers that send to the same account (see
@@ -373,7 +396,7 @@ export interface BatchPacerOptions extends Partial<PacerSettings> {
    * Valid values: a value returned by {@link sharedBudget}.
    * @default none
    */
-  budget?: SharedBudget;
+  budget?: SharedBudget | undefined;
 }
 
 /** What {@link sharedBudget} returns: an opaque handle for the `budget` option. */
@@ -394,20 +417,20 @@ export interface SharedBudget {
  */
 export function sharedBudget(options?: {
   /** Requests per second, on average. @default 8 */
-  rate?: number;
+  rate?: number | undefined;
   /** The largest burst of requests. @default 60 */
-  capacity?: number;
+  capacity?: number | undefined;
   /** Tokens per minute; `0` means no token limit. @default 0 */
-  tokensPerMinute?: number;
+  tokensPerMinute?: number | undefined;
 }): SharedBudget;
 
 /**
  * A patch for `pacer.setOptions`: any settings, and `onEvent` to replace the handler.
  * `clock`, `cache` and `restore` cannot be changed after construction.
  */
-export type PacerOptionsPatch = Partial<PacerSettings> & {
+export type PacerOptionsPatch = Optional<PacerSettings> & {
   /** Replaces the event handler (a function; `undefined` leaves the current one). */
-  onEvent?: PacerEventHandler;
+  onEvent?: PacerEventHandler | undefined;
 };
 
 /** The default value of every setting (a frozen object). */
@@ -445,23 +468,23 @@ export interface TranslateItem {
    * APIs: never batched, still paced.
    * @default true
    */
-  llm?: boolean;
+  llm?: boolean | undefined;
   /**
    * Extra text handed to the provider with the request (page title, summary ...).
    * @default ""
    */
-  context?: string;
+  context?: string | undefined;
   /**
    * Higher priorities are dispatched first; first in, first out among equals. A finite
    * number.
    * @default 0
    */
-  priority?: number;
+  priority?: number | undefined;
   /**
    * Aborting it rejects the item with code `aborted` at once. An item not sent yet is
    * removed from its batch; a call already running is not cancelled for it.
    */
-  signal?: AbortSignal;
+  signal?: AbortSignal | undefined;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -596,31 +619,31 @@ export interface OpenAIProviderConfig {
    * trimmed). Visible ASCII only. It never appears in the errors the provider throws.
    * `null` counts as no key.
    */
-  apiKey?: string | null;
+  apiKey?: string | null | undefined;
   /** The model name, e.g. `"gpt-4o-mini"`. Non-empty. */
   model: string;
   /**
    * The fetch implementation.
    * @default `globalThis.fetch`, looked up at each call
    */
-  fetch?: typeof fetch;
+  fetch?: typeof fetch | undefined;
   /**
    * Sampling temperature, a finite number >= 0.
    * @default 0
    */
-  temperature?: number;
+  temperature?: number | undefined;
   /**
    * Replaces the opening instruction of the system message; `{sourceLang}` and
    * `{targetLang}` in it are filled in. The batch format rules and the context are
    * still appended, because splitting the reply depends on them.
    * @default a translator prompt asking for the translation only, formatting kept
    */
-  systemPrompt?: string;
+  systemPrompt?: string | undefined;
   /**
    * Headers added to every request. `Content-Type` and `Authorization` set by the
    * provider win over them.
    */
-  extraHeaders?: Record<string, string> | null;
+  extraHeaders?: Record<string, string> | null | undefined;
   /**
    * For batches, ask for a JSON object keyed by id through
    * `response_format: { type: "json_schema", json_schema: { name: "translations", strict: true,
@@ -636,7 +659,7 @@ export interface OpenAIProviderConfig {
    * mismatch. Single requests are sent without a schema.
    * @default false
    */
-  structuredOutput?: boolean;
+  structuredOutput?: boolean | undefined;
 }
 
 /** `usage` as {@link openAIProvider} reports it, from the reply's `usage`. */
@@ -763,17 +786,17 @@ export interface IndexedDBCacheOptions {
    * The database name (one database per name). A non-empty string.
    * @default "batch-pacer"
    */
-  name?: string;
+  name?: string | undefined;
   /**
    * Entries kept; the oldest beyond it are evicted. An integer >= 1.
    * @default 10000
    */
-  maxEntries?: number;
+  maxEntries?: number | undefined;
   /**
    * Age in milliseconds after which an entry is never returned. A finite number > 0.
    * @default 604800000 (7 days)
    */
-  ttlMs?: number;
+  ttlMs?: number | undefined;
 }
 
 /**

@@ -8,6 +8,7 @@ import wasmInit, {
   cacheKey as coreCacheKey,
 } from "../pkg/batch_pacer.js";
 import { PacerError } from "./errors.js";
+import { loadError, missingWasmError, noBaseUrlError, nodeTooOldError } from "./load-errors.js";
 
 export { PacerError } from "./errors.js";
 export { openAIProvider } from "./openai.js";
@@ -39,7 +40,8 @@ let loading = null;
 let input = null;
 
 function markReady() {
-  input = setup(({ code, message, status, cause, retryAt }) => new PacerError(code, message, { status, cause, retryAt }));
+  input = setup(({ code, message, status, cause, retryAt, option }) =>
+    new PacerError(code, message, { status, cause, retryAt, option }));
   ready = true;
 }
 
@@ -64,49 +66,79 @@ function randomSeed() {
 }
 
 function isNode() {
-  return typeof process === "object" && typeof process.versions?.node === "string" &&
-    typeof process.getBuiltinModule === "function";
+  return typeof process === "object" && typeof process.versions?.node === "string";
 }
 
 /**
- * Node before 20.16: no process.getBuiltinModule to read the .wasm with (and a static or
- * dynamic import of node:fs would break browsers and MV3 service workers), while its
- * fetch cannot read files.
+ * Where `init()` finds the .wasm when this file is imported by its path, as the demo
+ * extension and pages without a bundler do. The package's own entry (js/main.js, what
+ * `import "batch-pacer"` resolves to) names the file to bundlers itself. The path is in a
+ * variable on purpose: a bundler that saw `new URL("literal", import.meta.url)` here would
+ * emit (or inline) the .wasm once more, and into `batch-pacer/inline` bundles too.
  */
-function isOldNode() {
-  return typeof process === "object" && typeof process.versions?.node === "string" && !isNode();
+const WASM_FILE = "../pkg/batch_pacer_bg.wasm";
+
+function sourceByPath() {
+  if (isNode()) {
+    // Node 20.16+ only; the package's entry reads the file with a static node:fs import
+    // from 20.0 on. A static import here would break browsers.
+    if (typeof process.getBuiltinModule !== "function") {
+      throw nodeTooOldError(
+        `Node.js ${process.version} without process.getBuiltinModule`,
+        new Error('js/index.js was imported by its path: import "batch-pacer" by its package name instead'),
+      );
+    }
+    return process.getBuiltinModule("node:fs").readFileSync(new URL(WASM_FILE, import.meta.url));
+  }
+  try {
+    return new URL(WASM_FILE, import.meta.url);
+  } catch (error) {
+    throw noBaseUrlError(error);
+  }
 }
 
-function cannotReadInOldNode(cause) {
-  return new PacerError(
-    "not_initialized",
-    "init() cannot read the .wasm in a Node before 20.16 (no process.getBuiltinModule): " +
-      'call initSync(wasmBytes()) with wasmBytes from "batch-pacer/inline-wasm", or pass the bytes of the .wasm to init()',
-    { cause },
-  );
-}
+/** A load's error, remembered so that later uses say why the core is missing. */
+let loadFailure = null;
+
+const isUrlLike = (source) =>
+  typeof source === "string" || source instanceof URL ||
+  (typeof Request === "function" && source instanceof Request);
 
 /**
  * Loads the WebAssembly module. In a browser, worker or extension service worker it
  * fetches the .wasm shipped beside the module; in Node it reads it from disk.
- * A second call is a no-op.
- * @param {RequestInfo | URL | Response | BufferSource | WebAssembly.Module} [source]
+ * A second call is a no-op. A failed load rejects with a PacerError `not_initialized`
+ * that says what to do, the original error as `cause`; it may be retried.
+ * `source` may also be a function returning the source, called inside the load so that
+ * its errors are reported alike (the package's entries pass their default this way).
+ * @param {RequestInfo | URL | Response | BufferSource | WebAssembly.Module | (() => unknown)} [source]
  */
 export default function init(source) {
   if (ready) return Promise.resolve();
   if (!loading) {
     loading = (async () => {
-      if (source === undefined && isNode()) {
-        const { readFileSync } = process.getBuiltinModule("node:fs");
-        wasmInitSync({ module: readFileSync(new URL("../pkg/batch_pacer_bg.wasm", import.meta.url)) });
-      } else {
-        try {
-          await wasmInit(source === undefined ? undefined : { module_or_path: source });
-        } catch (error) {
-          throw source === undefined && isOldNode() ? cannotReadInOldNode(error) : error;
+      let where;
+      try {
+        let from = source === undefined ? sourceByPath() : typeof source === "function" ? source() : source;
+        if (isUrlLike(from)) {
+          where = String(from.url ?? from);
+          from = await fetch(from);
+        } else if (typeof from?.then === "function") {
+          from = await from; // a fetch() the caller started
         }
+        if (typeof Response === "function" && from instanceof Response) {
+          where ??= from.url || undefined;
+          if (!from.ok) {
+            const status = `HTTP ${from.status} ${from.statusText}`.trim();
+            throw missingWasmError(where, status, new Error(`${status} fetching ${where ?? "the .wasm"}`));
+          }
+        }
+        await wasmInit({ module_or_path: from });
+      } catch (error) {
+        throw (loadFailure = loadError(error, where));
       }
       markReady();
+      loadFailure = null;
     })();
     // A failed load (offline, wrong path) may be retried.
     loading.catch(() => { loading = null; });
@@ -125,12 +157,22 @@ export function initSync(bytes) {
     // pacer built on this one would then call into a module that does not hold it.
     throw new PacerError("not_initialized", "initSync() was called while init() loads the module: await init() instead");
   }
-  wasmInitSync({ module: bytes });
+  try {
+    wasmInitSync({ module: bytes });
+  } catch (error) {
+    throw (loadFailure = loadError(error));
+  }
   markReady();
+  loadFailure = null;
 }
 
 function requireReady(what) {
   if (!ready) {
+    if (loadFailure) {
+      throw new PacerError("not_initialized", `${what} needs the module, which failed to load: ${loadFailure.message}`, {
+        cause: loadFailure,
+      });
+    }
     throw new PacerError("not_initialized", `${what} needs the module: await init() (or call initSync) first`);
   }
 }
@@ -174,7 +216,9 @@ function splitBudget(options) {
   const core = budgetCores.get(budget);
   if (core === undefined) {
     const got = budget === null ? "null" : typeof budget;
-    throw new PacerError("invalid_options", `budget must be a value returned by sharedBudget() (got ${got})`);
+    throw new PacerError("invalid_options", `budget must be a value returned by sharedBudget() (got ${got})`, {
+      option: "budget",
+    });
   }
   return [rest, core];
 }
@@ -211,8 +255,6 @@ export class BatchPacer {
   /** providerId → sourceLang → targetLang → context → [id when llm, id when not]. */
   #compats = new Map();
   #compatCount = 0;
-  /** Set by `dispose()`: an item that cannot even be read rejects `disposed` after it. */
-  #disposed = false;
 
   constructor(provider, options) {
     requireReady("new BatchPacer()");
@@ -236,9 +278,7 @@ export class BatchPacer {
         const { text, sourceLang, targetLang, providerId, context, llm, priority, signal } = item;
         fields = { text, sourceLang, targetLang, providerId, context, llm, priority, signal };
       } catch (error) {
-        // After dispose(), every call rejects disposed: the core says so for this item.
-        if (this.#disposed) this.#core.translate(null, resolve, reject);
-        else reject(new PacerError("invalid_input", "item could not be read: a getter or proxy threw", { cause: error }));
+        this.#core.rejectUnreadable(error, reject);
         return;
       }
       const { signal } = fields;
@@ -308,7 +348,7 @@ export class BatchPacer {
   /** Validates the whole patch, then applies it to queued work at once. */
   setOptions(patch) {
     if (patch !== null && typeof patch === "object" && Object.hasOwn(patch, "budget")) {
-      throw new PacerError("invalid_options", "budget cannot be changed after construction");
+      throw new PacerError("invalid_options", "budget cannot be changed after construction", { option: "budget" });
     }
     this.#core.setOptions(patch);
   }
@@ -333,7 +373,6 @@ export class BatchPacer {
 
   /** Rejects every unsettled item with `disposed` and stops all timers. */
   dispose() {
-    this.#disposed = true;
     this.#core.dispose();
   }
 }

@@ -2,6 +2,8 @@
 // No dependencies, no `window`, no top-level await, no dynamic import(): it runs in a page,
 // a dedicated worker, an MV3 extension service worker and a Firefox background page.
 
+import { PacerError } from "./errors.js";
+
 const STORE = "entries";
 const AT_INDEX = "at";
 const VERSION = 1;
@@ -67,16 +69,17 @@ const OPTION_NAMES = ["name", "maxEntries", "ttlMs"];
  *
  * @param {IndexedDBCacheOptions} [options]
  * @returns {IndexedDBCache}
- * @throws {TypeError} an option with an invalid value, or an unknown option name, e.g.
+ * @throws {PacerError} code `invalid_options` (with `option`) for an option with an invalid
+ *   value, or an unknown option name, e.g.
  *   `maxEntries must be an integer >= 1 (got 0)`.
  */
 export function indexedDBCache(options = {}) {
   if (options === null || typeof options !== "object" || Array.isArray(options)) {
-    throw new TypeError(`indexedDBCache options must be an object (got ${show(options)})`);
+    throw new PacerError("invalid_options", `indexedDBCache options must be an object (got ${show(options)})`);
   }
   for (const option of Object.keys(options)) {
     if (!OPTION_NAMES.includes(option)) {
-      throw new TypeError(`unknown indexedDBCache option ${JSON.stringify(option)}`);
+      throw new PacerError("invalid_options", `unknown indexedDBCache option ${JSON.stringify(option)}`, { option });
     }
   }
   const {
@@ -85,13 +88,13 @@ export function indexedDBCache(options = {}) {
     ttlMs = 7 * 24 * 3600 * 1000,
   } = options;
   if (typeof name !== "string" || name.length === 0) {
-    throw new TypeError(`name must be a non-empty string (got ${show(name)})`);
+    throw new PacerError("invalid_options", `name must be a non-empty string (got ${show(name)})`, { option: "name" });
   }
   if (!Number.isInteger(maxEntries) || maxEntries < 1) {
-    throw new TypeError(`maxEntries must be an integer >= 1 (got ${show(maxEntries)})`);
+    throw new PacerError("invalid_options", `maxEntries must be an integer >= 1 (got ${show(maxEntries)})`, { option: "maxEntries" });
   }
   if (typeof ttlMs !== "number" || !Number.isFinite(ttlMs) || ttlMs <= 0) {
-    throw new TypeError(`ttlMs must be a finite number > 0 (got ${show(ttlMs)})`);
+    throw new PacerError("invalid_options", `ttlMs must be a finite number > 0 (got ${show(ttlMs)})`, { option: "ttlMs" });
   }
 
   let factory;

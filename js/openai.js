@@ -283,12 +283,12 @@ function readStructured(content, ids, markers) {
  */
 export function openAIProvider(options) {
   if (options === null || typeof options !== "object" || Array.isArray(options)) {
-    throw invalid(`openAIProvider options must be an object (got ${describe(options)})`);
+    throw invalid(undefined, `openAIProvider options must be an object (got ${describe(options)})`);
   }
   // The names only: a misspelt `apikey` holds a key, whose value must not be printed.
   for (const name of Object.keys(options)) {
     if (!OPTION_NAMES.includes(name)) {
-      throw invalid(`openAIProvider has no option ${JSON.stringify(name)} (options: ${OPTION_NAMES.join(", ")})`);
+      throw invalid(name, `openAIProvider has no option ${JSON.stringify(name)} (options: ${OPTION_NAMES.join(", ")})`);
     }
   }
   const {
@@ -303,34 +303,34 @@ export function openAIProvider(options) {
   } = options;
 
   if (typeof baseUrl !== "string" || !isHttpUrl(baseUrl)) {
-    throw invalid(`baseUrl must be a non-empty http(s) URL string (got ${describe(baseUrl)})`);
+    throw invalid("baseUrl", `baseUrl must be a non-empty http(s) URL string (got ${describe(baseUrl)})`);
   }
   if (typeof model !== "string" || model.trim() === "") {
-    throw invalid(`model must be a non-empty string (got ${describe(model)})`);
+    throw invalid("model", `model must be a non-empty string (got ${describe(model)})`);
   }
   // The key's value is never printed, not even when it has the wrong type. null counts
   // as "no key", like undefined, since settings storage often yields null.
   if (apiKey !== undefined && apiKey !== null && typeof apiKey !== "string") {
-    throw invalid(`apiKey must be a string if given (got <redacted>)`);
+    throw invalid("apiKey", `apiKey must be a string if given (got <redacted>)`);
   }
   // Keys pasted from a settings page often carry a trailing newline: trim it. Any other
   // control or non-ASCII character is refused now, because fetch would reject the header
   // later with an error message that quotes the key.
   const key = typeof apiKey === "string" ? apiKey.trim() : "";
   if (key !== "" && !/^[\x21-\x7e]+$/.test(key)) {
-    throw invalid("apiKey must contain only visible ASCII characters (got <redacted>)");
+    throw invalid("apiKey", "apiKey must contain only visible ASCII characters (got <redacted>)");
   }
   if (fetchOption !== undefined && typeof fetchOption !== "function") {
-    throw invalid(`fetch must be a function if given (got ${describe(fetchOption)})`);
+    throw invalid("fetch", `fetch must be a function if given (got ${describe(fetchOption)})`);
   }
   if (typeof temperature !== "number" || !Number.isFinite(temperature) || temperature < 0) {
-    throw invalid(`temperature must be a finite number >= 0 (got ${describe(temperature)})`);
+    throw invalid("temperature", `temperature must be a finite number >= 0 (got ${describe(temperature)})`);
   }
   if (systemPrompt !== undefined && typeof systemPrompt !== "string") {
-    throw invalid(`systemPrompt must be a string if given (got ${describe(systemPrompt)})`);
+    throw invalid("systemPrompt", `systemPrompt must be a string if given (got ${describe(systemPrompt)})`);
   }
   if (typeof structuredOutput !== "boolean") {
-    throw invalid(`structuredOutput must be a boolean (got ${describe(structuredOutput)})`);
+    throw invalid("structuredOutput", `structuredOutput must be a boolean (got ${describe(structuredOutput)})`);
   }
   const extra = validateExtraHeaders(extraHeaders);
 
@@ -430,9 +430,9 @@ export function openAIProvider(options) {
   };
 }
 
-/** An `invalid_options` error, as every option error of the package is. */
-function invalid(message) {
-  return new PacerError("invalid_options", message);
+/** An `invalid_options` error naming `option`, as every option error of the package is. */
+function invalid(option, message) {
+  return new PacerError("invalid_options", message, option === undefined ? {} : { option });
 }
 
 /** `usage` as the pacer reads it, from the chat-completions names; undefined if none. */
@@ -691,16 +691,17 @@ function validateExtraHeaders(extraHeaders) {
   if (extraHeaders === undefined || extraHeaders === null) return {};
   if (typeof extraHeaders !== "object" || Array.isArray(extraHeaders)) {
     throw invalid(
+      "extraHeaders",
       `extraHeaders must be an object of header names to strings (got ${describe(extraHeaders)})`,
     );
   }
   const out = {};
   for (const [name, value] of Object.entries(extraHeaders)) {
     if (!/^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/.test(name)) {
-      throw invalid(`extraHeaders has an invalid header name (got ${describe(name)})`);
+      throw invalid("extraHeaders", `extraHeaders has an invalid header name (got ${describe(name)})`);
     }
     if (typeof value !== "string") {
-      throw invalid(`extraHeaders[${JSON.stringify(name)}] must be a string (got ${describe(value)})`);
+      throw invalid("extraHeaders", `extraHeaders[${JSON.stringify(name)}] must be a string (got ${describe(value)})`);
     }
     out[name] = value;
   }

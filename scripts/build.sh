@@ -7,6 +7,8 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 # Snippet folders are named by a hash: clear old ones so that none ships by mistake.
 rm -rf pkg/snippets
 wasm-pack build --release --target web --out-dir pkg --out-name batch_pacer --no-pack --no-typescript
+# Without the glue's own default URL of the .wasm, bundlers see the .wasm once (see there).
+node scripts/patch-glue.mjs
 # wasm-pack writes a .gitignore of "*" into pkg/, which would keep the files out of `npm pack`.
 rm -f pkg/.gitignore
 # The same module inline, for `batch-pacer/inline-wasm` (start-up without a fetch).

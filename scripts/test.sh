@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Every test: lint, the native core, the wasm binding in Chromium and Firefox (page and
 # service worker), then the packed and installed package in Node and in real browsers,
-# and the demo extension end to end in Chromium and Firefox ESR.
+# built by each extension toolchain (tests/toolchains), and the demo extension end to end
+# in Chromium and Firefox ESR.
 # Installs what it needs first (scripts/setup.sh). The last lines are node --test's summary.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -37,6 +38,11 @@ wasm_suite wasm-pack test --headless --firefox --geckodriver "$(command -v gecko
 
 section "the demo extension, built from the packed package"
 bash scripts/build-demo.sh
+
+# Each toolchain's consumer project is cached in ~/.cache/batch-pacer/toolchains while its
+# pinned versions hold: a warm run takes about a minute, a clean machine a few more.
+section "toolchain matrix: the packed package built by WXT, Vite, webpack, esbuild, Rollup, Bun; run in Chromium, Firefox ESR, Node, Deno, Bun"
+node tests/toolchains/run.mjs
 
 section "packed package in Node and in browsers, demo end to end: node --test"
 SKIP_BUILD=1 bash tests/node/run-package-tests.sh

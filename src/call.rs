@@ -2,6 +2,7 @@
 
 use std::rc::Rc;
 
+use crate::batch::utf16_len;
 use crate::time::Duration;
 
 /// Identifies a provider call between `poll_call` and `handle_response`.
@@ -56,6 +57,32 @@ impl Call {
             Layout::Separator(separator) => separator,
             Layout::Single | Layout::Markers(_) => "",
         }
+    }
+
+    /// Where each text lies in `text`, as `[start, end)` offsets in UTF-16 code units (the
+    /// units of JS strings), flattened: the driver hands the provider `texts` sliced out
+    /// of the one `text` string instead of converting every text again.
+    pub fn text_spans(&self) -> Vec<u32> {
+        let mut spans = Vec::with_capacity(2 * self.texts.len());
+        let mut at: u64 = 0;
+        for (i, text) in self.texts.iter().enumerate() {
+            let (open, close, between) = match &self.layout {
+                Layout::Single => (0, 0, 0),
+                Layout::Separator(separator) => (0, 0, utf16_len(separator)),
+                Layout::Markers(pairs) => pairs
+                    .get(i)
+                    .map_or((0, 0, 1), |(o, c)| (utf16_len(o), utf16_len(c), 1)),
+            };
+            if i > 0 {
+                at += between;
+            }
+            at += open;
+            let end = at + utf16_len(text);
+            spans.push(at as u32);
+            spans.push(end as u32);
+            at = end + close;
+        }
+        spans
     }
 
     /// The `[open, close]` markers of a batch in the markers layout; empty otherwise.

@@ -12,11 +12,32 @@
 //!    (resolve or reject these items), [`Engine::poll_event`].
 //! 3. Sleep until [`Engine::poll_timeout`], or until a response or a new item arrives.
 //!
-//! The modules, bottom up: `time` (virtual instants), `options` (defaults, validation),
-//! `bucket` (token bucket), `batch` (assembly and due times), `codec` (separator, join,
-//! tolerant split), `alignment` (evidence that a reply is shifted), `retry` (classification, backoff), `key` (unambiguous SHA-256 keys),
-//! `cache` (LRU), `estimate` (script-aware token estimate), `store` (the persistent store's lookups and writes), `engine`
-//! (composition). `wasm` exists only on `wasm32`.
+//! The modules, bottom up, one line each:
+//! - `time`: virtual instants and durations in microseconds, saturating arithmetic.
+//! - `display`: numbers and strings written as JavaScript writes them, for messages.
+//! - `options`: the options, their defaults and their validation.
+//! - `settle`: how an item ends (a translation, or an error with a stable code).
+//! - `item`: an item as the caller gives it, its checks and errors.
+//! - `hash`, `slab`, `id_table`, `key_index`, `ready`: the containers the engine is
+//!   built from (a fast hasher, generational slabs, id tables, key indexes, ordered sets).
+//! - `key`: item keys (SHA-256 for the store, keyed SipHash in memory).
+//! - `cache`: the in-memory LRU of translations.
+//! - `store`: the persistent store's lookups and writes.
+//! - `bucket`: the token bucket ("not until T", never a sleep).
+//! - `estimate`: the script-aware token estimate of a text.
+//! - `quota`: the token budget, call costs corrected from usage, reported limits.
+//! - `budget`: one budget (and provider pacing state) shared by several pacers.
+//! - `batch`: batches, their limits and due times.
+//! - `call`: the provider call asked of the driver, and what the driver reports back.
+//! - `markers`: the markers layout (tag choice, layout, instructions, the marker scan).
+//! - `proof`: which translation of a reply provably belongs to which item.
+//! - `codec`: the older separator layout (choice, join, tolerant split).
+//! - `alignment`: the separator layout's evidence that a reply is shifted.
+//! - `retry`: which failures are retried, backoff, jitter.
+//! - `stats`: counters, gauges and events.
+//! - `snapshot`: what a restarted pacer resumes from.
+//! - `engine`: the sans-IO pacer composed of its parts (see its own docs).
+//! - `wasm` (wasm32 only): the JS binding, which converts and drives.
 
 pub mod alignment;
 pub mod batch;

@@ -37,12 +37,41 @@ pub fn choose_tag<S: AsRef<str>>(texts: &[S]) -> String {
 
 /// The `[open, close]` pair of the segment with id `id` (1-based).
 pub fn pair(tag: &str, id: usize) -> (String, String) {
-    (format!("<{tag}{id}>"), format!("</{tag}{id}>"))
+    let id = number(id);
+    let mut open = String::with_capacity(tag.len() + id.len() + 2);
+    open.push('<');
+    open.push_str(tag);
+    open.push_str(&id);
+    open.push('>');
+    let mut close = String::with_capacity(open.len() + 1);
+    close.push_str("</");
+    close.push_str(tag);
+    close.push_str(&id);
+    close.push('>');
+    (open, close)
 }
 
 /// The ids of a call of `count` texts: "1", "2", ... (the numbers of their markers).
 pub fn ids(count: usize) -> Vec<String> {
-    (1..=count).map(|id| id.to_string()).collect()
+    let mut ids = Vec::with_capacity(count);
+    for id in 1..=count {
+        ids.push(number(id));
+    }
+    ids
+}
+
+/// `id` in decimal, without the formatting machinery (every call makes its ids).
+fn number(id: usize) -> String {
+    if id < 10 {
+        return char::from(b'0' + id as u8).to_string();
+    }
+    let mut digits = Vec::new();
+    let mut n = id;
+    while n > 0 {
+        digits.push(b'0' + (n % 10) as u8);
+        n /= 10;
+    }
+    digits.iter().rev().map(|d| char::from(*d)).collect()
 }
 
 /// What the model is sent: each text between its markers, one segment per line.
@@ -207,6 +236,15 @@ mod tests {
                 .iter()
                 .all(|t| !t.contains(&open) && !t.contains(&close)));
         }
+    }
+
+    #[test]
+    fn ids_are_decimal_numbers_from_one() {
+        assert_eq!(
+            ids(12)[..],
+            ["1", "2", "3", "4", "5", "6", "7", "8", "9", "10", "11", "12"]
+        );
+        assert_eq!(ids(105)[104], "105");
     }
 
     #[test]

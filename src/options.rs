@@ -42,6 +42,8 @@ impl fmt::Display for OptionValue {
 /// A rejected option or patch; the message names the option and the value it got.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct OptionsError {
+    /// The option it is about (`restore` for every part of a snapshot).
+    pub option: String,
     /// Human-readable reason, e.g. `rate must be a finite number > 0 (got -1)`.
     pub message: String,
 }
@@ -206,6 +208,7 @@ impl OptionName {
 
 fn reject(name: &str, rule: &str, got: &OptionValue) -> OptionsError {
     OptionsError {
+        option: name.to_owned(),
         message: format!("{name} must be {rule} (got {got})"),
     }
 }
@@ -262,6 +265,7 @@ impl Options {
             let name = name.as_ref();
             let Some(option) = OptionName::find(name) else {
                 return Err(OptionsError {
+                    option: name.to_owned(),
                     message: format!("unknown option {} (got {value})", js_string(name)),
                 });
             };

@@ -66,14 +66,20 @@ pub fn marked_entries(reply: &str, tag: &str) -> Vec<Entry> {
 
 /// The entries of an object reply keyed by id (structured outputs), in id order.
 pub fn keyed_entries(pairs: Vec<(String, String)>) -> Vec<Entry> {
-    let mut entries: Vec<(usize, Entry)> = Vec::with_capacity(pairs.len());
+    let mut entries: Vec<Entry> = Vec::with_capacity(pairs.len());
     for (key, text) in pairs {
         let id = parse_id(&key);
         let text = text.trim().to_owned();
-        entries.push((id.unwrap_or(usize::MAX), Entry::Pair { id, text }));
+        // In id order, unknown keys last: an insertion, as a batch has a handful of ids
+        // (a sort is much more code in the .wasm).
+        let rank = |e: &Entry| match e {
+            Entry::Pair { id, .. } | Entry::Broken { id } => id.unwrap_or(usize::MAX),
+        };
+        let entry = Entry::Pair { id, text };
+        let at = entries.iter().position(|e| rank(e) > rank(&entry));
+        entries.insert(at.unwrap_or(entries.len()), entry);
     }
-    entries.sort_by_key(|(id, _)| *id);
-    entries.into_iter().map(|(_, e)| e).collect()
+    entries
 }
 
 /// The entries of an array reply (one string per text, in order).
@@ -95,7 +101,7 @@ fn parse_id(key: &str) -> Option<usize> {
 }
 
 /// The proven translation of each of `texts` (in order), `None` for the missing ones.
-pub fn prove<S: AsRef<str>>(texts: &[S], entries: &[Entry]) -> Vec<Option<String>> {
+pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<String>> {
     let n = texts.len();
     let index_of = |id: Option<usize>| id.filter(|id| (1..=n).contains(id)).map(|id| id - 1);
     let mut proven: Vec<Option<String>> = vec![None; n];
@@ -105,7 +111,7 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: &[Entry]) -> Vec<Option<String
         return proven;
     }
     let mut seen = vec![0usize; n];
-    for entry in entries {
+    for entry in &entries {
         let (Entry::Pair { id, .. } | Entry::Broken { id }) = entry;
         if let Some(i) = index_of(*id) {
             seen[i] += 1;
@@ -160,30 +166,38 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: &[Entry]) -> Vec<Option<String
             }
         }
     }
-    // Undamaged segments, and those of them that are not missing.
-    let mut undamaged: Vec<Option<&str>> = vec![None; n];
+    // Undamaged segments (the reply position of each), and the missing ones.
+    let mut undamaged: Vec<Option<usize>> = vec![None; n];
     for (p, entry) in entries.iter().enumerate() {
-        if let (Entry::Pair { text, .. }, Some(i)) = (entry, id_at(p)) {
+        if let (Entry::Pair { .. }, Some(i)) = (entry, id_at(p)) {
             if !damaged[p] {
-                undamaged[i] = Some(text);
+                undamaged[i] = Some(p);
             }
         }
-    }
-    let mut candidates: Vec<Option<&str>> = vec![None; n];
-    for i in (0..n).filter(|&i| !missing[i]) {
-        candidates[i] = undamaged[i];
     }
     // Rule 4.
-    if n > 1 && seen[n - 1] == 0 {
-        let trusted = trusted_before_missing_last(texts, &undamaged);
-        for (i, candidate) in candidates.iter_mut().enumerate().take(n - 1) {
-            if !trusted[i] {
-                *candidate = None;
-            }
+    let trusted = if n > 1 && seen[n - 1] == 0 {
+        let mut lengths: Vec<Option<&str>> = Vec::with_capacity(n);
+        for at in &undamaged {
+            lengths.push(at.and_then(|p| match &entries[p] {
+                Entry::Pair { text, .. } => Some(text.as_str()),
+                Entry::Broken { .. } => None,
+            }));
+        }
+        trusted_before_missing_last(texts, &lengths)
+    } else {
+        vec![true; n]
+    };
+    let mut take_from: Vec<Option<usize>> = vec![None; entries.len()];
+    for i in (0..n).filter(|&i| !missing[i] && (i == n - 1 || trusted[i])) {
+        if let Some(p) = undamaged[i] {
+            take_from[p] = Some(i);
         }
     }
-    for (slot, candidate) in proven.iter_mut().zip(candidates) {
-        *slot = candidate.map(str::to_owned);
+    for (entry, slot) in entries.into_iter().zip(take_from) {
+        if let (Entry::Pair { text, .. }, Some(i)) = (entry, slot) {
+            proven[i] = Some(text);
+        }
     }
     proven
 }
@@ -247,10 +261,14 @@ fn trusted_before_missing_last<S: AsRef<str>>(
     trusted
 }
 
+/// The median (the upper one of an even count); an insertion sort, as for the ids.
 fn median(values: &[f64]) -> f64 {
-    let mut sorted = values.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    sorted[sorted.len() / 2]
+    let mut sorted: Vec<f64> = Vec::with_capacity(values.len());
+    for &v in values {
+        let at = sorted.iter().position(|s| *s > v).unwrap_or(sorted.len());
+        sorted.insert(at, v);
+    }
+    sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }
 
 /// Summed distance of the values from their median.
@@ -264,7 +282,7 @@ mod tests {
     use super::*;
 
     fn marked(reply: &str, texts: &[&str]) -> Vec<Option<String>> {
-        prove(texts, &marked_entries(reply, "s"))
+        prove(texts, marked_entries(reply, "s"))
     }
 
     fn some(texts: &[&str]) -> Vec<Option<String>> {
@@ -363,16 +381,13 @@ mod tests {
             ("2".to_owned(), "B".to_owned()),
             ("1".to_owned(), "A".to_owned()),
         ];
-        assert_eq!(
-            prove(&["x", "y"], &keyed_entries(object)),
-            some(&["A", "B"])
-        );
+        assert_eq!(prove(&["x", "y"], keyed_entries(object)), some(&["A", "B"]));
         let unknown = vec![
             ("1".to_owned(), "A".to_owned()),
             ("translation".to_owned(), "B".to_owned()),
         ];
-        assert_eq!(prove(&["x", "y"], &keyed_entries(unknown)), [None, None]);
+        assert_eq!(prove(&["x", "y"], keyed_entries(unknown)), [None, None]);
         let listed = listed_entries(vec!["A".into(), "".into(), "C".into()]);
-        assert_eq!(prove(&["x", "y", "z"], &listed), [None, None, None]);
+        assert_eq!(prove(&["x", "y", "z"], listed), [None, None, None]);
     }
 }

@@ -58,6 +58,8 @@ pub struct PacerFailure<C> {
     pub cause: Option<C>,
     /// For a spent daily quota: how long from now until its reset, when known.
     pub retry_in: Option<crate::time::Duration>,
+    /// For `invalid_options`: the option it is about.
+    pub option: Option<String>,
 }
 
 impl<C> PacerFailure<C> {
@@ -69,6 +71,15 @@ impl<C> PacerFailure<C> {
             status: None,
             cause: None,
             retry_in: None,
+            option: None,
+        }
+    }
+
+    /// An `invalid_options` error about `option`.
+    pub fn invalid_option(option: impl Into<String>, message: impl Into<String>) -> Self {
+        PacerFailure {
+            option: Some(option.into()),
+            ..PacerFailure::new(ErrorCode::InvalidOptions, message)
         }
     }
 }

@@ -48,6 +48,7 @@ const FUTURE_TOLERANCE_MS: f64 = 1000.0;
 
 fn reject(field: &str, rule: &str, got: f64) -> OptionsError {
     OptionsError {
+        option: "restore".into(),
         message: format!("restore.{field} must be {rule} (got {})", js_number(got)),
     }
 }
@@ -64,6 +65,7 @@ impl Snapshot {
         }
         if self.wall_time_ms > now_wall_ms + FUTURE_TOLERANCE_MS {
             return Err(OptionsError {
+                option: "restore".into(),
                 message: format!(
                     "restore.wallTime is in the future (got {}, now {})",
                     js_number(self.wall_time_ms),
@@ -77,6 +79,7 @@ impl Snapshot {
         for p in &self.providers {
             if p.provider_id.is_empty() {
                 return Err(OptionsError {
+                    option: "restore".into(),
                     message: "restore.providers[].providerId must be a non-empty string (got \"\")"
                         .into(),
                 });

@@ -282,3 +282,35 @@ proptest! {
         }
     }
 }
+
+#[test]
+fn text_spans_cut_each_text_out_of_the_call_text_in_utf16_units() {
+    for format in ["markers", "separator"] {
+        let options = batch_pacer::Options::default()
+            .patched(&[
+                (
+                    "segmentFormat",
+                    batch_pacer::OptionValue::Text(format.into()),
+                ),
+                ("batchDelayMs", batch_pacer::OptionValue::Number(100.0)),
+            ])
+            .unwrap();
+        let mut engine: batch_pacer::Engine<String> =
+            batch_pacer::Engine::new(options, batch_pacer::Instant::ZERO, 1);
+        let texts = ["emoji 😀 here", "日本語", "<s1> tag", "plain", "a\r\nb"];
+        for t in &texts[..4] {
+            engine.handle_translate(ms(0.0), &item(t)).unwrap();
+        }
+        engine.handle_timeout(ms(1.0));
+        let call = engine.poll_call().expect("a batch");
+        assert!(call.is_batch, "{format}");
+        let units: Vec<u16> = call.text.encode_utf16().collect();
+        let spans = call.text_spans();
+        assert_eq!(spans.len(), 2 * call.texts.len());
+        for (i, text) in call.texts.iter().enumerate() {
+            let (start, end) = (spans[2 * i] as usize, spans[2 * i + 1] as usize);
+            let cut = String::from_utf16(&units[start..end]).unwrap();
+            assert_eq!(&cut, text, "{format}: text {i}");
+        }
+    }
+}

@@ -43,11 +43,13 @@ pub(super) fn lay_out(
     let single = count <= 1;
     match format {
         SegmentFormat::Markers => {
-            let tag = markers::choose_tag(texts);
             if single {
+                // A single text's reply is taken as it is: no tag to choose.
                 let text = texts.first().cloned().unwrap_or_default();
-                return (text, Layout::Single, String::new(), Reading::Markers(tag));
+                let reading = Reading::Markers(String::new());
+                return (text, Layout::Single, String::new(), reading);
             }
+            let tag = markers::choose_tag(texts);
             let mut pairs = Vec::with_capacity(count);
             for id in 1..=count {
                 pairs.push(markers::pair(&tag, id));
@@ -89,12 +91,12 @@ pub(super) fn read_reply(
     let all = |segments: Vec<String>| segments.into_iter().map(Some).collect();
     match (reading, reply) {
         (_, Reply::Text(text)) if expected == 1 => Ok(vec![Some(text)]),
-        (_, Reply::Keyed(pairs)) => Ok(proof::prove(texts, &proof::keyed_entries(pairs))),
+        (_, Reply::Keyed(pairs)) => Ok(proof::prove(texts, proof::keyed_entries(pairs))),
         (Reading::Markers(tag), Reply::Text(text)) => {
-            Ok(proof::prove(texts, &proof::marked_entries(&text, tag)))
+            Ok(proof::prove(texts, proof::marked_entries(&text, tag)))
         }
         (Reading::Markers(_), Reply::Texts(segments)) if segments.len() == expected => {
-            Ok(proof::prove(texts, &proof::listed_entries(segments)))
+            Ok(proof::prove(texts, proof::listed_entries(segments)))
         }
         (Reading::Markers(_), Reply::Texts(segments)) => Err(Mismatch::Count {
             expected,

@@ -404,7 +404,7 @@ impl<C: Clone> Engine<C> {
         let next = self
             .options
             .patched(patch)
-            .map_err(|e| PacerFailure::new(ErrorCode::InvalidOptions, e.message))?;
+            .map_err(|e| PacerFailure::invalid_option(e.option, e.message))?;
         self.advance(now);
         self.bucket.set_rate(self.now, next.rate);
         self.bucket.set_capacity(self.now, next.capacity);

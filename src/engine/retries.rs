@@ -30,6 +30,7 @@ pub(super) fn final_error<C>(failure: Failure<C>, retry_after_too_long: bool) ->
         status: failure.status,
         cause: failure.cause,
         retry_in: None,
+        option: None,
     }
 }
 

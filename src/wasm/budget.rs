@@ -3,15 +3,16 @@
 use wasm_bindgen::prelude::*;
 
 use super::convert::{self, describe};
-use super::errors::js_error_of;
+use super::errors::{js_error, js_error_of};
 use crate::budget::SharedBudget;
-use crate::{ErrorCode, Options};
+use crate::{ErrorCode, Options, PacerFailure};
 
 /// The options a shared budget takes.
 const BUDGET_OPTIONS: [&str; 3] = ["rate", "capacity", "tokensPerMinute"];
 
 /// A budget shared by pacers (see `crate::budget`).
 #[wasm_bindgen]
+#[derive(Debug)]
 pub struct PacerBudget {
     pub(super) budget: SharedBudget,
 }
@@ -52,7 +53,7 @@ impl PacerBudget {
         }
         let options = Options::default()
             .patched(&input.core)
-            .map_err(|e| invalid(e.message))?;
+            .map_err(|e| js_error(&PacerFailure::invalid_option(e.option, e.message)))?;
         Ok(PacerBudget {
             budget: SharedBudget::new(options.rate, options.capacity, options.tokens_per_minute),
         })

@@ -40,9 +40,9 @@ const SIGNAL = {
  * microseconds in Node, and many providers never read it.
  */
 class ProviderRequest {
-  constructor(call, text, texts, ids, layout, instructions, isBatch, compat, attempt) {
+  constructor(call, text, spans, ids, layout, instructions, isBatch, compat, attempt) {
     this[CALL] = call;
-    this.texts = texts === undefined ? [text] : texts;
+    this.texts = spans === undefined ? [text] : sliceTexts(text, spans);
     this.ids = ids === undefined ? ["1"] : ids;
     // The separator layout sets `separator`; the markers layout sets `markers` for a batch.
     if (typeof layout === "string") this.separator = layout;
@@ -57,6 +57,18 @@ class ProviderRequest {
     this.attempt = attempt;
     Object.defineProperty(this, "signal", SIGNAL);
   }
+}
+
+/**
+ * The texts of a batch, cut out of the one `text` string at the core's offsets (slices
+ * share the string's memory; converting each text from the module again would not).
+ * @param {string} text
+ * @param {number[]} spans `[start, end)` of each text, flattened
+ */
+function sliceTexts(text, spans) {
+  const texts = new Array(spans.length / 2);
+  for (let i = 0; i < texts.length; i++) texts[i] = text.slice(spans[2 * i], spans[2 * i + 1]);
+  return texts;
 }
 
 /**
@@ -99,12 +111,12 @@ export function makeCallHost(provider, input, respond) {
     // The arguments are those of `start` in host.rs.
     // Never throws (the core calls it without a try/catch wrapper): a throwing provider
     // fails its call.
-    start(id, text, texts, ids, layout, instructions, isBatch, compat, attempt) {
+    start(id, text, spans, ids, layout, instructions, isBatch, compat, attempt) {
       const call = { controller: undefined, cancelled: false };
       calls.set(id, call);
       let returned;
       try {
-        returned = provider(new ProviderRequest(call, text, texts, ids, layout, instructions, isBatch, compat, attempt));
+        returned = provider(new ProviderRequest(call, text, spans, ids, layout, instructions, isBatch, compat, attempt));
       } catch (error) {
         answer(FAIL, id, error);
         return;

@@ -19,6 +19,7 @@ use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
 use super::host::{self, Answer, Calls};
 use super::input;
+use super::{replies, views};
 use crate::hash::IdMap;
 use crate::{
     disposed_error, Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup,
@@ -65,6 +66,18 @@ pub struct PacerCore {
     inner: Rc<Inner>,
 }
 
+impl core::fmt::Debug for PacerCore {
+    fn fmt(&self, f: &mut core::fmt::Formatter<'_>) -> core::fmt::Result {
+        f.debug_struct("PacerCore").finish_non_exhaustive()
+    }
+}
+
+/// An `invalid_options` error about `option`.
+fn invalid_option(option: &str, message: String) -> JsValue {
+    js_error(&PacerFailure::invalid_option(option, message))
+}
+
+/// An `invalid_options` error about the options object as a whole.
 fn invalid_options(message: String) -> JsValue {
     js_error_of(ErrorCode::InvalidOptions, message)
 }
@@ -75,29 +88,29 @@ fn invalid_options(message: String) -> JsValue {
 
 #[inline(never)]
 fn not_a_provider(value: &JsValue) -> JsValue {
-    invalid_options(format!(
-        "provider must be a function (got {})",
-        describe(value)
-    ))
+    invalid_option(
+        "provider",
+        format!("provider must be a function (got {})", describe(value)),
+    )
 }
 
 #[inline(never)]
 fn user_store(value: &JsValue) -> Result<JsValue, JsValue> {
-    convert::store(value).map_err(invalid_options)
+    convert::store(value).map_err(|m| invalid_option("cache", m))
 }
 
 #[inline(never)]
 fn user_clock(value: &JsValue) -> Result<Clock, JsValue> {
-    Clock::user(value).map_err(invalid_options)
+    Clock::user(value).map_err(|m| invalid_option("clock", m))
 }
 
 /// Applies the `restore` option's snapshot to a new engine.
 #[inline(never)]
 fn restore(engine: &mut Engine<JsValue>, value: &JsValue) -> Result<(), JsValue> {
-    let snapshot = convert::snapshot_from(value).map_err(invalid_options)?;
+    let snapshot = views::snapshot_from(value).map_err(|m| invalid_option("restore", m))?;
     let elapsed = snapshot
         .elapsed(js_sys::Date::now())
-        .map_err(|e| invalid_options(e.message))?;
+        .map_err(|e| invalid_option(&e.option, e.message))?;
     engine.restore(&snapshot, elapsed);
     Ok(())
 }
@@ -105,10 +118,13 @@ fn restore(engine: &mut Engine<JsValue>, value: &JsValue) -> Result<(), JsValue>
 #[inline(never)]
 fn estimator(value: &JsValue) -> Result<Function, JsValue> {
     value.clone().dyn_into::<Function>().map_err(|_| {
-        invalid_options(format!(
-            "estimateTokens must be a function (got {})",
-            describe(value)
-        ))
+        invalid_option(
+            "estimateTokens",
+            format!(
+                "estimateTokens must be a function (got {})",
+                describe(value)
+            ),
+        )
     })
 }
 
@@ -116,7 +132,10 @@ fn event_handler(value: Option<JsValue>) -> Result<Option<Function>, JsValue> {
     match value {
         None => Ok(None),
         Some(v) => v.clone().dyn_into::<Function>().map(Some).map_err(|_| {
-            invalid_options(format!("onEvent must be a function (got {})", describe(&v)))
+            invalid_option(
+                "onEvent",
+                format!("onEvent must be a function (got {})", describe(&v)),
+            )
         }),
     }
 }
@@ -137,7 +156,7 @@ impl PacerCore {
         let input = convert::options_input(&options, "options").map_err(invalid_options)?;
         let parsed = Options::default()
             .patched(&input.core)
-            .map_err(|e| invalid_options(e.message))?;
+            .map_err(|e| invalid_option(&e.option, e.message))?;
         let store = match &input.cache {
             Some(cache) => Some(user_store(cache)?),
             None => None,
@@ -203,6 +222,25 @@ impl PacerCore {
                 engine.handle_translate(now, &item)
             }
         })
+    }
+
+    /// Rejects an item whose fields could not be read (a getter or proxy threw `error`):
+    /// `invalid_input` with the error as `cause`, or `disposed` after `dispose`.
+    #[wasm_bindgen(js_name = rejectUnreadable)]
+    pub fn reject_unreadable(&self, error: JsValue, reject: Function) {
+        let disposed =
+            (self.inner.state.try_borrow()).is_ok_and(|state| state.engine.is_disposed());
+        let failure = if disposed {
+            disposed_error()
+        } else {
+            let mut failure = PacerFailure::new(
+                ErrorCode::InvalidInput,
+                "item could not be read: a getter or proxy threw",
+            );
+            failure.cause = Some(error);
+            failure
+        };
+        let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&failure));
     }
 
     /// Registers a combination of compatibility fields for `submit`; returns its id.
@@ -303,9 +341,10 @@ impl PacerCore {
         let input = convert::options_input(&patch, "the options patch").map_err(invalid_options)?;
         if let Some(clock) = &input.clock {
             let got = describe(clock);
-            return Err(invalid_options(format!(
-                "clock cannot be changed after construction (got {got})"
-            )));
+            return Err(invalid_option(
+                "clock",
+                format!("clock cannot be changed after construction (got {got})"),
+            ));
         }
         let fixed = [
             ("cache", &input.cache),
@@ -315,9 +354,10 @@ impl PacerCore {
         for (name, value) in fixed {
             if let Some(value) = value {
                 let got = describe(value);
-                return Err(invalid_options(format!(
-                    "{name} cannot be changed after construction (got {got})"
-                )));
+                return Err(invalid_option(
+                    name,
+                    format!("{name} cannot be changed after construction (got {got})"),
+                ));
             }
         }
         let on_event = event_handler(input.on_event.clone())?;
@@ -348,7 +388,7 @@ impl PacerCore {
     /// `new BatchPacer(provider, { restore })` in a restarted service worker.
     pub fn snapshot(&self) -> Result<JsValue, JsValue> {
         let state = self.inner.state.try_borrow().map_err(|_| busy())?;
-        Ok(convert::snapshot_object(
+        Ok(views::snapshot_object(
             &state.engine.snapshot(js_sys::Date::now()),
         ))
     }
@@ -356,7 +396,7 @@ impl PacerCore {
     /// Counters and gauges as a plain object.
     pub fn stats(&self) -> Result<JsValue, JsValue> {
         let state = self.inner.state.try_borrow().map_err(|_| busy())?;
-        Ok(convert::stats_object(&state.engine.stats()))
+        Ok(views::stats_object(&state.engine.stats()))
     }
 
     /// Rejects everything unsettled with `disposed` and stops all timers.
@@ -417,10 +457,10 @@ fn answer(inner: &Weak<Inner>) -> Answer {
         let Some(inner) = inner.upgrade() else { return };
         let outcome = match kind {
             host::REPLY_TEXT => input::reply(value).map(|reply| (reply, Report::default())),
-            host::REPLY => convert::reply_from(value),
+            host::REPLY => replies::reply_from(value),
             kind => {
                 debug_assert_eq!(kind, host::FAIL);
-                Err(convert::failure_from(value))
+                Err(replies::failure_from(value))
             }
         };
         inner.respond(id as CallId, outcome);
@@ -498,7 +538,7 @@ impl Inner {
                 },
                 // A throwing handler must not stop the pacer: its error is dropped.
                 Action::Notify(handler, event) => {
-                    let _ = handler.call1(&JsValue::UNDEFINED, &convert::event_object(&event));
+                    let _ = handler.call1(&JsValue::UNDEFINED, &views::event_object(&event));
                 }
                 Action::Start(call) => self.calls.start(&call),
                 Action::Lookup(lookup) => self.look_up(lookup),
@@ -515,14 +555,14 @@ impl Inner {
         };
         let id = lookup.id;
         match convert::call_method(store, "get", &JsValue::from_str(&lookup.key), None) {
-            Err(error) => self.found(id, LookupResult::Failed(convert::error_message(&error))),
+            Err(error) => self.found(id, LookupResult::Failed(replies::error_message(&error))),
             Ok(returned) => {
                 let promise = Promise::resolve(&returned);
                 let inner = Rc::downgrade(self);
                 spawn_local(async move {
                     let result = match JsFuture::from(promise).await {
                         Ok(value) => convert::lookup_result(&value),
-                        Err(error) => LookupResult::Failed(convert::error_message(&error)),
+                        Err(error) => LookupResult::Failed(replies::error_message(&error)),
                     };
                     if let Some(inner) = inner.upgrade() {
                         inner.found(id, result);
@@ -569,7 +609,7 @@ impl Inner {
         if let Ok(mut state) = self.state.try_borrow_mut() {
             state
                 .engine
-                .handle_store_failure(convert::error_message(error));
+                .handle_store_failure(replies::error_message(error));
         }
         self.flush();
     }

@@ -31,10 +31,13 @@ pub fn js_error(failure: &PacerFailure<JsValue>) -> JsValue {
     if let Some(cause) = &failure.cause {
         put("cause", cause);
     }
+    if let Some(option) = &failure.option {
+        put("option", &JsValue::from_str(option));
+    }
     if let Some(retry_in) = failure.retry_in {
         put(
             "retryAt",
-            &JsValue::from_f64(super::convert::wall_time_in(retry_in)),
+            &JsValue::from_f64(super::views::wall_time_in(retry_in)),
         );
     }
     let made = FACTORY.with(|f| {

@@ -10,15 +10,6 @@ use wasm_bindgen::JsCast;
 
 use crate::{Call, CallId, CompatInfo, Layout};
 
-/// A JS array of these strings.
-fn strings(values: &[String]) -> JsValue {
-    let list = Array::new_with_length(values.len() as u32);
-    for (i, value) in values.iter().enumerate() {
-        list.set(i as u32, value.as_str().into());
-    }
-    list.into()
-}
-
 #[wasm_bindgen(module = "/src/wasm/call-host.js")]
 extern "C" {
     /// `{ start(...), cancel(id) }` for one pacer.
@@ -27,8 +18,9 @@ extern "C" {
     #[wasm_bindgen(js_name = makeCallHost)]
     fn make_call_host(provider: &Function, input: &JsValue, answer: &Function) -> CallHost;
 
-    /// Starts a provider call. `text` is what the model is sent; `texts` and `ids` are
-    /// `undefined` for a single text (`[text]`, `["1"]`); `layout` is the separator
+    /// Starts a provider call. `text` is what the model is sent; `spans` (an array of
+    /// the `[start, end)` UTF-16 offsets of each text in `text`, flattened) and `ids` are `undefined`
+    /// for a single text (`[text]`, `["1"]`); `layout` is the separator
     /// string, or the `[open, close]` pairs of the markers, or `undefined` for a single
     /// text in the markers format; `compat` is `[providerId, sourceLang, targetLang,
     /// context]`. It never throws: whatever goes wrong comes back as the call's failure.
@@ -38,10 +30,10 @@ extern "C" {
         this: &CallHost,
         id: f64,
         text: &str,
-        texts: &JsValue,
+        spans: &JsValue,
         ids: &JsValue,
         layout: &JsValue,
-        instructions: &str,
+        instructions: &JsValue,
         is_batch: bool,
         compat: &JsValue,
         attempt: u32,
@@ -78,6 +70,12 @@ pub struct Calls {
 struct Recent {
     groups: Vec<(Rc<CompatInfo>, JsValue)>,
     separator: Option<(String, JsValue)>,
+    /// Ids "1", "2", ... as JS strings.
+    ids: Vec<JsValue>,
+    /// The markers of the last tag seen (by its first open marker), as JS strings.
+    markers: Option<(String, Vec<(JsValue, JsValue)>)>,
+    /// The last instructions.
+    instructions: Option<(String, JsValue)>,
 }
 
 impl Recent {
@@ -97,6 +95,46 @@ impl Recent {
         }
         self.groups.push((Rc::clone(compat), fields.clone()));
         fields
+    }
+
+    /// A fresh array of the first `count` ids.
+    fn ids(&mut self, call: &Call) -> JsValue {
+        for id in &call.ids[self.ids.len().min(call.ids.len())..] {
+            self.ids.push(JsValue::from_str(id));
+        }
+        let list = Array::new_with_length(call.ids.len() as u32);
+        for (i, id) in self.ids.iter().take(call.ids.len()).enumerate() {
+            list.set(i as u32, id.clone());
+        }
+        list.into()
+    }
+
+    /// A fresh array of fresh `[open, close]` arrays (the strings are shared).
+    fn markers(&mut self, pairs: &[(String, String)]) -> JsValue {
+        let first = pairs.first().map_or("", |(open, _)| open.as_str());
+        let cached = match &mut self.markers {
+            Some((key, cached)) if key == first => cached,
+            slot => &mut slot.insert((first.to_owned(), Vec::new())).1,
+        };
+        for (open, close) in &pairs[cached.len().min(pairs.len())..] {
+            cached.push((JsValue::from_str(open), JsValue::from_str(close)));
+        }
+        let list = Array::new_with_length(pairs.len() as u32);
+        for (i, (open, close)) in cached.iter().take(pairs.len()).enumerate() {
+            list.set(i as u32, Array::of2(open, close).into());
+        }
+        list.into()
+    }
+
+    fn instructions(&mut self, instructions: &str) -> JsValue {
+        match &self.instructions {
+            Some((text, value)) if text == instructions => value.clone(),
+            _ => {
+                let value = JsValue::from_str(instructions);
+                self.instructions = Some((instructions.to_owned(), value.clone()));
+                value
+            }
+        }
     }
 
     fn separator(&mut self, separator: &str) -> JsValue {
@@ -128,34 +166,44 @@ impl Calls {
 
     /// Starts `call`.
     pub fn start(&self, call: &Call) {
-        let (layout, compat) = {
+        let batch = call.texts.len() > 1;
+        let (layout, compat, ids, instructions) = {
             let mut recent = self.recent.borrow_mut();
             let layout = match &call.layout {
                 Layout::Single => JsValue::UNDEFINED,
                 Layout::Separator(separator) => recent.separator(separator),
-                Layout::Markers(pairs) => {
-                    let list = Array::new_with_length(pairs.len() as u32);
-                    for (i, (open, close)) in pairs.iter().enumerate() {
-                        let pair = Array::of2(&open.as_str().into(), &close.as_str().into());
-                        list.set(i as u32, pair.into());
-                    }
-                    list.into()
-                }
+                Layout::Markers(pairs) => recent.markers(pairs),
             };
-            (layout, recent.compat(&call.compat))
+            let ids = if batch {
+                recent.ids(call)
+            } else {
+                JsValue::UNDEFINED
+            };
+            let instructions = if call.instructions.is_empty() {
+                JsValue::from_str("")
+            } else {
+                recent.instructions(&call.instructions)
+            };
+            (layout, recent.compat(&call.compat), ids, instructions)
         };
-        let (texts, ids) = if call.texts.len() > 1 {
-            (strings(&call.texts), strings(&call.ids))
+        let spans = if batch {
+            // A plain array of numbers: a typed array would bind its whole class.
+            let offsets = call.text_spans();
+            let list = Array::new_with_length(offsets.len() as u32);
+            for (i, offset) in offsets.iter().enumerate() {
+                list.set(i as u32, JsValue::from_f64(f64::from(*offset)));
+            }
+            list.into()
         } else {
-            (JsValue::UNDEFINED, JsValue::UNDEFINED)
+            JsValue::UNDEFINED
         };
         self.host.start(
             call.id as f64,
             &call.text,
-            &texts,
+            &spans,
             &ids,
             &layout,
-            &call.instructions,
+            &instructions,
             call.is_batch,
             &compat,
             call.attempt,

@@ -9,7 +9,9 @@ mod driver;
 mod errors;
 mod host;
 mod input;
+mod replies;
 mod setup;
+mod views;
 
 use wasm_bindgen::prelude::*;
 
@@ -17,7 +19,6 @@ pub use budget::PacerBudget;
 pub use driver::PacerCore;
 
 use crate::key::{item_key, to_hex};
-use crate::{ErrorCode, Options};
 
 /// `cacheKey(item)`: lowercase hex SHA-256 over the item's length-prefixed fields.
 #[wasm_bindgen(js_name = cacheKey)]
@@ -26,29 +27,4 @@ pub fn cache_key(item: JsValue) -> Result<String, JsValue> {
     let item = fields.item();
     crate::item::validate(&item).map_err(|e| errors::js_error(&e))?;
     Ok(to_hex(&item_key(&item.compat, item.text)))
-}
-
-/// The default options as a plain object.
-#[wasm_bindgen(js_name = defaultOptions)]
-pub fn default_options() -> JsValue {
-    convert::options_object(&Options::default())
-}
-
-/// Keeps `ErrorCode` names in one place for the JS layer's `PacerError.codes`.
-#[wasm_bindgen(js_name = errorCodes)]
-pub fn error_codes() -> Vec<JsValue> {
-    [
-        ErrorCode::NotInitialized,
-        ErrorCode::InvalidOptions,
-        ErrorCode::InvalidInput,
-        ErrorCode::ProviderError,
-        ErrorCode::Timeout,
-        ErrorCode::CountMismatch,
-        ErrorCode::Aborted,
-        ErrorCode::Disposed,
-        ErrorCode::QueueFull,
-    ]
-    .iter()
-    .map(|c| JsValue::from_str(c.as_str()))
-    .collect()
 }

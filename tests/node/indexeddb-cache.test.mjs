@@ -39,6 +39,9 @@ function locateModule() {
 const modulePath = locateModule();
 const moduleSource = readFileSync(modulePath, "utf8");
 const { indexedDBCache } = await import(pathToFileURL(modulePath).href);
+// The store's option errors are the package's PacerError, from the module beside it.
+const errorsPath = path.join(path.dirname(modulePath), "errors.js");
+const { PacerError } = await import(pathToFileURL(errorsPath).href);
 const hasChromium = existsSync("/usr/bin/chromium");
 const browserSkip = !playwright
   ? "playwright-core is not installed here nor under $BATCH_PACER_REPO"
@@ -78,7 +81,7 @@ describe("indexedDBCache in Node (no IndexedDB)", () => {
     assert.equal(store.close(), undefined);
   });
 
-  test("invalid options throw a TypeError naming the option and the value", () => {
+  test("invalid options throw PacerError invalid_options naming the option and the value", () => {
     const cases = [
       [{ name: "" }, 'name must be a non-empty string (got "")'],
       [{ name: 5 }, "name must be a non-empty string (got 5)"],
@@ -101,8 +104,11 @@ describe("indexedDBCache in Node (no IndexedDB)", () => {
     ];
     for (const [options, message] of cases) {
       assert.throws(() => indexedDBCache(options), (error) => {
-        assert.ok(error instanceof TypeError, `${message}: ${error}`);
+        assert.ok(error instanceof PacerError, `${message}: ${error}`);
+        assert.equal(error.code, "invalid_options");
         assert.equal(error.message, message);
+        const named = options !== null && typeof options === "object" ? Object.keys(options)[0] : undefined;
+        assert.equal(error.option, named);
         return true;
       });
     }
@@ -229,6 +235,7 @@ describe("indexedDBCache in Chromium", { skip: browserSkip }, () => {
         "/": ["text/html", PAGE],
         "/worker-page": ["text/html", WORKER_PAGE],
         "/indexeddb-cache.js": ["text/javascript", moduleSource],
+        "/errors.js": ["text/javascript", readFileSync(errorsPath, "utf8")],
         "/worker.js": ["text/javascript", WORKER],
       };
       const route = routes[url.pathname];

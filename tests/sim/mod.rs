@@ -103,6 +103,13 @@ pub fn item(text: &str) -> Item<'_> {
     item_for("p", text)
 }
 
+/// An item that is never batched (`llm: false`).
+pub fn single(text: &str) -> Item<'_> {
+    let mut it = item(text);
+    it.compat.llm = false;
+    it
+}
+
 pub fn item_for<'a>(provider: &'a str, text: &'a str) -> Item<'a> {
     Item {
         text,

@@ -1,0 +1,169 @@
+//! A provider's answer as the core reads it: a reply (string, array, object by id, or
+//! `{ translations, usage, limits }`), or a failure with its status, Retry-After, limits
+//! and quota.
+
+use js_sys::{Array, Function, Object};
+use wasm_bindgen::prelude::*;
+use wasm_bindgen::JsCast;
+
+use super::convert::{describe, get};
+use crate::{Duration, Failure, Quota, Reply, Report, ReportedLimits, Usage};
+
+/// A provider's resolved value as a reply and what it reported beside it, or a
+/// bad-reply failure. `{ translations, usage, limits }` carries any reply form.
+pub fn reply_from(value: JsValue) -> Result<(Reply, Report), Failure<JsValue>> {
+    let translations = get_own(&value, "translations");
+    if translations.is_undefined() {
+        return translations_from(value).map(|reply| (reply, Report::default()));
+    }
+    let reply = translations_from(translations)?;
+    let report = Report {
+        usage: usage_from(&get(&value, "usage")),
+        limits: limits_from(&get(&value, "limits")),
+    };
+    Ok((reply, report))
+}
+
+/// `target[key]` when `target` is an object holding it as an own property.
+fn get_own(target: &JsValue, key: &str) -> JsValue {
+    let own = target.is_object()
+        && !Array::is_array(target)
+        && Object::has_own(target.unchecked_ref::<Object>(), &JsValue::from_str(key));
+    if own {
+        get(target, key)
+    } else {
+        JsValue::UNDEFINED
+    }
+}
+
+/// A string, an array of strings, or an object of strings keyed by id.
+fn translations_from(value: JsValue) -> Result<Reply, Failure<JsValue>> {
+    if let Some(text) = value.as_string() {
+        return Ok(Reply::Text(text));
+    }
+    if Array::is_array(&value) {
+        let array: Array = value.unchecked_into();
+        let texts: Option<Vec<String>> = array.iter().map(|v| v.as_string()).collect();
+        return texts
+            .map(Reply::Texts)
+            .ok_or_else(|| Failure::bad_reply("an array holding a non-string"));
+    }
+    if value.is_object() && !value.is_function() {
+        let mut pairs = Vec::new();
+        for entry in Object::entries(value.unchecked_ref()).iter() {
+            let pair: Array = entry.unchecked_into();
+            let (key, text) = (pair.get(0).as_string(), pair.get(1).as_string());
+            match (key, text) {
+                (Some(key), Some(text)) => pairs.push((key, text)),
+                _ => return Err(Failure::bad_reply("an object holding a non-string")),
+            }
+        }
+        return Ok(Reply::Keyed(pairs));
+    }
+    Err(Failure::bad_reply(&describe(&value).to_string()))
+}
+
+/// A count reported by the provider: a finite number >= 0.
+fn count(value: &JsValue, key: &str) -> Option<f64> {
+    get(value, key)
+        .as_f64()
+        .filter(|n| n.is_finite() && *n >= 0.0)
+}
+
+/// `{ inputTokens, outputTokens }`, either may be missing.
+fn usage_from(value: &JsValue) -> Option<Usage> {
+    if !value.is_object() {
+        return None;
+    }
+    let (input, output) = (count(value, "inputTokens"), count(value, "outputTokens"));
+    (input.is_some() || output.is_some()).then(|| Usage {
+        input_tokens: input.unwrap_or(0.0),
+        output_tokens: output.unwrap_or(0.0),
+    })
+}
+
+/// `{ requestsRemaining, requestsResetMs, tokensRemaining, tokensResetMs }`, any subset.
+pub fn limits_from(value: &JsValue) -> ReportedLimits {
+    if !value.is_object() {
+        return ReportedLimits::default();
+    }
+    ReportedLimits {
+        requests_remaining: count(value, "requestsRemaining"),
+        requests_reset: count(value, "requestsResetMs").map(Duration::from_millis),
+        tokens_remaining: count(value, "tokensRemaining"),
+        tokens_reset: count(value, "tokensResetMs").map(Duration::from_millis),
+    }
+}
+
+/// An error's message, or the thrown value described.
+pub fn error_message(error: &JsValue) -> String {
+    get(error, "message")
+        .as_string()
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| describe(error).to_string())
+}
+
+/// A thrown or rejected provider error as a failure: status, Retry-After, message.
+pub fn failure_from(error: JsValue) -> Failure<JsValue> {
+    let status = get(&error, "status")
+        .as_f64()
+        .filter(|s| (100.0..=599.0).contains(s) && s.fract() == 0.0)
+        .map(|s| s as u16);
+    let message = error_message(&error);
+    let mut failure = Failure::error(status, retry_after(&error), &message);
+    failure.limits = limits_from(&get(&error, "limits"));
+    failure.quota = match get(&error, "quota").as_string().as_deref() {
+        Some("rate") => Some(Quota::Rate),
+        Some("daily") => Some(Quota::Daily),
+        Some("billing") => Some(Quota::Billing),
+        _ => None,
+    };
+    failure.with_cause(error)
+}
+
+fn retry_after(error: &JsValue) -> Option<Duration> {
+    if let Some(ms) = get(error, "retryAfterMs").as_f64().filter(|v| *v >= 0.0) {
+        return Some(Duration::from_millis(ms));
+    }
+    let seconds = get(error, "retryAfter");
+    if let Some(s) = seconds.as_f64().filter(|v| *v >= 0.0) {
+        return Some(Duration::from_secs(s));
+    }
+    if seconds.is_string() {
+        return parse_retry_after(&seconds);
+    }
+    let headers = get(error, "headers");
+    if !headers.is_object() {
+        return None;
+    }
+    let value = match get(&headers, "get").dyn_into::<Function>() {
+        Ok(get_header) => get_header
+            .call1(&headers, &JsValue::from_str("retry-after"))
+            .unwrap_or(JsValue::UNDEFINED),
+        Err(_) => {
+            let lower = get(&headers, "retry-after");
+            if lower.is_undefined() {
+                get(&headers, "Retry-After")
+            } else {
+                lower
+            }
+        }
+    };
+    match value.as_f64() {
+        Some(s) if s >= 0.0 => Some(Duration::from_secs(s)),
+        _ if value.is_string() => parse_retry_after(&value),
+        _ => None,
+    }
+}
+
+// The package's one Retry-After reading, shared with openAIProvider.
+#[wasm_bindgen(module = "/js/retry-after.js")]
+extern "C" {
+    #[wasm_bindgen(js_name = parseRetryAfter)]
+    fn retry_after_ms(text: &JsValue) -> JsValue;
+}
+
+/// Retry-After text in either HTTP form: delay-seconds or an HTTP-date.
+fn parse_retry_after(text: &JsValue) -> Option<Duration> {
+    retry_after_ms(text).as_f64().map(Duration::from_millis)
+}

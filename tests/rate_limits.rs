@@ -1,0 +1,159 @@
+//! Rule 6: a 429 pauses its provider, episodes, the adaptive rate, and the 429 budget.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod sim;
+
+use batch_pacer::{Call, OptionValue};
+use sim::*;
+
+#[test]
+fn a_429_pauses_only_that_provider_and_keeps_the_queue() {
+    let mut first = true;
+    let mut sim = Sim::new(
+        options(&[("rate", 100.0), ("capacity", 100.0)]),
+        move |call: &Call, _| {
+            if call.compat.provider_id == "a" && first {
+                first = false;
+                return Answer::After(
+                    Duration::from_millis(10.0),
+                    Err(http_error(429, Some(2000.0))),
+                );
+            }
+            Answer::After(Duration::from_millis(10.0), Ok(echo_reply(call)))
+        },
+    );
+    let single_for = |p: &'static str, t: &'static str| {
+        let mut it = item_for(p, t);
+        it.compat.llm = false;
+        it
+    };
+    let a1 = sim.translate(&single_for("a", "a1"));
+    sim.drive_until(ms(50.0));
+    let a2 = sim.translate(&single_for("a", "a2"));
+    let b1 = sim.translate(&single_for("b", "b1"));
+    sim.drive();
+    let starts: Vec<(String, f64)> = sim
+        .calls
+        .iter()
+        .map(|c| (c.texts[0].clone(), c.at.as_millis()))
+        .collect();
+    assert_eq!(starts[0], ("a1".into(), 0.0));
+    assert_eq!(
+        starts[1],
+        ("b1".into(), 50.0),
+        "other providers are not paused"
+    );
+    let later: Vec<_> = starts[2..]
+        .iter()
+        .map(|(t, at)| (t.as_str(), *at >= 2010.0))
+        .collect();
+    assert_eq!(
+        later,
+        vec![("a1", true), ("a2", true)],
+        "a1 retried first after the pause"
+    );
+    for t in [a1, a2, b1] {
+        assert!(sim.result(t).is_ok());
+    }
+    assert_eq!(sim.engine.stats().rate_limited, 1);
+}
+
+#[test]
+fn a_burst_of_429s_is_one_episode_and_halves_the_rate_once() {
+    let opts = options(&[
+        ("rate", 8.0),
+        ("capacity", 8.0),
+        ("maxRateLimitRetries", 0.0),
+    ]);
+    let mut sim = Sim::new(opts, |_: &Call, _| {
+        Answer::After(Duration::ZERO, Err(http_error(429, Some(1000.0))))
+    });
+    for t in ["a", "b", "c", "d", "e"] {
+        sim.translate(&single(t));
+    }
+    sim.drive();
+    let rates: Vec<Option<f64>> = sim
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            batch_pacer::Event::AdaptiveRate { rate, .. } => Some(*rate),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rates, vec![Some(4.0)]);
+}
+
+#[test]
+fn rate_limit_retries_have_their_own_budget() {
+    let mut sim = Sim::new(
+        options(&[("maxRateLimitRetries", 2.0), ("maxRetries", 0.0)]),
+        |_: &Call, _| {
+            Answer::After(
+                Duration::from_millis(1.0),
+                Err(http_error(429, Some(100.0))),
+            )
+        },
+    );
+    let t = sim.translate(&single("x"));
+    sim.drive();
+    assert_eq!(sim.calls.len(), 3);
+    let err = sim.result(t).as_ref().unwrap_err();
+    assert_eq!(
+        (err.code, err.status),
+        (ErrorCode::ProviderError, Some(429))
+    );
+}
+
+#[test]
+fn a_retry_after_over_five_minutes_fails_at_once() {
+    let mut sim = Sim::new(Default::default(), |_: &Call, _| {
+        Answer::After(
+            Duration::from_millis(1.0),
+            Err(http_error(429, Some(86_400_000.0))),
+        )
+    });
+    let t = sim.translate(&single("x"));
+    sim.drive();
+    assert_eq!(sim.calls.len(), 1);
+    let err = sim.result(t).as_ref().unwrap_err();
+    assert_eq!(
+        (err.code, err.status),
+        (ErrorCode::ProviderError, Some(429))
+    );
+}
+
+#[test]
+fn the_adaptive_rate_has_a_floor_and_turning_it_off_lifts_it() {
+    // 429s that come whatever the rate: each episode halves, but never below 1/min.
+    let opts = options(&[("maxRateLimitRetries", 40.0), ("baseRetryDelayMs", 1.0)]);
+    let mut sim = Sim::new(opts, |_: &Call, _| {
+        Answer::After(Duration::from_millis(1.0), Err(http_error(429, Some(0.0))))
+    });
+    sim.translate(&single("x"));
+    sim.drive();
+    let rates: Vec<f64> = sim
+        .events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            batch_pacer::Event::AdaptiveRate { rate: Some(r), .. } => Some(*r),
+            _ => None,
+        })
+        .collect();
+    assert!(rates.len() > 10);
+    assert!(rates.iter().all(|r| *r >= 1.0 / 60.0 - 1e-12), "{rates:?}");
+    assert!(sim.engine.snapshot(0.0).providers[0]
+        .adaptive_rate
+        .is_some());
+    sim.engine
+        .set_options(sim.now, &[("adaptiveRate", OptionValue::Bool(false))])
+        .unwrap();
+    assert_eq!(
+        sim.engine
+            .snapshot(0.0)
+            .providers
+            .iter()
+            .filter(|p| p.adaptive_rate.is_some())
+            .count(),
+        0
+    );
+}

@@ -1,0 +1,140 @@
+//! Failed calls: which are retried, backoff and Retry-After, timeouts, and rule 5 (a retry waits for its backoff and a token).
+#![cfg(not(target_arch = "wasm32"))]
+
+mod sim;
+
+use batch_pacer::{Call, Failure, OptionValue, Reply};
+use sim::*;
+
+#[test]
+fn transient_failures_are_retried_then_reject_provider_error_with_status_and_cause() {
+    let mut sim = Sim::new(Default::default(), |_: &Call, _| {
+        Answer::After(Duration::from_millis(5.0), Err(http_error(503, None)))
+    });
+    let t = sim.translate(&single("x"));
+    sim.drive();
+    assert_eq!(sim.calls.len(), 3, "first try + maxRetries (2)");
+    let err = sim.result(t).as_ref().unwrap_err();
+    assert_eq!(err.code, ErrorCode::ProviderError);
+    assert_eq!(err.status, Some(503));
+    assert_eq!(err.cause.as_deref(), Some("cause 503"));
+    assert!(err.message.contains("503"), "{}", err.message);
+}
+
+#[test]
+fn network_errors_408_409_and_bad_replies_are_retried_other_statuses_are_not() {
+    for (failure, calls) in [
+        (Failure::error(None, None, "fetch failed"), 3),
+        (http_error(408, None), 3),
+        (http_error(409, None), 3),
+        (Failure::bad_reply("a number"), 3),
+        (http_error(400, None), 1),
+        (http_error(401, None), 1),
+        (http_error(404, None), 1),
+    ] {
+        let f = failure.clone();
+        let mut sim = Sim::new(Default::default(), move |_: &Call, _| {
+            Answer::After(Duration::from_millis(5.0), Err(f.clone()))
+        });
+        let t = sim.translate(&single("x"));
+        sim.drive();
+        assert_eq!(sim.calls.len(), calls, "{failure:?}");
+        assert_eq!(sim.code(t), ErrorCode::ProviderError);
+    }
+}
+
+#[test]
+fn a_retry_after_wins_over_backoff() {
+    let mut n = 0;
+    let mut sim = Sim::new(Default::default(), move |call: &Call, _| {
+        n += 1;
+        if n == 1 {
+            Answer::After(
+                Duration::from_millis(5.0),
+                Err(http_error(503, Some(7000.0))),
+            )
+        } else {
+            Answer::After(Duration::from_millis(5.0), Ok(echo_reply(call)))
+        }
+    });
+    let t = sim.translate(&single("x"));
+    sim.drive();
+    assert_eq!(sim.starts_ms(), vec![0.0, 7005.0]);
+    assert_eq!(sim.ok(t), echo("x"));
+}
+
+#[test]
+fn a_call_that_hangs_times_out_is_cancelled_retried_and_rejects_timeout() {
+    let mut sim = Sim::new(options(&[("timeoutMs", 1000.0)]), |_: &Call, _| {
+        Answer::Hang
+    });
+    let t = sim.translate(&single("x"));
+    sim.drive();
+    assert_eq!(sim.calls.len(), 3);
+    assert_eq!(sim.cancelled.len(), 3);
+    assert_eq!(sim.code(t), ErrorCode::Timeout);
+    assert_eq!(sim.engine.stats().in_flight, 0);
+}
+
+#[test]
+fn a_timeout_names_the_calls_own_limit_after_set_options_changes_it() {
+    let mut sim = Sim::new(
+        options(&[("timeoutMs", 1000.0), ("maxRetries", 0.0)]),
+        |_: &Call, _| Answer::Hang,
+    );
+    let t = sim.translate(&single("x"));
+    sim.drive_until(ms(500.0));
+    sim.engine
+        .set_options(sim.now, &[("timeoutMs", OptionValue::Number(0.0))])
+        .unwrap();
+    sim.drive();
+    let Err(failure) = sim.result(t) else {
+        panic!("the call hangs: it must time out");
+    };
+    assert_eq!(failure.code, ErrorCode::Timeout);
+    assert!(
+        failure.message.contains("after 1000 ms"),
+        "{}",
+        failure.message
+    );
+}
+
+#[test]
+fn a_late_or_second_answer_is_ignored() {
+    let mut sim = Sim::new(
+        options(&[("timeoutMs", 100.0), ("maxRetries", 0.0)]),
+        |call: &Call, _| Answer::After(Duration::from_millis(500.0), Ok(echo_reply(call))),
+    );
+    let t = sim.translate(&single("x"));
+    sim.drive();
+    assert_eq!(sim.code(t), ErrorCode::Timeout);
+    let id = sim.calls[0].id;
+    sim.engine
+        .handle_response(sim.now, id, Ok(Reply::Text("again".into())));
+    sim.drain();
+    sim.assert_settled_once(&[t]);
+}
+
+#[test]
+fn a_retry_waits_for_its_backoff_and_a_token() {
+    let mut n = 0;
+    let mut sim = Sim::new(
+        options(&[("rate", 0.1), ("capacity", 1.0), ("baseRetryDelayMs", 10.0)]),
+        move |call: &Call, _| {
+            n += 1;
+            let outcome = if n == 1 {
+                Err(http_error(500, None))
+            } else {
+                Ok(echo_reply(call))
+            };
+            Answer::After(Duration::from_millis(1.0), outcome)
+        },
+    );
+    sim.translate(&single("x"));
+    sim.drive();
+    assert_eq!(
+        sim.starts_ms(),
+        vec![0.0, 10_000.0],
+        "backoff is 10 ms but the next token is at 10 s"
+    );
+}
