@@ -41,7 +41,8 @@
 //
 // stats(): { requests (chat requests received), ok (200 answers), rateLimited,
 //   unauthorized, badRequests, faults: { "wrong-count", "drop-separator", "extra-segment",
-//   "http-500", "hang" }, segments (source segments of 200 answers), startedAt (ms),
+//   "http-500", "hang" }, segments (source segments of 200 answers), batches: { markers,
+//   separator } (200 answers to batches by layout), startedAt (ms),
 //   requestTimes (Date.now() of each accepted request), inFlight, maxConcurrent }
 //
 // Faults (option `fault`, or per request the header `x-mock-fault`, with the optional
@@ -395,6 +396,8 @@ function emptyStats() {
     badRequests: 0,
     faults: Object.fromEntries(FAULTS.map((f) => [f, 0])),
     segments: 0,
+    // 200 answers to batches (2+ segments), by the layout they came in.
+    batches: { markers: 0, separator: 0 },
     startedAt: Date.now(),
     requestTimes: [],
     maxConcurrent: 0,
@@ -679,6 +682,7 @@ export async function startMockProvider(options = {}) {
       if (fault !== "none") currentStats.faults[fault] += 1;
       currentStats.ok += 1;
       currentStats.segments += result.sourceSegments.length;
+      if (result.sourceSegments.length > 1) currentStats.batches[result.markers !== null ? "markers" : "separator"] += 1;
       const promptChars = body.messages.reduce((n, m) => n + contentText(m?.content).length, 0);
       const prompt = Math.ceil(promptChars / 4);
       const completion = Math.ceil(result.content.length / 4);
@@ -705,10 +709,13 @@ export async function startMockProvider(options = {}) {
         },
         {
           "x-mock-fault": fault,
+          // Remaining and its reset together, as OpenAI sends them: a client that is
+          // told "0 remaining" must also learn when that ends.
           ...(opts.rpm > 0
             ? {
                 "x-ratelimit-limit-requests": String(opts.rpm),
-                "x-ratelimit-remaining-requests": String(Math.floor(tokens)),
+                "x-ratelimit-remaining-requests": String(Math.max(0, Math.floor(tokens))),
+                "x-ratelimit-reset-requests": `${(Math.max(0, 1 - tokens) / rate() / 1000).toFixed(3)}s`,
               }
             : {}),
         },
