@@ -131,6 +131,8 @@ function installFakeExtension({ settings, stats }) {
         state.settings = { ...structuredClone(next), provider: { ...next.provider, apiKey: "" } };
         return { ok: true, settings: publicSettings() };
       }
+      case "getProviderStatus":
+        return { ok: true, blocked: null };
       case "getStats":
         return { ok: true, stats: state.stats };
       case "resetStats":
@@ -249,7 +251,9 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
       const { page, close } = await open("options.html", "settingsLoaded");
       try {
         assert.equal(await page.title(), "Request Control — batch-pacer demo");
-        assert.deepEqual(await calls(page), [{ type: "getSettings" }]);
+        // Loaded once; the page also asks whether the provider is blocked (and polls that).
+        assert.deepEqual(await calls(page, "getSettings"), [{ type: "getSettings" }]);
+        assert.deepEqual((await calls(page)).filter((m) => m.type !== "getProviderStatus"), [{ type: "getSettings" }]);
         assert.deepEqual(
           await values(page, [
             "page-rate", "page-capacity", "page-maxInFlight", "page-maxCharactersPerBatch",
