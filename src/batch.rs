@@ -8,7 +8,8 @@
 
 use core::cmp::Ordering;
 
-use crate::slab::Key;
+use crate::engine::{Group, Job};
+use crate::slab::Id;
 use crate::time::{Duration, Instant};
 
 /// Dispatch priority: higher goes first. Always finite (validated at the boundary).
@@ -80,7 +81,7 @@ pub enum State {
 #[derive(Copy, Clone, Debug)]
 pub struct Member {
     /// The item's job.
-    pub job: Key,
+    pub job: Id<Job>,
     /// Its characters.
     pub chars: u64,
     /// Its estimated input tokens (0 without a token budget).
@@ -95,7 +96,7 @@ pub struct Member {
 #[derive(Debug)]
 pub struct Batch {
     /// The items, in arrival order.
-    pub jobs: Vec<Key>,
+    pub jobs: Vec<Id<Job>>,
     /// Their total characters.
     pub chars: u64,
     /// Their total estimated input tokens.
@@ -107,7 +108,7 @@ pub struct Batch {
     /// Arrival order of its first item: FIFO among equal priorities.
     pub seq: u64,
     /// The compatibility group it belongs to.
-    pub compat: Key,
+    pub compat: Id<Group>,
     /// The provider it calls (index into the engine's providers).
     pub provider: u32,
     /// Sealed batches take no more items (their first call has started).
@@ -126,7 +127,7 @@ pub struct Batch {
 
 impl Batch {
     /// A batch holding one item.
-    pub fn new(first: &Member, compat: Key, provider: u32, first_at: Instant) -> Self {
+    pub fn new(first: &Member, compat: Id<Group>, provider: u32, first_at: Instant) -> Self {
         Batch {
             jobs: vec![first.job],
             chars: first.chars,

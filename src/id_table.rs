@@ -1,21 +1,21 @@
 //! Values found by a `u64` id.
 
-use crate::key_index::KeyIndex;
+use crate::id_index::IdIndex;
 use crate::slab::Slab;
 
-/// A map from ids to values: the values in a slab, found through a [`KeyIndex`]. For a
+/// A map from ids to values: the values in a slab, found through a [`IdIndex`]. For a
 /// value type that would otherwise need a hash map of its own, this shares the one id
 /// map's code in the .wasm (only the slab's few small methods are per type).
 #[derive(Debug)]
 pub struct IdTable<T> {
-    index: KeyIndex,
+    index: IdIndex<T>,
     values: Slab<T>,
 }
 
 impl<T> Default for IdTable<T> {
     fn default() -> Self {
         IdTable {
-            index: KeyIndex::default(),
+            index: IdIndex::default(),
             values: Slab::default(),
         }
     }

@@ -18,7 +18,7 @@
 //! - `options`: the options, their defaults and their validation.
 //! - `settle`: how an item ends (a translation, or an error with a stable code).
 //! - `item`: an item as the caller gives it, its checks and errors.
-//! - `hash`, `slab`, `id_table`, `key_index`, `ready`: the containers the engine is
+//! - `hash`, `slab`, `id_table`, `id_index`, `ready`: the containers the engine is
 //!   built from (a fast hasher, generational slabs, id tables, key indexes, ordered sets).
 //! - `key`: item keys (SHA-256 for the store, keyed SipHash in memory).
 //! - `cache`: the in-memory LRU of translations.
@@ -50,10 +50,10 @@ mod display;
 pub mod engine;
 pub mod estimate;
 mod hash;
+mod id_index;
 mod id_table;
 pub mod item;
 pub mod key;
-mod key_index;
 pub mod markers;
 pub mod options;
 pub mod proof;

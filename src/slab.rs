@@ -1,11 +1,66 @@
-//! A generational arena: stable small keys for jobs and batches, slots reused without
-//! letting a stale key (from a lazily cleaned timer) reach the new occupant.
+//! A generational arena: stable small ids for jobs, batches and groups, slots reused
+//! without letting a stale id (from a lazily cleaned timer) reach the new occupant.
 
-/// A key into a [`Slab`]: the slot index and the generation it was issued for.
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Key {
+use core::cmp::Ordering;
+use core::fmt;
+use core::hash::{Hash, Hasher};
+use core::marker::PhantomData;
+
+/// The id of a `T` in a [`Slab<T>`]: the slot index and the generation it was issued
+/// for. Typed, so that a batch's id can never be used to look up a job.
+pub struct Id<T> {
     index: u32,
     generation: u32,
+    of: PhantomData<fn() -> T>,
+}
+
+// By hand: derives would require `T` itself to be `Copy`, `Eq` ... .
+impl<T> Clone for Id<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+
+impl<T> Copy for Id<T> {}
+
+impl<T> PartialEq for Id<T> {
+    fn eq(&self, other: &Self) -> bool {
+        (self.index, self.generation) == (other.index, other.generation)
+    }
+}
+
+impl<T> Eq for Id<T> {}
+
+impl<T> PartialOrd for Id<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl<T> Ord for Id<T> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.index, self.generation).cmp(&(other.index, other.generation))
+    }
+}
+
+impl<T> Hash for Id<T> {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        (self.index, self.generation).hash(state);
+    }
+}
+
+impl<T> fmt::Debug for Id<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "Id({}v{})", self.index, self.generation)
+    }
+}
+
+const fn id<T>(index: u32, generation: u32) -> Id<T> {
+    Id {
+        index,
+        generation,
+        of: PhantomData,
+    }
 }
 
 #[derive(Debug)]
@@ -30,18 +85,15 @@ impl<T> Default for Slab<T> {
     }
 }
 
-impl Key {
-    /// A key no slab ever issues (it would need 2^32 slots): "no such entry".
-    pub const NONE: Key = Key {
-        index: u32::MAX,
-        generation: u32::MAX,
-    };
+impl<T> Id<T> {
+    /// An id no slab ever issues (it would need 2^32 slots): "no such entry".
+    pub const NONE: Id<T> = id(u32::MAX, u32::MAX);
 
     /// The key as one number below 2^52, so that it survives the trip through a JS
     /// number (tickets are): the index, and the generation's low 20 bits above it. A
     /// slot reused 2^20 times gives the same bits again: only for ids that are looked
     /// up while their entry is alive (a ticket settles when its job ends). Ids that may
-    /// outlive their entry use [`Key::to_full_bits`].
+    /// outlive their entry use [`Id::to_full_bits`].
     pub fn to_bits(self) -> u64 {
         (u64::from(self.generation & 0xF_FFFF) << 32) | u64::from(self.index)
     }
@@ -51,73 +103,55 @@ impl Key {
         (u64::from(self.generation) << 32) | u64::from(self.index)
     }
 
-    /// The key whose [`Key::to_full_bits`] is `bits`.
-    pub fn from_full_bits(bits: u64) -> Key {
-        Key {
-            index: bits as u32,
-            generation: (bits >> 32) as u32,
-        }
+    /// The id whose [`Id::to_full_bits`] is `bits`.
+    pub fn from_full_bits(bits: u64) -> Id<T> {
+        id(bits as u32, (bits >> 32) as u32)
     }
 }
 
 impl<T> Slab<T> {
     /// The key the next `insert` will return.
-    pub fn next_key(&self) -> Key {
+    pub fn next_id(&self) -> Id<T> {
         match self.free.last() {
-            Some(&index) => Key {
-                index,
-                generation: self.slots[index as usize].generation,
-            },
-            None => Key {
-                index: u32::try_from(self.slots.len()).unwrap_or(u32::MAX),
-                generation: 0,
-            },
+            Some(&index) => id(index, self.slots[index as usize].generation),
+            None => id(u32::try_from(self.slots.len()).unwrap_or(u32::MAX), 0),
         }
     }
 
-    /// The live key whose [`Key::to_bits`] is `bits`.
-    pub fn key_from_bits(&self, bits: u64) -> Option<Key> {
-        self.live_key(bits).filter(|key| key.to_bits() == bits)
+    /// The live key whose [`Id::to_bits`] is `bits`.
+    pub fn id_from_bits(&self, bits: u64) -> Option<Id<T>> {
+        self.live_id(bits).filter(|key| key.to_bits() == bits)
     }
 
-    /// The live key whose [`Key::to_full_bits`] is `bits`.
-    pub fn key_from_full_bits(&self, bits: u64) -> Option<Key> {
-        self.live_key(bits).filter(|key| key.to_full_bits() == bits)
+    /// The live key whose [`Id::to_full_bits`] is `bits`.
+    pub fn id_from_full_bits(&self, bits: u64) -> Option<Id<T>> {
+        self.live_id(bits).filter(|key| key.to_full_bits() == bits)
     }
 
-    fn live_key(&self, bits: u64) -> Option<Key> {
+    fn live_id(&self, bits: u64) -> Option<Id<T>> {
         let index = (bits & 0xFFFF_FFFF) as u32;
         let slot = self.slots.get(index as usize)?;
         slot.value.as_ref()?;
-        Some(Key {
-            index,
-            generation: slot.generation,
-        })
+        Some(id(index, slot.generation))
     }
 
     /// Stores `value` and returns its key.
-    pub fn insert(&mut self, value: T) -> Key {
+    pub fn insert(&mut self, value: T) -> Id<T> {
         if let Some(index) = self.free.pop() {
             let slot = &mut self.slots[index as usize];
             slot.value = Some(value);
-            return Key {
-                index,
-                generation: slot.generation,
-            };
+            return id(index, slot.generation);
         }
         let index = u32::try_from(self.slots.len()).unwrap_or(u32::MAX);
         self.slots.push(Slot {
             generation: 0,
             value: Some(value),
         });
-        Key {
-            index,
-            generation: 0,
-        }
+        id(index, 0)
     }
 
     /// The value under `key`, if it is still there.
-    pub fn get(&self, key: Key) -> Option<&T> {
+    pub fn get(&self, key: Id<T>) -> Option<&T> {
         let slot = self.slots.get(key.index as usize)?;
         if slot.generation == key.generation {
             slot.value.as_ref()
@@ -127,7 +161,7 @@ impl<T> Slab<T> {
     }
 
     /// The value under `key`, mutably, if it is still there.
-    pub fn get_mut(&mut self, key: Key) -> Option<&mut T> {
+    pub fn get_mut(&mut self, key: Id<T>) -> Option<&mut T> {
         let slot = self.slots.get_mut(key.index as usize)?;
         if slot.generation == key.generation {
             slot.value.as_mut()
@@ -137,7 +171,7 @@ impl<T> Slab<T> {
     }
 
     /// Removes and returns the value under `key`; the key is dead from now on.
-    pub fn remove(&mut self, key: Key) -> Option<T> {
+    pub fn remove(&mut self, key: Id<T>) -> Option<T> {
         let slot = self.slots.get_mut(key.index as usize)?;
         if slot.generation != key.generation {
             return None;
@@ -167,17 +201,11 @@ impl<T> Slab<T> {
     }
 
     /// Live values with their keys.
-    pub fn iter(&self) -> impl Iterator<Item = (Key, &T)> {
+    pub fn iter(&self) -> impl Iterator<Item = (Id<T>, &T)> {
         self.slots.iter().enumerate().filter_map(|(index, slot)| {
-            slot.value.as_ref().map(|value| {
-                (
-                    Key {
-                        index: index as u32,
-                        generation: slot.generation,
-                    },
-                    value,
-                )
-            })
+            slot.value
+                .as_ref()
+                .map(|value| (id(index as u32, slot.generation), value))
         })
     }
 }
@@ -189,14 +217,14 @@ mod tests {
     #[test]
     fn keys_round_trip_through_bits_while_live() {
         let mut slab = Slab::default();
-        let predicted = slab.next_key();
+        let predicted = slab.next_id();
         let a = slab.insert(1);
         assert_eq!(predicted, a);
-        assert_eq!(slab.key_from_bits(a.to_bits()), Some(a));
+        assert_eq!(slab.id_from_bits(a.to_bits()), Some(a));
         slab.remove(a);
-        assert_eq!(slab.key_from_bits(a.to_bits()), None);
+        assert_eq!(slab.id_from_bits(a.to_bits()), None);
         let b = slab.insert(2);
-        assert_eq!(slab.next_key().to_bits() >> 52, 0);
+        assert_eq!(slab.next_id().to_bits() >> 52, 0);
         assert_ne!(a.to_bits(), b.to_bits());
     }
 
@@ -212,8 +240,8 @@ mod tests {
             key = slab.insert(1);
         }
         assert_eq!(key.to_bits(), old.to_bits(), "the short bits wrapped");
-        assert_eq!(slab.key_from_full_bits(old_full), None);
-        assert_eq!(slab.key_from_full_bits(key.to_full_bits()), Some(key));
+        assert_eq!(slab.id_from_full_bits(old_full), None);
+        assert_eq!(slab.id_from_full_bits(key.to_full_bits()), Some(key));
     }
 
     #[test]

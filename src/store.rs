@@ -4,9 +4,10 @@
 //! miss.
 
 use crate::batch::Member;
+use crate::engine::{Group, Job};
 use crate::id_table::IdTable;
 use crate::key::to_hex;
-use crate::slab::Key;
+use crate::slab::Id;
 use crate::time::Instant;
 
 /// Identifies a lookup between `poll_lookup` and `handle_lookup`.
@@ -46,7 +47,7 @@ pub struct StoreWrite {
 #[derive(Clone, Copy, Debug)]
 pub struct PendingLookup {
     pub member: Member,
-    pub group: Key,
+    pub group: Id<Group>,
     pub deadline: Option<Instant>,
 }
 
@@ -73,7 +74,7 @@ pub struct Store {
 
 impl Store {
     /// Starts the lookup of a new job.
-    pub fn begin(&mut self, job: Key, digest: &[u8; 32], pending: PendingLookup) {
+    pub fn begin(&mut self, job: Id<Job>, digest: &[u8; 32], pending: PendingLookup) {
         let id = job.to_full_bits();
         self.jobs.insert(
             id,
@@ -89,17 +90,17 @@ impl Store {
     }
 
     /// Ends the lookup of `job`, if it is still under way.
-    pub fn finish_lookup(&mut self, job: Key) -> Option<PendingLookup> {
+    pub fn finish_lookup(&mut self, job: Id<Job>) -> Option<PendingLookup> {
         self.take(job, |entry| entry.pending.take())
     }
 
     /// The lookup of `job`, if under way (for its deadline).
-    pub fn pending(&self, job: Key) -> Option<&PendingLookup> {
+    pub fn pending(&self, job: Id<Job>) -> Option<&PendingLookup> {
         self.jobs.get(job.to_full_bits())?.pending.as_ref()
     }
 
     /// Queues the write of a success.
-    pub fn written(&mut self, job: Key, translation: &str) {
+    pub fn written(&mut self, job: Id<Job>, translation: &str) {
         if let Some(digest) = self.take(job, |entry| entry.digest.take()) {
             self.writes.push_back(StoreWrite {
                 key: to_hex(&digest),
@@ -109,12 +110,16 @@ impl Store {
     }
 
     /// Drops what is kept for `job` (it failed or left).
-    pub fn forget(&mut self, job: Key) {
+    pub fn forget(&mut self, job: Id<Job>) {
         self.jobs.remove(job.to_full_bits());
     }
 
     /// Takes one part of the entry of `job`, dropping the entry once nothing is left.
-    fn take<T>(&mut self, job: Key, part: impl FnOnce(&mut JobEntry) -> Option<T>) -> Option<T> {
+    fn take<T>(
+        &mut self,
+        job: Id<Job>,
+        part: impl FnOnce(&mut JobEntry) -> Option<T>,
+    ) -> Option<T> {
         let id = job.to_full_bits();
         let entry = self.jobs.get_mut(id)?;
         let taken = part(entry);

@@ -6,9 +6,9 @@
 use super::*;
 
 /// Order of due batches: highest priority first, then first come, first served.
-pub(super) type ReadyKey = (Reverse<Priority>, u64, Key);
+pub(super) type ReadyKey = (Reverse<Priority>, u64, Id<Batch>);
 
-pub(super) fn ready_key(key: Key, batch: &Batch) -> ReadyKey {
+pub(super) fn ready_key(key: Id<Batch>, batch: &Batch) -> ReadyKey {
     (Reverse(batch.priority), batch.seq, key)
 }
 
@@ -28,7 +28,7 @@ pub(super) fn limits_of(options: &Options) -> Limits {
 
 impl<C: Clone> Engine<C> {
     /// Puts a new job into its group's open batch, or starts a new batch (rule 2).
-    pub(super) fn place(&mut self, member: Member, group_key: Key, first_at: Instant) {
+    pub(super) fn place(&mut self, member: Member, group_key: Id<Group>, first_at: Instant) {
         let Some(group) = self.groups.get(group_key) else {
             return;
         };
@@ -86,10 +86,10 @@ impl<C: Clone> Engine<C> {
     pub(super) fn new_batch(
         &mut self,
         member: &Member,
-        group: Key,
+        group: Id<Group>,
         provider: u32,
         first_at: Instant,
-    ) -> Key {
+    ) -> Id<Batch> {
         let batch = self
             .batches
             .insert(Batch::new(member, group, provider, first_at));
@@ -99,7 +99,7 @@ impl<C: Clone> Engine<C> {
         batch
     }
 
-    pub(super) fn join(&mut self, batch_key: Key, member: &Member) {
+    pub(super) fn join(&mut self, batch_key: Id<Batch>, member: &Member) {
         if let Some(job) = self.jobs.get_mut(member.job) {
             job.batch = batch_key;
         }
@@ -122,7 +122,7 @@ impl<C: Clone> Engine<C> {
         }
     }
 
-    pub(super) fn raise_priority(&mut self, batch_key: Key, priority: Priority) {
+    pub(super) fn raise_priority(&mut self, batch_key: Id<Batch>, priority: Priority) {
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
         };
@@ -140,7 +140,7 @@ impl<C: Clone> Engine<C> {
         }
     }
 
-    pub(super) fn make_ready(&mut self, batch_key: Key) {
+    pub(super) fn make_ready(&mut self, batch_key: Id<Batch>) {
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
         };
@@ -152,7 +152,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Whether `member` may join batch `key` (rule 2).
-    pub(super) fn may_join(&self, key: Key, member: &Member) -> bool {
+    pub(super) fn may_join(&self, key: Id<Batch>, member: &Member) -> bool {
         !travels_alone(true, member.chars, member.tokens, &self.limits)
             && self
                 .batches
@@ -164,10 +164,10 @@ impl<C: Clone> Engine<C> {
     pub(super) fn new_due_batch(
         &mut self,
         member: &Member,
-        group: Key,
+        group: Id<Group>,
         provider: u32,
         first_at: Instant,
-    ) -> Key {
+    ) -> Id<Batch> {
         let key = self.new_batch(member, group, provider, first_at);
         if let Some(batch) = self.batches.get_mut(key) {
             batch.state = State::Ready;
@@ -176,7 +176,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Adds a job to a batch being composed (not in any ready set yet).
-    pub(super) fn join_unsent(&mut self, batch_key: Key, member: &Member) {
+    pub(super) fn join_unsent(&mut self, batch_key: Id<Batch>, member: &Member) {
         if let Some(job) = self.jobs.get_mut(member.job) {
             job.batch = batch_key;
         }
@@ -189,14 +189,14 @@ impl<C: Clone> Engine<C> {
     pub(super) fn regroup_open_batches(&mut self) {
         // Batches by their first item's arrival: a heap rather than a sort (less code in
         // the .wasm), filled by pushes (a collect would add the heap's bulk rebuild).
-        let mut open: BinaryHeap<Reverse<(u64, Key)>> = BinaryHeap::new();
+        let mut open: BinaryHeap<Reverse<(u64, Id<Batch>)>> = BinaryHeap::new();
         for (key, batch) in self.batches.iter() {
             if !batch.sealed && matches!(batch.state, State::Collecting | State::Ready) {
                 open.push(Reverse((batch.seq, key)));
             }
         }
         // Batches and the jobs inside them are in arrival order: keep it.
-        let mut members: Vec<(Member, Key, Instant)> = Vec::new();
+        let mut members: Vec<(Member, Id<Group>, Instant)> = Vec::new();
         while let Some(Reverse((_, batch_key))) = open.pop() {
             let Some(batch) = self.batches.remove(batch_key) else {
                 continue;

@@ -6,7 +6,7 @@ use super::*;
 
 #[derive(Debug)]
 pub(super) struct Running {
-    pub(super) batch: Key,
+    pub(super) batch: Id<Batch>,
     pub(super) provider: u32,
     /// The provider's 429 episode when the call started.
     pub(super) episode: u32,
@@ -131,7 +131,7 @@ pub(super) fn check_aligned(
 }
 
 impl<C: Clone> Engine<C> {
-    pub(super) fn start(&mut self, batch_key: Key) {
+    pub(super) fn start(&mut self, batch_key: Id<Batch>) {
         let batch_key = self.first_call(batch_key);
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;

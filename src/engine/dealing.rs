@@ -6,7 +6,7 @@ use super::*;
 
 /// An item's place in line when a group's due items are dealt again (`first_call`):
 /// priority, arrival, its job, and the start of its batch's collection window.
-pub(super) type InLine = (Reverse<Priority>, u64, Key, Instant);
+pub(super) type InLine = (Reverse<Priority>, u64, Id<Job>, Instant);
 
 impl<C: Clone> Engine<C> {
     /// The batch to send for `chosen`, the best due batch. Batches collect items in
@@ -17,7 +17,7 @@ impl<C: Clone> Engine<C> {
     /// merge of the due batches in line, and the items of the batches it looked at and
     /// did not take go back into due batches in arrival order. A batch still collecting,
     /// and a batch being retried, keep their items.
-    pub(super) fn first_call(&mut self, chosen: Key) -> Key {
+    pub(super) fn first_call(&mut self, chosen: Id<Batch>) -> Id<Batch> {
         let Some(batch) = self.batches.get(chosen).filter(|b| !b.sealed) else {
             return chosen;
         };
@@ -37,7 +37,7 @@ impl<C: Clone> Engine<C> {
             .filter_map(|j| self.jobs.get(*j))
             .map(|j| (Reverse(j.priority), j.seq))
             .max();
-        let dealable = |key: &Key| {
+        let dealable = |key: &Id<Batch>| {
             self.batches
                 .get(*key)
                 .is_some_and(|b| b.compat == group_key && !b.sealed)
@@ -55,7 +55,7 @@ impl<C: Clone> Engine<C> {
         self.line_up(batch, &mut line);
         let mut pool = vec![chosen];
         let mut seen = 0;
-        let mut taken: Vec<(Key, Instant)> = Vec::new();
+        let mut taken: Vec<(Id<Job>, Instant)> = Vec::new();
         let (mut count, mut chars, mut tokens) = (0usize, 0u64, 0f64);
         while let Some(&Reverse((priority, seq, _, _))) = line.peek() {
             let next = ready.get(seen).copied();
@@ -106,7 +106,7 @@ impl<C: Clone> Engine<C> {
                 }
             }
         }
-        let mut call: Option<Key> = None;
+        let mut call: Option<Id<Batch>> = None;
         for (job, first_at) in taken {
             let Some(member) = self.member(job) else {
                 continue;
@@ -116,11 +116,11 @@ impl<C: Clone> Engine<C> {
                 Some(c) => self.join_unsent(c, &member),
             }
         }
-        let mut rest: BinaryHeap<Reverse<(u64, Key, Instant)>> = BinaryHeap::new();
+        let mut rest: BinaryHeap<Reverse<(u64, Id<Job>, Instant)>> = BinaryHeap::new();
         while let Some(Reverse((_, seq, job, first_at))) = line.pop() {
             rest.push(Reverse((seq, job, first_at)));
         }
-        let mut current: Option<Key> = None;
+        let mut current: Option<Id<Batch>> = None;
         while let Some(Reverse((_, job, first_at))) = rest.pop() {
             let Some(member) = self.member(job) else {
                 continue;

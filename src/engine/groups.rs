@@ -6,7 +6,7 @@ use super::*;
 /// A compatibility group: its shared fields, a keyer primed with them, and the
 /// batch still open to new items.
 #[derive(Debug)]
-pub(super) struct Group {
+pub struct Group {
     pub(super) info: Rc<CompatInfo>,
     pub(super) encoded: Box<[u8]>,
     /// Its entry in `group_by_fields`.
@@ -14,13 +14,13 @@ pub(super) struct Group {
     /// For in-memory keys.
     pub(super) keyer: Keyer,
     pub(super) provider: u32,
-    pub(super) open: Option<Key>,
+    pub(super) open: Option<Id<Batch>>,
     pub(super) jobs: u64,
 }
 
 impl<C: Clone> Engine<C> {
     /// The group of these fields (created on first use) and the item key of `text` in it.
-    pub(super) fn group_for(&mut self, compat: &Compat<'_>, text: &str) -> (Key, ShortKey) {
+    pub(super) fn group_for(&mut self, compat: &Compat<'_>, text: &str) -> (Id<Group>, ShortKey) {
         self.scratch.clear();
         compat.encode(&mut self.scratch);
         let fields_word = self.keyer.fields_word(&self.scratch);
@@ -56,7 +56,7 @@ impl<C: Clone> Engine<C> {
         (key, item_key)
     }
 
-    pub(super) fn release_group_if_idle(&mut self, group: Key) {
+    pub(super) fn release_group_if_idle(&mut self, group: Id<Group>) {
         let idle = self.groups.get(group).is_some_and(|g| g.jobs == 0);
         if idle {
             if let Some(g) = self.groups.remove(group) {

@@ -12,11 +12,11 @@ use super::*;
 /// that need it again. Priority and arrival stay on the job: a call takes items by them,
 /// whichever batch collected them (see `first_call`).
 #[derive(Debug)]
-pub(super) struct Job {
+pub struct Job {
     pub(super) key: ShortKey,
     pub(super) text: Box<str>,
     pub(super) waiters: Waiters,
-    pub(super) batch: Key,
+    pub(super) batch: Id<Batch>,
     /// Its place in line: the highest priority of its waiters, then its arrival.
     pub(super) priority: Priority,
     pub(super) seq: u64,
@@ -80,7 +80,7 @@ impl Waiters {
 /// and no ticket is 0. Every ticket stays below 2^53: JS holds tickets as numbers.
 pub(super) const COUNTED_TICKET: Ticket = 1 << 52;
 
-pub(super) fn job_ticket(job: Key) -> Ticket {
+pub(super) fn job_ticket(job: Id<Job>) -> Ticket {
     job.to_bits() + 1
 }
 
@@ -95,7 +95,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// A job's translation is known: every waiter resolves, the cache and store learn it.
-    pub(super) fn resolve_job(&mut self, job_key: Key, group: Key, translation: String) {
+    pub(super) fn resolve_job(&mut self, job_key: Id<Job>, group: Id<Group>, translation: String) {
         let Some(mut job) = self.jobs.remove(job_key) else {
             return;
         };
@@ -111,11 +111,11 @@ impl<C: Clone> Engine<C> {
         }
     }
 
-    pub(super) fn forget_job_key(&mut self, job: Key, key: ShortKey) {
+    pub(super) fn forget_job_key(&mut self, job: Id<Job>, key: ShortKey) {
         self.job_by_key.remove_if_leads_to(key.0[0], job);
     }
 
-    pub(super) fn after_job_removed(&mut self, group: Key) {
+    pub(super) fn after_job_removed(&mut self, group: Id<Group>) {
         if let Some(g) = self.groups.get_mut(group) {
             g.jobs -= 1;
         }
@@ -123,7 +123,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Removes a job nobody waits for from its (not running) batch.
-    pub(super) fn withdraw(&mut self, job_key: Key) {
+    pub(super) fn withdraw(&mut self, job_key: Id<Job>) {
         let Some(job) = self.jobs.remove(job_key) else {
             return;
         };
@@ -169,7 +169,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Rejects every waiter of every item of a running batch.
-    pub(super) fn fail(&mut self, batch_key: Key, error: PacerFailure<C>) {
+    pub(super) fn fail(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
         let Some(batch) = self.batches.remove(batch_key) else {
             return;
         };
@@ -190,7 +190,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Rejects a batch that has not started (see `fail` for a running one).
-    pub(super) fn fail_queued(&mut self, batch_key: Key, error: PacerFailure<C>) {
+    pub(super) fn fail_queued(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
         let Some(batch) = self.batches.get(batch_key) else {
             return;
         };
@@ -211,7 +211,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// A job's place in a batch: its characters, priority and arrival.
-    pub(super) fn member(&self, job: Key) -> Option<Member> {
+    pub(super) fn member(&self, job: Id<Job>) -> Option<Member> {
         self.jobs.get(job).map(|j| Member {
             job,
             chars: utf16_len(&j.text),

@@ -14,7 +14,7 @@ impl<C: Clone> Engine<C> {
     pub fn handle_lookup(&mut self, now: Instant, id: LookupId, result: LookupResult) {
         self.advance(now);
         // Full bits: a lookup's answer may arrive long after its job ended.
-        if let Some(job) = self.jobs.key_from_full_bits(id) {
+        if let Some(job) = self.jobs.id_from_full_bits(id) {
             self.end_lookup(job, result);
         }
         self.after_input();
@@ -41,7 +41,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// A lookup ended: a hit settles the job, anything else queues it.
-    pub(super) fn end_lookup(&mut self, job_key: Key, result: LookupResult) {
+    pub(super) fn end_lookup(&mut self, job_key: Id<Job>, result: LookupResult) {
         let Some(pending) = self.store.as_mut().and_then(|s| s.finish_lookup(job_key)) else {
             return;
         };

@@ -31,7 +31,6 @@ mod timers;
 
 use assembly::*;
 use calls::*;
-use groups::*;
 use jobs::*;
 use outbox::*;
 use pacing::*;
@@ -47,9 +46,9 @@ use crate::cache::Lru;
 use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota, Reply, Report};
 use crate::codec::{self, Mismatch};
 use crate::display::js_number;
+use crate::id_index::IdIndex;
 use crate::id_table::IdTable;
 use crate::key::{item_key, Compat, Keyer, ShortKey};
-use crate::key_index::KeyIndex;
 use crate::markers;
 use crate::options::{OptionValue, Options, SegmentFormat};
 use crate::proof;
@@ -57,13 +56,15 @@ use crate::quota::{self, ProviderQuota, TokenBudget};
 use crate::ready::ReadySet;
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
-use crate::slab::{Key, Slab};
+use crate::slab::{Id, Slab};
 use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
 use crate::stats::{BlockReason, Event, RetryReason, Stats};
 use crate::store::{Lookup, LookupId, LookupResult, PendingLookup, Store, StoreWrite};
 use crate::time::{Duration, Instant};
 
 use core::cmp::Reverse;
+pub use groups::Group;
+pub use jobs::Job;
 pub use pacing::ProviderPacing;
 use std::cell::RefCell;
 use std::collections::{BinaryHeap, VecDeque};
@@ -84,14 +85,14 @@ pub struct Engine<C> {
     keyer: Keyer,
     jobs: Slab<Job>,
     /// Jobs by the first word of their key; the job's full key confirms a match.
-    job_by_key: KeyIndex,
-    job_by_ticket: KeyIndex,
+    job_by_key: IdIndex<Job>,
+    job_by_ticket: IdIndex<Job>,
     batches: Slab<Batch>,
     groups: Slab<Group>,
     /// Groups by a keyed hash of their encoded fields; the group's own fields confirm a
     /// match (an id map rather than one keyed by the bytes: its code is in the binary
     /// already).
-    group_by_fields: KeyIndex,
+    group_by_fields: IdIndex<Group>,
     providers: Vec<Provider>,
     running: IdTable<Running>,
     timers: Timers,
@@ -127,11 +128,11 @@ impl<C: Clone> Engine<C> {
             jitter: Jitter::new(seed),
             keyer: Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365),
             jobs: Slab::default(),
-            job_by_key: KeyIndex::default(),
-            job_by_ticket: KeyIndex::default(),
+            job_by_key: IdIndex::default(),
+            job_by_ticket: IdIndex::default(),
             batches: Slab::default(),
             groups: Slab::default(),
-            group_by_fields: KeyIndex::default(),
+            group_by_fields: IdIndex::default(),
             providers: Vec::new(),
             running: IdTable::default(),
             timers: Timers::default(),
@@ -240,13 +241,14 @@ impl<C: Clone> Engine<C> {
         }
         let seq = self.next_seq;
         self.next_seq += 1;
-        let ticket = job_ticket(self.jobs.next_key());
+        let ticket = job_ticket(self.jobs.next_id());
         let tokens = self.input_tokens(item);
         let job = self.jobs.insert(Job {
             key,
             text: item.text.into(),
             waiters: Waiters::one(ticket),
-            batch: group,
+            // Set when it joins a batch (at once, or after its store lookup).
+            batch: Id::NONE,
             priority,
             seq,
             tokens,
@@ -268,9 +270,6 @@ impl<C: Clone> Engine<C> {
         match &mut self.store {
             Some(store) => {
                 // The job waits for its store lookup, outside any batch.
-                if let Some(j) = self.jobs.get_mut(job) {
-                    j.batch = Key::NONE;
-                }
                 let digest = item_key(&item.compat, item.text);
                 store.begin(
                     job,
@@ -365,7 +364,7 @@ impl<C: Clone> Engine<C> {
         self.advance(now);
         let job_key = if ticket & COUNTED_TICKET == 0 {
             let bits = ticket.checked_sub(1).unwrap_or(u64::MAX);
-            self.jobs.key_from_bits(bits).filter(|k| {
+            self.jobs.id_from_bits(bits).filter(|k| {
                 self.jobs
                     .get(*k)
                     .is_some_and(|j| j.waiters.contains(ticket))

@@ -67,7 +67,7 @@ impl<C: Clone> Engine<C> {
 
     /// When the token budget and the provider's reported limits let `batch` start, if
     /// not now.
-    pub(super) fn quota_ready_at(&self, provider: &Provider, batch: Key) -> Option<Instant> {
+    pub(super) fn quota_ready_at(&self, provider: &Provider, batch: Id<Batch>) -> Option<Instant> {
         let pacing = provider.pacing.borrow();
         if !self.wants_token_estimates() && pacing.quota.held(self.now, 0.0).is_none() {
             return None;
@@ -160,7 +160,7 @@ impl<C: Clone> Engine<C> {
             }
         }
         if changed {
-            let mut sums: Vec<(Key, f64)> = Vec::new();
+            let mut sums: Vec<(Id<Batch>, f64)> = Vec::new();
             for (key, batch) in self.batches.iter() {
                 let sum = batch
                     .jobs
@@ -221,7 +221,7 @@ impl<C: Clone> Engine<C> {
             message: error.message.clone(),
             until: error.retry_in,
         });
-        let mut queued: Vec<Key> = Vec::new();
+        let mut queued: Vec<Id<Batch>> = Vec::new();
         for (key, batch) in self.batches.iter() {
             if batch.provider == run.provider && !matches!(batch.state, State::Running(_)) {
                 queued.push(key);

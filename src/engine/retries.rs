@@ -105,7 +105,12 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Sends the batch again after `delay` (and a token: rule 5).
-    pub(super) fn retry_after(&mut self, batch_key: Key, delay: Duration, reason: RetryReason) {
+    pub(super) fn retry_after(
+        &mut self,
+        batch_key: Id<Batch>,
+        delay: Duration,
+        reason: RetryReason,
+    ) {
         let now = self.now;
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
@@ -131,7 +136,7 @@ impl<C: Clone> Engine<C> {
 
     /// A 413 (the request is too large for the model or the quota): the batch goes out
     /// again as two halves, each taking a token; a single item cannot be split.
-    pub(super) fn split_in_halves(&mut self, batch_key: Key) -> bool {
+    pub(super) fn split_in_halves(&mut self, batch_key: Id<Batch>) -> bool {
         if self.batches.get(batch_key).is_none_or(|b| b.jobs.len() < 2) {
             return false;
         }
@@ -166,7 +171,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Sends each item of a batch alone.
-    pub(super) fn fall_back(&mut self, batch_key: Key) {
+    pub(super) fn fall_back(&mut self, batch_key: Id<Batch>) {
         let Some(batch) = self.batches.remove(batch_key) else {
             return;
         };

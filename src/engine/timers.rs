@@ -7,11 +7,11 @@ use super::*;
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Timer {
     /// A collecting batch's window closes.
-    Due(Key),
+    Due(Id<Batch>),
     /// A store lookup runs out of time.
-    Lookup(Key),
+    Lookup(Id<Job>),
     /// A batch's retry backoff is over.
-    Backoff(Key),
+    Backoff(Id<Batch>),
     /// A call runs out of time.
     Deadline(CallId),
     /// A provider's 429 pause ends.

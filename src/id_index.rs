@@ -1,34 +1,47 @@
-//! Slab keys found by a `u64` id.
+//! Slab ids found by a `u64` number (a hash word, a ticket).
+
+use core::marker::PhantomData;
 
 use crate::hash::{look_up, IdMap};
-use crate::slab::Key;
+use crate::slab::Id;
 
-/// Maps ids to slab keys. The keys are held as their bits so that every index in the
-/// core is the same `IdMap<u64>`, whose code the .wasm then holds once.
-#[derive(Debug, Default)]
-pub struct KeyIndex(IdMap<u64>);
+/// Maps numbers to the ids of `T`s. The ids are held as their bits so that every index
+/// in the core is the same `IdMap<u64>`, whose code the .wasm then holds once (the typed
+/// methods are thin and inlined).
+#[derive(Debug)]
+pub struct IdIndex<T>(IdMap<u64>, PhantomData<fn() -> T>);
 
-impl KeyIndex {
+impl<T> Default for IdIndex<T> {
+    fn default() -> Self {
+        IdIndex(IdMap::default(), PhantomData)
+    }
+}
+
+impl<T> IdIndex<T> {
     /// The key under `id`.
-    pub fn get(&self, id: u64) -> Option<Key> {
-        look_up(&self.0, id).map(Key::from_full_bits)
+    #[inline]
+    pub fn get(&self, id: u64) -> Option<Id<T>> {
+        look_up(&self.0, id).map(Id::from_full_bits)
     }
 
     /// Whether `id` is there.
+    #[inline]
     pub fn contains(&self, id: u64) -> bool {
         // Through `get`, whose code is in the .wasm already (`contains_key` is another copy).
         self.get(id).is_some()
     }
 
     /// Puts `key` under `id`; returns the key it replaces.
-    pub fn insert(&mut self, id: u64, key: Key) -> Option<Key> {
+    #[inline]
+    pub fn insert(&mut self, id: u64, key: Id<T>) -> Option<Id<T>> {
         self.0
             .insert(id, key.to_full_bits())
-            .map(Key::from_full_bits)
+            .map(Id::from_full_bits)
     }
 
     /// Puts `key` under `id` unless `id` is taken already.
-    pub fn insert_if_vacant(&mut self, id: u64, key: Key) {
+    #[inline]
+    pub fn insert_if_vacant(&mut self, id: u64, key: Id<T>) {
         // A lookup then an insert: both are in the .wasm already, an `entry` would be
         // another copy of the table code.
         if look_up(&self.0, id).is_none() {
@@ -37,28 +50,33 @@ impl KeyIndex {
     }
 
     /// Removes and returns the key under `id`.
-    pub fn remove(&mut self, id: u64) -> Option<Key> {
-        self.0.remove(&id).map(Key::from_full_bits)
+    #[inline]
+    pub fn remove(&mut self, id: u64) -> Option<Id<T>> {
+        self.0.remove(&id).map(Id::from_full_bits)
     }
 
     /// Removes `id` if it still leads to `key`.
-    pub fn remove_if_leads_to(&mut self, id: u64, key: Key) {
+    #[inline]
+    pub fn remove_if_leads_to(&mut self, id: u64, key: Id<T>) {
         if self.get(id) == Some(key) {
             self.0.remove(&id);
         }
     }
 
     /// Number of ids.
+    #[inline]
     pub fn len(&self) -> usize {
         self.0.len()
     }
 
     /// The ids, in the map's order.
+    #[inline]
     pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
         self.0.keys().copied()
     }
 
     /// Removes every id.
+    #[inline]
     pub fn clear(&mut self) {
         self.0.clear();
     }
@@ -66,13 +84,13 @@ impl KeyIndex {
 
 #[cfg(test)]
 mod tests {
-    use super::KeyIndex;
+    use super::IdIndex;
     use crate::slab::Slab;
 
     #[test]
     fn keys_come_back_whole() {
         let mut slab = Slab::default();
-        let mut index = KeyIndex::default();
+        let mut index = IdIndex::default();
         let first = slab.insert(());
         slab.remove(first);
         let reused = slab.insert(());
