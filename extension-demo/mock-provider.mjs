@@ -484,6 +484,21 @@ export async function startMockProvider(options = {}) {
     return (1 - tokens) / rate();
   };
 
+  /**
+   * OpenAI's request headers: the limit, what is left and when the bucket is full again
+   * (`x-ratelimit-reset-requests`, in Go's duration form as OpenAI sends it). Without the
+   * reset a client that honours `remaining: 0` can only guess how long to wait.
+   */
+  const rateLimitHeaders = () => {
+    refill();
+    const resetMs = Math.max(0, Math.ceil((opts.burst - tokens) / rate()));
+    return {
+      "x-ratelimit-limit-requests": String(opts.rpm),
+      "x-ratelimit-remaining-requests": String(Math.max(0, Math.floor(tokens))),
+      "x-ratelimit-reset-requests": resetMs < 1000 ? `${resetMs}ms` : `${resetMs / 1000}s`,
+    };
+  };
+
   const timers = new Set();
   const sockets = new Set();
   let closed = false;
@@ -705,12 +720,7 @@ export async function startMockProvider(options = {}) {
         },
         {
           "x-mock-fault": fault,
-          ...(opts.rpm > 0
-            ? {
-                "x-ratelimit-limit-requests": String(opts.rpm),
-                "x-ratelimit-remaining-requests": String(Math.floor(tokens)),
-              }
-            : {}),
+          ...(opts.rpm > 0 ? rateLimitHeaders() : {}),
         },
       );
     };
