@@ -15,8 +15,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant as Clock;
 
 use batch_pacer::codec::{choose_separator, join, split};
+use batch_pacer::drive::VirtualTime;
 use batch_pacer::key::Keyer;
-use batch_pacer::{Compat, Engine, Instant, Item, OptionValue, Options, Reply};
+use batch_pacer::{Compat, Duration, Engine, Instant, Item, OptionValue, Options, Reply};
 
 /// Counts live heap bytes, to measure what the engine holds per queued item.
 struct Counting;
@@ -121,23 +122,15 @@ fn backlog_run(texts: &[String], mixed: bool) -> usize {
         let _ = engine.handle_translate(Instant::ZERO, &it);
     }
     let mut settled = 0;
-    let mut now = Instant::ZERO;
-    loop {
+    VirtualTime::new(Instant::ZERO).run(&mut engine, |time, engine| {
         while let Some(call) = engine.poll_call() {
             let reply = Reply::Texts(call.texts.clone());
-            engine.handle_response(now, call.id, Ok(reply));
+            time.answer(call.id, Duration::ZERO, Ok(reply));
         }
         while engine.poll_settled().is_some() {
             settled += 1;
         }
-        match engine.poll_timeout() {
-            Some(at) => {
-                now = at;
-                engine.handle_timeout(now);
-            }
-            None => break,
-        }
-    }
+    });
     assert_eq!(settled, texts.len());
     settled
 }

@@ -41,7 +41,8 @@
 //
 // stats(): { requests (chat requests received), ok (200 answers), rateLimited,
 //   unauthorized, badRequests, faults: { "wrong-count", "drop-separator", "extra-segment",
-//   "http-500", "hang" }, segments (source segments of 200 answers), startedAt (ms),
+//   "http-500", "hang" }, segments (source segments of 200 answers), batches: { markers,
+//   separator } (200 answers to batches by layout), startedAt (ms),
 //   requestTimes (Date.now() of each accepted request), inFlight, maxConcurrent }
 //
 // Faults (option `fault`, or per request the header `x-mock-fault`, with the optional
@@ -395,6 +396,8 @@ function emptyStats() {
     badRequests: 0,
     faults: Object.fromEntries(FAULTS.map((f) => [f, 0])),
     segments: 0,
+    // 200 answers to batches (2+ segments), by the layout they came in.
+    batches: { markers: 0, separator: 0 },
     startedAt: Date.now(),
     requestTimes: [],
     maxConcurrent: 0,
@@ -482,21 +485,6 @@ export async function startMockProvider(options = {}) {
       return 0;
     }
     return (1 - tokens) / rate();
-  };
-
-  /**
-   * OpenAI's request headers: the limit, what is left and when the bucket is full again
-   * (`x-ratelimit-reset-requests`, in Go's duration form as OpenAI sends it). Without the
-   * reset a client that honours `remaining: 0` can only guess how long to wait.
-   */
-  const rateLimitHeaders = () => {
-    refill();
-    const resetMs = Math.max(0, Math.ceil((opts.burst - tokens) / rate()));
-    return {
-      "x-ratelimit-limit-requests": String(opts.rpm),
-      "x-ratelimit-remaining-requests": String(Math.max(0, Math.floor(tokens))),
-      "x-ratelimit-reset-requests": resetMs < 1000 ? `${resetMs}ms` : `${resetMs / 1000}s`,
-    };
   };
 
   const timers = new Set();
@@ -694,6 +682,7 @@ export async function startMockProvider(options = {}) {
       if (fault !== "none") currentStats.faults[fault] += 1;
       currentStats.ok += 1;
       currentStats.segments += result.sourceSegments.length;
+      if (result.sourceSegments.length > 1) currentStats.batches[result.markers !== null ? "markers" : "separator"] += 1;
       const promptChars = body.messages.reduce((n, m) => n + contentText(m?.content).length, 0);
       const prompt = Math.ceil(promptChars / 4);
       const completion = Math.ceil(result.content.length / 4);
@@ -720,7 +709,15 @@ export async function startMockProvider(options = {}) {
         },
         {
           "x-mock-fault": fault,
-          ...(opts.rpm > 0 ? rateLimitHeaders() : {}),
+          // Remaining and its reset together, as OpenAI sends them: a client that is
+          // told "0 remaining" must also learn when that ends.
+          ...(opts.rpm > 0
+            ? {
+                "x-ratelimit-limit-requests": String(opts.rpm),
+                "x-ratelimit-remaining-requests": String(Math.max(0, Math.floor(tokens))),
+                "x-ratelimit-reset-requests": `${(Math.max(0, 1 - tokens) / rate() / 1000).toFixed(3)}s`,
+              }
+            : {}),
         },
       );
     };

@@ -80,6 +80,10 @@ async function main() {
       `misplaced           ${wrong.length} translations not matching their own paragraph`,
     ];
     if (mockStats) {
+      const { markers, separator } = mockStats.batches;
+      lines.push(`batch layout        ${markers > 0 && separator === 0 ? "markers" : separator > 0 && markers === 0 ? "separator" : "mixed"} (the mock answered ${markers} marked and ${separator} separator batches)`);
+    }
+    if (mockStats) {
       const accepted = mockStats.ok;
       const rate = QUOTA.rpm / 60;
       const lowerBound = Math.max(0, (accepted - QUOTA.burst) / rate);

@@ -8,7 +8,7 @@ import wasmInit, {
   cacheKey as coreCacheKey,
 } from "../pkg/batch_pacer.js";
 import { PacerError } from "./errors.js";
-import { loadError, missingWasmError, noBaseUrlError, nodeTooOldError } from "./load-errors.js";
+import { loadError, missingWasmError, noBaseUrlError } from "./load-errors.js";
 
 export { PacerError } from "./errors.js";
 export { openAIProvider } from "./openai.js";
@@ -83,9 +83,13 @@ function sourceByPath() {
     // Node 20.16+ only; the package's entry reads the file with a static node:fs import
     // from 20.0 on. A static import here would break browsers.
     if (typeof process.getBuiltinModule !== "function") {
-      throw nodeTooOldError(
-        `Node.js ${process.version} without process.getBuiltinModule`,
-        new Error('js/index.js was imported by its path: import "batch-pacer" by its package name instead'),
+      const cause = new Error(`process.getBuiltinModule is missing in Node.js ${process.version}`);
+      throw new PacerError(
+        "not_initialized",
+        "batch-pacer: js/index.js, imported by its path, reads the .wasm only in Node.js 20.16 and later: " +
+          'import "batch-pacer" by its package name (Node.js 20.0 and later), or call initSync(wasmBytes()) with ' +
+          'wasmBytes from "batch-pacer/inline-wasm"',
+        { cause },
       );
     }
     return process.getBuiltinModule("node:fs").readFileSync(new URL(WASM_FILE, import.meta.url));

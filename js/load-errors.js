@@ -13,7 +13,8 @@ const CSP_MANIFEST_V2_LINE = `"content_security_policy": "script-src 'self' 'was
 export const WASM_EXPORT = "batch-pacer/batch_pacer_bg.wasm";
 
 const INLINE_HINT =
-  'or import from "batch-pacer/inline" instead, which carries the module inside the JavaScript and initialises on import';
+  'or import from "batch-pacer/inline" instead, which carries the module inside the JavaScript and initialises on import ' +
+  '(or call initSync(wasmBytes()) with wasmBytes from "batch-pacer/inline-wasm")';
 
 const fail = (message, cause) => new PacerError("not_initialized", `batch-pacer: ${message}`, { cause });
 
@@ -27,8 +28,9 @@ const messageOf = (error) => {
 
 export function cspError(cause) {
   return fail(
-    "the Content Security Policy forbids compiling WebAssembly. In an extension, add to manifest.json " +
-      `${CSP_MANIFEST_LINE} (Manifest V2: ${CSP_MANIFEST_V2_LINE}); in a web page, allow 'wasm-unsafe-eval' in script-src ` +
+    "the Content Security Policy forbids compiling WebAssembly. In an extension, add 'wasm-unsafe-eval' to the manifest's " +
+      `content_security_policy.extension_pages: ${CSP_MANIFEST_LINE} (Manifest V2: ${CSP_MANIFEST_V2_LINE}); ` +
+      "in a web page, allow 'wasm-unsafe-eval' in script-src " +
       `(${messageOf(cause)})`,
     cause,
   );
@@ -52,7 +54,7 @@ export function noBaseUrlError(cause) {
 }
 
 export function nodeTooOldError(version, cause) {
-  return fail(`batch-pacer needs Node.js 20 or later; this is ${version} (${messageOf(cause)})`, cause);
+  return fail(`this package needs Node.js 20 or later; this is ${version} (${messageOf(cause)})`, cause);
 }
 
 export function readPermissionError(cause) {

@@ -47,6 +47,7 @@ pub mod cache;
 pub mod call;
 pub mod codec;
 mod display;
+pub mod drive;
 pub mod engine;
 pub mod estimate;
 mod hash;

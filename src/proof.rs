@@ -15,7 +15,9 @@
 //!    renumbered after a split: nothing is proven.
 //! 4. A missing *last* pair looks exactly like a merge followed by renumbering (every
 //!    later segment shifted by one id), so the segments before it are trusted only when
-//!    their lengths rule every such shift out (see [`shift_ruled_out`]).
+//!    their lengths rule every such shift out (see `trusted_before_missing_last`).
+//! 5. Evidence that text moved across markers that are all in place (a split and a
+//!    merge that keep the count) proves nothing at all (see `shifted`).
 //!
 //! A false alarm costs one smaller call; a guess could put one paragraph's translation
 //! under another, which this never does.
@@ -175,16 +177,20 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
             }
         }
     }
+    let mut segments: Vec<Option<&str>> = Vec::with_capacity(n);
+    for at in &undamaged {
+        segments.push(at.and_then(|p| match &entries[p] {
+            Entry::Pair { text, .. } => Some(text.as_str()),
+            Entry::Broken { .. } => None,
+        }));
+    }
+    // Rule 5.
+    if shifted(texts, &segments) {
+        return proven;
+    }
     // Rule 4.
     let trusted = if n > 1 && seen[n - 1] == 0 {
-        let mut lengths: Vec<Option<&str>> = Vec::with_capacity(n);
-        for at in &undamaged {
-            lengths.push(at.and_then(|p| match &entries[p] {
-                Entry::Pair { text, .. } => Some(text.as_str()),
-                Entry::Broken { .. } => None,
-            }));
-        }
-        trusted_before_missing_last(texts, &lengths)
+        trusted_before_missing_last(texts, &segments)
     } else {
         vec![true; n]
     };
@@ -200,6 +206,66 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
         }
     }
     proven
+}
+
+/// Rule 5: evidence that text moved across the markers although every pair is in place
+/// (a model that split one segment and merged or dropped another to keep the count,
+/// numbering the rest anew). Two kinds:
+/// - a segment whose length is far from what the batch's median translation-to-source
+///   ratio predicts for its source (more than 3× off, and by at least 16 characters, so
+///   that short labels translated longer are no evidence), while it fits the source of
+///   the item before or after it, or its own and the next one's together, within 1.5×;
+/// - when every segment is there, the separator layout's own evidence (`alignment`): a
+///   number of one paragraph found only in another's segment, two paragraphs with the
+///   same segment.
+///
+/// Either proves nothing: the whole batch goes out again. Among paragraphs of like
+/// lengths without numbers such a shift leaves no trace in any reply form.
+fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
+    let n = texts.len();
+    let source: Vec<f64> = texts
+        .iter()
+        .map(|t| t.as_ref().trim().chars().count().max(1) as f64)
+        .collect();
+    let mut ratios: Vec<f64> = Vec::with_capacity(n);
+    let mut lengths: Vec<Option<f64>> = Vec::with_capacity(n);
+    for (i, segment) in segments.iter().enumerate() {
+        let length = segment.map(|s| s.chars().count().max(1) as f64);
+        if let Some(len) = length {
+            ratios.push(len / source[i]);
+        }
+        lengths.push(length);
+    }
+    if ratios.len() >= 3 {
+        let m = median(&ratios);
+        let fits = |len: f64, src: f64| (1.0 / 1.5..=1.5).contains(&(len / src / m));
+        for (i, length) in lengths.iter().enumerate() {
+            let Some(len) = *length else { continue };
+            let predicted = m * source[i];
+            let off = len / predicted;
+            if (1.0 / 3.0..=3.0).contains(&off) || (len - predicted).abs() < 16.0 {
+                continue;
+            }
+            let before = i.checked_sub(1).map(|j| source[j]);
+            let after = source.get(i + 1).copied();
+            let merged = after.map(|a| a + source[i]);
+            if [before, after, merged]
+                .into_iter()
+                .flatten()
+                .any(|src| fits(len, src))
+            {
+                return true;
+            }
+        }
+    }
+    let mut complete: Vec<String> = Vec::with_capacity(n);
+    for segment in segments {
+        match segment {
+            Some(s) => complete.push((*s).to_owned()),
+            None => return false,
+        }
+    }
+    n > 1 && crate::alignment::check(texts, &complete).is_err()
 }
 
 /// Rule 4: which of the segments before a missing last pair are trusted.
@@ -367,6 +433,52 @@ mod tests {
         // The same lengths, merged and renumbered: nothing is trusted.
         let merged = "<s1>ein kurzer ein viel viel längerer Absatz mit Text, der immer weiter geht, eine ganze Weile</s1>\n<s2>winzig</s2>\n<s3>noch ein ziemlich langer Absatz, der wirklich viele Wörter enthält</s3>\n<s4>letzter</s4>";
         assert!(marked(merged, &texts).iter().all(Option::is_none));
+    }
+
+    #[test]
+    fn a_count_preserving_shift_among_unlike_lengths_proves_nothing() {
+        let texts = [
+            "Hello",
+            "a somewhat longer second paragraph",
+            "third",
+            "and the fourth paragraph of this batch",
+        ];
+        let t = |i: usize| format!("«{}»", texts[i].to_uppercase());
+        let split_drop = format!(
+            "<s1>«HEL</s1><s2>LO»</s2><s3>{}</s3><s4>{}</s4>",
+            t(1),
+            t(2)
+        );
+        assert!(marked(&split_drop, &texts).iter().all(Option::is_none));
+        let split_merge = format!(
+            "<s1>«HEL</s1><s2>LO»</s2><s3>{}</s3><s4>{} {}</s4>",
+            t(1),
+            t(2),
+            t(3)
+        );
+        assert!(marked(&split_merge, &texts).iter().all(Option::is_none));
+        let right = format!(
+            "<s1>{}</s1><s2>{}</s2><s3>{}</s3><s4>{}</s4>",
+            t(0),
+            t(1),
+            t(2),
+            t(3)
+        );
+        assert!(marked(&right, &texts).iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn short_labels_translated_longer_are_no_evidence_of_a_shift() {
+        let texts = ["OK", "Cancel", "Hi", "Save changes", "Settings"];
+        let reply = "<s1>Einverstanden</s1><s2>Abbrechen</s2><s3>Hallo zusammen</s3><s4>Änderungen speichern</s4><s5>Einstellungen</s5>";
+        assert!(marked(reply, &texts).iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn a_number_found_in_another_paragraphs_segment_is_a_shift() {
+        let texts = ["Chapter 12 begins", "the next part", "page 40 ends"];
+        let reply = "<s1>Kapitel beginnt</s1><s2>12 der nächste Teil</s2><s3>Seite 40 endet</s3>";
+        assert!(marked(reply, &texts).iter().all(Option::is_none));
     }
 
     #[test]

@@ -18,9 +18,11 @@ use crate::time::{Duration, Instant};
 const BATCH_PROMPT_TOKENS: f64 = 140.0;
 /// Tokens of the prompt around a single text.
 const SINGLE_PROMPT_TOKENS: f64 = 40.0;
-/// A provider that reports no room but no reset is held this long (the windows are per
-/// minute): long enough not to storm it.
-const UNKNOWN_RESET: Duration = Duration::from_micros(60 * 1_000_000);
+/// A provider that reports no room but not when its window resets is held this long:
+/// then one call finds out, and if the window is still full, its 429's Retry-After
+/// says how long to wait (a minute's hold would stall a quota that refills every
+/// second).
+const UNKNOWN_RESET: Duration = Duration::from_micros(1_000_000);
 /// How far one reply moves a provider's cost ratio towards what it reported.
 const LEARNING: f64 = 0.3;
 

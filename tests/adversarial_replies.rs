@@ -505,7 +505,7 @@ fn run(texts: &[&str], bad: fn(&Call) -> Reply, persistent: bool) -> Outcome {
     );
     Outcome {
         mismatches: sim.engine.stats().count_mismatches,
-        calls: sim.calls,
+        calls: std::mem::take(&mut sim.calls),
         results,
     }
 }

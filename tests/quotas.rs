@@ -302,3 +302,32 @@ fn a_413_splits_the_batch_in_halves_down_to_single_items() {
     assert_eq!(sim.code(t), ErrorCode::ProviderError);
     assert_eq!(sim.calls.len(), 1);
 }
+
+#[test]
+fn limits_without_a_reset_time_hold_the_provider_one_second() {
+    let mut sim = Sim::new(
+        marker_options(&[("maxItemsPerBatch", 1.0)]),
+        |call: &Call, _| match call.texts[0].as_str() {
+            "first" => Answer::Hang,
+            _ => Answer::After(Duration::from_millis(10.0), Ok(echo_reply(call))),
+        },
+    );
+    sim.translate(&item("first"));
+    sim.drive_until(ms(100.0));
+    let id = sim.calls[0].id;
+    let report = batch_pacer::Report {
+        limits: batch_pacer::ReportedLimits {
+            requests_remaining: Some(0.0),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    sim.engine
+        .handle_response_reported(ms(100.0), id, Ok(Reply::Text("F".into())), report);
+    sim.drain();
+    let next = sim.translate(&item("second"));
+    sim.drive();
+    sim.ok(next);
+    let start = sim.starts_ms()[1];
+    assert!((1100.0..1200.0).contains(&start), "held until {start} ms");
+}

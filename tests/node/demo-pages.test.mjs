@@ -1,7 +1,8 @@
 // The demo extension's pages (extension-demo/options.html and stats.html) in a real
 // headless Chromium. The folder is served over http from 127.0.0.1 with the extension's
 // CSP, and a fake `chrome.runtime.sendMessage` stands in for the background: it answers
-// getSettings, setSettings, getStats and resetStats from memory and records every message.
+// getSettings, setSettings, getStats, resetStats and getProviderStatus from memory and
+// records every message.
 //
 // Run from the repository: `BATCH_PACER_REPO=$PWD node --test tests/node/demo-pages.test.mjs`.
 
@@ -90,6 +91,8 @@ function installFakeExtension({ settings, stats }) {
     settings: structuredClone(settings),
     apiKey: "stored-key",
     stats: structuredClone(stats),
+    // What getProviderStatus answers: the last `blocked` event, or null.
+    blocked: null,
   };
   globalThis.__fake = state;
 
@@ -132,10 +135,10 @@ function installFakeExtension({ settings, stats }) {
         state.settings = { ...structuredClone(next), provider: { ...next.provider, apiKey: "" } };
         return { ok: true, settings: publicSettings() };
       }
-      case "getProviderStatus":
-        return { ok: true, blocked: null };
       case "getStats":
         return { ok: true, stats: state.stats };
+      case "getProviderStatus":
+        return { ok: true, blocked: state.blocked };
       case "resetStats":
         for (const flow of Object.values(state.stats.flows)) {
           for (const key of Object.keys(flow.pacer)) flow.pacer[key] = 0;
@@ -248,12 +251,40 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
   // Options page
 
   describe("options.html (Request Control)", () => {
+    test("a blocked provider's message shows next to the provider settings, and goes when the block ends", async () => {
+      const { page, close } = await open("options.html", "settingsLoaded");
+      try {
+        assert.equal(await page.textContent("#provider-blocked"), "");
+        await page.evaluate(() => {
+          globalThis.__fake.blocked = {
+            flow: "page",
+            providerId: "openai:http://x/v1",
+            reason: "settings",
+            status: 401,
+            message: "the provider rejected the API key: check the key in the provider settings (provider failed with status 401)",
+            at: Date.now(),
+          };
+        });
+        await page.waitForFunction(() => document.getElementById("provider-blocked").textContent !== "", null, { timeout: 5000 });
+        const shown = await page.textContent("#provider-blocked");
+        assert.match(shown, /HTTP 401/);
+        assert.match(shown, /check the key in the provider settings/);
+        // Inside the provider settings, not elsewhere on the page.
+        assert.equal(await page.evaluate(() => document.getElementById("provider-blocked").closest("#section-provider") !== null), true);
+        await page.evaluate(() => {
+          globalThis.__fake.blocked = null;
+        });
+        await page.waitForFunction(() => document.getElementById("provider-blocked").textContent === "", null, { timeout: 5000 });
+      } finally {
+        await close();
+      }
+    });
+
     test("the fields are filled from getSettings", async () => {
       const { page, close } = await open("options.html", "settingsLoaded");
       try {
         assert.equal(await page.title(), "Request Control — batch-pacer demo");
-        // Loaded once; the page also asks whether the provider is blocked (and polls that).
-        assert.deepEqual(await calls(page, "getSettings"), [{ type: "getSettings" }]);
+        // The provider's status is polled beside it (see the blocked-message test).
         assert.deepEqual((await calls(page)).filter((m) => m.type !== "getProviderStatus"), [{ type: "getSettings" }]);
         assert.deepEqual(
           await values(page, [

@@ -68,6 +68,7 @@ test("a .wasm that cannot be fetched names the export to copy and the inline ent
   assertSaysWhatToDo(out.failed, /not found at http:\/\/127\.0\.0\.1:9\/batch_pacer_bg\.wasm/);
   assert.match(out.failed.message, /"batch-pacer\/batch_pacer_bg\.wasm"/);
   assert.match(out.failed.message, /"batch-pacer\/inline"/);
+  assert.match(out.failed.message, /initSync\(wasmBytes\(\)\) with wasmBytes from "batch-pacer\/inline-wasm"/);
   assert.equal(out.failed.causeName, "TypeError");
   // Until it loads, every use says why the core is missing.
   assertSaysWhatToDo(out.later, /new BatchPacer\(\) needs the module, which failed to load: .*batch-pacer\/inline/);
@@ -103,6 +104,7 @@ test("a CSP that forbids WebAssembly gives the exact manifest line, from init() 
   for (const error of [out.asynchronous, out.synchronous]) {
     assertSaysWhatToDo(error, /Content Security Policy forbids compiling WebAssembly/);
     assert.ok(error.message.includes(CSP_LINE), error.message);
+    assert.match(error.message, /'wasm-unsafe-eval' to the manifest's content_security_policy\.extension_pages/);
     assert.equal(error.causeName, "CompileError");
     assert.ok(error.causeMessage.includes("Refused to compile"));
   }

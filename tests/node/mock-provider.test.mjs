@@ -380,6 +380,7 @@ describe("stats", () => {
     assert.equal(stats.ok, 2);
     assert.equal(stats.rateLimited, 1);
     assert.equal(stats.segments, 3);
+    assert.deepEqual(stats.batches, { markers: 0, separator: 1 });
     assert.equal(stats.requestTimes.length, 2);
     assert.ok(stats.requestTimes.every((ms) => ms >= before && ms <= Date.now()));
     assert.ok(stats.startedAt >= before);
@@ -413,6 +414,7 @@ describe("markers layout", () => {
     const r = await chat(mock, batch);
     assert.equal(r.content, marked(expected));
     assert.equal(mock.stats().segments, 4);
+    assert.deepEqual(mock.stats().batches, { markers: 1, separator: 0 });
   });
 
   test("a single text holding <s1> is not split when the prompt names no marker", async (t) => {

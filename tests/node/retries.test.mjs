@@ -102,7 +102,8 @@ describe("retried failures", () => {
 });
 
 describe("failures that are not retried", () => {
-  for (const status of [400, 401, 403, 404, 413, 422]) {
+  // 413 is not here: it splits the batch instead (below).
+  for (const status of [400, 401, 403, 404, 422]) {
     test(`${status} rejects at once with provider_error, status and the original error as cause`, async (t) => {
       const err = httpError(status, { body: "details" });
       const { clock, calls, send, pacer } = setup(t, { maxRetries: 5, answer: async () => { throw err; } });
@@ -119,6 +120,18 @@ describe("failures that are not retried", () => {
       assert.equal(pacer.stats().retries, 0);
     });
   }
+
+  test("413 splits the batch in halves, down to single items, which then reject with status and cause", async (t) => {
+    const err = httpError(413, { body: "too large" });
+    const { clock, calls, send } = setup(t, { maxRetries: 5, answer: async () => { throw err; } });
+    const states = ["a", "b", "c", "d"].map((x) => send(item(x)));
+    await clock.tickAsync(60_000);
+    assert.deepEqual(calls.map((c) => c.texts.length), [4, 2, 2, 1, 1, 1, 1]);
+    for (const s of states) {
+      assertPacerError(s.reason, "provider_error", 413);
+      assert.equal(s.reason.cause, err);
+    }
+  });
 });
 
 describe("backoff", () => {

@@ -2,7 +2,10 @@
 //! from one wake-up to the next, and records of every call and settlement.
 #![allow(dead_code)]
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
+use std::ops::{Deref, DerefMut};
+
+use batch_pacer::drive::VirtualTime;
 
 use batch_pacer::options::SegmentFormat;
 use batch_pacer::Layout;
@@ -33,20 +36,25 @@ pub struct CallRecord {
 }
 
 type Script = Box<dyn FnMut(&Call, Instant) -> Answer>;
-type Outcome = Result<Reply, Failure<String>>;
 /// Answers a store lookup after a delay, or never (`None`).
 pub type StoreScript =
     Box<dyn FnMut(&batch_pacer::Lookup) -> Option<(Duration, batch_pacer::LookupResult)>>;
 
+/// An engine on virtual time with a scripted provider (and store), and the records of
+/// everything it did (reached through `Deref`: `sim.calls`, `sim.results` ...).
 pub struct Sim {
     pub engine: Engine<String>,
     pub now: Instant,
     provider: Script,
-    answers: BTreeMap<(Instant, u64), (CallId, Outcome)>,
-    answer_seq: u64,
     /// The persistent store's behaviour, when one is configured with `with_store`.
     store: Option<StoreScript>,
-    lookup_answers: BTreeMap<(Instant, u64), (batch_pacer::LookupId, batch_pacer::LookupResult)>,
+    time: VirtualTime<String>,
+    log: Log,
+}
+
+/// What a [`Sim`] saw.
+#[derive(Default)]
+pub struct Log {
     pub calls: Vec<CallRecord>,
     pub results: HashMap<Ticket, Result<String, PacerFailure<String>>>,
     pub settle_counts: HashMap<Ticket, u32>,
@@ -56,7 +64,19 @@ pub struct Sim {
     pub writes: Vec<batch_pacer::StoreWrite>,
     /// Calls running at once, sampled at each start.
     pub max_running: usize,
-    running: std::collections::HashSet<CallId>,
+}
+
+impl Deref for Sim {
+    type Target = Log;
+    fn deref(&self) -> &Log {
+        &self.log
+    }
+}
+
+impl DerefMut for Sim {
+    fn deref_mut(&mut self) -> &mut Log {
+        &mut self.log
+    }
 }
 
 /// The reference translation of a text: the provider's reply for it.
@@ -155,19 +175,9 @@ impl Sim {
             engine: Engine::new(options, Instant::ZERO, 42),
             now: Instant::ZERO,
             provider: Box::new(provider),
-            answers: BTreeMap::new(),
-            answer_seq: 0,
             store: None,
-            lookup_answers: BTreeMap::new(),
-            calls: Vec::new(),
-            results: HashMap::new(),
-            settle_counts: HashMap::new(),
-            events: Vec::new(),
-            cancelled: Vec::new(),
-            lookups: Vec::new(),
-            writes: Vec::new(),
-            max_running: 0,
-            running: Default::default(),
+            time: VirtualTime::new(Instant::ZERO),
+            log: Log::default(),
         }
     }
 
@@ -194,126 +204,33 @@ impl Sim {
 
     /// Collects every output of the engine and schedules the provider's answers.
     pub fn drain(&mut self) {
-        // Cancels first: a call cancelled by a timeout is no longer running when its
-        // retry starts in the same step.
-        while let Some(id) = self.engine.poll_cancel() {
-            self.cancelled.push(id);
-            self.running.remove(&id);
-        }
-        while let Some(call) = self.engine.poll_call() {
-            self.running.insert(call.id);
-            self.max_running = self.max_running.max(self.running.len());
-            self.calls.push(CallRecord {
-                id: call.id,
-                at: self.now,
-                texts: call.texts.clone(),
-                separator: call.separator().to_owned(),
-                is_batch: call.is_batch,
-                attempt: call.attempt,
-                provider_id: call.compat.provider_id.clone(),
-            });
-            let separator = call.separator().trim();
-            assert!(
-                call.texts.iter().all(|t| {
-                    (separator.is_empty() || !t.contains(separator))
-                        && call
-                            .markers()
-                            .iter()
-                            .all(|(open, close)| !t.contains(open) && !t.contains(close))
-                }),
-                "a marker or the separator {separator:?} occurs in a text"
-            );
-            match &call.layout {
-                Layout::Separator(s) => assert!(!s.trim().is_empty()),
-                Layout::Markers(pairs) => assert_eq!(pairs.len(), call.texts.len()),
-                Layout::Single => assert!(!call.is_batch),
-            }
-            if !call.is_batch {
-                assert_eq!(call.text, call.texts[0]);
-            }
-            match (self.provider)(&call, self.now) {
-                Answer::After(after, outcome) => {
-                    self.answer_seq += 1;
-                    self.answers
-                        .insert((self.now + after, self.answer_seq), (call.id, outcome));
-                }
-                Answer::Hang => {}
-            }
-        }
-        while let Some(settled) = self.engine.poll_settled() {
-            *self.settle_counts.entry(settled.ticket).or_default() += 1;
-            self.results.insert(settled.ticket, settled.result);
-        }
-        while let Some(lookup) = self.engine.poll_lookup() {
-            if let Some(answer) = self.store.as_mut().and_then(|script| script(&lookup)) {
-                self.answer_seq += 1;
-                self.lookup_answers.insert(
-                    (self.now + answer.0, self.answer_seq),
-                    (lookup.id, answer.1),
-                );
-            }
-            self.lookups.push(lookup);
-        }
-        while let Some(write) = self.engine.poll_store_write() {
-            self.writes.push(write);
-        }
-        while let Some(event) = self.engine.poll_event() {
-            self.events.push((self.now, event));
-        }
-    }
-
-    fn next_wake(&self) -> Option<Instant> {
-        let answer = [
-            self.answers.keys().next(),
-            self.lookup_answers.keys().next(),
-        ]
-        .into_iter()
-        .flatten()
-        .map(|(at, _)| *at)
-        .min();
-        match (self.engine.poll_timeout(), answer) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        self.time.now = self.now;
+        let Sim {
+            engine,
+            time,
+            provider,
+            store,
+            log,
+            ..
+        } = self;
+        collect(engine, time, provider, store, log);
     }
 
     /// Runs until nothing more can happen, or until `limit`.
     pub fn drive_until(&mut self, limit: Instant) {
-        self.drain();
-        let mut steps = 0u64;
-        while let Some(at) = self.next_wake() {
-            if at > limit {
-                break;
-            }
-            steps += 1;
-            assert!(steps < 10_000_000, "drive() does not converge");
-            assert!(at >= self.now, "time went backwards");
-            self.now = at;
-            while let Some(entry) = self.answers.first_entry() {
-                if entry.key().0 > self.now {
-                    break;
-                }
-                let (id, outcome) = entry.remove();
-                self.running.remove(&id);
-                self.engine.handle_response(self.now, id, outcome);
-                self.drain();
-            }
-            while let Some(entry) = self.lookup_answers.first_entry() {
-                if entry.key().0 > self.now {
-                    break;
-                }
-                let (id, result) = entry.remove();
-                self.engine.handle_lookup(self.now, id, result);
-                self.drain();
-            }
-            self.engine.handle_timeout(self.now);
-            self.drain();
-        }
-        if limit != Instant::from_millis(f64::INFINITY) && self.now < limit {
-            self.now = limit;
-            self.engine.handle_timeout(self.now);
-            self.drain();
-        }
+        self.time.now = self.now;
+        let Sim {
+            engine,
+            time,
+            provider,
+            store,
+            log,
+            ..
+        } = self;
+        time.run_until(engine, limit, |time, engine| {
+            collect(engine, time, provider, store, log)
+        });
+        self.now = self.time.now;
     }
 
     /// Runs until idle.
@@ -352,5 +269,79 @@ impl Sim {
                 "ticket {t} settled wrongly"
             );
         }
+    }
+}
+
+/// Takes every output of the engine: records it, and schedules the provider's and the
+/// store's answers on `time`.
+fn collect(
+    engine: &mut Engine<String>,
+    time: &mut VirtualTime<String>,
+    provider: &mut Script,
+    store: &mut Option<StoreScript>,
+    log: &mut Log,
+) {
+    let now = time.now;
+    // Cancels first: a call cancelled by a timeout is no longer running when its retry
+    // starts in the same step.
+    while let Some(id) = engine.poll_cancel() {
+        log.cancelled.push(id);
+    }
+    while let Some(call) = engine.poll_call() {
+        log.max_running = log.max_running.max(engine.stats().in_flight as usize);
+        log.calls.push(CallRecord {
+            id: call.id,
+            at: now,
+            texts: call.texts.clone(),
+            separator: call.separator().to_owned(),
+            is_batch: call.is_batch,
+            attempt: call.attempt,
+            provider_id: call.compat.provider_id.clone(),
+        });
+        check_layout(&call);
+        match provider(&call, now) {
+            Answer::After(after, outcome) => time.answer(call.id, after, outcome),
+            Answer::Hang => {}
+        }
+    }
+    while let Some(settled) = engine.poll_settled() {
+        *log.settle_counts.entry(settled.ticket).or_default() += 1;
+        log.results.insert(settled.ticket, settled.result);
+    }
+    while let Some(lookup) = engine.poll_lookup() {
+        if let Some((after, result)) = store.as_mut().and_then(|script| script(&lookup)) {
+            time.answer_lookup(lookup.id, after, result);
+        }
+        log.lookups.push(lookup);
+    }
+    while let Some(write) = engine.poll_store_write() {
+        log.writes.push(write);
+    }
+    while let Some(event) = engine.poll_event() {
+        log.events.push((now, event));
+    }
+}
+
+/// What every call must be: its markers or separator in none of its texts, a single
+/// text sent as it is.
+fn check_layout(call: &Call) {
+    let separator = call.separator().trim();
+    assert!(
+        call.texts.iter().all(|t| {
+            (separator.is_empty() || !t.contains(separator))
+                && call
+                    .markers()
+                    .iter()
+                    .all(|(open, close)| !t.contains(open) && !t.contains(close))
+        }),
+        "a marker or the separator {separator:?} occurs in a text"
+    );
+    match &call.layout {
+        Layout::Separator(s) => assert!(!s.trim().is_empty()),
+        Layout::Markers(pairs) => assert_eq!(pairs.len(), call.texts.len()),
+        Layout::Single => assert!(!call.is_batch),
+    }
+    if !call.is_batch {
+        assert_eq!(call.text, call.texts[0]);
     }
 }
