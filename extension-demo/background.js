@@ -79,7 +79,10 @@ function createPacer(flow, snapshot) {
   const provider = async (request) => {
     countCall(flow, request);
     await saveState().catch(() => {});
-    return callProvider(request);
+    const reply = await callProvider(request);
+    // The pacer sums usage per pacer only; the statistics page shows it per provider.
+    countUsage(flow, request.providerId, reply);
+    return reply;
   };
   const options = { ...settings[flow], cache, onEvent: (event) => onPacerEvent(flow, event) };
   if (snapshot) {
@@ -145,7 +148,11 @@ function flowHistory(flow) {
 }
 
 function providerCounters(flow, id) {
-  return (flowHistory(flow).byProvider[id] ??= { paragraphs: 0, calls: 0, rateLimited: 0 });
+  const counters = (flowHistory(flow).byProvider[id] ??= { paragraphs: 0, calls: 0, rateLimited: 0 });
+  // Counters saved by an older version of the demo have no token fields yet.
+  counters.inputTokens ??= 0;
+  counters.outputTokens ??= 0;
+  return counters;
 }
 
 function countParagraph(flow, id) {
@@ -154,6 +161,18 @@ function countParagraph(flow, id) {
 
 function countCall(flow, request) {
   providerCounters(flow, request.providerId).calls += 1;
+  sample(flow);
+}
+
+/** Adds the `usage` of a `{ translations, usage }` reply to that provider's counters. */
+function countUsage(flow, id, reply) {
+  const usage = reply !== null && typeof reply === "object" && !Array.isArray(reply) ? reply.usage : undefined;
+  if (usage === null || typeof usage !== "object") return;
+  const counters = providerCounters(flow, id);
+  for (const key of ["inputTokens", "outputTokens"]) {
+    const value = usage[key];
+    if (Number.isFinite(value) && value >= 0) counters[key] += value;
+  }
   sample(flow);
 }
 
@@ -191,7 +210,13 @@ function sample(flow) {
   const series = flowHistory(flow).series;
   const t = Math.round((Date.now() - history.startedAt) / SERIES_STEP_MS);
   const stats = totals(flow);
-  const point = { t, paragraphs: stats.items ?? 0, calls: stats.providerCalls ?? 0 };
+  const point = {
+    t,
+    paragraphs: stats.items ?? 0,
+    calls: stats.providerCalls ?? 0,
+    // Cumulative like the others: the page turns it into tokens per minute.
+    tokens: (stats.inputTokens ?? 0) + (stats.outputTokens ?? 0),
+  };
   if (series.length && series[series.length - 1].t === t) series[series.length - 1] = point;
   else series.push(point);
   if (series.length > 3600) series.shift();

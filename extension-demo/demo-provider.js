@@ -19,13 +19,26 @@ function sleep(ms, signal) {
   });
 }
 
-/** A provider for BatchPacer: about 120 ms per call plus 0.2 ms per character. */
+/** Tokens as a model would count them, roughly: about 4 characters a token. */
+const tokensOf = (text) => Math.ceil(text.length / 4);
+
+/**
+ * A provider for BatchPacer: about 120 ms per call plus 0.2 ms per character. Like a real
+ * API it reports the tokens each call used (`usage`), so the statistics page has token
+ * figures to show offline too: the prompt (instructions, context and text) in, the reply out.
+ */
 export function demoProvider({ baseLatencyMs = 120, msPerChar = 0.2 } = {}) {
   return async (request) => {
     await sleep(baseLatencyMs + msPerChar * request.text.length, request.signal);
     const out = request.texts.map((t) => pseudoTranslate(t, request.targetLang));
-    if (!request.isBatch) return out[0];
-    if (request.markers) return out.map((t, i) => request.markers[i][0] + t + request.markers[i][1]).join("\n");
-    return out.join(request.separator);
+    let translations;
+    if (!request.isBatch) translations = out[0];
+    else if (request.markers) translations = out.map((t, i) => request.markers[i][0] + t + request.markers[i][1]).join("\n");
+    else translations = out.join(request.separator);
+    const usage = {
+      inputTokens: tokensOf(request.instructions) + tokensOf(request.context) + tokensOf(request.text),
+      outputTokens: tokensOf(translations),
+    };
+    return { translations, usage };
   };
 }

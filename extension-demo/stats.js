@@ -1,6 +1,7 @@
 // Statistics: polls the background once a second and shows, per flow, how many original
 // paragraphs became how many provider calls, the pacer's counters, the counts per provider
-// and a chart of both totals over time.
+// (tokens included, from the providers' reported usage), a chart of both totals over time
+// and one of the tokens used per minute.
 
 import { FLOWS, MESSAGES, describeFailure, send } from "./protocol.js";
 import { element } from "./dom.js";
@@ -20,6 +21,8 @@ const ROWS = [
   ["cacheHits", "Cache hits"],
   ["dedupHits", "Dedup hits"],
   ["failed", "Failed"],
+  ["inputTokens", "Input tokens"],
+  ["outputTokens", "Output tokens"],
   ["queued", "Queued"],
   ["inFlight", "In flight"],
 ];
@@ -29,7 +32,12 @@ const PROVIDER_COLUMNS = [
   ["calls", "Calls"],
   ["saved", "Saved"],
   ["rateLimited", "429s"],
+  ["inputTokens", "Input tokens"],
+  ["outputTokens", "Output tokens"],
 ];
+
+/** The window the tokens-per-minute chart averages over, in seconds. */
+const RATE_WINDOW_S = 60;
 
 const SVG_NS = "http://www.w3.org/2000/svg";
 const CHART = { width: 560, height: 240, left: 46, right: 14, top: 34, bottom: 34 };
@@ -138,8 +146,16 @@ function buildFlow(flow) {
     "aria-labelledby": `chart-${flow}-title`,
   });
   const figure = element("figure", { class: "chart-figure" }, [chart]);
+  const tokenChart = svg("svg", {
+    id: `tokens-${flow}`,
+    class: "chart",
+    viewBox: `0 0 ${CHART.width} ${CHART.height}`,
+    role: "img",
+    "aria-labelledby": `tokens-${flow}-title`,
+  });
+  const tokenFigure = element("figure", { class: "chart-figure" }, [tokenChart]);
 
-  const providers = element("table", { class: "provider-table table-gap" }, [
+  const providers = element("table", { class: "provider-table" }, [
     element("caption", { text: "By provider" }),
     element("thead", {}, [
       element("tr", {}, [
@@ -153,9 +169,12 @@ function buildFlow(flow) {
   section.append(
     provider,
     headline,
-    element("div", { class: "flow-stats" }, [table, element("div", {}, [figure, providers])]),
+    // The two charts side by side across the card, above the tables.
+    element("div", { class: "charts" }, [figure, tokenFigure]),
+    element("div", { class: "flow-stats" }, [table, providers]),
   );
   drawChart(chart, flow, title, []);
+  drawTokenChart(tokenChart, flow, title, []);
 }
 
 function renderFlow(flow, flowStats) {
@@ -199,6 +218,7 @@ function renderFlow(flow, flowStats) {
 
   const series = Array.isArray(flowStats?.series) ? flowStats.series : [];
   drawChart($(`chart-${flow}`), flow, title, series);
+  drawTokenChart($(`tokens-${flow}`), flow, title, series);
 }
 
 // ---------------------------------------------------------------------------------------
@@ -219,6 +239,59 @@ function niceStep(span, parts) {
  */
 function drawChart(chart, flow, title, series) {
   const points = series.filter((p) => p && isCount(p.t));
+  const latest = points.at(-1);
+  plot(chart, {
+    titleId: `chart-${flow}-title`,
+    title:
+      points.length === 0
+        ? `${title}: no activity yet`
+        : `${title}: ${count(latest.paragraphs)} paragraphs and ${count(latest.calls)} provider calls after ${seconds(latest.t)}`,
+    points,
+    lines: [
+      ["paragraphs", "Original paragraphs"],
+      ["calls", "Provider calls"],
+    ],
+  });
+}
+
+/**
+ * Tokens per minute at each series point: the tokens (input and output, cumulative in
+ * the series) used over the last minute, or since the first point when younger, scaled
+ * to a minute.
+ */
+function tokenRates(series) {
+  const points = series.filter((p) => p && isCount(p.t));
+  return points.map((p, i) => {
+    let base = points[0];
+    for (let j = i; j >= 0; j--) {
+      if (points[j].t <= p.t - RATE_WINDOW_S) {
+        base = points[j];
+        break;
+      }
+    }
+    const span = p.t - base.t;
+    const used = (p.tokens || 0) - (base.tokens || 0);
+    return { t: p.t, tokensPerMinute: span > 0 ? Math.max(0, Math.round((used * 60) / span)) : 0 };
+  });
+}
+
+/** Draws the tokens used per minute, one vertex per series point. */
+function drawTokenChart(chart, flow, title, series) {
+  const points = tokenRates(series);
+  const latest = points.at(-1);
+  plot(chart, {
+    titleId: `tokens-${flow}-title`,
+    title:
+      points.length === 0
+        ? `${title}: no tokens used yet`
+        : `${title}: ${count(latest.tokensPerMinute)} tokens per minute after ${seconds(latest.t)}`,
+    points,
+    lines: [["tokensPerMinute", "Tokens per minute"]],
+  });
+}
+
+/** One chart: a polyline per `[key, label]` of `lines` over `points` ({ t, [key] }). */
+function plot(chart, { titleId, title, points, lines }) {
   const { width, height, left, right, top, bottom } = CHART;
   const plotWidth = width - left - right;
   const plotHeight = height - top - bottom;
@@ -227,7 +300,7 @@ function drawChart(chart, flow, title, series) {
   const last = points.at(-1)?.t ?? 0;
   const t0 = first;
   const t1 = Math.max(last, first + 10);
-  const highest = Math.max(1, ...points.map((p) => Math.max(p.paragraphs || 0, p.calls || 0)));
+  const highest = Math.max(1, ...points.map((p) => Math.max(...lines.map(([key]) => p[key] || 0))));
   const yStep = Math.max(1, niceStep(highest, 4));
   const yMax = Math.ceil(highest / yStep) * yStep;
 
@@ -236,15 +309,7 @@ function drawChart(chart, flow, title, series) {
   const round = (v) => Math.round(v * 10) / 10;
 
   const latest = points.at(-1);
-  const nodes = [
-    svg(
-      "title",
-      { id: `chart-${flow}-title` },
-      points.length === 0
-        ? `${title}: no activity yet`
-        : `${title}: ${count(latest.paragraphs)} paragraphs and ${count(latest.calls)} provider calls after ${seconds(latest.t)}`,
-    ),
-  ];
+  const nodes = [svg("title", { id: titleId }, title)];
 
   // Horizontal grid lines with the y tick labels.
   for (let v = 0; v <= yMax + yStep / 2; v += yStep) {
@@ -269,11 +334,8 @@ function drawChart(chart, flow, title, series) {
     ),
   );
 
-  // The two series: one vertex per point, a dot on the latest value.
-  for (const [key, label] of [
-    ["paragraphs", "Original paragraphs"],
-    ["calls", "Provider calls"],
-  ]) {
+  // The series: one vertex per point, a dot on the latest value.
+  for (const [key, label] of lines) {
     const line = svg("polyline", {
       class: `series series-${key}`,
       "data-series": key,
@@ -298,10 +360,7 @@ function drawChart(chart, flow, title, series) {
   }
 
   // Legend above the plot.
-  const legend = [
-    ["paragraphs", `Original paragraphs (${count(latest?.paragraphs ?? 0)})`],
-    ["calls", `Provider calls (${count(latest?.calls ?? 0)})`],
-  ];
+  const legend = lines.map(([key, label]) => [key, `${label} (${count(latest?.[key] ?? 0)})`]);
   let legendX = left;
   for (const [key, label] of legend) {
     nodes.push(svg("line", { class: `swatch swatch-${key}`, x1: legendX, x2: legendX + 18, y1: 14, y2: 14 }));

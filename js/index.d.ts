@@ -383,7 +383,8 @@ export interface BatchPacerOptions extends Optional<PacerSettings> {
    * Valid values: a function.
    * @default the built-in estimate
    */
-  estimateTokens?: (text: string) => number | undefined;
+  // Parenthesised: `undefined` is the option's (not given), not the function's result.
+  estimateTokens?: ((text: string) => number) | undefined;
 
   /**
    * A budget shared with other pacers that send to the same account (see
@@ -594,17 +595,17 @@ export type ProviderResult =
   | {
       translations: ProviderTranslations;
       /** Tokens the call used, as the API reported them. */
-      usage?: { inputTokens?: number; outputTokens?: number };
+      usage?: { inputTokens?: number | undefined; outputTokens?: number | undefined } | undefined;
       /** What the API said of its quota: the pacer holds later calls it has no room for. */
-      limits?: ProviderLimits;
+      limits?: ProviderLimits | undefined;
     };
 
 /** A provider's own account of its quota (any subset). */
 export interface ProviderLimits {
-  requestsRemaining?: number;
-  requestsResetMs?: number;
-  tokensRemaining?: number;
-  tokensResetMs?: number;
+  requestsRemaining?: number | undefined;
+  requestsResetMs?: number | undefined;
+  tokensRemaining?: number | undefined;
+  tokensResetMs?: number | undefined;
 }
 
 /** Configuration of {@link openAIProvider}. */
@@ -853,8 +854,8 @@ export interface IndexedDBCache extends CacheStore {
  *
  * @param options `name` (default `"batch-pacer"`), `maxEntries` (default `10000`),
  *   `ttlMs` (default 7 days).
- * @throws {TypeError} an option with an invalid value, or an unknown option name, e.g.
- *   `maxEntries must be an integer >= 1 (got 0)`.
+ * @throws {PacerError} code `invalid_options` (with `option`): an option with an invalid
+ *   value, or an unknown option name, e.g. `maxEntries must be an integer >= 1 (got 0)`.
  *
  * @example
  * const pacer = new BatchPacer(provider, { cache: indexedDBCache({ ttlMs: 24 * 3600 * 1000 }) });
@@ -1167,7 +1168,12 @@ export class PacerError extends Error {
   constructor(
     code: PacerErrorCode,
     message: string,
-    details?: { status?: number; cause?: unknown; retryAt?: number },
+    details?: {
+      status?: number | undefined;
+      cause?: unknown;
+      retryAt?: number | undefined;
+      option?: string | undefined;
+    },
   );
   /** Always `"PacerError"`. */
   name: "PacerError";
@@ -1182,6 +1188,11 @@ export class PacerError extends Error {
    * milliseconds since the epoch, when the provider said.
    */
   retryAt?: number;
+  /**
+   * For `invalid_options`: the option the error is about (`"rate"`, `"budget"`, a
+   * misspelt name ...), so callers such as a settings page need not read the message.
+   */
+  option?: string;
   /** Every code a `PacerError` can carry. */
   static readonly codes: readonly PacerErrorCode[];
 }

@@ -41,7 +41,7 @@ function pacerStats(overrides = {}) {
   return {
     items: 0, cacheHits: 0, dedupHits: 0, providerCalls: 0, batchCalls: 0, retries: 0,
     countMismatches: 0, fallbacks: 0, rateLimited: 0, failed: 0, aborted: 0, succeeded: 0,
-    disposed: 0, pending: 0, queued: 0, inFlight: 0,
+    disposed: 0, pending: 0, queued: 0, inFlight: 0, inputTokens: 0, outputTokens: 0,
     ...overrides,
   };
 }
@@ -56,18 +56,19 @@ const STATS = {
       pacer: pacerStats({
         items: 40, providerCalls: 10, batchCalls: 8, retries: 2, countMismatches: 1, fallbacks: 1,
         rateLimited: 3, cacheHits: 6, dedupHits: 4, failed: 1, queued: 5, inFlight: 2,
-        succeeded: 32, pending: 7,
+        succeeded: 32, pending: 7, inputTokens: 12345, outputTokens: 6789,
       }),
       byProvider: {
-        demo: { paragraphs: 30, calls: 6, rateLimited: 0 },
-        [OPENAI_ID]: { paragraphs: 10, calls: 4, rateLimited: 3 },
+        demo: { paragraphs: 30, calls: 6, rateLimited: 0, inputTokens: 9000, outputTokens: 5000 },
+        [OPENAI_ID]: { paragraphs: 10, calls: 4, rateLimited: 3, inputTokens: 3345, outputTokens: 1789 },
       },
+      // tokens: cumulative input + output; 1,000 tokens a second from t = 1 on.
       series: [
-        { t: 1, paragraphs: 8, calls: 2 },
-        { t: 2, paragraphs: 16, calls: 4 },
-        { t: 3, paragraphs: 24, calls: 6 },
-        { t: 5, paragraphs: 32, calls: 8 },
-        { t: 8, paragraphs: 40, calls: 10 },
+        { t: 1, paragraphs: 8, calls: 2, tokens: 1000 },
+        { t: 2, paragraphs: 16, calls: 4, tokens: 2000 },
+        { t: 3, paragraphs: 24, calls: 6, tokens: 3000 },
+        { t: 5, paragraphs: 32, calls: 8, tokens: 5000 },
+        { t: 8, paragraphs: 40, calls: 10, tokens: 8000 },
       ],
     },
     subtitles: {
@@ -543,7 +544,7 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
       page.locator(`#stats-${flow} tr[data-provider="${id}"] [data-provider-stat="${stat}"]`).textContent();
 
     /** The vertices of the chart's polylines, by data-series. */
-    const polylines = (page, flow) =>
+    const polylines = (page, flow, chart = "chart") =>
       page.evaluate((id) => {
         const lines = [...document.querySelectorAll(`#${id} polyline`)];
         return lines.map((line) => ({
@@ -555,7 +556,7 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
             .filter(Boolean)
             .map((pair) => pair.split(",").map(Number)),
         }));
-      }, `chart-${flow}`);
+      }, `${chart}-${flow}`);
 
     test("the tables show the counters, saved % and the providers", async () => {
       const { page, close } = await open("stats.html", "statsLoaded");
@@ -581,6 +582,49 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         assert.match(await page.locator("#stats-subtitles").textContent(), /No provider calls yet/);
         assert.match(await page.locator("#stats-page").textContent(), /Current provider: openai:http:\/\/127\.0\.0\.1:8787\/v1/);
         assert.equal(await page.title(), "Statistics — batch-pacer demo");
+      } finally {
+        await close();
+      }
+    });
+
+    test("token figures: the flow's input and output tokens, and per provider", async () => {
+      const { page, close } = await open("stats.html", "statsLoaded");
+      try {
+        assert.equal(await cell(page, "page", "inputTokens"), "12,345");
+        assert.equal(await cell(page, "page", "outputTokens"), "6,789");
+        assert.equal(await cell(page, "subtitles", "inputTokens"), "0");
+        assert.equal(await providerCell(page, "page", "demo", "inputTokens"), "9,000");
+        assert.equal(await providerCell(page, "page", "demo", "outputTokens"), "5,000");
+        assert.equal(await providerCell(page, "page", OPENAI_ID, "inputTokens"), "3,345");
+        assert.equal(await providerCell(page, "page", OPENAI_ID, "outputTokens"), "1,789");
+        const headers = await page.locator("#stats-page .provider-table thead th").allTextContents();
+        assert.deepEqual(headers.slice(-2), ["Input tokens", "Output tokens"]);
+      } finally {
+        await close();
+      }
+    });
+
+    test("a tokens-per-minute chart beside the counts chart, one vertex per series point", async () => {
+      const { page, close } = await open("stats.html", "statsLoaded");
+      try {
+        const lines = await polylines(page, "page", "tokens");
+        assert.deepEqual(lines.map((l) => l.series), ["tokensPerMinute"]);
+        assert.equal(lines[0].points.length, 5);
+        // 1,000 tokens a second is 60,000 a minute from the second point on; the first
+        // point has no span yet.
+        const legend = await page.locator("#tokens-page text").allTextContents();
+        assert.ok(legend.includes("Tokens per minute (60,000)"), `legend: ${legend}`);
+        const ys = lines[0].points.map(([, y]) => y);
+        assert.ok(ys[0] > ys[1], "0 at the first point, higher after");
+        assert.ok(ys.slice(1).every((y) => y === ys[1]), `a steady rate is a flat line (${ys})`);
+        // Side by side with the counts chart, in the same container.
+        const sameRow = await page.evaluate(() => {
+          const a = document.getElementById("chart-page").getBoundingClientRect();
+          const b = document.getElementById("tokens-page").getBoundingClientRect();
+          return Math.abs(a.top - b.top) < 1 && b.left > a.left;
+        });
+        assert.ok(sameRow, "the two charts sit side by side");
+        assert.match(await page.locator("#tokens-subtitles title").first().textContent(), /0 tokens per minute/);
       } finally {
         await close();
       }

@@ -86,6 +86,27 @@ test("the offline demo provider translates the whole page and its subtitles, eac
     assert.equal(stats.flows.page.pacer.items, done.pageTotal);
     assert.ok(stats.flows.page.pacer.providerCalls * 3 < done.pageTotal, "batching saves calls");
     assert.equal(stats.flows.page.pacer.dedupHits >= 1, true, "the duplicated paragraph shares a call");
+    // The offline provider reports usage like a real API: the statistics page shows it,
+    // for the flow (the pacer's stats) and for the provider (the demo's own bookkeeping).
+    for (const flow of ["page", "subtitles"]) {
+      assert.ok(stats.flows[flow].pacer.inputTokens > 0 && stats.flows[flow].pacer.outputTokens > 0, `${flow} tokens`);
+      assert.ok(stats.flows[flow].byProvider.demo.inputTokens > 0, `${flow} tokens of the demo provider`);
+    }
+    const statsPage = await browser.context.newPage();
+    await statsPage.goto(browser.pageUrl("stats.html"));
+    await statsPage.waitForFunction(() => document.documentElement.dataset.statsLoaded === "1");
+    const figure = async (selector) => Number((await statsPage.locator(selector).textContent()).replaceAll(",", ""));
+    for (const key of ["inputTokens", "outputTokens"]) {
+      assert.ok((await figure(`#stats-page [data-stat="${key}"]`)) > 0, `the page flow's ${key} shown`);
+      assert.ok((await figure(`#stats-page tr[data-provider="demo"] [data-provider-stat="${key}"]`)) > 0, `the demo provider's ${key} shown`);
+    }
+    assert.equal(
+      await figure(`#stats-page tr[data-provider="demo"] [data-provider-stat="inputTokens"]`),
+      stats.flows.page.byProvider.demo.inputTokens,
+    );
+    const tokenLine = await statsPage.locator("#tokens-page polyline").getAttribute("points");
+    assert.ok(tokenLine.trim().split(/\s+/).length >= 2, "the tokens-per-minute chart has a line");
+    assert.ok((await statsPage.locator("#tokens-page text").allTextContents()).some((t) => /^Tokens per minute \([1-9][\d,]*\)$/.test(t)));
   }));
 
 test("the strict preset against a 60-per-minute quota with no burst meets no 429", { skip }, (t) =>
