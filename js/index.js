@@ -361,10 +361,10 @@ export class BatchPacer {
 
   /** Validates the whole patch, then applies it to queued work at once. */
   setOptions(patch) {
-    if (patch !== null && typeof patch === "object" && Object.hasOwn(patch, "budget")) {
+    if (patch !== null && typeof patch === "object" && Object.hasOwn(patch, "budget") && patch.budget !== undefined) {
       throw new PacerError("invalid_options", "budget cannot be changed after construction", { option: "budget" });
     }
-    this.#core.setOptions(patch);
+    this.#core.setOptions(splitBudget(patch)[0]);
   }
 
   /** The options in force (without clock, onEvent and cache). */

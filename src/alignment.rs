@@ -17,16 +17,21 @@
 use crate::codec::Mismatch;
 
 /// Checks `segments` (one per text, already counted) against `texts`.
-pub fn check<S: AsRef<str>>(texts: &[S], segments: &[String]) -> Result<(), Mismatch> {
+pub fn check<S: AsRef<str>, T: AsRef<str>>(texts: &[S], segments: &[T]) -> Result<(), Mismatch> {
     for (index, (text, segment)) in texts.iter().zip(segments).enumerate() {
         let text = text.as_ref().trim_end();
-        if segment.trim_end().ends_with(':') && !text.ends_with(':') && !text.ends_with('：') {
+        if segment.as_ref().trim_end().ends_with(':')
+            && !text.ends_with(':')
+            && !text.ends_with('：')
+        {
             return Err(Mismatch::Misaligned { index });
         }
     }
     for (i, a) in segments.iter().enumerate() {
         for (j, b) in segments.iter().enumerate().skip(i + 1) {
-            if a.trim() == b.trim() && texts[i].as_ref().trim() != texts[j].as_ref().trim() {
+            if a.as_ref().trim() == b.as_ref().trim()
+                && texts[i].as_ref().trim() != texts[j].as_ref().trim()
+            {
                 return Err(Mismatch::Misaligned { index: j });
             }
         }
@@ -40,7 +45,7 @@ pub fn check<S: AsRef<str>>(texts: &[S], segments: &[String]) -> Result<(), Mism
     }
     let mut segment_runs: Vec<Vec<&[u8]>> = Vec::with_capacity(segments.len());
     for segment in segments {
-        segment_runs.push(digit_runs(segment));
+        segment_runs.push(digit_runs(segment.as_ref()));
     }
     for (index, runs) in text_runs.iter().enumerate() {
         for number in runs {

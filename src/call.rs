@@ -33,13 +33,15 @@ pub struct Call {
     /// What the model is sent: the texts laid out as `layout` says (the only text for a
     /// single request).
     pub text: String,
-    /// One id per text, unique within the call: "1", "2", ...
-    pub ids: Vec<String>,
+    /// One id per text, unique within the call: "1", "2", ... (shared between calls of
+    /// the same size).
+    pub ids: Rc<[String]>,
     /// How the texts are laid out in `text`.
     pub layout: Layout,
     /// For a batch, the paragraph that tells a model how to answer in its layout, ready
-    /// to append to a system prompt; empty for a single text.
-    pub instructions: String,
+    /// to append to a system prompt; empty for a single text (shared between calls of
+    /// the same layout).
+    pub instructions: Rc<str>,
     /// Whether this call carries more than one text.
     pub is_batch: bool,
     /// The items' shared fields.

@@ -37,17 +37,14 @@ pub fn choose_tag<S: AsRef<str>>(texts: &[S]) -> String {
 
 /// The `[open, close]` pair of the segment with id `id` (1-based).
 pub fn pair(tag: &str, id: usize) -> (String, String) {
-    let id = number(id);
-    let mut open = String::with_capacity(tag.len() + id.len() + 2);
+    let mut open = String::with_capacity(tag.len() + 12);
     open.push('<');
     open.push_str(tag);
-    open.push_str(&id);
+    push_number(&mut open, id);
     open.push('>');
     let mut close = String::with_capacity(open.len() + 1);
     close.push_str("</");
-    close.push_str(tag);
-    close.push_str(&id);
-    close.push('>');
+    close.push_str(open.get(1..).unwrap_or(""));
     (open, close)
 }
 
@@ -55,23 +52,29 @@ pub fn pair(tag: &str, id: usize) -> (String, String) {
 pub fn ids(count: usize) -> Vec<String> {
     let mut ids = Vec::with_capacity(count);
     for id in 1..=count {
-        ids.push(number(id));
+        let mut text = String::with_capacity(4);
+        push_number(&mut text, id);
+        ids.push(text);
     }
     ids
 }
 
-/// `id` in decimal, without the formatting machinery (every call makes its ids).
-fn number(id: usize) -> String {
-    if id < 10 {
-        return char::from(b'0' + id as u8).to_string();
-    }
-    let mut digits = Vec::new();
-    let mut n = id;
-    while n > 0 {
-        digits.push(b'0' + (n % 10) as u8);
+/// Appends `n` in decimal, without the formatting machinery (every call makes its ids).
+fn push_number(out: &mut String, n: usize) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut n = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (n % 10) as u8;
         n /= 10;
+        if n == 0 {
+            break;
+        }
     }
-    digits.iter().rev().map(|d| char::from(*d)).collect()
+    for &d in digits.get(at..).unwrap_or(&[]) {
+        out.push(char::from(d));
+    }
 }
 
 /// What the model is sent: each text between its markers, one segment per line.
@@ -141,16 +144,22 @@ pub fn scan(text: &str, tag: &str) -> Vec<Marker> {
 fn holds_marker(text: &str, tag: &str) -> bool {
     let bytes = text.as_bytes();
     let tag = tag.as_bytes();
-    bytes.iter().enumerate().any(|(i, &b)| {
-        b == b'<' && {
-            let mut p = skip_spaces(bytes, i + 1);
-            if bytes.get(p) == Some(&b'/') {
-                p = skip_spaces(bytes, p + 1);
-            }
-            starts_with_tag(bytes, p, tag)
-                && bytes.get(p + tag.len()).is_some_and(u8::is_ascii_digit)
+    // Most texts hold no '<' at all: `find` skips to each one (a byte loop is slower).
+    let mut from = 0;
+    while let Some(at) = text.get(from..).and_then(|rest| rest.find('<')) {
+        let i = from + at;
+        let mut p = skip_spaces(bytes, i + 1);
+        if bytes.get(p) == Some(&b'/') {
+            p = skip_spaces(bytes, p + 1);
         }
-    })
+        if starts_with_tag(bytes, p, tag)
+            && bytes.get(p + tag.len()).is_some_and(u8::is_ascii_digit)
+        {
+            return true;
+        }
+        from = i + 1;
+    }
+    false
 }
 
 fn marker_at(bytes: &[u8], start: usize, tag: &[u8]) -> Option<Marker> {

@@ -119,7 +119,11 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
             seen[i] += 1;
         }
     }
-    let source = |i: usize| texts[i].as_ref().trim();
+    let mut trimmed: Vec<&str> = Vec::with_capacity(n);
+    for text in texts {
+        trimmed.push(text.as_ref().trim());
+    }
+    let source = |i: usize| trimmed[i];
     // Rule 1, per entry in reply order.
     let mut damaged = vec![false; entries.len()];
     let mut highest: Option<usize> = None;
@@ -225,12 +229,12 @@ fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
     let n = texts.len();
     let source: Vec<f64> = texts
         .iter()
-        .map(|t| t.as_ref().trim().chars().count().max(1) as f64)
+        .map(|t| char_len(t.as_ref().trim()).max(1.0))
         .collect();
     let mut ratios: Vec<f64> = Vec::with_capacity(n);
     let mut lengths: Vec<Option<f64>> = Vec::with_capacity(n);
     for (i, segment) in segments.iter().enumerate() {
-        let length = segment.map(|s| s.chars().count().max(1) as f64);
+        let length = segment.map(|s| char_len(s).max(1.0));
         if let Some(len) = length {
             ratios.push(len / source[i]);
         }
@@ -258,10 +262,10 @@ fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
             }
         }
     }
-    let mut complete: Vec<String> = Vec::with_capacity(n);
+    let mut complete: Vec<&str> = Vec::with_capacity(n);
     for segment in segments {
         match segment {
-            Some(s) => complete.push((*s).to_owned()),
+            Some(s) => complete.push(s),
             None => return false,
         }
     }
@@ -286,12 +290,12 @@ fn trusted_before_missing_last<S: AsRef<str>>(
     let mut trusted = vec![false; n];
     let source: Vec<f64> = texts
         .iter()
-        .map(|t| t.as_ref().trim().chars().count().max(1) as f64)
+        .map(|t| char_len(t.as_ref().trim()).max(1.0))
         .collect();
     let mut segment: Vec<f64> = Vec::with_capacity(n - 1);
     for candidate in &candidates[..n - 1] {
         match candidate {
-            Some(text) => segment.push(text.chars().count().max(1) as f64),
+            Some(text) => segment.push(char_len(text).max(1.0)),
             None => return trusted,
         }
     }
@@ -325,6 +329,15 @@ fn trusted_before_missing_last<S: AsRef<str>>(
         trusted[j] = all_ruled_out;
     }
     trusted
+}
+
+/// Characters of `text` (one pass over the bytes when it is ASCII, as most are).
+fn char_len(text: &str) -> f64 {
+    if text.is_ascii() {
+        text.len() as f64
+    } else {
+        text.chars().count() as f64
+    }
 }
 
 /// The median (the upper one of an even count); an insertion sort, as for the ids.

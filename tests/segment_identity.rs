@@ -44,7 +44,7 @@ fn a_batch_carries_ids_markers_and_instructions() {
     }
     let calls = calls.borrow();
     let (ids, layout, text, instructions) = &calls[0];
-    assert_eq!(ids, &["1", "2", "3"]);
+    assert_eq!(ids[..], ["1", "2", "3"]);
     let Layout::Markers(pairs) = layout else {
         panic!("a batch in the markers layout: {layout:?}");
     };

@@ -33,12 +33,53 @@ pub(super) enum Reading {
     },
 }
 
+/// The strings every call of a size or layout repeats, made once: ids and instructions.
+#[derive(Debug, Default)]
+pub(super) struct CallStrings {
+    /// `ids[n]`: the ids of a call of `n` texts.
+    ids: Vec<Rc<[String]>>,
+    /// The last instructions made, with the tag or separator and the count they are for.
+    instructions: Option<(String, usize, Rc<str>)>,
+    /// A single text's (empty) instructions.
+    none: Option<Rc<str>>,
+}
+
+impl CallStrings {
+    /// The ids of a call of `count` texts.
+    fn ids(&mut self, count: usize) -> Rc<[String]> {
+        while self.ids.len() <= count {
+            let n = self.ids.len();
+            self.ids.push(markers::ids(n).into());
+        }
+        self.ids[count].clone()
+    }
+
+    /// The instructions for `count` texts laid out with `key` (a tag or a separator),
+    /// made by `make` only when the last ones were for another layout.
+    fn instructions(&mut self, key: &str, count: usize, make: impl FnOnce() -> String) -> Rc<str> {
+        match &self.instructions {
+            Some((k, c, last)) if k == key && *c == count => last.clone(),
+            _ => {
+                let made: Rc<str> = make().into();
+                self.instructions = Some((key.to_owned(), count, made.clone()));
+                made
+            }
+        }
+    }
+
+    /// A single text's instructions: none.
+    fn none(&mut self) -> Rc<str> {
+        self.none.get_or_insert_with(|| Rc::from("")).clone()
+    }
+}
+
 /// A call's text, its layout and instructions for the provider, and how its reply will
 /// be read.
 pub(super) fn lay_out(
     format: SegmentFormat,
     texts: &[String],
-) -> (String, Layout, String, Reading) {
+    strings: &mut CallStrings,
+) -> (String, Layout, Rc<str>, Reading) {
     let count = texts.len();
     let single = count <= 1;
     match format {
@@ -47,7 +88,7 @@ pub(super) fn lay_out(
                 // A single text's reply is taken as it is: no tag to choose.
                 let text = texts.first().cloned().unwrap_or_default();
                 let reading = Reading::Markers(String::new());
-                return (text, Layout::Single, String::new(), reading);
+                return (text, Layout::Single, strings.none(), reading);
             }
             let tag = markers::choose_tag(texts);
             let mut pairs = Vec::with_capacity(count);
@@ -55,7 +96,8 @@ pub(super) fn lay_out(
                 pairs.push(markers::pair(&tag, id));
             }
             let text = markers::lay_out(texts, &pairs);
-            let instructions = markers::instructions(&tag, count);
+            let instructions =
+                strings.instructions(&tag, count, || markers::instructions(&tag, count));
             (
                 text,
                 Layout::Markers(pairs),
@@ -66,9 +108,10 @@ pub(super) fn lay_out(
         SegmentFormat::Separator => {
             let separator = codec::choose_separator(texts);
             let (text, instructions) = if single {
-                (texts.first().cloned().unwrap_or_default(), String::new())
+                (texts.first().cloned().unwrap_or_default(), strings.none())
             } else {
-                let instructions = codec::instructions(&separator, count);
+                let instructions = strings
+                    .instructions(&separator, count, || codec::instructions(&separator, count));
                 (codec::join(texts, &separator), instructions)
             };
             let reading = Reading::Separator {
@@ -171,7 +214,9 @@ impl<C: Clone> Engine<C> {
         if let Some(p) = self.providers.get(provider as usize) {
             p.pacing.borrow_mut().quota.spend(self.now, cost);
         }
-        let (text, layout, instructions, reading) = lay_out(self.options.segment_format, &texts);
+        let (text, layout, instructions, reading) =
+            lay_out(self.options.segment_format, &texts, &mut self.call_strings);
+        let ids = self.call_strings.ids(texts.len());
         self.out.stats.provider_calls += 1;
         self.out.stats.batch_calls += u64::from(is_batch);
         self.out.stats.retries += u64::from(attempt > 0);
@@ -200,7 +245,7 @@ impl<C: Clone> Engine<C> {
         );
         self.out.calls.push_back(Call {
             id,
-            ids: markers::ids(texts.len()),
+            ids,
             texts,
             text,
             layout,

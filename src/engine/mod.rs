@@ -107,6 +107,8 @@ pub struct Engine<C> {
     store: Option<Store>,
     /// The budget this pacer shares with others, if any.
     shared: Option<SharedBudget>,
+    /// Ids and instructions made once for all calls.
+    call_strings: CallStrings,
     /// The token budget (`tokensPerMinute`), when one is set.
     budget: Option<TokenBudget>,
     /// Whether a provider has reported a token window: item token estimates are needed
@@ -143,6 +145,7 @@ impl<C: Clone> Engine<C> {
             scratch: Vec::new(),
             store: None,
             shared: None,
+            call_strings: CallStrings::default(),
             token_windows: false,
             disposed: false,
         }

@@ -37,18 +37,23 @@ impl PacerBudget {
                 .as_ref()
                 .map(|v| ("estimateTokens", v)));
         if let Some((name, value)) = extra {
-            return Err(invalid(format!(
+            let message = format!(
                 "sharedBudget takes rate, capacity and tokensPerMinute, not {name} (got {})",
                 describe(value)
-            )));
+            );
+            return Err(js_error(&PacerFailure::invalid_option(name, message)));
         }
         if let Some((name, value)) = input
             .core
             .iter()
             .find(|(name, _)| !BUDGET_OPTIONS.contains(&name.as_str()))
         {
-            return Err(invalid(format!(
+            let message = format!(
                 "sharedBudget takes rate, capacity and tokensPerMinute, not {name} (got {value})"
+            );
+            return Err(js_error(&PacerFailure::invalid_option(
+                name.as_str(),
+                message,
             )));
         }
         let options = Options::default()

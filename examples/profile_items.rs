@@ -1,0 +1,54 @@
+//! Runs 20,000 paragraphs through the engine in the default (markers) layout with an
+//! echoing provider, for a profiler: `valgrind --tool=callgrind target/release/examples/profile_items`.
+use batch_pacer::{Compat, Engine, Instant, Item, Options, Reply};
+
+fn main() {
+    let mut engine: Engine<()> = Engine::new(
+        Options {
+            rate: 1e12,
+            capacity: 1e12,
+            cache_entries: 0,
+            ..Options::default()
+        },
+        Instant::ZERO,
+        1,
+    );
+    let texts: Vec<String> = (0..20_000)
+        .map(|i| format!("Paragraph {i}: {}", "lorem ipsum dolor sit amet ".repeat(7)))
+        .collect();
+    let mut settled = 0;
+    for text in &texts {
+        let item = Item {
+            text,
+            compat: Compat {
+                provider_id: "p",
+                source_lang: "en",
+                target_lang: "de",
+                context: "",
+                llm: true,
+            },
+            priority: 0.0,
+            tokens: None,
+        };
+        let _ = engine.handle_translate(Instant::ZERO, &item);
+        while let Some(call) = engine.poll_call() {
+            let reply = Reply::Text(call.text.clone());
+            engine.handle_response(Instant::ZERO, call.id, Ok(reply));
+        }
+        while engine.poll_settled().is_some() {
+            settled += 1;
+        }
+    }
+    engine.handle_timeout(Instant::from_millis(1000.0));
+    while let Some(call) = engine.poll_call() {
+        engine.handle_response(
+            Instant::from_millis(1000.0),
+            call.id,
+            Ok(Reply::Text(call.text.clone())),
+        );
+    }
+    while engine.poll_settled().is_some() {
+        settled += 1;
+    }
+    assert_eq!(settled, texts.len());
+}
