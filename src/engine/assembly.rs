@@ -37,13 +37,7 @@ impl<C: Clone> Engine<C> {
             // Rule 2: an item longer than the limit makes the open batch due at once too,
             // so the earlier items are not left behind it for their whole window.
             if let Some(open_key) = open.filter(|_| llm) {
-                let collecting = self
-                    .batches
-                    .get(open_key)
-                    .is_some_and(|b| b.state == State::Collecting);
-                if collecting {
-                    self.make_ready(open_key);
-                }
+                self.make_due_now(open_key);
             }
             let batch = self.new_batch(&member, group_key, provider, first_at);
             self.make_ready(batch);
@@ -59,13 +53,7 @@ impl<C: Clone> Engine<C> {
                 return;
             }
             // The item would break a limit: the open batch is due now, the item starts the next.
-            let collecting = self
-                .batches
-                .get(open_key)
-                .is_some_and(|b| b.state == State::Collecting);
-            if collecting {
-                self.make_ready(open_key);
-            }
+            self.make_due_now(open_key);
         }
         let batch = self.new_batch(&member, group_key, provider, first_at);
         if let Some(g) = self.groups.get_mut(group_key) {
@@ -140,6 +128,17 @@ impl<C: Clone> Engine<C> {
         }
     }
 
+    /// Makes a batch that is still collecting due at once (rule 2).
+    fn make_due_now(&mut self, batch_key: Id<Batch>) {
+        let collecting = self
+            .batches
+            .get(batch_key)
+            .is_some_and(|b| b.state == State::Collecting);
+        if collecting {
+            self.make_ready(batch_key);
+        }
+    }
+
     pub(super) fn make_ready(&mut self, batch_key: Id<Batch>) {
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
@@ -210,14 +209,7 @@ impl<C: Clone> Engine<C> {
                 g.open = None;
             }
             for job_key in batch.jobs {
-                if let Some(job) = self.jobs.get(job_key) {
-                    let member = Member {
-                        job: job_key,
-                        chars: utf16_len(&job.text),
-                        tokens: job.tokens,
-                        priority: job.priority,
-                        seq: job.seq,
-                    };
+                if let Some(member) = self.member(job_key) {
                     members.push((member, batch.compat, batch.first_at));
                 }
             }

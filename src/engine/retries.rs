@@ -182,16 +182,14 @@ impl<C: Clone> Engine<C> {
             items: batch.jobs.len(),
         });
         for job_key in batch.jobs {
-            let Some(job) = self.jobs.get(job_key) else {
+            let Some(member) = self.member(job_key) else {
                 continue;
             };
             // Each item keeps its batch's place in line.
             let member = Member {
-                job: job_key,
-                chars: utf16_len(&job.text),
-                tokens: job.tokens,
                 priority: batch.priority,
                 seq: batch.seq,
+                ..member
             };
             let single = self.new_batch(&member, batch.compat, batch.provider, batch.first_at);
             if let Some(b) = self.batches.get_mut(single) {

@@ -52,6 +52,12 @@ pub struct Sim {
     log: Log,
 }
 
+/// How far [`Sim::step`] goes: only the outputs there are now, or on in time.
+enum Drive {
+    Now,
+    Until(Instant),
+}
+
 /// What a [`Sim`] saw.
 #[derive(Default)]
 pub struct Log {
@@ -204,20 +210,15 @@ impl Sim {
 
     /// Collects every output of the engine and schedules the provider's answers.
     pub fn drain(&mut self) {
-        self.time.now = self.now;
-        let Sim {
-            engine,
-            time,
-            provider,
-            store,
-            log,
-            ..
-        } = self;
-        collect(engine, time, provider, store, log);
+        self.step(Drive::Now);
     }
 
     /// Runs until nothing more can happen, or until `limit`.
     pub fn drive_until(&mut self, limit: Instant) {
+        self.step(Drive::Until(limit));
+    }
+
+    fn step(&mut self, how: Drive) {
         self.time.now = self.now;
         let Sim {
             engine,
@@ -227,9 +228,14 @@ impl Sim {
             log,
             ..
         } = self;
-        time.run_until(engine, limit, |time, engine| {
-            collect(engine, time, provider, store, log)
-        });
+        match how {
+            Drive::Now => collect(engine, time, provider, store, log),
+            Drive::Until(limit) => {
+                time.run_until(engine, limit, |time, engine| {
+                    collect(engine, time, provider, store, log)
+                });
+            }
+        }
         self.now = self.time.now;
     }
 
