@@ -6,39 +6,10 @@
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
-import http from "node:http";
 
 import { openAIProvider } from "batch-pacer";
 
-/** Starts a chat-completions server; `handler(record, res)` answers each request. */
-async function startServer(t, handler) {
-  const requests = [];
-  const server = http.createServer((req, res) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk) => (raw += chunk));
-    req.on("end", () => {
-      let json;
-      try {
-        json = JSON.parse(raw);
-      } catch {
-        json = undefined;
-      }
-      const record = { method: req.method, url: req.url, headers: req.headers, raw, json };
-      requests.push(record);
-      handler(record, res);
-    });
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  t.after(
-    () =>
-      new Promise((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  );
-  return { baseUrl: `http://127.0.0.1:${server.address().port}/v1`, requests };
-}
+import { startServer } from "./chat-server.mjs";
 
 function sendJson(res, status, value, headers = {}) {
   res.writeHead(status, { "Content-Type": "application/json", ...headers });

@@ -3,47 +3,15 @@
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
-import http from "node:http";
 import { inspect } from "node:util";
 
 import FakeTimers from "@sinonjs/fake-timers";
+
+import { startServer } from "./chat-server.mjs";
 import init, { openAIProvider, BatchPacer, PacerError } from "batch-pacer";
 
 const CANARY = "sk-canary-DO-NOT-LEAK-123";
 const SEP = "\n\n%%\n\n";
-
-/**
- * Starts a chat-completions server. `handler(record, res)` answers each request;
- * `record` holds the method, url, headers and parsed JSON body the server received.
- */
-async function startServer(t, handler) {
-  const requests = [];
-  const server = http.createServer((req, res) => {
-    let raw = "";
-    req.setEncoding("utf8");
-    req.on("data", (chunk) => (raw += chunk));
-    req.on("end", () => {
-      let json;
-      try {
-        json = JSON.parse(raw);
-      } catch {
-        json = undefined;
-      }
-      const record = { method: req.method, url: req.url, headers: req.headers, raw, json };
-      requests.push(record);
-      handler(record, res, req);
-    });
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  const { port } = server.address();
-  const close = () =>
-    new Promise((resolve) => {
-      server.closeAllConnections();
-      server.close(() => resolve());
-    });
-  t.after(close);
-  return { baseUrl: `http://127.0.0.1:${port}/v1`, port, requests, close };
-}
 
 function sendJson(res, status, value, headers = {}) {
   res.writeHead(status, { "Content-Type": "application/json", ...headers });
