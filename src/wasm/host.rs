@@ -76,6 +76,8 @@ struct Recent {
     markers: Option<(String, Vec<(JsValue, JsValue)>)>,
     /// The last instructions.
     instructions: Option<(String, JsValue)>,
+    /// `""`, a single text's instructions.
+    empty: Option<JsValue>,
 }
 
 impl Recent {
@@ -124,6 +126,12 @@ impl Recent {
             list.set(i as u32, Array::of2(open, close).into());
         }
         list.into()
+    }
+
+    fn empty(&mut self) -> JsValue {
+        self.empty
+            .get_or_insert_with(|| JsValue::from_str(""))
+            .clone()
     }
 
     fn instructions(&mut self, instructions: &str) -> JsValue {
@@ -180,7 +188,7 @@ impl Calls {
                 JsValue::UNDEFINED
             };
             let instructions = if call.instructions.is_empty() {
-                JsValue::from_str("")
+                recent.empty()
             } else {
                 recent.instructions(&call.instructions)
             };
