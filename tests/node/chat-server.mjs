@@ -35,3 +35,16 @@ export async function startServer(t, handler) {
   t.after(close);
   return { baseUrl: `http://127.0.0.1:${port}/v1`, port, requests, close };
 }
+
+/** The fields every hand-built provider request shares: an item's compatibility
+ * fields, a first try, and a live signal. */
+export function requestFields() {
+  return {
+    sourceLang: "en",
+    targetLang: "de",
+    providerId: "openai",
+    context: "",
+    attempt: 0,
+    signal: new AbortController().signal,
+  };
+}

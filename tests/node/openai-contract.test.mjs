@@ -9,7 +9,7 @@ import assert from "node:assert/strict";
 
 import { openAIProvider } from "batch-pacer";
 
-import { startServer } from "./chat-server.mjs";
+import { requestFields, startServer } from "./chat-server.mjs";
 
 function sendJson(res, status, value, headers = {}) {
   res.writeHead(status, { "Content-Type": "application/json", ...headers });
@@ -43,12 +43,7 @@ function markedRequest(texts, overrides = {}) {
     instructions:
       "Answer each segment between its own markers (zebracorn rule): keep every marker as it is and write nothing outside them.",
     isBatch: true,
-    sourceLang: "en",
-    targetLang: "de",
-    providerId: "openai",
-    context: "",
-    attempt: 0,
-    signal: new AbortController().signal,
+    ...requestFields(),
     ...overrides,
   };
 }
@@ -60,12 +55,7 @@ function singleRequest(text, overrides = {}) {
     text,
     instructions: "",
     isBatch: false,
-    sourceLang: "en",
-    targetLang: "de",
-    providerId: "openai",
-    context: "",
-    attempt: 0,
-    signal: new AbortController().signal,
+    ...requestFields(),
     ...overrides,
   };
 }

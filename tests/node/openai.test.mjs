@@ -7,7 +7,7 @@ import { inspect } from "node:util";
 
 import FakeTimers from "@sinonjs/fake-timers";
 
-import { startServer } from "./chat-server.mjs";
+import { requestFields, startServer } from "./chat-server.mjs";
 import init, { openAIProvider, BatchPacer, PacerError } from "batch-pacer";
 
 const CANARY = "sk-canary-DO-NOT-LEAK-123";
@@ -35,12 +35,7 @@ function makeRequest(overrides = {}) {
     text: texts.join(separator),
     separator,
     isBatch: texts.length > 1,
-    sourceLang: "en",
-    targetLang: "de",
-    providerId: "openai",
-    context: "",
-    attempt: 0,
-    signal: new AbortController().signal,
+    ...requestFields(),
     ...overrides,
   };
 }
