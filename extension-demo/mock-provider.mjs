@@ -329,7 +329,7 @@ function translateMarked(user, tag, lang, fault) {
     applied = fault;
     if (fault === "wrong-count") out = out.slice(0, -1);
     else if (fault === "extra-segment") out = [...out, [Math.max(...source.numbers) + 1, pseudoTranslate("(extra segment)", lang)]];
-    else if (fault === "drop-separator") out = [[1, `${translated[0]} ${translated[1]}`], ...out.slice(2)];
+    else if (fault === "drop-separator") out = [[source.numbers[0], `${translated[0]} ${translated[1]}`], ...out.slice(2)];
   }
   return {
     content: out.map(([number, text]) => `<${tag}${number}>${text}</${tag}${number}>`).join("\n"),

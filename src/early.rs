@@ -20,6 +20,7 @@
 //! a whole reply.
 
 use crate::markers::{index_of, scan};
+use crate::proof::{char_len, median, scatter, shifted_readings};
 
 /// The leading pairs of a reply so far: the text of each pair of segments `0 … m - 1`
 /// found in order, and whether an anomaly (a broken, repeated, unknown or out-of-order
@@ -78,8 +79,34 @@ pub fn proven_count<S: AsRef<str>>(texts: &[S], closed: &[&str]) -> usize {
             !(empty || other_source || repeated)
         })
         .count();
+    if merge_reads_better(&sources, &closed[..clean.min(n.saturating_sub(1))]) {
+        return 0;
+    }
     // Each needs its right neighbour closed cleanly; the last segment waits for the end.
     clean.saturating_sub(1).min(n.saturating_sub(1))
+}
+
+/// Whether the closed segments read better as holding a merge at some position, the
+/// numbers then copied in their order of appearance (every later pair one source on):
+/// read so, every ratio fits within 1.5× of their median and they scatter less than as
+/// they stand, by more than ln 1.25 in summed log deviation (short words vary that much
+/// by themselves). A false alarm only delays the rest of the batch to the end of the
+/// reply.
+fn merge_reads_better(sources: &[&str], closed: &[&str]) -> bool {
+    let m = closed.len();
+    if m < 2 {
+        return false;
+    }
+    let source: Vec<f64> = sources[..=m].iter().map(|s| char_len(s).max(1.0)).collect();
+    let segment: Vec<f64> = closed.iter().map(|s| char_len(s).max(1.0)).collect();
+    let straight: Vec<f64> = (0..m).map(|k| (segment[k] / source[k]).ln()).collect();
+    let base = scatter(&straight);
+    (0..m).any(|j| {
+        let [merged, _] = shifted_readings(&source, &segment, j);
+        let centre = median(&merged);
+        merged.iter().all(|r| (r - centre).abs() <= 1.5f64.ln())
+            && scatter(&merged) + 1.25f64.ln() < base
+    })
 }
 
 #[cfg(test)]
@@ -130,5 +157,19 @@ mod tests {
         // Damage stops the run, and takes its left neighbour with it.
         assert_eq!(proven_count(&texts, &["eins", "", "drei"]), 0);
         assert_eq!(proven_count(&texts, &["eins", "zwei", "four"]), 1);
+    }
+
+    #[test]
+    fn a_merge_under_numbers_copied_in_order_stops_early_resolution_when_lengths_show_it() {
+        let texts = [
+            "the first paragraph",
+            "the second one here",
+            "a third paragraph!!",
+            "the fourth and last",
+        ];
+        let merged = "der erste Absatz der zweite hier";
+        assert_eq!(proven_count(&texts, &[merged, "ein dritter Absatz!"]), 0);
+        let faithful = ["der erste Absatz", "der zweite hier"];
+        assert_eq!(proven_count(&texts, &faithful), 1);
     }
 }
