@@ -18,6 +18,8 @@ pub(super) struct Running {
     /// Its estimated cost before and after the provider's scaling (0 without estimates).
     pub(super) raw_cost: f64,
     pub(super) cost: f64,
+    /// The reply received so far, once it streams.
+    pub(super) stream: Option<Box<Streamed>>,
 }
 
 /// How a call's reply is read back onto its items.
@@ -92,8 +94,8 @@ pub(super) fn lay_out(
             }
             let tag = markers::choose_tag(texts);
             let mut pairs = Vec::with_capacity(count);
-            for id in 1..=count {
-                pairs.push(markers::pair(&tag, id));
+            for index in 0..count {
+                pairs.push(markers::pair(&tag, markers::number(index)));
             }
             let text = markers::lay_out(texts, &pairs);
             let instructions =
@@ -135,9 +137,10 @@ pub(super) fn read_reply(
     match (reading, reply) {
         (_, Reply::Text(text)) if expected == 1 => Ok(vec![Some(text)]),
         (_, Reply::Keyed(pairs)) => Ok(proof::prove(texts, proof::keyed_entries(pairs))),
-        (Reading::Markers(tag), Reply::Text(text)) => {
-            Ok(proof::prove(texts, proof::marked_entries(&text, tag)))
-        }
+        (Reading::Markers(tag), Reply::Text(text)) => Ok(proof::prove(
+            texts,
+            proof::by_index(proof::marked_entries(&text, tag)),
+        )),
         (Reading::Markers(_), Reply::Texts(segments)) if segments.len() == expected => {
             Ok(proof::prove(texts, proof::listed_entries(segments)))
         }
@@ -241,6 +244,7 @@ impl<C: Clone> Engine<C> {
                 reading,
                 raw_cost,
                 cost,
+                stream: None,
             },
         );
         self.out.calls.push_back(Call {
@@ -258,6 +262,13 @@ impl<C: Clone> Engine<C> {
     }
 
     pub(super) fn on_reply(&mut self, run: Running, reply: Reply) {
+        let reply = match reply {
+            Reply::Text(text) => match visible_reply(text, run.batch_len(&self.batches)) {
+                Ok(text) => Reply::Text(text),
+                Err(failure) => return self.on_failure(run, failure),
+            },
+            other => other,
+        };
         let Some(batch) = self.batches.get(run.batch) else {
             return;
         };

@@ -1,0 +1,181 @@
+//! Which segments of a streamed reply are proven by its beginning alone, whatever the
+//! rest of it holds (early resolution).
+//!
+//! An early resolution can never be undone, so it may rest only on what the beginning
+//! shows. The threat is a shift: a model that merged, dropped or split segment `j` moves
+//! text across the boundaries after it. With markers numbered by counting (1, 2, 3 …), a
+//! model that then numbered the rest anew would put every later segment under the wrong
+//! id, and only the reply's end would show it (a missing or filler last pair, an unknown
+//! id). The batch's marker numbers are labels in no counting order (`markers::number`:
+//! 21, 58, 95, 43 …), which a model must copy from the segment it translates: a shift
+//! then shows as a skipped, repeated or unknown number at the very next marker, and a
+//! model counting on writes a number the batch does not have.
+//!
+//! So segment `i` resolves early when the reply so far opens with the pairs of segments
+//! `0 … i + 1`, each with its own number, found once and in order, none broken, and none
+//! damaged by rule 1 (empty, another text of the batch, the same text as another
+//! segment): its right neighbour closed cleanly too, since damage there would make it
+//! missing (rule 2), and a merge of `i` and `i + 1` would have skipped `i + 1`'s number.
+//! The last segment waits for the end of the reply, where rules 1–5 read what is left as
+//! a whole reply.
+//!
+//! One damage the numbers cannot show: a model that copies them in their order of
+//! appearance after it merged two segments (renumbering by position). Its trace is the
+//! merged pair's length, so early resolution also stops as soon as the closed segments
+//! read better as holding a merge (`merge_reads_better`). The same after a drop leaves
+//! no trace among like lengths: early resolution trusts it not to happen.
+
+use crate::markers::{index_of, scan};
+use crate::proof::{char_len, median, scatter, shifted_readings};
+
+/// The leading pairs of a reply so far: the text of each pair of segments `0 … m - 1`
+/// found in order, and whether an anomaly (a broken, repeated, unknown or out-of-order
+/// marker) stopped the run. An open marker at the end with no close yet is not an anomaly.
+#[derive(Debug)]
+pub struct LeadingPairs<'a> {
+    /// The texts of the pairs of segments `0 … m - 1`, trimmed.
+    pub closed: Vec<&'a str>,
+    /// The text after the open marker of segment `m`, when it is open at the end.
+    pub open: Option<&'a str>,
+    /// Whether something out of order followed the run.
+    pub broken: bool,
+}
+
+/// The run of in-order pairs at the start of `reply` (markers of `tag`).
+pub fn leading_pairs<'a>(reply: &'a str, tag: &str) -> LeadingPairs<'a> {
+    let mut run = LeadingPairs {
+        closed: Vec::new(),
+        open: None,
+        broken: false,
+    };
+    let mut opened: Option<usize> = None;
+    for marker in scan(reply, tag) {
+        let expected = run.closed.len();
+        let own = marker.id.and_then(index_of) == Some(expected);
+        match (opened, marker.close) {
+            (None, false) if own => opened = Some(marker.end),
+            (Some(from), true) if own => {
+                run.closed
+                    .push(reply.get(from..marker.start).unwrap_or("").trim());
+                opened = None;
+            }
+            _ => {
+                run.broken = true;
+                return run;
+            }
+        }
+    }
+    run.open = opened.map(|from| reply.get(from..).unwrap_or(""));
+    run
+}
+
+/// How many of the leading segments (`closed`, in order) of a batch of `texts` the reply
+/// so far proves, whatever follows.
+pub fn proven_count<S: AsRef<str>>(texts: &[S], closed: &[&str]) -> usize {
+    let n = texts.len();
+    let m = closed.len().min(n);
+    let sources: Vec<&str> = texts.iter().map(|t| t.as_ref().trim()).collect();
+    // Rule 1 on the run: damage stops it.
+    let clean = (0..m)
+        .take_while(|&i| {
+            let text = closed[i];
+            let empty = text.is_empty() && !sources[i].is_empty();
+            let other_source = (0..n).any(|j| sources[j] != sources[i] && sources[j] == text);
+            let repeated = (0..m).any(|k| k != i && closed[k] == text && sources[k] != sources[i]);
+            !(empty || other_source || repeated)
+        })
+        .count();
+    if merge_reads_better(&sources, &closed[..clean.min(n.saturating_sub(1))]) {
+        return 0;
+    }
+    // Each needs its right neighbour closed cleanly; the last segment waits for the end.
+    clean.saturating_sub(1).min(n.saturating_sub(1))
+}
+
+/// Whether the closed segments read better as holding a merge at some position, the
+/// numbers then copied in their order of appearance (every later pair one source on):
+/// read so, every ratio fits within 1.5× of their median and they scatter less than as
+/// they stand, by more than ln 1.25 in summed log deviation (short words vary that much
+/// by themselves). A false alarm only delays the rest of the batch to the end of the
+/// reply.
+fn merge_reads_better(sources: &[&str], closed: &[&str]) -> bool {
+    let m = closed.len();
+    if m < 2 {
+        return false;
+    }
+    let source: Vec<f64> = sources[..=m].iter().map(|s| char_len(s).max(1.0)).collect();
+    let segment: Vec<f64> = closed.iter().map(|s| char_len(s).max(1.0)).collect();
+    let straight: Vec<f64> = (0..m).map(|k| (segment[k] / source[k]).ln()).collect();
+    let base = scatter(&straight);
+    (0..m).any(|j| {
+        let [merged, _] = shifted_readings(&source, &segment, j);
+        let centre = median(&merged);
+        merged.iter().all(|r| (r - centre).abs() <= 1.5f64.ln())
+            && scatter(&merged) + 1.25f64.ln() < base
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::markers::{number, pair};
+
+    /// Segments between the markers of segment indexes `order`.
+    fn reply(order: &[usize], texts: &[&str]) -> String {
+        order
+            .iter()
+            .zip(texts)
+            .map(|(&i, text)| {
+                let (open, close) = pair("s", number(i));
+                format!("{open}{text}{close}\n")
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_leading_run_stops_at_the_first_anomaly() {
+        let text = format!(
+            "x {}{} C",
+            reply(&[0, 1], &["A", " B "]),
+            pair("s", number(2)).0
+        );
+        let run = leading_pairs(&text, "s");
+        assert_eq!(run.closed, ["A", "B"]);
+        assert_eq!(run.open, Some(" C"));
+        assert!(!run.broken);
+        let text = reply(&[0, 2], &["A", "C"]);
+        let skipped = leading_pairs(&text, "s");
+        assert_eq!(skipped.closed, ["A"]);
+        assert!(skipped.broken);
+        // Counting on from a merge: <s22> is no number of the batch.
+        let counted = format!("{}<s22>C</s22>", reply(&[0], &["A B"]));
+        assert!(leading_pairs(&counted, "s").broken);
+    }
+
+    #[test]
+    fn a_segment_resolves_once_its_right_neighbour_closed_cleanly() {
+        let texts = ["one", "two", "three", "four"];
+        assert_eq!(proven_count(&texts, &["eins"]), 0);
+        assert_eq!(proven_count(&texts, &["eins", "zwei"]), 1);
+        assert_eq!(proven_count(&texts, &["eins", "zwei", "drei"]), 2);
+        // The last one waits for the end of the reply.
+        assert_eq!(proven_count(&texts, &["eins", "zwei", "drei", "vier"]), 3);
+        // Damage stops the run, and takes its left neighbour with it.
+        assert_eq!(proven_count(&texts, &["eins", "", "drei"]), 0);
+        assert_eq!(proven_count(&texts, &["eins", "zwei", "four"]), 1);
+    }
+
+    #[test]
+    fn a_merge_under_numbers_copied_in_order_stops_early_resolution_when_lengths_show_it() {
+        let texts = [
+            "the first paragraph",
+            "the second one here",
+            "a third paragraph!!",
+            "the fourth and last",
+        ];
+        let merged = "der erste Absatz der zweite hier";
+        assert_eq!(proven_count(&texts, &[merged, "ein dritter Absatz!"]), 0);
+        let faithful = ["der erste Absatz", "der zweite hier"];
+        assert_eq!(proven_count(&texts, &faithful), 1);
+    }
+}
