@@ -2,6 +2,9 @@
 # Fuzzes the core with cargo fuzz (libFuzzer): the codec, option validation and the engine.
 #
 #   bash scripts/fuzz.sh [seconds-per-target]      # default 600 s per target
+#   bash scripts/fuzz.sh --check [seconds]         # a short run per target (default 15 s),
+#                                                  # as `npm test` does: the committed corpus
+#                                                  # is read, never rewritten
 #
 # Targets run one after another (FUZZ_TARGETS="codec options engine" by default), each
 # for the given time, starting from the committed corpus fuzz/corpus/<target>/. New
@@ -28,7 +31,12 @@ set -euo pipefail
 
 # The whole script is one function, read in full before it runs.
 main() {
-  local seconds="${1:-600}"
+  local check=0
+  if [ "${1:-}" = "--check" ]; then
+    check=1
+    shift
+  fi
+  local seconds="${1:-$([ "$check" = 1 ] && echo 15 || echo 600)}"
   local targets="${FUZZ_TARGETS:-codec options engine}"
   local sanitizer="${FUZZ_SANITIZER:-none}"
   local cap="${FUZZ_CORPUS_CAP:-300}"
@@ -52,6 +60,10 @@ main() {
   local target
   for target in $targets; do
     local raw="corpus-raw/$target" kept="corpus/$target" log="$logs/$target.log"
+    if [ "$check" = 1 ]; then
+      # New inputs go to a scratch folder: a check leaves the committed corpus as it is.
+      raw="$(mktemp -d "${TMPDIR:-/tmp}/fuzz-check-$target.XXXXXX")"
+    fi
     mkdir -p "$raw" "$kept" "artifacts/$target"
     echo "# fuzzing $target for ${seconds}s (log: $log)" >&2
     local status=0
@@ -72,7 +84,11 @@ main() {
       echo "## $target: $done_line" >&2
       summary+=("$target: ${done_line:-no final line} (${execs:-?} executions, ${coverage:-?})")
     fi
-    keep_corpus "$target" "$raw" "$kept" "$cap" "$sanitizer" "$logs"
+    if [ "$check" = 1 ]; then
+      rm -rf "$raw"
+    else
+      keep_corpus "$target" "$raw" "$kept" "$cap" "$sanitizer" "$logs"
+    fi
   done
 
   echo

@@ -33,6 +33,12 @@ if [ "$(wasm-bindgen --version 2>/dev/null | awk '{print $2}')" != "$bindgen_ver
   cargo install wasm-bindgen-cli --version "$bindgen_version" --force
 fi
 
+# The fuzz targets run briefly in `npm test` (scripts/fuzz.sh --check).
+if ! cargo fuzz --version >/dev/null 2>&1; then
+  step "cargo-fuzz"
+  cargo install cargo-fuzz --locked
+fi
+
 if ! command -v geckodriver >/dev/null; then
   step "geckodriver"
   cargo install geckodriver --locked

@@ -19,6 +19,11 @@ cargo clippy --all-targets --quiet --target wasm32-unknown-unknown -- -D warning
 section "native core: cargo test"
 cargo test
 
+# Each fuzz target briefly, from its committed corpus: an oracle that no longer follows the
+# contract fails here. `fence-wrap` is the separator layout's documented limit (README).
+section "fuzz targets: a short run each (scripts/fuzz.sh --check)"
+FUZZ_SKIP_KNOWN="${FUZZ_SKIP_KNOWN:-fence-wrap}" bash scripts/fuzz.sh --check 15
+
 wasm_tests=(--test wasm_browser --test wasm_service_worker)
 # Each suite is a ~20 MB debug module that the browser fetches and compiles before the
 # first test; on a busy two-CPU machine that alone can pass the runner's default 20 s.

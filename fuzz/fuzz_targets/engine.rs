@@ -75,8 +75,27 @@ impl Run {
         while let Some(call) = self.engine.poll_call() {
             assert!(!call.texts.is_empty(), "a call without texts");
             assert_eq!(call.is_batch, call.texts.len() > 1);
-            let token = call.separator().trim();
-            assert!(call.texts.iter().all(|t| !t.contains(token)));
+            // A batch's separator, or each string of its markers, occurs in none of its
+            // texts (API.md); a single request has neither.
+            if call.is_batch {
+                let markers = call.markers();
+                if markers.is_empty() {
+                    let token = call.separator().trim();
+                    assert!(!token.is_empty(), "a batch without a layout");
+                    assert!(call.texts.iter().all(|t| !t.contains(token)));
+                } else {
+                    assert_eq!(markers.len(), call.texts.len());
+                    for (open, close) in markers {
+                        assert!(
+                            call.texts
+                                .iter()
+                                .all(|t| !t.contains(open.as_str()) && !t.contains(close.as_str())),
+                            "marker {open:?} or {close:?} occurs in {:?}",
+                            call.texts
+                        );
+                    }
+                }
+            }
             assert!(
                 call.texts.iter().all(|t| !is_blank(t)),
                 "a blank text was sent"
@@ -151,10 +170,19 @@ impl Run {
 
     fn correct_reply(call: &Call, as_array: bool) -> Reply {
         let echoes: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();
+        let markers = call.markers();
         if as_array {
             Reply::Texts(echoes)
-        } else {
+        } else if markers.is_empty() {
             Reply::Text(echoes.join(call.separator()))
+        } else {
+            // The markers layout: each translation between its own pair, a line each.
+            let marked: Vec<String> = echoes
+                .iter()
+                .zip(markers)
+                .map(|(echo, (open, close))| format!("{open}{echo}{close}"))
+                .collect();
+            Reply::Text(marked.join("\n"))
         }
     }
 
@@ -259,13 +287,19 @@ fn elapse(bytes: &mut Bytes) -> Duration {
 
 fuzz_target!(|data: &[u8]| {
     let mut bytes = Bytes::new(data);
-    // The separator layout: this target's replies are built for it.
+    // Either layout (the fuzzed patch may also choose one): correct replies are built for
+    // the call's own layout, damaged ones from the separator layout's forms.
+    let segment_format = if bytes.bool() {
+        batch_pacer::options::SegmentFormat::Separator
+    } else {
+        batch_pacer::options::SegmentFormat::Markers
+    };
     let options = batch_pacer::Options {
-        segment_format: batch_pacer::options::SegmentFormat::Separator,
+        segment_format,
         ..batch_pacer::Options::default()
     }
-        .patched(&bytes.patch(4))
-        .unwrap_or_default();
+    .patched(&bytes.patch(4))
+    .unwrap_or_default();
     trace!("options {options:?}");
     let mut run = Run {
         engine: Engine::new(options, Instant::ZERO, bytes.u64()),
@@ -334,7 +368,12 @@ fuzz_target!(|data: &[u8]| {
                 };
                 match outcome {
                     Ok(ticket) => {
-                        assert!(valid, "accepted an invalid item {item:?}");
+                        // After dispose every item is taken and rejects `disposed`,
+                        // malformed ones too (API.md: later calls reject `disposed`).
+                        assert!(
+                            valid || run.engine.is_disposed(),
+                            "accepted an invalid item {item:?}"
+                        );
                         let fresh = run.accepted.insert(
                             ticket,
                             Accepted {

@@ -20,6 +20,7 @@ enum Rule {
     FiniteAtLeastZero,
     IntegerAtLeast(u8),
     Boolean,
+    OneOf(&'static [&'static str]),
 }
 
 fn rule(name: &str) -> Option<Rule> {
@@ -32,7 +33,10 @@ fn rule(name: &str) -> Option<Rule> {
         | "maxRateLimitRetries"
         | "cacheEntries"
         | "maxQueued" => Rule::IntegerAtLeast(0),
-        "batchDelayMs" | "timeoutMs" | "baseRetryDelayMs" => Rule::FiniteAtLeastZero,
+        "batchDelayMs" | "timeoutMs" | "baseRetryDelayMs" | "tokensPerMinute" => {
+            Rule::FiniteAtLeastZero
+        }
+        "segmentFormat" => Rule::OneOf(&["markers", "separator"]),
         "fallbackToIndividual" | "adaptiveRate" => Rule::Boolean,
         _ => return None,
     })
@@ -51,6 +55,7 @@ fn valid(name: &str, value: &OptionValue) -> bool {
             n.is_finite() && n.fract() == 0.0 && *n >= f64::from(min)
         }
         (Rule::Boolean, OptionValue::Bool(_)) => true,
+        (Rule::OneOf(names), OptionValue::Text(text)) => names.contains(&text.as_str()),
         _ => false,
     }
 }
