@@ -50,17 +50,25 @@ export async function* readChatCompletionStream(response, hooks) {
       if (step.done) break;
       let text = "";
       let alive = false;
+      // A failure that came in the same read as some text ends the stream after it.
+      let failure;
       for (const { event, data } of step.value) {
         received = true;
         if (data.trim() === "[DONE]") {
           done = true;
           break;
         }
-        if (event === "error") throw hooks.errorEvent(data);
+        if (event === "error") {
+          failure = hooks.errorEvent(data);
+          break;
+        }
         // Other named events (pings, vendor extensions) carry no completion chunk.
         if (event !== "" && event !== "message") continue;
         const chunk = parseChunk(data, hooks);
-        if (chunk.error !== undefined && chunk.error !== null) throw hooks.errorEvent(data);
+        if (chunk instanceof Error || (chunk.error !== undefined && chunk.error !== null)) {
+          failure = chunk instanceof Error ? chunk : hooks.errorEvent(data);
+          break;
+        }
         // Usage comes in the last chunk (OpenAI's include_usage) or in Groq's x_groq.
         usage = hooks.usage(chunk.usage) ?? hooks.usage(chunk.x_groq?.usage) ?? usage;
         const choice = firstChoice(chunk);
@@ -74,6 +82,7 @@ export async function* readChatCompletionStream(response, hooks) {
       }
       if (text !== "") yield text;
       else if (alive) yield "";
+      if (failure !== undefined) throw failure;
     }
   } finally {
     // Stopped early, or [DONE] read: the rest of the body is not needed.
@@ -103,7 +112,7 @@ function bodyOf(response) {
   })();
 }
 
-/** One chunk's JSON object; anything else is a broken stream. */
+/** One chunk's JSON object; anything else is a broken stream, whose error is returned. */
 function parseChunk(data, hooks) {
   let chunk;
   try {
@@ -112,7 +121,7 @@ function parseChunk(data, hooks) {
     chunk = undefined;
   }
   if (chunk === null || typeof chunk !== "object" || Array.isArray(chunk)) {
-    throw new Error(`OpenAI-compatible API sent a stream event that is not a JSON object: ${hooks.excerpt(data)}`);
+    return new Error(`OpenAI-compatible API sent a stream event that is not a JSON object: ${hooks.excerpt(data)}`);
   }
   return chunk;
 }
