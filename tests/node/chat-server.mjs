@@ -84,18 +84,6 @@ export function completionStream(pieces, usage) {
   return out + sse("[DONE]");
 }
 
-/** A seeded random source (mulberry32): the same seed, the same cuts. */
-export function seededRandom(seed) {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let z = state;
-    z = Math.imul(z ^ (z >>> 15), z | 1);
-    z ^= z + Math.imul(z ^ (z >>> 7), z | 61);
-    return ((z ^ (z >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 /** `count` distinct byte offsets inside `length` bytes, ascending, drawn from `random`. */
 export function randomCuts(random, length, count) {
   const cuts = new Set();

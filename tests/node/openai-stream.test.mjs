@@ -15,12 +15,12 @@ import {
   randomCuts,
   readCounter,
   requestFields,
-  seededRandom,
   singleRequest,
   sse,
   startServer,
   writePieces,
 } from "./chat-server.mjs";
+import { prng, rejection } from "./helpers.mjs";
 
 const KEY = "sk-stream-canary-7f3a";
 
@@ -33,16 +33,6 @@ async function collect(stream) {
 
 /** The strings of a stream's values joined: the reply's text. */
 const textOf = (values) => values.filter((v) => typeof v === "string").join("");
-
-/** Runs `promise`, expects it to reject, returns the rejection. */
-async function rejection(promise) {
-  try {
-    await promise;
-  } catch (err) {
-    return err;
-  }
-  assert.fail("expected a rejection");
-}
 
 /** The byte offsets inside every multi-byte UTF-8 character of `text`. */
 function insideCharacters(text) {
@@ -76,7 +66,7 @@ describe("streamed replies read through server-sent events", () => {
       writePieces(res, bytes, { cuts, counter, headers: { "x-ratelimit-remaining-requests": "99" } }),
     );
     const provider = streamingProvider(srv, counter);
-    const random = seededRandom(20260901);
+    const random = prng(20260901);
     for (let run = 0; run < 40; run++) {
       cuts = randomCuts(random, bytes.length, 1 + Math.floor(random() * 40));
       const readsBefore = counter.reads.length;
@@ -405,15 +395,20 @@ describe("errors inside the stream", () => {
 });
 
 describe("cancelling a stream", () => {
-  test("aborting the signal mid-stream ends the iteration with the AbortError and closes the connection", async (t) => {
-    let closed;
-    const connectionClosed = new Promise((resolve) => (closed = resolve));
+  /** A server whose model writes "Hal" and then nothing more; `closed` settles when the connection closes. */
+  async function stuckModel(t) {
+    let close;
+    const closed = new Promise((resolve) => (close = resolve));
     const srv = await startServer(t, (r, res) => {
-      res.on("close", closed);
+      res.on("close", close);
       res.writeHead(200, { "Content-Type": "text/event-stream" });
       res.write(sse(deltaChunk({ content: "Hal" })));
-      // ... and nothing more: the model is stuck.
     });
+    return { srv, closed };
+  }
+
+  test("aborting the signal mid-stream ends the iteration with the AbortError and closes the connection", async (t) => {
+    const { srv, closed } = await stuckModel(t);
     const controller = new AbortController();
     const stream = await openAIProvider({ baseUrl: srv.baseUrl, model: "m", stream: true })(
       singleRequest("x", { signal: controller.signal }),
@@ -427,23 +422,17 @@ describe("cancelling a stream", () => {
     })());
     assert.deepEqual(values, ["Hal"]);
     assert.equal(err.name, "AbortError");
-    await connectionClosed;
+    await closed;
   });
 
   test("a consumer that stops iterating closes the connection", async (t) => {
-    let closed;
-    const connectionClosed = new Promise((resolve) => (closed = resolve));
-    const srv = await startServer(t, (r, res) => {
-      res.on("close", closed);
-      res.writeHead(200, { "Content-Type": "text/event-stream" });
-      res.write(sse(deltaChunk({ content: "Hal" })));
-    });
+    const { srv, closed } = await stuckModel(t);
     const stream = await openAIProvider({ baseUrl: srv.baseUrl, model: "m", stream: true })(singleRequest("x"));
     for await (const value of stream) {
       assert.equal(value, "Hal");
       break;
     }
-    await connectionClosed;
+    await closed;
   });
 
   test("a signal aborted before the call sends nothing", async (t) => {
