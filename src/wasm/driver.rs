@@ -17,30 +17,32 @@ use super::clock::{Clock, TimerHandle};
 use super::compat_table::CompatTable;
 use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
-use super::host::{self, Answer, Calls};
+use super::host::Calls;
 use super::input;
 use super::{replies, views};
 use crate::hash::IdMap;
 use crate::{
     disposed_error, Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup,
-    LookupId, LookupResult, Options, PacerFailure, Report, Settled, StoreWrite, Ticket,
+    LookupId, LookupResult, Options, PacerFailure, Settled, StoreWrite, Ticket,
 };
 
 /// Resolve and reject functions of one `translate` promise.
 type Resolvers = (Function, Function);
 
-struct State {
-    engine: Engine<JsValue>,
+pub(super) struct State {
+    pub(super) engine: Engine<JsValue>,
     resolvers: IdMap<Resolvers>,
     compats: CompatTable,
     timer: Option<(Instant, TimerHandle)>,
     /// A timer that has fired; dropped later, never inside its own callback.
     spent_timer: Option<TimerHandle>,
     on_event: Option<Function>,
+    /// The `onPartial` of unsettled items that have one.
+    partials: IdMap<Function>,
 }
 
-struct Inner {
-    state: RefCell<State>,
+pub(super) struct Inner {
+    pub(super) state: RefCell<State>,
     /// Starts and cancels provider calls on the JS side.
     calls: Calls,
     clock: Clock,
@@ -58,6 +60,7 @@ enum Action {
     Notify(Function, Event),
     Lookup(Lookup),
     Write(StoreWrite),
+    Preview(Function, String),
 }
 
 /// The engine behind one `BatchPacer`.
@@ -187,8 +190,9 @@ impl PacerCore {
                 timer: None,
                 spent_timer: None,
                 on_event,
+                partials: IdMap::default(),
             }),
-            calls: Calls::new(&provider, answer(weak)),
+            calls: Calls::new(&provider, super::answers::answer(weak)),
             clock,
             store,
             estimate,
@@ -326,6 +330,17 @@ impl PacerCore {
         Ok(())
     }
 
+    /// Sends previews of the item of `ticket`'s translation to `on_partial` while its
+    /// reply streams, until it settles.
+    pub fn watch(&self, ticket: f64, on_partial: Function) {
+        if let Ok(mut state) = self.inner.state.try_borrow_mut() {
+            if state.resolvers.contains_key(&(ticket as Ticket)) {
+                state.engine.want_previews();
+                state.partials.insert(ticket as Ticket, on_partial);
+            }
+        }
+    }
+
     /// The item of `ticket` was aborted by its signal.
     pub fn abort(&self, ticket: f64) {
         let now = self.inner.now();
@@ -448,25 +463,6 @@ impl PacerCore {
     }
 }
 
-/// A callback for the JS side of calls: turns what it hands back into the engine's input.
-/// Weak: a provider that never settles (and ignores its abort signal) must not keep a
-/// disposed or dropped pacer alive.
-fn answer(inner: &Weak<Inner>) -> Answer {
-    let inner = inner.clone();
-    Closure::new(move |kind: u32, id: f64, value: JsValue| {
-        let Some(inner) = inner.upgrade() else { return };
-        let outcome = match kind {
-            host::REPLY_TEXT => input::reply(value).map(|reply| (reply, Report::default())),
-            host::REPLY => replies::reply_from(value),
-            kind => {
-                debug_assert_eq!(kind, host::FAIL);
-                Err(replies::failure_from(value))
-            }
-        };
-        inner.respond(id as CallId, outcome);
-    })
-}
-
 fn busy() -> JsValue {
     js_error_of(
         ErrorCode::InvalidInput,
@@ -475,7 +471,7 @@ fn busy() -> JsValue {
 }
 
 impl Inner {
-    fn now(&self) -> Instant {
+    pub(super) fn now(&self) -> Instant {
         Instant::from_millis(self.clock.now_ms())
     }
 
@@ -507,8 +503,15 @@ impl Inner {
             return Some(Action::Cancel(id));
         }
         while let Some(settled) = state.engine.poll_settled() {
+            state.partials.remove(&settled.ticket);
             if let Some(resolvers) = state.resolvers.remove(&settled.ticket) {
                 return Some(Action::Settle(resolvers, settled));
+            }
+        }
+        // Settled items first: a preview is never given for an item that has settled.
+        while let Some(preview) = state.engine.poll_preview() {
+            if let Some(on_partial) = state.partials.get(&preview.ticket) {
+                return Some(Action::Preview(on_partial.clone(), preview.text));
             }
         }
         if let Some(lookup) = state.engine.poll_lookup() {
@@ -526,7 +529,7 @@ impl Inner {
     }
 
     /// Performs every pending output, then re-arms the timer.
-    fn flush(self: &Rc<Self>) {
+    pub(super) fn flush(self: &Rc<Self>) {
         while let Some(action) = self.next_action() {
             match action {
                 Action::Cancel(id) => self.calls.cancel(id),
@@ -543,6 +546,10 @@ impl Inner {
                 Action::Start(call) => self.calls.start(&call),
                 Action::Lookup(lookup) => self.look_up(lookup),
                 Action::Write(write) => self.write(write),
+                // A throwing onPartial is ignored: a preview is no result.
+                Action::Preview(on_partial, text) => {
+                    let _ = on_partial.call1(&JsValue::UNDEFINED, &JsValue::from_str(&text));
+                }
             }
         }
         self.arm_timer();
@@ -610,24 +617,6 @@ impl Inner {
             state
                 .engine
                 .handle_store_failure(replies::error_message(error));
-        }
-        self.flush();
-    }
-
-    fn respond(
-        self: &Rc<Self>,
-        id: CallId,
-        outcome: Result<(crate::Reply, Report), crate::Failure<JsValue>>,
-    ) {
-        let now = self.now();
-        if let Ok(mut state) = self.state.try_borrow_mut() {
-            let (outcome, report) = match outcome {
-                Ok((reply, report)) => (Ok(reply), report),
-                Err(failure) => (Err(failure), Report::default()),
-            };
-            state
-                .engine
-                .handle_response_reported(now, id, outcome, report);
         }
         self.flush();
     }
