@@ -1,13 +1,14 @@
 // Tests of openAIProvider({ stream: true }) and extraBody against a real HTTP server on
 // 127.0.0.1 that streams server-sent events in pieces cut at chosen or seeded random
 // byte offsets; the provider's reads end exactly at those cuts (see `readCounter`).
-// The provider is called directly and its stream iterated, as the pacer does.
+// The provider is called directly and its stream iterated, as the pacer does; the last
+// suite drives it through BatchPacer.
 // Run: bash tests/node/run-package-tests.sh
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 
-import { openAIProvider, PacerError } from "batch-pacer";
+import init, { BatchPacer, openAIProvider, PacerError } from "batch-pacer";
 
 import {
   completionStream,
@@ -520,5 +521,111 @@ describe("extraBody", () => {
     await openAIProvider({ baseUrl: srv.baseUrl, model: "m" })({ ...requestFields(), ...singleRequest("Hello") });
     assert.equal(srv.requests[0].json.stream, undefined);
     assert.equal(srv.requests[0].json.stream_options, undefined);
+  });
+});
+
+describe("driven by BatchPacer", () => {
+  const item = (text) => ({ text, sourceLang: "en", targetLang: "de", providerId: "openai" });
+  const translated = (text) => `[de] ${text}`;
+  const TEXTS = ["The first paragraph of the page.", "A second paragraph, a little longer than the first.", "And the third one."];
+
+  /** The `[open, text, close]` segments of a marked batch as the user message holds it. */
+  function markedSegments(userText) {
+    return userText.split("\n").map((line) => {
+      const match = /^(<[^>]+>)([\s\S]*)(<\/[^>]+>)$/.exec(line);
+      assert.ok(match, `a marked segment: ${line}`);
+      return match.slice(1);
+    });
+  }
+
+  /** The event stream of a faithful answer to `record` (batch or single), one segment a delta. */
+  function faithfulStream(record) {
+    const user = record.json.messages.at(-1).content;
+    if (!/^<[^>]+>/.test(user)) return completionStream([translated(user)], USAGE);
+    return completionStream(markedSegments(user).map(([open, text, close]) => `${open}${translated(text)}${close}\n`), USAGE);
+  }
+
+  test("paragraphs resolve while the stream is still running, and its usage is counted", { timeout: 20_000 }, async (t) => {
+    await init();
+    let release;
+    const released = new Promise((resolve) => (release = resolve));
+    const order = [];
+    const srv = await startServer(t, (r, res) => {
+      const segments = markedSegments(r.json.messages.at(-1).content);
+      const [open3, text3, close3] = segments[2];
+      // Two segments and the opening marker of the last, then a pause until the test has
+      // seen the first paragraph resolve; only then the last paragraph's text.
+      const head =
+        sse(deltaChunk({ role: "assistant", content: "" })) +
+        segments.slice(0, 2).map(([open, text, close]) => sse(deltaChunk({ content: `${open}${translated(text)}${close}\n` }))).join("") +
+        sse(deltaChunk({ content: open3 }));
+      const tail =
+        sse(deltaChunk({ content: `${translated(text3)}${close3}` })) +
+        sse(deltaChunk({}, { finish_reason: "stop" })) +
+        sse({ id: "c", object: "chat.completion.chunk", choices: [], usage: USAGE }) +
+        sse("[DONE]");
+      writePieces(res, head + tail, {
+        cuts: [Buffer.byteLength(head)],
+        beforePiece: async (index) => {
+          if (index !== 1) return;
+          await released;
+          order.push("the server writes the last paragraph");
+        },
+      });
+    });
+    const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, model: "m", stream: true }), { maxItemsPerBatch: 3 });
+    t.after(() => pacer.dispose());
+    const results = TEXTS.map((text) => pacer.translate(item(text)));
+    assert.equal(await results[0], translated(TEXTS[0]));
+    order.push("the first paragraph resolves");
+    release();
+    assert.deepEqual(await Promise.all(results), TEXTS.map(translated));
+    assert.deepEqual(order, ["the first paragraph resolves", "the server writes the last paragraph"]);
+    assert.equal(srv.requests.length, 1, "one streamed call for the batch");
+    const stats = pacer.stats();
+    assert.equal(stats.inputTokens, 42);
+    assert.equal(stats.outputTokens, 17);
+    assert.equal(stats.streamedCalls, 1);
+    assert.ok(stats.earlyResolved >= 1, `earlyResolved ${stats.earlyResolved}`);
+  });
+
+  test("an error inside the stream keeps what was proven and sends only the rest again", { timeout: 20_000 }, async (t) => {
+    await init();
+    const srv = await startServer(t, (r, res) => {
+      if (srv.requests.length > 1) return writePieces(res, faithfulStream(r));
+      const segments = markedSegments(r.json.messages.at(-1).content);
+      const wire =
+        segments.slice(0, 2).map(([open, text, close]) => sse(deltaChunk({ content: `${open}${translated(text)}${close}\n` }))).join("") +
+        sse(deltaChunk({ content: `${segments[2][0]}[de] And` })) +
+        `event: error\ndata: ${JSON.stringify({ error: { message: "upstream unavailable", code: 503 } })}\n\n`;
+      writePieces(res, wire, { cuts: [Buffer.byteLength(wire.slice(0, wire.indexOf("event: error")))] });
+    });
+    const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, model: "m", stream: true }), { maxItemsPerBatch: 3, baseRetryDelayMs: 0 });
+    t.after(() => pacer.dispose());
+    assert.deepEqual(await Promise.all(TEXTS.map((text) => pacer.translate(item(text)))), TEXTS.map(translated));
+    assert.equal(srv.requests.length, 2, "the stream's failure is retried once");
+    const resent = srv.requests[1].json.messages.at(-1).content;
+    assert.ok(resent.includes(TEXTS[2]), "the unfinished paragraph is sent again");
+    assert.ok(!resent.includes(TEXTS[0]), "the proven first paragraph is not");
+  });
+
+  test('finish_reason "length": the finished segments resolve, the cut one is sent again', { timeout: 20_000 }, async (t) => {
+    await init();
+    const srv = await startServer(t, (r, res) => {
+      if (srv.requests.length > 1) return writePieces(res, faithfulStream(r));
+      const segments = markedSegments(r.json.messages.at(-1).content);
+      const wire =
+        segments.slice(0, 2).map(([open, text, close]) => sse(deltaChunk({ content: `${open}${translated(text)}${close}\n` }))).join("") +
+        sse(deltaChunk({ content: `${segments[2][0]}[de] And th` }, { finish_reason: "length" })) +
+        sse("[DONE]");
+      writePieces(res, wire);
+    });
+    const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, model: "m", stream: true }), { maxItemsPerBatch: 3, baseRetryDelayMs: 0 });
+    t.after(() => pacer.dispose());
+    assert.deepEqual(await Promise.all(TEXTS.map((text) => pacer.translate(item(text)))), TEXTS.map(translated));
+    assert.equal(srv.requests.length, 2);
+    const resent = srv.requests[1].json.messages.at(-1).content;
+    assert.ok(resent.includes(TEXTS[2]) && !resent.includes(TEXTS[0]));
+    assert.equal(pacer.stats().countMismatches, 1);
   });
 });
