@@ -276,6 +276,24 @@ describe("how a stream ends", () => {
     assert.match(err.message, /ended before the completion finished/);
   });
 
+  test("a connection lost mid-answer is a failure without a status; lost after the finish_reason, only the usage is lost", async (t) => {
+    const answers = [sse(deltaChunk({ content: "Hal" })), sse(deltaChunk({ content: "Hallo" }, { finish_reason: "stop" }))];
+    const srv = await startServer(t, (r, res) => {
+      res.writeHead(200, { "Content-Type": "text/event-stream" });
+      // Written, then the socket is destroyed: no end of the chunked body, no usage chunk.
+      res.write(answers[srv.requests.length - 1], () => setImmediate(() => res.socket.destroy()));
+    });
+    const provider = openAIProvider({ baseUrl: srv.baseUrl, model: "m", stream: true });
+    const values = [];
+    const err = await rejection((async () => {
+      for await (const value of await provider(singleRequest("x"))) values.push(value);
+    })());
+    assert.deepEqual(values, ["Hal"]);
+    assert.equal(err.status, undefined, "retried like any lost connection");
+    assert.match(err.message, /OpenAI-compatible API request to .* failed/);
+    assert.deepEqual(await collect(await provider(singleRequest("x"))), ["Hallo"]);
+  });
+
   test("a 200 that is not an event stream is a failure naming its content type", async (t) => {
     const srv = await startServer(t, (r, res) => {
       res.writeHead(200, { "Content-Type": "application/json" });
