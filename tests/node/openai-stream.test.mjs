@@ -556,6 +556,10 @@ describe("driven by BatchPacer", () => {
     });
   }
 
+  /** The deltas of a faithful answer to `segments`, one segment each. */
+  const faithfulDeltas = (segments) =>
+    segments.map(([open, text, close]) => sse(deltaChunk({ content: `${open}${translated(text)}${close}\n` }))).join("");
+
   /** The event stream of a faithful answer to `record` (batch or single), one segment a delta. */
   function faithfulStream(record) {
     const user = record.json.messages.at(-1).content;
@@ -575,7 +579,7 @@ describe("driven by BatchPacer", () => {
       // seen the first paragraph resolve; only then the last paragraph's text.
       const head =
         sse(deltaChunk({ role: "assistant", content: "" })) +
-        segments.slice(0, 2).map(([open, text, close]) => sse(deltaChunk({ content: `${open}${translated(text)}${close}\n` }))).join("") +
+        faithfulDeltas(segments.slice(0, 2)) +
         sse(deltaChunk({ content: open3 }));
       const tail =
         sse(deltaChunk({ content: `${translated(text3)}${close3}` })) +
@@ -607,43 +611,46 @@ describe("driven by BatchPacer", () => {
     assert.ok(stats.earlyResolved >= 1, `earlyResolved ${stats.earlyResolved}`);
   });
 
-  test("an error inside the stream keeps what was proven and sends only the rest again", { timeout: 20_000 }, async (t) => {
-    await init();
+  /**
+   * Translates TEXTS through a pacer whose server answers the first call with the first
+   * two segments, then the start of the third and `ending` (the first piece written
+   * apart), and later calls faithfully. Returns the pacer's stats, the number of calls
+   * and the user message of the second call.
+   */
+  async function afterBrokenFirstAnswer(t, ending) {
     const srv = await startServer(t, (r, res) => {
       if (srv.requests.length > 1) return writePieces(res, faithfulStream(r));
       const segments = markedSegments(r.json.messages.at(-1).content);
-      const wire =
-        segments.slice(0, 2).map(([open, text, close]) => sse(deltaChunk({ content: `${open}${translated(text)}${close}\n` }))).join("") +
-        sse(deltaChunk({ content: `${segments[2][0]}[de] And` })) +
-        `event: error\ndata: ${JSON.stringify({ error: { message: "upstream unavailable", code: 503 } })}\n\n`;
-      writePieces(res, wire, { cuts: [Buffer.byteLength(wire.slice(0, wire.indexOf("event: error")))] });
+      const proven = faithfulDeltas(segments.slice(0, 2));
+      writePieces(res, proven + ending(segments[2][0]), { cuts: [Buffer.byteLength(proven)] });
     });
     const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, model: "m", stream: true }), { maxItemsPerBatch: 3, baseRetryDelayMs: 0 });
     t.after(() => pacer.dispose());
     assert.deepEqual(await Promise.all(TEXTS.map((text) => pacer.translate(item(text)))), TEXTS.map(translated));
-    assert.equal(srv.requests.length, 2, "the stream's failure is retried once");
-    const resent = srv.requests[1].json.messages.at(-1).content;
+    return { stats: pacer.stats(), calls: srv.requests.length, resent: srv.requests[1]?.json.messages.at(-1).content };
+  }
+
+  test("an error inside the stream keeps what was proven and sends only the rest again", { timeout: 20_000 }, async (t) => {
+    await init();
+    const { calls, resent } = await afterBrokenFirstAnswer(
+      t,
+      (open) =>
+        sse(deltaChunk({ content: `${open}[de] And` })) +
+        `event: error\ndata: ${JSON.stringify({ error: { message: "upstream unavailable", code: 503 } })}\n\n`,
+    );
+    assert.equal(calls, 2, "the stream's failure is retried once");
     assert.ok(resent.includes(TEXTS[2]), "the unfinished paragraph is sent again");
     assert.ok(!resent.includes(TEXTS[0]), "the proven first paragraph is not");
   });
 
   test('finish_reason "length": the finished segments resolve, the cut one is sent again', { timeout: 20_000 }, async (t) => {
     await init();
-    const srv = await startServer(t, (r, res) => {
-      if (srv.requests.length > 1) return writePieces(res, faithfulStream(r));
-      const segments = markedSegments(r.json.messages.at(-1).content);
-      const wire =
-        segments.slice(0, 2).map(([open, text, close]) => sse(deltaChunk({ content: `${open}${translated(text)}${close}\n` }))).join("") +
-        sse(deltaChunk({ content: `${segments[2][0]}[de] And th` }, { finish_reason: "length" })) +
-        sse("[DONE]");
-      writePieces(res, wire);
-    });
-    const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, model: "m", stream: true }), { maxItemsPerBatch: 3, baseRetryDelayMs: 0 });
-    t.after(() => pacer.dispose());
-    assert.deepEqual(await Promise.all(TEXTS.map((text) => pacer.translate(item(text)))), TEXTS.map(translated));
-    assert.equal(srv.requests.length, 2);
-    const resent = srv.requests[1].json.messages.at(-1).content;
+    const { calls, resent, stats } = await afterBrokenFirstAnswer(
+      t,
+      (open) => sse(deltaChunk({ content: `${open}[de] And th` }, { finish_reason: "length" })) + sse("[DONE]"),
+    );
+    assert.equal(calls, 2);
     assert.ok(resent.includes(TEXTS[2]) && !resent.includes(TEXTS[0]));
-    assert.equal(pacer.stats().countMismatches, 1);
+    assert.equal(stats.countMismatches, 1);
   });
 });
