@@ -70,8 +70,8 @@ const OPTION_NAMES = [
 const OWN_BODY_FIELDS = ["model", "messages", "stream", "stream_options"];
 
 /**
- * Statuses with which endpoints refuse `stream_options` (vLLM, older Ollama and
- * llama.cpp servers, some proxies): the request is sent again without it.
+ * Statuses with which endpoints refuse `stream_options` (servers and proxies that
+ * reject request fields they do not know): the request is sent again without it.
  */
 const STREAM_OPTIONS_REFUSED = [400, 422];
 
