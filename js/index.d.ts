@@ -718,8 +718,8 @@ export interface OpenAIProviderConfig {
   stream?: boolean | undefined;
   /**
    * Fields merged (shallowly) into every request body, for settings that some endpoints
-   * have and others refuse: `{ reasoning_effort: "low" }` (OpenAI, Groq, OpenRouter),
-   * `{ think: false }` (Ollama), `{ max_tokens: 4096 }`. Its fields win over the
+   * have and others refuse: `{ reasoning_effort: "low" }` (reasoning models),
+   * `{ think: false }` (Ollama's switch for thinking models), `{ max_tokens: 4096 }`. Its fields win over the
    * provider's own (`temperature`, `response_format`), except `model`, `messages`,
    * `stream` and `stream_options`, which the provider reads the reply by: setting them
    * is an `invalid_options` error. Copied when the provider is made; it must be a
