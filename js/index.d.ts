@@ -695,10 +695,38 @@ export interface OpenAIProviderConfig {
    * object; a value wrapped whole in its own id's markers loses them; a reply that is not
    * a JSON object (also inside a code fence) is returned as the raw string, which the
    * pacer reads as a marked string: proven segments are kept, the rest is a count
-   * mismatch. Single requests are sent without a schema.
+   * mismatch. Single requests are sent without a schema. Cannot be combined with `stream`.
    * @default false
    */
   structuredOutput?: boolean | undefined;
+  /**
+   * Ask for a streamed completion (`stream: true`, server-sent events) and return the
+   * reply as a stream ({@link OpenAIProviderStream}): the pacer resolves each paragraph
+   * of a batch as soon as the text received proves it, instead of when the whole reply
+   * is written. `stream_options: { include_usage: true }` is sent so that the usage
+   * arrives in the last chunk; an endpoint that refuses it with 400 or 422 is asked again
+   * without it, and this provider no longer sends it once a request without it went
+   * through. HTTP errors reject the call as without streaming; an error reported inside
+   * the stream (an `error` event, or a chunk with an `error` object) is thrown from the
+   * iterator, with the status it names (`error.code` or `error.status` from 400 to 599,
+   * else the status of its `type`, e.g. 529 for `overloaded_error`; none when it names
+   * nothing, so it is retried like a lost connection). A body that ends before a
+   * `finish_reason` or `data: [DONE]` is a failure without a status. Cannot be combined
+   * with `structuredOutput`.
+   * @default false
+   */
+  stream?: boolean | undefined;
+  /**
+   * Fields merged (shallowly) into every request body, for settings that some endpoints
+   * have and others refuse: `{ reasoning_effort: "low" }` (reasoning models),
+   * `{ think: false }` (Ollama's switch for thinking models), `{ max_tokens: 4096 }`. Its fields win over the
+   * provider's own (`temperature`, `response_format`), except `model`, `messages`,
+   * `stream` and `stream_options`, which the provider reads the reply by: setting them
+   * is an `invalid_options` error. Copied when the provider is made; it must be a
+   * JSON-serialisable object.
+   * @default none
+   */
+  extraBody?: Record<string, unknown> | null | undefined;
 }
 
 /** `usage` as {@link openAIProvider} reports it, from the reply's `usage`. */
@@ -739,6 +767,29 @@ export type OpenAIProviderReply =
       limits?: OpenAIProviderLimits;
     };
 
+/**
+ * The last value of an {@link OpenAIProviderStream}, when the endpoint reported usage
+ * (in the chunk after the last text, or in Groq's `x_groq.usage`) or sent
+ * `x-ratelimit-*` headers.
+ */
+export interface OpenAIProviderStreamEnd {
+  usage?: OpenAIProviderUsage;
+  limits?: OpenAIProviderLimits;
+}
+
+/**
+ * What the provider of `openAIProvider({ stream: true })` resolves with: the text of
+ * `choices[0].delta.content` in order, one string per network read (so a read may hold
+ * several deltas, and `""` stands for a read that brought only reasoning or an empty
+ * delta: the model is alive, the reply unchanged), then at most one
+ * {@link OpenAIProviderStreamEnd}. Reasoning fields (`reasoning_content`, `reasoning`,
+ * `reasoning_details`) are never part of the text; text after a `finish_reason`
+ * (`"length"` included: the reply ends where the model was cut off) is ignored. Aborting
+ * the request's `signal` ends the iteration with the abort error; leaving the loop early
+ * closes the connection.
+ */
+export type OpenAIProviderStream = AsyncIterable<string | OpenAIProviderStreamEnd>;
+
 /** The error {@link openAIProvider}'s provider rejects with for an HTTP error status. */
 export interface OpenAIProviderError extends Error {
   /** The HTTP status, on every HTTP error (network errors and aborts have none). */
@@ -761,6 +812,14 @@ export interface OpenAIProviderError extends Error {
   quota?: "rate" | "daily" | "billing";
 }
 
+/**
+ * A streaming provider for any OpenAI-compatible chat-completions endpoint: see
+ * {@link OpenAIProviderConfig.stream}. Its calls resolve with an
+ * {@link OpenAIProviderStream}.
+ */
+export function openAIProvider(
+  config: OpenAIProviderConfig & { stream: true },
+): ((request: ProviderRequest) => Promise<OpenAIProviderStream>) & Provider;
 /**
  * A provider for any OpenAI-compatible chat-completions endpoint (OpenAI, Groq,
  * OpenRouter, DeepSeek, Mistral, Gemini's and Anthropic's OpenAI-compatible endpoints,

@@ -12,6 +12,7 @@
 // check that they do not carry the key.
 
 import { PacerError } from "./errors.js";
+import { readChatCompletionStream } from "./openai-stream.js";
 import { parseMilliseconds, parseRetryAfter, toWholeMs } from "./retry-after.js";
 
 const DEFAULT_SEPARATOR = "\n\n%%\n\n";
@@ -58,7 +59,21 @@ const OPTION_NAMES = [
   "systemPrompt",
   "extraHeaders",
   "structuredOutput",
+  "stream",
+  "extraBody",
 ];
+
+/**
+ * Request fields the provider itself must set, because it reads the reply by them:
+ * `extraBody` may not replace them.
+ */
+const OWN_BODY_FIELDS = ["model", "messages", "stream", "stream_options"];
+
+/**
+ * Statuses with which endpoints refuse `stream_options` (servers and proxies that
+ * reject request fields they do not know): the request is sent again without it.
+ */
+const STREAM_OPTIONS_REFUSED = [400, 422];
 
 /** Name of the JSON schema sent with `structuredOutput` (OpenAI: [a-zA-Z0-9_-], ≤ 64). */
 const SCHEMA_NAME = "translations";
@@ -277,8 +292,13 @@ function readStructured(content, ids, markers) {
  *   (`Content-Type` and `Authorization` set by this provider win over them)
  * @param {boolean} [options.structuredOutput=false] batches ask for a JSON object keyed
  *   by id through `response_format: json_schema`
+ * @param {boolean} [options.stream=false] ask for a streamed completion and return the
+ *   stream (see `readChatCompletionStream`)
+ * @param {Record<string, unknown>} [options.extraBody] fields merged into every request
+ *   body, such as `reasoning_effort` or `think`
  * @returns {(request: object) => Promise<unknown>} the translations, or
- *   `{ translations, usage, limits }` when the reply reports usage or rate limits
+ *   `{ translations, usage, limits }` when the reply reports usage or rate limits; with
+ *   `stream`, an async iterable of the reply's text pieces, then `{ usage, limits }`
  * @throws {PacerError} code `invalid_options` when an option is invalid or unknown
  */
 export function openAIProvider(options) {
@@ -300,6 +320,8 @@ export function openAIProvider(options) {
     systemPrompt,
     extraHeaders,
     structuredOutput = false,
+    stream = false,
+    extraBody,
   } = options;
 
   if (typeof baseUrl !== "string" || !isHttpUrl(baseUrl)) {
@@ -332,7 +354,17 @@ export function openAIProvider(options) {
   if (typeof structuredOutput !== "boolean") {
     throw invalid("structuredOutput", `structuredOutput must be a boolean (got ${describe(structuredOutput)})`);
   }
+  if (typeof stream !== "boolean") {
+    throw invalid("stream", `stream must be a boolean (got ${describe(stream)})`);
+  }
+  if (stream && structuredOutput) {
+    throw invalid(
+      "stream",
+      "stream cannot be combined with structuredOutput: a streamed reply is read as marked text, not as a JSON object",
+    );
+  }
   const extra = validateExtraHeaders(extraHeaders);
+  const bodyFields = validateExtraBody(extraBody);
 
   // Both the raw and the trimmed form are hidden in any text this provider reports.
   // The key as sent, and as a server may echo it back: URL-encoded or JSON-escaped.
@@ -348,6 +380,61 @@ export function openAIProvider(options) {
   setHeader(headers, "Content-Type", "application/json");
   if (key !== "") setHeader(headers, "Authorization", `Bearer ${key}`);
 
+  /** Sends one request body; resolves with the response, whatever its status. */
+  const post = async (body, signal) => {
+    // Looked up at call time so a fetch installed (or replaced) after creation is used.
+    const fetchImpl = fetchOption ?? globalThis.fetch;
+    if (typeof fetchImpl !== "function") {
+      throw new Error("OpenAI-compatible provider: no fetch function is available in this environment");
+    }
+    let response;
+    try {
+      // Browsers throw "Illegal invocation" when fetch is called with another `this`.
+      response = await fetchImpl.call(globalThis, url, {
+        method: "POST",
+        headers: { ...headers },
+        body: JSON.stringify(body),
+        signal,
+      });
+    } catch (err) {
+      throw networkError(err, signal, url, redact, secrets);
+    }
+    if (response === null || typeof response !== "object") {
+      throw new Error("OpenAI-compatible provider: fetch resolved with something that is not a Response");
+    }
+    return response;
+  };
+
+  // Whether to ask for usage in streams; false once this endpoint refused it.
+  let askStreamUsage = true;
+
+  /** A streamed completion: HTTP errors reject here, the reply is read as it comes. */
+  const openStream = async (payload, signal) => {
+    const streamed = { ...payload, stream: true };
+    let response;
+    if (askStreamUsage) {
+      response = await post({ ...streamed, stream_options: { include_usage: true } }, signal);
+      if (STREAM_OPTIONS_REFUSED.includes(response.status)) {
+        await discardBody(response);
+        response = await post(streamed, signal);
+        // Remembered only when the request without it went through: a 400 for another
+        // reason says nothing about stream_options.
+        if (response.ok) askStreamUsage = false;
+      }
+    } else {
+      response = await post(streamed, signal);
+    }
+    if (!response.ok) throw httpError(response, await readBody(response, signal, url, redact, secrets), redact);
+    return readChatCompletionStream(response, {
+      errorEvent: (raw) => streamError(raw, response.headers, redact),
+      readFailure: (err) => networkError(err, signal, url, redact, secrets),
+      usage: readUsage,
+      excerpt: (text) => excerpt(text, redact),
+      limits: readLimits(response.headers),
+      signal,
+    });
+  };
+
   return async function openAIChatProvider(request) {
     const signal = request.signal;
     const texts = Array.isArray(request.texts) ? request.texts : [];
@@ -359,40 +446,11 @@ export function openAIProvider(options) {
       temperature,
     };
     if (ids !== undefined) payload.response_format = translationSchema(ids);
-    const body = JSON.stringify(payload);
+    Object.assign(payload, bodyFields);
+    if (stream) return openStream(payload, signal);
 
-    // Looked up at call time so a fetch installed (or replaced) after creation is used.
-    const fetchImpl = fetchOption ?? globalThis.fetch;
-    if (typeof fetchImpl !== "function") {
-      throw new Error("OpenAI-compatible provider: no fetch function is available in this environment");
-    }
-
-    let response;
-    try {
-      // Browsers throw "Illegal invocation" when fetch is called with another `this`.
-      response = await fetchImpl.call(globalThis, url, {
-        method: "POST",
-        headers: { ...headers },
-        body,
-        signal,
-      });
-    } catch (err) {
-      throw networkError(err, signal, url, redact, secrets);
-    }
-    if (response === null || typeof response !== "object") {
-      throw new Error("OpenAI-compatible provider: fetch resolved with something that is not a Response");
-    }
-
-    let raw;
-    try {
-      raw = await response.text();
-    } catch (err) {
-      if (isAbort(err, signal)) throw networkError(err, signal, url, redact, secrets);
-      // An error status is still worth reporting when its body cannot be read.
-      if (!response.ok) throw httpError(response, "", redact);
-      throw networkError(err, signal, url, redact, secrets);
-    }
-
+    const response = await post(payload, signal);
+    const raw = await readBody(response, signal, url, redact, secrets);
     if (!response.ok) throw httpError(response, raw, redact);
 
     let data;
@@ -586,25 +644,107 @@ function networkError(err, signal, url, redact, secrets) {
 function httpError(response, raw, redact) {
   const status = Number(response.status);
   const reason = String(response.statusText || REASONS[status] || "").trim();
+  const head = `OpenAI-compatible API answered ${status}${reason ? ` ${redact(reason)}` : ""}`;
+  return apiError(head, status, raw, response.headers, redact);
+}
+
+/**
+ * The error for an error that a stream reports after its 200 (an `error` event, or a
+ * chunk with an `error` object), read like an HTTP error's body. Its status is the one
+ * the error names, when it names one (see `streamErrorStatus`); without it, the failure
+ * is retried like a lost connection.
+ */
+function streamError(raw, headers, redact) {
+  const status = streamErrorStatus(errorBody(raw));
+  const head = `OpenAI-compatible API reported an error in the stream${status === undefined ? "" : ` (status ${status})`}`;
+  return apiError(head, status, raw, headers, redact);
+}
+
+/** The error for a failure `head` with `status` (or none) and the error body `raw`. */
+function apiError(head, status, raw, headers, redact) {
   const body = errorBody(raw);
   const detail = excerpt((body && errorDetail(body)) || raw, redact);
   const quota = quotaOf(status, body);
   const hint =
     quota === "billing" ? BILLING_HINT : quota === "daily" ? DAILY_HINT : SETTINGS_HINTS[status];
-  const head = `OpenAI-compatible API answered ${status}${reason ? ` ${redact(reason)}` : ""}`;
   // With a hint, the hint leads (a settings page may show only the start of a message)
   // and the server's own words follow in parentheses.
   const message = hint
     ? `${head}: ${hint}${detail ? ` (${detail})` : ""}`
     : `${head}${detail ? `: ${detail}` : ""}`;
   const error = new Error(message);
-  error.status = status;
-  const retryAfterMs = readRetryAfter(response.headers) ?? bodyRetryDelay(body);
+  if (status !== undefined) error.status = status;
+  const retryAfterMs = readRetryAfter(headers) ?? bodyRetryDelay(body);
   if (retryAfterMs !== undefined) error.retryAfterMs = retryAfterMs;
-  const limits = readLimits(response.headers);
+  const limits = readLimits(headers);
   if (limits !== undefined) error.limits = limits;
   if (quota !== undefined) error.quota = quota;
   return error;
+}
+
+/**
+ * HTTP statuses for the error types that streams report without a number: OpenAI's and
+ * Anthropic's `type`s and Google's `status` names.
+ */
+const STREAM_ERROR_STATUSES = {
+  invalid_request_error: 400,
+  INVALID_ARGUMENT: 400,
+  authentication_error: 401,
+  UNAUTHENTICATED: 401,
+  permission_error: 403,
+  PERMISSION_DENIED: 403,
+  not_found_error: 404,
+  NOT_FOUND: 404,
+  request_too_large: 413,
+  insufficient_quota: 429,
+  rate_limit_exceeded: 429,
+  rate_limit_error: 429,
+  RESOURCE_EXHAUSTED: 429,
+  server_error: 500,
+  api_error: 500,
+  INTERNAL: 500,
+  UNAVAILABLE: 503,
+  DEADLINE_EXCEEDED: 504,
+  overloaded_error: 529,
+};
+
+/**
+ * The status an error inside a stream names: a number from 400 to 599 in `error.code`
+ * or `error.status` (OpenRouter and Gemini send the HTTP status there), else the status
+ * of its type; undefined when it names none.
+ */
+function streamErrorStatus(body) {
+  const error = body?.error !== null && typeof body?.error === "object" ? body.error : body;
+  for (const value of [error?.code, error?.status, body?.code, body?.status]) {
+    const number = typeof value === "string" && /^\d{3}$/.test(value) ? Number(value) : value;
+    if (Number.isInteger(number) && number >= 400 && number <= 599) return number;
+  }
+  for (const value of [error?.type, error?.code, error?.status]) {
+    if (typeof value === "string" && Object.hasOwn(STREAM_ERROR_STATUSES, value)) return STREAM_ERROR_STATUSES[value];
+  }
+  return undefined;
+}
+
+/**
+ * A response's body text. A body that cannot be read is a network failure, except
+ * under an error status, which is worth reporting without its body ("" then).
+ */
+async function readBody(response, signal, url, redact, secrets) {
+  try {
+    return await response.text();
+  } catch (err) {
+    if (!isAbort(err, signal) && !response.ok) return "";
+    throw networkError(err, signal, url, redact, secrets);
+  }
+}
+
+/** Lets go of a response whose body is not needed. */
+async function discardBody(response) {
+  try {
+    await response.body?.cancel();
+  } catch {
+    // Nothing to release.
+  }
 }
 
 /**
@@ -706,6 +846,33 @@ function validateExtraHeaders(extraHeaders) {
     out[name] = value;
   }
   return out;
+}
+
+/**
+ * `extraBody` as sent: a copy of a plain object, JSON-serialisable, that does not set a
+ * field the provider reads the reply by.
+ */
+function validateExtraBody(extraBody) {
+  if (extraBody === undefined || extraBody === null) return {};
+  if (typeof extraBody !== "object" || Array.isArray(extraBody)) {
+    throw invalid("extraBody", `extraBody must be an object of request body fields (got ${describe(extraBody)})`);
+  }
+  for (const name of OWN_BODY_FIELDS) {
+    if (Object.hasOwn(extraBody, name)) {
+      throw invalid(
+        "extraBody",
+        `extraBody must not set ${JSON.stringify(name)}: the provider sets it (got extraBody.${name} = ${describe(extraBody[name])})`,
+      );
+    }
+  }
+  let copy;
+  try {
+    // A copy: later changes to the caller's object do not change requests silently.
+    copy = JSON.parse(JSON.stringify(extraBody));
+  } catch (err) {
+    throw invalid("extraBody", `extraBody must be serialisable as JSON (got an object that is not: ${describeFailure(err)})`);
+  }
+  return copy;
 }
 
 /** Sets a header on a plain object, replacing any spelling of the same name. */

@@ -515,7 +515,7 @@ describe("argument validation", () => {
     [{ ...base, extraHeaders: { "bad name": "v" } }, /^extraHeaders has an invalid header name \(got "bad name"\)$/],
     [{ ...base, structuredOutput: "yes" }, /^structuredOutput must be a boolean \(got "yes"\)$/],
     [{ ...base, structuredOutput: 1 }, /^structuredOutput must be a boolean \(got 1\)$/],
-    [{ ...base, structuredOutputs: true }, /^openAIProvider has no option "structuredOutputs" \(options: baseUrl, .*structuredOutput\)$/],
+    [{ ...base, structuredOutputs: true }, /^openAIProvider has no option "structuredOutputs" \(options: baseUrl, .*structuredOutput, stream, extraBody\)$/],
     [[], /^openAIProvider options must be an object \(got an array\)$/],
   ];
   for (const [options, expected] of cases) {

@@ -1,11 +1,15 @@
 // The installed package in a real browser: a page, a dedicated worker and a module
 // service worker each import it statically, initialise it from the .wasm shipped beside
-// the module, and translate through a batching provider.
+// the module, and translate through a batching provider. A page and a module service
+// worker also stream from a chat-completions server on the same origin through
+// openAIProvider({ stream: true }), the events written a few bytes at a time so that the
+// browser's reads cut multi-byte characters.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { launchChromium, playwright } from "./chromium.mjs";
 import { servePackage, contentType } from "./package-server.mjs";
+import { completionStream } from "./chat-server.mjs";
 
 const skip = playwright && existsSync("/usr/bin/chromium") ? false : "needs playwright-core and /usr/bin/chromium";
 
@@ -59,6 +63,57 @@ FILES["/sw-inline.js"] = FILES["/sw.js"].replace("/scenario.js", "/scenario-inli
 FILES["/index-inline.html"] = FILES["/index.html"].replace("/scenario.js", "/scenario-inline.js");
 FILES["/blank.html"] = `<!doctype html><meta charset="utf-8"><title>nothing loaded</title>`;
 
+// The streamed openAIProvider scenario: one request read directly, then three paragraphs
+// through a pacer (one streamed batch).
+const STREAM_TEXTS = ["Grüße aus Köln", "東京の天気は晴れ", "Ein Fest 🎉 für alle"];
+const streamTranslation = (text) => `«${text}» 🇩🇪 übersetzt`;
+const STREAM_USAGE = { prompt_tokens: 30, completion_tokens: 12 };
+FILES["/openai-stream.js"] = `
+import init, { BatchPacer, openAIProvider } from "/batch-pacer/js/index.js";
+export async function run() {
+  await init();
+  const provider = openAIProvider({ baseUrl: self.location.origin + "/v1", model: "m", stream: true });
+  const direct = [];
+  const request = { texts: ["Hallo"], ids: ["1"], text: "Hallo", instructions: "", isBatch: false, sourceLang: "de",
+    targetLang: "en", providerId: "openai", context: "", attempt: 0, signal: new AbortController().signal };
+  for await (const value of await provider(request)) direct.push(value);
+  const pacer = new BatchPacer(provider, { maxItemsPerBatch: 3 });
+  const texts = ${JSON.stringify(STREAM_TEXTS)};
+  const out = await Promise.all(texts.map((text) =>
+    pacer.translate({ text, sourceLang: "de", targetLang: "en", providerId: "openai" })));
+  const stats = pacer.stats();
+  pacer.dispose();
+  return { direct, out, stats };
+}`;
+FILES["/openai-stream.html"] = FILES["/index.html"].replace("/scenario.js", "/openai-stream.js");
+FILES["/sw-openai-stream.js"] = FILES["/sw.js"].replace("/scenario.js", "/openai-stream.js");
+
+/** A faithful streamed answer to a chat-completions body: each segment translated. */
+function streamedAnswer(body) {
+  const user = body.messages.at(-1).content;
+  const segments = user.split("\n").map((line) => /^(<[^>]+>)([\s\S]*)(<\/[^>]+>)$/.exec(line));
+  if (segments.some((s) => s === null)) return completionStream([streamTranslation(user)], STREAM_USAGE);
+  return completionStream(segments.map(([, open, text, close]) => `${open}${streamTranslation(text)}${close}\n`), STREAM_USAGE);
+}
+
+/**
+ * Writes `text` three bytes at a time (cutting multi-byte characters), 2 ms apart so that
+ * the browser reads the pieces apart rather than together.
+ */
+async function writeSlowly(res, text) {
+  const bytes = new TextEncoder().encode(text);
+  res.socket?.setNoDelay(true);
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+  for (let at = 0; at < bytes.length && !res.destroyed; at += 3) {
+    res.write(bytes.subarray(at, at + 3));
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  res.end();
+}
+
+/** The chat-completions bodies the server received. */
+const chatBodies = [];
+
 let server;
 let base;
 /** Every path the server was asked for, in order. */
@@ -67,6 +122,14 @@ before(async () => {
   if (skip) return;
   ({ server, base } = await servePackage(async (req, res, path) => {
     served.push(path);
+    if (path === "/v1/chat/completions" && req.method === "POST") {
+      let raw = "";
+      for await (const chunk of req) raw += chunk;
+      const body = JSON.parse(raw);
+      chatBodies.push(body);
+      await writeSlowly(res, streamedAnswer(body));
+      return true;
+    }
     if (!FILES[path]) return false;
     res.writeHead(200, { "content-type": contentType(path) });
     res.end(FILES[path]);
@@ -155,3 +218,24 @@ test("in a module service worker initialised inline at top level: the .wasm is n
     withPage(t, async (page) => {
       assertScenario(await inServiceWorker(page, "/sw-inline.js"), { hasWindow: false });
     }, "/blank.html")));
+
+function assertStreamScenario(result) {
+  assert.equal(result.error, undefined, result.error);
+  assert.equal(result.direct.filter((v) => typeof v === "string").join(""), streamTranslation("Hallo"));
+  assert.deepEqual(result.direct.at(-1), { usage: { inputTokens: 30, outputTokens: 12 } });
+  assert.deepEqual(result.out, STREAM_TEXTS.map(streamTranslation));
+  assert.equal(result.stats.streamedCalls, 1, "the three paragraphs came in one streamed batch");
+  assert.equal(result.stats.inputTokens, 30);
+  assert.equal(result.stats.outputTokens, 12);
+  assert.ok(chatBodies.slice(-2).every((b) => b.stream === true && b.stream_options?.include_usage === true));
+}
+
+test("openAIProvider streaming in a page: events cut inside characters, read directly and through a pacer", { skip }, (t) =>
+  withPage(t, async (page) => {
+    assertStreamScenario(await page.evaluate(() => window.pageResult));
+  }, "/openai-stream.html"));
+
+test("openAIProvider streaming in a module service worker", { skip }, (t) =>
+  withPage(t, async (page) => {
+    assertStreamScenario(await inServiceWorker(page, "/sw-openai-stream.js"));
+  }, "/blank.html"));

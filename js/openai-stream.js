@@ -1,0 +1,133 @@
+// The reply of a streamed chat completion (`stream: true`) as the pacer reads streams:
+// the text of `choices[0].delta.content` piece by piece, then `{ usage, limits }`.
+//
+// What the stream may carry besides the answer, and how it is read:
+// - reasoning (`delta.reasoning_content`, `delta.reasoning`, `delta.reasoning_details`)
+//   is no part of the answer; a read that brought only such deltas yields "" so that a
+//   model thinking aloud for a long time still counts as alive between two values;
+// - `finish_reason` (`"stop"`, `"length"` …) ends the answer: text after it is ignored,
+//   and the stream is read on only for the usage chunk that follows it;
+// - `data: [DONE]` ends the stream; so does the body's end after a `finish_reason`. A
+//   body that ends before either was cut off: a failure, so that a truncated answer is
+//   never taken for a whole one;
+// - an `error` event, or a chunk with an `error` object, is a failure with the status
+//   the error names (read by `hooks.errorEvent`).
+
+import { readServerSentEvents } from "./sse.js";
+
+/**
+ * Reads an ok response to a streamed chat-completions request.
+ *
+ * @param {Response} response the response; its body is read (and cancelled when the
+ *   consumer stops early)
+ * @param {object} hooks how the provider reads what the stream reports
+ * @param {(raw: string) => Error} hooks.errorEvent the error for an error reported
+ *   inside the stream, from the event's data
+ * @param {(err: unknown) => Error} hooks.readFailure the error for a body that could not
+ *   be read (an abort included)
+ * @param {(usage: unknown) => object | undefined} hooks.usage `usage` as the pacer reads it
+ * @param {(text: string) => string} hooks.excerpt a short, redacted form of foreign text
+ * @param {object | undefined} hooks.limits the response's rate-limit headers, as read
+ * @param {AbortSignal | undefined} hooks.signal the call's signal
+ * @returns {AsyncGenerator<string | { usage?: object, limits?: object }>}
+ */
+export async function* readChatCompletionStream(response, hooks) {
+  const events = readServerSentEvents(bodyOf(response));
+  let finishReason;
+  let done = false;
+  let received = false;
+  let usage;
+  try {
+    while (!done) {
+      let step;
+      try {
+        step = await events.next();
+      } catch (err) {
+        // A connection lost after the answer ended loses only the usage.
+        if (finishReason !== undefined && hooks.signal?.aborted !== true) break;
+        throw hooks.readFailure(err);
+      }
+      if (step.done) break;
+      let text = "";
+      let alive = false;
+      // A failure that came in the same read as some text ends the stream after it.
+      let failure;
+      for (const { event, data } of step.value) {
+        received = true;
+        if (data.trim() === "[DONE]") {
+          done = true;
+          break;
+        }
+        if (event === "error") {
+          failure = hooks.errorEvent(data);
+          break;
+        }
+        // Other named events (pings, vendor extensions) carry no completion chunk.
+        if (event !== "" && event !== "message") continue;
+        const chunk = parseChunk(data, hooks);
+        if (chunk instanceof Error || (chunk.error !== undefined && chunk.error !== null)) {
+          failure = chunk instanceof Error ? chunk : hooks.errorEvent(data);
+          break;
+        }
+        // Usage comes in the last chunk (OpenAI's include_usage) or in Groq's x_groq.
+        usage = hooks.usage(chunk.usage) ?? hooks.usage(chunk.x_groq?.usage) ?? usage;
+        const choice = firstChoice(chunk);
+        if (choice === undefined || finishReason !== undefined) continue;
+        const content = choice.delta?.content;
+        if (typeof content === "string" && content !== "") text += content;
+        else alive = true;
+        if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
+          finishReason = choice.finish_reason;
+        }
+      }
+      if (text !== "") yield text;
+      else if (alive) yield "";
+      if (failure !== undefined) throw failure;
+    }
+  } finally {
+    // Stopped early, or [DONE] read: the rest of the body is not needed.
+    await events.return();
+  }
+  if (!done && finishReason === undefined) {
+    if (!received) {
+      const type = response.headers?.get?.("content-type") ?? "";
+      throw new Error(
+        `OpenAI-compatible API answered ${response.status} without a server-sent event stream` +
+          (type ? ` (content-type ${hooks.excerpt(type)})` : ""),
+      );
+    }
+    throw new Error("OpenAI-compatible API stream ended before the completion finished (no finish_reason, no [DONE])");
+  }
+  const end = {};
+  if (usage !== undefined) end.usage = usage;
+  if (hooks.limits !== undefined) end.limits = hooks.limits;
+  if (Object.keys(end).length > 0) yield end;
+}
+
+/** The body to read: the stream, or for a fetch without streams, the whole text. */
+function bodyOf(response) {
+  if (response.body !== null && typeof response.body === "object") return response.body;
+  return (async function* wholeText() {
+    yield await response.text();
+  })();
+}
+
+/** One chunk's JSON object; anything else is a broken stream, whose error is returned. */
+function parseChunk(data, hooks) {
+  let chunk;
+  try {
+    chunk = JSON.parse(data);
+  } catch {
+    chunk = undefined;
+  }
+  if (chunk === null || typeof chunk !== "object" || Array.isArray(chunk)) {
+    return new Error(`OpenAI-compatible API sent a stream event that is not a JSON object: ${hooks.excerpt(data)}`);
+  }
+  return chunk;
+}
+
+/** The chunk's choice 0 (endpoints asked for one choice may still number it). */
+function firstChoice(chunk) {
+  if (!Array.isArray(chunk.choices)) return undefined;
+  return chunk.choices.find((c) => c !== null && typeof c === "object" && (c.index ?? 0) === 0);
+}
