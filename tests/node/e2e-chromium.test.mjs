@@ -5,6 +5,7 @@ import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { skipIfMissing } from "./requirements.mjs";
 
 const repo = process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url));
 const load = (path) => import(pathToFileURL(join(repo, path)).href);
@@ -14,7 +15,9 @@ const { startDemoServer } = await load("extension-demo/demo-server.mjs");
 const { pseudoTranslate } = await load("extension-demo/demo-provider.js");
 
 const ready = existsSync("/usr/bin/chromium") && existsSync(join(repo, "extension-demo/vendor/batch-pacer/js/index.js"));
-const skip = ready ? false : "needs /usr/bin/chromium and the built demo (scripts/build-demo.sh)";
+const skip = skipIfMissing(
+  ready ? false : "needs /usr/bin/chromium and the built demo (scripts/build-demo.sh)",
+);
 
 // No cues during tests that only look at the article.
 const ARTICLE_ONLY = "?cueStart=600000";

@@ -23,6 +23,7 @@ import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { skipIfMissing } from "./requirements.mjs";
 
 const repo = process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url));
 const load = (path) => import(pathToFileURL(join(repo, path)).href);
@@ -66,15 +67,17 @@ function loadSelenium() {
 
 const geckodriver = findGeckodriver();
 const selenium = loadSelenium();
-const skip = !existsSync(FIREFOX)
-  ? `${FIREFOX} is missing`
-  : !geckodriver
-    ? "geckodriver is missing (looked in $GECKODRIVER, ~/.cargo/bin and PATH)"
-    : !selenium
-      ? "selenium-webdriver is not installed here nor in the repository"
-      : !existsSync(join(EXTENSION_DIR, "vendor/batch-pacer/js/index.js"))
-        ? "the demo extension is not built (run: bash scripts/build-demo.sh)"
-        : false;
+const skip = skipIfMissing(
+  !existsSync(FIREFOX)
+    ? `${FIREFOX} is missing`
+    : !geckodriver
+      ? "geckodriver is missing (looked in $GECKODRIVER, ~/.cargo/bin and PATH)"
+      : !selenium
+        ? "selenium-webdriver is not installed here nor in the repository"
+        : !existsSync(join(EXTENSION_DIR, "vendor/batch-pacer/js/index.js"))
+          ? "the demo extension is not built (run: bash scripts/build-demo.sh)"
+          : false,
+);
 
 /** Whether this geckodriver knows --allow-system-access (needed to open moz-extension:// pages). */
 function geckodriverArgs() {

@@ -9,10 +9,13 @@ import { existsSync, realpathSync } from "node:fs";
 import { dirname, join, normalize, extname } from "node:path";
 import { fileURLToPath } from "node:url";
 import { launchChromium, playwright } from "./chromium.mjs";
+import { skipIfMissing } from "./requirements.mjs";
 
 const packageDir = dirname(dirname(fileURLToPath(import.meta.resolve("batch-pacer"))));
 
-const skip = playwright && existsSync("/usr/bin/chromium") ? false : "needs playwright-core and /usr/bin/chromium";
+const skip = skipIfMissing(
+  playwright && existsSync("/usr/bin/chromium") ? false : "needs playwright-core and /usr/bin/chromium",
+);
 
 // The same scenario in every context: 6 paragraphs, one with a %% line, batched by 4.
 // `imports` and `initialise` choose how the core is loaded.
