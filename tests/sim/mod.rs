@@ -70,6 +70,8 @@ pub struct Log {
     pub writes: Vec<batch_pacer::StoreWrite>,
     /// Calls running at once, sampled at each start.
     pub max_running: usize,
+    /// Wake-ups: the instants the harness moved to for an answer or the engine's timeout.
+    pub wakes: Vec<Instant>,
 }
 
 impl Deref for Sim {
@@ -231,7 +233,11 @@ impl Sim {
         match how {
             Drive::Now => collect(engine, time, provider, store, log),
             Drive::Until(limit) => {
+                let start = time.now;
                 time.run_until(engine, limit, |time, engine| {
+                    if time.now != start && log.wakes.last() != Some(&time.now) {
+                        log.wakes.push(time.now);
+                    }
                     collect(engine, time, provider, store, log)
                 });
             }
