@@ -507,6 +507,12 @@ impl<C: Clone> Engine<C> {
         self.out.next_settled()
     }
 
+    /// The driver found no unsettled promise for a settlement: its item had settled
+    /// before. The settlement is dropped; `stats().duplicate_settlements` counts it.
+    pub fn note_duplicate_settlement(&mut self) {
+        self.out.stats.duplicate_settlements += 1;
+    }
+
     /// The next notable event.
     pub fn poll_event(&mut self) -> Option<Event> {
         self.out.events.pop_front()

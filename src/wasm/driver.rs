@@ -507,8 +507,9 @@ impl Inner {
             return Some(Action::Cancel(id));
         }
         while let Some(settled) = state.engine.poll_settled() {
-            if let Some(resolvers) = state.resolvers.remove(&settled.ticket) {
-                return Some(Action::Settle(resolvers, settled));
+            match state.resolvers.remove(&settled.ticket) {
+                Some(resolvers) => return Some(Action::Settle(resolvers, settled)),
+                None => state.engine.note_duplicate_settlement(),
             }
         }
         if let Some(lookup) = state.engine.poll_lookup() {
