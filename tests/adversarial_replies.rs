@@ -743,7 +743,10 @@ fn a_skipped_paragraph_plus_closing_remark_is_accepted_misaligned() {
         |c| {
             let t = translations(c);
             let s = c.separator();
-            text(format!("{}{s}{}{s}{}{s}I hope this helps!", t[1], t[2], t[3]))
+            text(format!(
+                "{}{s}{}{s}{}{s}I hope this helps!",
+                t[1], t[2], t[3]
+            ))
         },
         |t| {
             vec![
@@ -766,14 +769,7 @@ fn swapped_segments_without_numbers_are_accepted_misaligned() {
             t.swap(1, 2);
             text(t.join(c.separator()))
         },
-        |t| {
-            vec![
-                t[0].clone(),
-                t[2].clone(),
-                t[1].clone(),
-                t[3].clone(),
-            ]
-        },
+        |t| vec![t[0].clone(), t[2].clone(), t[1].clone(), t[3].clone()],
     );
 }
 
@@ -830,7 +826,10 @@ fn a_wrapping_fence_is_kept_when_the_last_paragraph_ends_with_one() {
     assert_eq!(sim.calls.len(), 1, "accepted from the one call");
     // The known outcome: the model's fence lines stay in the first and last items; no
     // item holds another's paragraph.
-    assert_eq!(sim.ok(tickets[0]), format!("```markdown\n{}", echo(texts[0])));
+    assert_eq!(
+        sim.ok(tickets[0]),
+        format!("```markdown\n{}", echo(texts[0]))
+    );
     assert_eq!(sim.ok(tickets[1]), echo(texts[1]));
     assert_eq!(sim.ok(tickets[2]), format!("{}\n```", texts[2]));
 }

@@ -154,14 +154,12 @@ enum Behaviour {
 
 fn behaviour(layout: SegmentFormat) -> BoxedStrategy<Behaviour> {
     match layout {
-        SegmentFormat::Markers => {
-            prop_oneof![
-                1 => Just(Behaviour::Swapped),
-                1 => Just(Behaviour::Reordered),
-                16 => any_layout_behaviour(),
-            ]
-            .boxed()
-        }
+        SegmentFormat::Markers => prop_oneof![
+            1 => Just(Behaviour::Swapped),
+            1 => Just(Behaviour::Reordered),
+            16 => any_layout_behaviour(),
+        ]
+        .boxed(),
         SegmentFormat::Separator => any_layout_behaviour().boxed(),
     }
 }
@@ -382,7 +380,10 @@ fn check_run(
     let at_rest = sim.engine.stats();
     if options.timeout_ms > 0.0 || (hung == 0 && !store_hung) {
         // Nothing can wait forever: everything ended before any dispose.
-        prop_assert_eq!((at_rest.pending, at_rest.queued, at_rest.in_flight), (0, 0, 0));
+        prop_assert_eq!(
+            (at_rest.pending, at_rest.queued, at_rest.in_flight),
+            (0, 0, 0)
+        );
         sim.assert_settled_once(&tickets.iter().map(|(t, _)| *t).collect::<Vec<_>>());
     } else if !store_hung {
         // With no timeout, exactly the calls that never answered are still running.
@@ -392,19 +393,42 @@ fn check_run(
     sim.engine.handle_dispose();
     sim.drain();
     for (ticket, text) in &tickets {
-        prop_assert_eq!(sim.settle_counts.get(ticket), Some(&1), "ticket {} settled wrongly", ticket);
+        prop_assert_eq!(
+            sim.settle_counts.get(ticket),
+            Some(&1),
+            "ticket {} settled wrongly",
+            ticket
+        );
         if let Ok(translation) = sim.result(*ticket) {
-            prop_assert!(derived_only_from(translation, text), "{:?} got {:?}", text, translation);
+            prop_assert!(
+                derived_only_from(translation, text),
+                "{:?} got {:?}",
+                text,
+                translation
+            );
         }
     }
     let s = sim.engine.stats();
     prop_assert_eq!(s.items, tickets.len() as u64);
-    prop_assert_eq!(s.items, s.succeeded + s.failed + s.aborted + s.disposed + s.pending);
+    prop_assert_eq!(
+        s.items,
+        s.succeeded + s.failed + s.aborted + s.disposed + s.pending
+    );
     prop_assert_eq!((s.pending, s.queued, s.in_flight), (0, 0, 0));
-    prop_assert_eq!(s.disposed, at_rest.pending, "dispose settled exactly what was pending");
+    prop_assert_eq!(
+        s.disposed,
+        at_rest.pending,
+        "dispose settled exactly what was pending"
+    );
     prop_assert_eq!(s.provider_calls, sim.calls.len() as u64);
-    prop_assert_eq!(s.batch_calls, sim.calls.iter().filter(|c| c.is_batch).count() as u64);
-    prop_assert_eq!(s.retries, sim.calls.iter().filter(|c| c.attempt > 0).count() as u64);
+    prop_assert_eq!(
+        s.batch_calls,
+        sim.calls.iter().filter(|c| c.is_batch).count() as u64
+    );
+    prop_assert_eq!(
+        s.retries,
+        sim.calls.iter().filter(|c| c.attempt > 0).count() as u64
+    );
     prop_assert!(s.cache_hits + s.dedup_hits <= s.items);
     prop_assert!(s.fallbacks <= s.count_mismatches);
     // Rule 1: in every window, starts <= capacity + rate * window length.
@@ -412,8 +436,14 @@ fn check_run(
     for i in 0..starts.len() {
         for j in i..starts.len() {
             let allowed = options.capacity + options.rate * (starts[j] - starts[i]) / 1000.0;
-            prop_assert!(((j - i + 1) as f64) <= allowed + 1e-6,
-                "{} starts in [{}, {}] ms exceed {}", j - i + 1, starts[i], starts[j], allowed);
+            prop_assert!(
+                ((j - i + 1) as f64) <= allowed + 1e-6,
+                "{} starts in [{}, {}] ms exceed {}",
+                j - i + 1,
+                starts[i],
+                starts[j],
+                allowed
+            );
         }
     }
     if options.max_in_flight > 0 {
