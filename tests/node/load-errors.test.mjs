@@ -148,8 +148,8 @@ test("in Node, a .wasm missing from disk names the file and what to do", async (
   assert.match(out.failed.causeMessage, /ENOENT/);
 });
 
-test("in a Node older than 20, a failed load says which Node is needed", async (t) => {
-  const cwd = packageWithoutWasm(t);
+/** What init() rejects with in a child that reports Node.js v18.20.0, in project `cwd`. */
+async function loadInNode18(cwd) {
   const out = await childJson(`
     Object.defineProperty(process, "version", { value: "v18.20.0" });
     Object.defineProperty(process, "versions", { value: { ...process.versions, node: "18.20.0" } });
@@ -157,7 +157,12 @@ test("in a Node older than 20, a failed load says which Node is needed", async (
     ${describe}
     console.log(JSON.stringify({ failed: await init().then(() => null, describe) }));
   `, { cwd });
-  assertSaysWhatToDo(out.failed, /needs Node\.js 20 or later; this is Node\.js v18\.20\.0/);
+  return out.failed;
+}
+
+test("in a Node older than 20, a failed load says which Node is needed", async (t) => {
+  const failed = await loadInNode18(packageWithoutWasm(t));
+  assertSaysWhatToDo(failed, /needs Node\.js 20 or later; this is Node\.js v18\.20\.0/);
 });
 
 test("in a Node older than 20, a load that fails with the .wasm on disk says which Node is needed", async (t) => {
@@ -165,15 +170,9 @@ test("in a Node older than 20, a load that fails with the .wasm on disk says whi
   // compile) is reported with the version to fix first.
   const cwd = packageCopy(t);
   writeFileSync(path.join(cwd, "node_modules", "batch-pacer", "pkg", "batch_pacer_bg.wasm"), randomBytes(64));
-  const out = await childJson(`
-    Object.defineProperty(process, "version", { value: "v18.20.0" });
-    Object.defineProperty(process, "versions", { value: { ...process.versions, node: "18.20.0" } });
-    const { default: init, PacerError } = await import("batch-pacer");
-    ${describe}
-    console.log(JSON.stringify({ failed: await init().then(() => null, describe) }));
-  `, { cwd });
-  assertSaysWhatToDo(out.failed, /needs Node\.js 20 or later; this is Node\.js v18\.20\.0/);
-  assert.equal(out.failed.causeName, "CompileError", "the engine's own error is the cause");
+  const failed = await loadInNode18(cwd);
+  assertSaysWhatToDo(failed, /needs Node\.js 20 or later; this is Node\.js v18\.20\.0/);
+  assert.equal(failed.causeName, "CompileError", "the engine's own error is the cause");
 });
 
 test("batch-pacer/inline initialises on import: no init() call, no fetch, no read of the .wasm", async (t) => {
