@@ -16,7 +16,7 @@
 import { execFile as execFileCb, execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync, existsSync, readdirSync, statSync } from "node:fs";
 import { cpus, loadavg } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { parseArgs, promisify } from "node:util";
 import { gzipSync } from "node:zlib";
@@ -454,32 +454,51 @@ function shippedFiles() {
 /** The optional helpers: a bundler drops them when only BatchPacer is imported. */
 const OPTIONAL_MODULES = ["js/openai.js", "js/indexeddb-cache.js"];
 
-/** The .wasm inline (batch-pacer/inline-wasm): shipped in its place, never beside it. */
-const INLINE_WASM = "pkg/inline-wasm.js";
+/**
+ * What `import "batch-pacer"` + `init()` loads in a browser: the static import graph of
+ * the package's entry (with `#wasm-source` resolved as browsers' bundlers resolve it),
+ * then the .wasm that init() fetches. Without `skip`'s modules and what only they import
+ * when `skip` is given.
+ */
+function entryFiles(skip = []) {
+  const manifest = JSON.parse(readFileSync(join(PACKAGE_DIR, "package.json"), "utf8"));
+  const resolve = (from, specifier) =>
+    specifier.startsWith("#")
+      ? manifest.imports[specifier].browser.replace(/^\.\//, "")
+      : join(dirname(from), specifier);
+  const seen = new Set();
+  const visit = (file) => {
+    if (seen.has(file) || skip.includes(file)) return;
+    seen.add(file);
+    const source = readFileSync(join(PACKAGE_DIR, file), "utf8");
+    for (const [, specifier] of source.matchAll(/^\s*(?:import|export)\b[^;'"]*?\bfrom\s*["']([^"']+)["']|^\s*import\s*["']([^"']+)["']/gm)) {
+      if (specifier) visit(resolve(file, specifier));
+    }
+  };
+  visit(manifest.exports["."].default.replace(/^\.\//, ""));
+  return [...seen, "pkg/batch_pacer_bg.wasm"];
+}
 
 async function sizeAndColdStart() {
   const files = shippedFiles();
+  const loaded = entryFiles();
+  const core = entryFiles(OPTIONAL_MODULES);
   const sizeRows = [];
-  let raw = 0;
-  let gz = 0;
-  let inline;
+  const sizes = new Map();
   for (const file of files) {
     const bytes = readFileSync(join(PACKAGE_DIR, file));
     const zipped = gzipSync(bytes, { level: 9 }).length;
-    const row = [file, bytes.length, zipped, ratio(zipped, bytes.length)];
-    if (file === INLINE_WASM) {
-      inline = row;
-      continue;
-    }
-    raw += bytes.length;
-    gz += zipped;
-    sizeRows.push(row);
+    sizes.set(file, [bytes.length, zipped]);
+    const note = loaded.includes(file) ? "" : " (not loaded by import + init(): another entry's)";
+    sizeRows.push([file + note, bytes.length, zipped, ratio(zipped, bytes.length)]);
   }
-  sizeRows.push(["total (wasm + JS)", raw, gz, ratio(gz, raw)]);
-  if (inline) sizeRows.push([`${INLINE_WASM} (the .wasm inline, used in its place: not in the totals)`, ...inline.slice(1)]);
-  const core = sizeRows.filter(([file]) => files.includes(file) && !OPTIONAL_MODULES.includes(file));
-  const sum = (column) => core.reduce((total, row) => total + row[column], 0);
-  sizeRows.push(["core: all but openai.js and indexeddb-cache.js", sum(1), sum(2), ratio(sum(2), sum(1))]);
+  const missing = loaded.filter((file) => !sizes.has(file));
+  if (missing.length > 0) throw new Error(`the entry loads files the package does not ship: ${missing.join(", ")}`);
+  const sizeOf = (group) => [0, 1].map((column) => group.reduce((sum, file) => sum + sizes.get(file)[column], 0));
+  const [raw, gz] = sizeOf(loaded);
+  sizeRows.push([`total: import "batch-pacer" + init() in a browser (${loaded.length - 1} JS files + the .wasm, each once)`, raw, gz, ratio(gz, raw)]);
+  const [coreRaw, coreGzip] = sizeOf(core);
+  sizeRows.push(["core: that without openai.js, indexeddb-cache.js and what only they import", coreRaw, coreGzip, ratio(coreGzip, coreRaw)]);
   // The floor takes a cargo build (half a minute from cold): full runs only.
   const floor = SMOKE ? [] : sizeFloor(REPO);
   if (floor.length > 0) {
@@ -488,7 +507,7 @@ async function sizeAndColdStart() {
       `floor: the dependencies alone, no pacing logic (bench/size-floor: ${floor.map((f) => f.file).join(" + ")})`,
       floorRaw, floorGzip, ratio(floorGzip, floorRaw),
     ]);
-    sizeRows.push(["core ÷ floor", ratio(sum(1), floorRaw), ratio(sum(2), floorGzip), "–"]);
+    sizeRows.push(["core ÷ floor", ratio(coreRaw, floorRaw), ratio(coreGzip, floorGzip), "–"]);
   }
   report(
     table({
@@ -498,8 +517,9 @@ async function sizeAndColdStart() {
       notes: [
         `From the package measured (${PACKAGE_DIR === REPO ? "this repository after the build" : "the packed and installed tarball"}); the .d.ts and README are left out. Sizes are exact (no runs).`,
         floor.length > 0
-          ? "Floor: bench/size-floor, the package's dependencies (wasm-bindgen, js-sys, wasm-bindgen-futures, serde-wasm-bindgen, gloo-timers, sha2) each used once as the package uses them, built with the same profile, cfg and wasm-opt flags; baseline of the \"core ÷ floor\" row."
+          ? "Floor: bench/size-floor, the package's dependencies (wasm-bindgen, js-sys, wasm-bindgen-futures, serde, serde-wasm-bindgen, gloo-timers, sha2, siphasher, ryu) each used once as the package uses them, built with the same profile, cfg and wasm-opt flags; baseline of the \"core ÷ floor\" row."
           : "Floor: not built in --smoke.",
+        "The totals count what one entry loads, each file once: the other entries' files (batch-pacer/inline and its deflated module, batch-pacer/inline-wasm, the Node and Deno loaders) are listed but not counted.",
       ],
     }),
   );

@@ -15,8 +15,8 @@
 // `setOptions` changes limits while everything runs. Pages wait while a pacer holds more
 // than 3,000 unsettled items.
 //
-// Checks: every translate promise settles (once: it is a promise), and none is left
-// pending; every translation is the one of the item's own text; rejections carry only
+// Checks: every translate promise settles, and none is left pending; no item settles a
+// second time (stats().duplicateSettlements); every translation is the one of the item's own text; rejections carry only
 // the expected codes; stats() agrees with what settled; at the end every queue is empty.
 // Reported: wall and virtual time, outcomes, and memory at the start, at each 10%, at the
 // peak and at the end: heapUsed + arrayBuffers (JS), and `external`, where Node counts
@@ -433,6 +433,8 @@ try {
     check(state.pending === 0, `${state.name}: ${state.pending} items unsettled`);
     check(s.pending === 0 && s.queued === 0 && s.inFlight === 0, () => `${state.name}: gauges not empty: ${JSON.stringify(s)}`);
     check(s.items === s.succeeded + s.failed + s.aborted + s.disposed, `${state.name}: items do not add up`);
+    // A promise shows only its first settlement; the pacer counts any later one it dropped.
+    check(s.duplicateSettlements === 0, `${state.name}: ${s.duplicateSettlements} items settled a second time`);
     check(
       s.succeeded === state.ok && s.failed === state.failed && s.aborted === state.aborted && s.disposed === state.disposed,
       () => `${state.name}: stats ${JSON.stringify(s)} disagree with what settled ${JSON.stringify({ ...state, pacer: undefined, events: undefined })}`,

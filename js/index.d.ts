@@ -260,7 +260,12 @@ export interface PacerSettings {
    * of markers (`<s21>` … `</s21>`), so the reply proves which translation belongs to which
    * item, and proven items resolve at once while the rest are sent again (see
    * {@link ProviderRequest}). `"separator"`: the older layout, the texts joined with an
-   * anonymous separator line; any count but the right one is a count mismatch.
+   * anonymous separator line; any count but the right one is a count mismatch. Its
+   * limit: a reply cannot say which segment is whose, so one that keeps the count and
+   * shows no shift (a preamble ending in `.` or `!` set apart plus a merged or cut-off
+   * segment, two segments swapped, among paragraphs without numbers) is accepted and
+   * gives paragraphs other paragraphs' translations (README, "The separator layout's
+   * limits"). Use `"markers"` where a wrong paragraph matters.
    *
    * Valid values: `"markers"` or `"separator"`.
    * @default "markers"
@@ -562,8 +567,11 @@ export interface ProviderRequest {
  *
  * **Result.** For a single request, the translation. For a batch, either one string
  * holding the translations separated by `request.separator` (white space and CRLF
- * around separators, a trailing separator and a wrapping code fence are tolerated) or an
- * array with one string per text. Any other count is a count mismatch (see
+ * around separators and a trailing separator are tolerated; so is a code fence wrapping
+ * the whole reply, except when the last text itself ends with a fence: then the fence
+ * lines stay in the first and last translations) or an array with one string per text.
+ * The separator layout checks the count, not which segment is whose: see
+ * `segmentFormat`. Any other count is a count mismatch (see
  * `maxBatchRetries` and `fallbackToIndividual`). A value of any other type is a failed
  * call, retried like a network error; the items finally reject with `provider_error`.
  * At run time a string or array returned synchronously (not in a promise) is accepted
@@ -1119,6 +1127,11 @@ export interface PacerStats {
   succeeded: number;
   /** Items rejected with `disposed`. */
   disposed: number;
+  /**
+   * Settlements of an item that had settled already; the pacer drops them, so a promise
+   * still settles once. Always 0: a nonzero count is a bug in the pacer, worth a report.
+   */
+  duplicateSettlements: number;
   /** Gauge: accepted items not settled yet. */
   pending: number;
   /** Gauge: provider items waiting to be sent (identical items shared by dedup count once). */

@@ -53,6 +53,13 @@ export function noBaseUrlError(cause) {
   );
 }
 
+/** `Node.js vX` in a Node.js older than 20, else null. */
+function unsupportedNode() {
+  const version = globalThis.process?.versions?.node;
+  if (typeof version !== "string" || Number(version.split(".")[0]) >= 20) return null;
+  return `Node.js ${globalThis.process.version}`;
+}
+
 export function nodeTooOldError(version, cause) {
   return fail(`this package needs Node.js 20 or later; this is ${version} (${messageOf(cause)})`, cause);
 }
@@ -70,6 +77,10 @@ export function readPermissionError(cause) {
  */
 export function loadError(cause, where) {
   if (cause instanceof PacerError) return cause;
+  // Whatever failed, in a Node.js the package does not support the version is the cause
+  // to fix first (the file may well be there: the read is not what fails).
+  const oldNode = unsupportedNode();
+  if (oldNode) return nodeTooOldError(oldNode, cause);
   const message = messageOf(cause);
   const name = cause?.name;
   if (/content.security.policy|unsafe-eval|wasm-eval|\bCSP\b/i.test(message)) return cspError(cause);

@@ -8,6 +8,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
+# Setup installed every browser, driver and runtime: a test or toolchain case that finds
+# one missing fails instead of skipping (tests/node/requirements.mjs, tests/toolchains).
+export BATCH_PACER_REQUIRE_ALL=1
 
 section() { printf '\n======== %s ========\n' "$*"; }
 
@@ -28,14 +31,8 @@ wasm_tests=(--test wasm_browser --test wasm_service_worker)
 # Each suite is a ~20 MB debug module that the browser fetches and compiles before the
 # first test; on a busy two-CPU machine that alone can pass the runner's default 20 s.
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-120}"
-# Now and then the browser's service worker never starts the suite ("threw an exception
-# during script evaluation" before any test runs, seen once in Firefox ESR in six runs).
-# A suite that fails is run once more, saying so; a real failure fails both times.
-wasm_suite() {
-  "$@" && return 0
-  echo "# the wasm suite failed; running it once more: $*" >&2
-  "$@"
-}
+# A suite whose service worker never started is run once more (scripts/wasm-suite.sh).
+wasm_suite() { bash scripts/wasm-suite.sh "$@"; }
 section "wasm binding in Chromium (page + service worker)"
 wasm_suite wasm-pack test --headless --chrome --chromedriver "$(command -v chromedriver)" -- "${wasm_tests[@]}"
 section "wasm binding in Firefox ESR (page + service worker)"

@@ -65,8 +65,8 @@ pub fn to_hex(digest: &[u8; 32]) -> String {
 /// The in-memory identity of an item (dedup and the LRU): 128 bits of SipHash-1-3 over
 /// the same length-prefixed fields, under a random key per pacer. Without the key, no
 /// one can make two items collide on purpose; by chance it takes about 2^64 distinct
-/// items, far beyond any queue or cache this library holds. SipHash costs a tenth of
-/// SHA-256 in WebAssembly, which only the persistent store's keys need.
+/// items, far beyond any queue or cache this library holds. SHA-256, the slower hash,
+/// is computed only for the persistent store's keys.
 /// Two words rather than a `u128`, whose 16-byte alignment would pad every job.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub struct ShortKey(pub [u64; 2]);

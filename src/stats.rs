@@ -35,6 +35,9 @@ pub struct Stats {
     pub succeeded: u64,
     /// Items rejected with `disposed`.
     pub disposed: u64,
+    /// Settlements of an item that was settled already, dropped by the driver. Always 0:
+    /// a count that tests read, because a promise shows only its first settlement.
+    pub duplicate_settlements: u64,
     /// Gauge: accepted items not settled yet.
     pub pending: u64,
     /// Gauge: provider items waiting to be sent (dedup-shared items count once).

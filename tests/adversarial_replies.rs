@@ -15,8 +15,10 @@
 //! The `Tolerated` forms are the ones the contract promises to accept.
 //!
 //! Forms with the right count that do not map one to one (a preamble plus a merged
-//! pair, a repeated or swapped segment) are refused by the alignment checks: their tests
-//! demand that no item ever gets another item's paragraph.
+//! pair, a repeated or swapped segment) are refused by the alignment checks when they
+//! leave evidence: their tests demand that no item ever gets another item's paragraph.
+//! The forms that leave none are the separator layout's known limit: their tests pin
+//! the misassignment they cause today (see "the separator layout's limit" below).
 #![cfg(not(target_arch = "wasm32"))]
 
 mod sim;
@@ -649,11 +651,14 @@ fn reordered_segments_are_not_accepted() {
     });
 }
 
-// ----- accepted and misaligned still: shifts the alignment checks cannot see -----
+// ----- the separator layout's limit: shifts the alignment checks cannot see -----
 //
 // The checks need evidence: a segment ending in ':', two identical segments, or a number
 // that moved. Paragraphs without digits, a preamble that ends in '.' or '!', and a
-// translation moved rather than repeated leave none.
+// translation moved rather than repeated leave none. These forms are accepted from the
+// one call and misassign paragraphs: the limit README ("The separator layout's limits")
+// and the `.d.ts` state. Each test pins today's outcome, so a codec that learns to
+// refuse a form fails here, and its test then moves to `assert_never_misaligned`.
 
 /// Paragraphs without digits or colons: nothing anchors a segment to its paragraph.
 const PLAIN: [&str; 4] = [
@@ -663,69 +668,137 @@ const PLAIN: [&str; 4] = [
     "Thank you for reading this article.",
 ];
 
-#[test]
-#[ignore = "accepted and misaligned: a preamble ending in '!' set apart by a separator, plus a merged pair, has the right count"]
-fn a_preamble_without_colon_plus_merged_pair_is_not_accepted() {
-    assert_never_misaligned("preamble without colon + merged pair", &PLAIN, |c| {
-        let t = translations(c);
-        let s = c.separator();
-        text(format!(
-            "Sure, here are the translations!{s}{}{s}{}\n{}{s}{}",
-            t[0], t[1], t[2], t[3]
-        ))
+/// Runs a reply form the separator layout cannot see through, and asserts its known
+/// outcome: accepted from the one call with no mismatch, each item resolved with
+/// `expected(translations)[i]`, and at least one item given another item's paragraph.
+fn assert_known_misassignment(
+    name: &str,
+    texts: &[&str],
+    bad: fn(&Call) -> Reply,
+    expected: fn(&[String]) -> Vec<String>,
+) {
+    let outcome = run(texts, bad, false);
+    assert_eq!(outcome.calls.len(), 1, "{name}: accepted from the one call");
+    assert_eq!(outcome.mismatches, 0, "{name}");
+    let own: Vec<String> = texts.iter().map(|t| echo(t)).collect();
+    let want: Vec<Result<String, String>> = expected(&own).into_iter().map(Ok).collect();
+    assert_eq!(outcome.results, want, "{name}");
+    let misassigned = (0..texts.len()).any(|i| {
+        (0..texts.len()).any(|j| j != i && want[i].as_ref().is_ok_and(|got| got.contains(&own[j])))
     });
+    assert!(misassigned, "{name}: no item holds another's paragraph");
 }
 
 #[test]
-#[ignore = "accepted and misaligned: a preamble ending in '.' set apart by a separator, then a reply cut short, has the right count"]
-fn a_preamble_without_colon_plus_truncated_reply_is_not_accepted() {
+fn a_preamble_without_colon_plus_merged_pair_is_accepted_misaligned() {
+    assert_known_misassignment(
+        "preamble without colon + merged pair",
+        &PLAIN,
+        |c| {
+            let t = translations(c);
+            let s = c.separator();
+            text(format!(
+                "Sure, here are the translations!{s}{}{s}{}\n{}{s}{}",
+                t[0], t[1], t[2], t[3]
+            ))
+        },
+        |t| {
+            vec![
+                "Sure, here are the translations!".into(),
+                t[0].clone(),
+                format!("{}\n{}", t[1], t[2]),
+                t[3].clone(),
+            ]
+        },
+    );
+}
+
+#[test]
+fn a_preamble_without_colon_plus_truncated_reply_is_accepted_misaligned() {
     // The output token limit cuts the last paragraph off.
-    assert_never_misaligned("preamble without colon + truncated reply", &PLAIN, |c| {
-        let t = translations(c);
-        let s = c.separator();
-        text(format!("Here you go.{s}{}{s}{}{s}{}", t[0], t[1], t[2]))
-    });
+    assert_known_misassignment(
+        "preamble without colon + truncated reply",
+        &PLAIN,
+        |c| {
+            let t = translations(c);
+            let s = c.separator();
+            text(format!("Here you go.{s}{}{s}{}{s}{}", t[0], t[1], t[2]))
+        },
+        |t| {
+            vec![
+                "Here you go.".into(),
+                t[0].clone(),
+                t[1].clone(),
+                t[2].clone(),
+            ]
+        },
+    );
 }
 
 #[test]
-#[ignore = "accepted and misaligned: the first paragraph skipped and a closing remark set apart by a separator"]
-fn a_skipped_paragraph_plus_closing_remark_is_not_accepted() {
-    assert_never_misaligned("first skipped + closing remark", &PLAIN, |c| {
-        let t = translations(c);
-        let s = c.separator();
-        text(format!(
-            "{}{s}{}{s}{}{s}I hope this helps!",
-            t[1], t[2], t[3]
-        ))
-    });
+fn a_skipped_paragraph_plus_closing_remark_is_accepted_misaligned() {
+    assert_known_misassignment(
+        "first skipped + closing remark",
+        &PLAIN,
+        |c| {
+            let t = translations(c);
+            let s = c.separator();
+            text(format!(
+                "{}{s}{}{s}{}{s}I hope this helps!",
+                t[1], t[2], t[3]
+            ))
+        },
+        |t| {
+            vec![
+                t[1].clone(),
+                t[2].clone(),
+                t[3].clone(),
+                "I hope this helps!".into(),
+            ]
+        },
+    );
 }
 
 #[test]
-#[ignore = "accepted and misaligned: two segments swapped in paragraphs without numbers"]
-fn swapped_segments_without_numbers_are_not_accepted() {
-    assert_never_misaligned("two segments swapped, no numbers", &PLAIN, |c| {
-        let mut t = translations(c);
-        t.swap(1, 2);
-        text(t.join(c.separator()))
-    });
+fn swapped_segments_without_numbers_are_accepted_misaligned() {
+    assert_known_misassignment(
+        "two segments swapped, no numbers",
+        &PLAIN,
+        |c| {
+            let mut t = translations(c);
+            t.swap(1, 2);
+            text(t.join(c.separator()))
+        },
+        |t| vec![t[0].clone(), t[2].clone(), t[1].clone(), t[3].clone()],
+    );
 }
 
 #[test]
-#[ignore = "accepted and misaligned: an array reply with a preamble element ending in '.' and the last element missing"]
-fn array_with_preamble_without_colon_is_not_accepted() {
-    assert_never_misaligned("array: preamble without colon + one missing", &PLAIN, |c| {
-        let mut t = translations(c);
-        t.pop();
-        t.insert(0, "Here are the translations.".into());
-        Reply::Texts(t)
-    });
+fn array_with_preamble_without_colon_is_accepted_misaligned() {
+    assert_known_misassignment(
+        "array: preamble without colon + one missing",
+        &PLAIN,
+        |c| {
+            let mut t = translations(c);
+            t.pop();
+            t.insert(0, "Here are the translations.".into());
+            Reply::Texts(t)
+        },
+        |t| {
+            vec![
+                "Here are the translations.".into(),
+                t[0].clone(),
+                t[1].clone(),
+                t[2].clone(),
+            ]
+        },
+    );
 }
 
-// ----- accepted and altered: fences -----
+// ----- the separator layout's limit: a wrapping fence kept -----
 
 #[test]
-#[ignore = "accepted and altered: when the last paragraph ends with a fence, a fence the model wraps around the whole reply is kept in the first and last items"]
-fn a_wrapping_fence_is_removed_even_when_a_paragraph_ends_with_one() {
+fn a_wrapping_fence_is_kept_when_the_last_paragraph_ends_with_one() {
     let texts = [
         "Install the package first.",
         "Then run it as below.",
@@ -750,17 +823,15 @@ fn a_wrapping_fence_is_removed_even_when_a_paragraph_ends_with_one() {
     let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
     sim.drive();
     sim.assert_settled_once(&tickets);
-    // Refusing the reply would be fine too; keeping the model's fence lines is not.
-    for (ticket, text) in tickets.iter().zip(texts) {
-        if let Ok(got) = sim.result(*ticket) {
-            let want = if text.starts_with("```") {
-                text.to_owned()
-            } else {
-                echo(text)
-            };
-            assert_eq!(got, &want);
-        }
-    }
+    assert_eq!(sim.calls.len(), 1, "accepted from the one call");
+    // The known outcome: the model's fence lines stay in the first and last items; no
+    // item holds another's paragraph.
+    assert_eq!(
+        sim.ok(tickets[0]),
+        format!("```markdown\n{}", echo(texts[0]))
+    );
+    assert_eq!(sim.ok(tickets[1]), echo(texts[1]));
+    assert_eq!(sim.ok(tickets[2]), format!("{}\n```", texts[2]));
 }
 
 // ----- accepted and altered: a correct reply that looks like a fenced one -----

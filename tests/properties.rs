@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use batch_pacer::codec;
 use batch_pacer::key::{item_key, to_hex};
+use batch_pacer::options::SegmentFormat;
 use batch_pacer::{Call, Compat, Failure, Item, LookupResult, OptionValue, Options, Reply};
 use proptest::prelude::*;
 use sim::*;
@@ -69,7 +70,7 @@ fn arrival() -> impl Strategy<Value = Arrival> {
         )
 }
 
-fn random_options() -> impl Strategy<Value = Options> {
+fn random_options(layout: SegmentFormat) -> impl Strategy<Value = Options> {
     (
         prop::sample::select(vec![0.25, 1.0, 3.0, 8.0, 40.0]),
         1..8u32,
@@ -79,7 +80,7 @@ fn random_options() -> impl Strategy<Value = Options> {
         prop::sample::select(vec![0.0, 100.0, 400.0]),
         0..3u32,
         any::<bool>(),
-        prop::sample::select(vec![300.0, 2000.0]),
+        prop::sample::select(vec![0.0, 300.0, 2000.0]),
         0..3u32,
         prop::sample::select(vec![0.0, 50.0, 1000.0]),
         (
@@ -89,7 +90,7 @@ fn random_options() -> impl Strategy<Value = Options> {
         ),
     )
         .prop_map(
-            |(
+            move |(
                 rate,
                 cap,
                 inflight,
@@ -122,7 +123,7 @@ fn random_options() -> impl Strategy<Value = Options> {
                     ("cacheEntries", n(cache)),
                 ];
                 Options {
-                    segment_format: batch_pacer::options::SegmentFormat::Separator,
+                    segment_format: layout,
                     ..Options::default()
                 }
                 .patched(&patch)
@@ -138,6 +139,12 @@ enum Behaviour {
     CorrectArray,
     WrongCount,
     SeparatorInsideTranslation,
+    /// The translations in reverse order under markers kept in order: only the numbers
+    /// the texts carry (`#k#`) show the shift. The separator layout cannot refuse it
+    /// among texts without numbers, so only the markers layout's runs use it.
+    Swapped,
+    /// The marked segments in reverse order, each between its own markers.
+    Reordered,
     Network,
     Status(u16),
     RateLimited(Option<f64>),
@@ -145,7 +152,19 @@ enum Behaviour {
     Hang,
 }
 
-fn behaviour() -> impl Strategy<Value = Behaviour> {
+fn behaviour(layout: SegmentFormat) -> BoxedStrategy<Behaviour> {
+    match layout {
+        SegmentFormat::Markers => prop_oneof![
+            1 => Just(Behaviour::Swapped),
+            1 => Just(Behaviour::Reordered),
+            16 => any_layout_behaviour(),
+        ]
+        .boxed(),
+        SegmentFormat::Separator => any_layout_behaviour().boxed(),
+    }
+}
+
+fn any_layout_behaviour() -> impl Strategy<Value = Behaviour> {
     prop_oneof![
         6 => Just(Behaviour::Correct),
         2 => Just(Behaviour::CorrectArray),
@@ -170,6 +189,20 @@ fn respond(call: &Call, behaviour: Behaviour, latency: Duration) -> Answer {
             let doubled: Vec<String> = echoes.iter().map(|e| format!("{e}{sep}{e}")).collect();
             Ok(Reply::Text(doubled.join(sep)))
         }
+        Behaviour::Swapped => {
+            let reversed: Vec<String> = echoes.iter().rev().cloned().collect();
+            Ok(Reply::Text(layout_reply(call, &reversed)))
+        }
+        Behaviour::Reordered if call.markers().is_empty() => Ok(echo_reply(call)),
+        Behaviour::Reordered => {
+            let pairs: Vec<String> = echoes
+                .iter()
+                .zip(call.markers())
+                .rev()
+                .map(|(echo, (open, close))| format!("{open}{echo}{close}\n"))
+                .collect();
+            Ok(Reply::Text(pairs.concat()))
+        }
         Behaviour::Network => Err(Failure::error(None, None, "fetch failed")),
         Behaviour::Status(status) => Err(http_error(status, None)),
         Behaviour::RateLimited(retry_after) => Err(http_error(429, retry_after)),
@@ -182,6 +215,10 @@ fn respond(call: &Call, behaviour: Behaviour, latency: Duration) -> Answer {
 struct Run {
     sim: Sim,
     tickets: Vec<(u64, String)>,
+    /// Calls that never answered (and that only a timeout or `dispose` ends).
+    hung: usize,
+    /// Whether a store lookup never answered.
+    store_hung: bool,
 }
 
 /// A persistent store's behaviours: a stored translation is trusted, so a hit returns
@@ -214,13 +251,20 @@ fn run(
     store: Option<Vec<StoreBehaviour>>,
 ) -> Run {
     let counter = Rc::new(Cell::new(0usize));
-    let c = counter.clone();
+    let hung = Rc::new(Cell::new(0usize));
+    let store_hung = Rc::new(Cell::new(false));
+    let (c, h) = (counter.clone(), hung.clone());
     let mut sim = Sim::new(options, move |call: &Call, _| {
         let (behaviour, latency) = script[c.get() % script.len()];
         c.set(c.get() + 1);
-        respond(call, behaviour, Duration::from_millis(latency))
+        let answer = respond(call, behaviour, Duration::from_millis(latency));
+        if matches!(answer, Answer::Hang) {
+            h.set(h.get() + 1);
+        }
+        answer
     });
     if let Some(store) = store {
+        let store_hung = store_hung.clone();
         // Keys are opaque hex: map them back to texts through the known arrivals.
         let known: Vec<(String, String)> = arrivals
             .iter()
@@ -250,7 +294,10 @@ fn run(
                 (StoreBehaviour::Fail, _) => {
                     Some((later, LookupResult::Failed("store down".into())))
                 }
-                (StoreBehaviour::Hang, _) => None,
+                (StoreBehaviour::Hang, _) => {
+                    store_hung.set(true);
+                    None
+                }
                 _ => Some((later, LookupResult::Miss)),
             }
         }));
@@ -297,17 +344,112 @@ fn run(
         sim.abort(ticket);
     }
     sim.drive();
-    Run { sim, tickets }
+    Run {
+        sim,
+        tickets,
+        hung: hung.get(),
+        store_hung: store_hung.get(),
+    }
 }
 
-fn script() -> impl Strategy<Value = Vec<(Behaviour, f64)>> {
+fn script(layout: SegmentFormat) -> impl Strategy<Value = Vec<(Behaviour, f64)>> {
     prop::collection::vec(
         (
-            behaviour(),
+            behaviour(layout),
             prop::sample::select(vec![0.0, 20.0, 400.0, 2500.0]),
         ),
         1..40,
     )
+}
+
+/// The invariants of one run: at rest every item settled once with its own translation
+/// (unless a call or lookup hangs with no timeout), the statistics add up, and rule 1
+/// and `maxInFlight` held; after `dispose`, every item settled once.
+fn check_run(
+    options: Options,
+    arrivals: &[Arrival],
+    script: Vec<(Behaviour, f64)>,
+    store: Option<Vec<StoreBehaviour>>,
+) -> Result<(), TestCaseError> {
+    let Run {
+        mut sim,
+        tickets,
+        hung,
+        store_hung,
+    } = run(options.clone(), arrivals, script, store);
+    let at_rest = sim.engine.stats();
+    if options.timeout_ms > 0.0 || (hung == 0 && !store_hung) {
+        // Nothing can wait forever: everything ended before any dispose.
+        prop_assert_eq!(
+            (at_rest.pending, at_rest.queued, at_rest.in_flight),
+            (0, 0, 0)
+        );
+        sim.assert_settled_once(&tickets.iter().map(|(t, _)| *t).collect::<Vec<_>>());
+    } else if !store_hung {
+        // With no timeout, exactly the calls that never answered are still running.
+        prop_assert_eq!(at_rest.in_flight, hung as u64);
+    }
+    // Whatever still waits (a hung call or lookup with no timeout), dispose settles it.
+    sim.engine.handle_dispose();
+    sim.drain();
+    for (ticket, text) in &tickets {
+        prop_assert_eq!(
+            sim.settle_counts.get(ticket),
+            Some(&1),
+            "ticket {} settled wrongly",
+            ticket
+        );
+        if let Ok(translation) = sim.result(*ticket) {
+            prop_assert!(
+                derived_only_from(translation, text),
+                "{:?} got {:?}",
+                text,
+                translation
+            );
+        }
+    }
+    let s = sim.engine.stats();
+    prop_assert_eq!(s.items, tickets.len() as u64);
+    prop_assert_eq!(
+        s.items,
+        s.succeeded + s.failed + s.aborted + s.disposed + s.pending
+    );
+    prop_assert_eq!((s.pending, s.queued, s.in_flight), (0, 0, 0));
+    prop_assert_eq!(
+        s.disposed,
+        at_rest.pending,
+        "dispose settled exactly what was pending"
+    );
+    prop_assert_eq!(s.provider_calls, sim.calls.len() as u64);
+    prop_assert_eq!(
+        s.batch_calls,
+        sim.calls.iter().filter(|c| c.is_batch).count() as u64
+    );
+    prop_assert_eq!(
+        s.retries,
+        sim.calls.iter().filter(|c| c.attempt > 0).count() as u64
+    );
+    prop_assert!(s.cache_hits + s.dedup_hits <= s.items);
+    prop_assert!(s.fallbacks <= s.count_mismatches);
+    // Rule 1: in every window, starts <= capacity + rate * window length.
+    let starts: Vec<f64> = sim.starts_ms();
+    for i in 0..starts.len() {
+        for j in i..starts.len() {
+            let allowed = options.capacity + options.rate * (starts[j] - starts[i]) / 1000.0;
+            prop_assert!(
+                ((j - i + 1) as f64) <= allowed + 1e-6,
+                "{} starts in [{}, {}] ms exceed {}",
+                j - i + 1,
+                starts[i],
+                starts[j],
+                allowed
+            );
+        }
+    }
+    if options.max_in_flight > 0 {
+        prop_assert!(sim.max_running as u64 <= options.max_in_flight);
+    }
+    Ok(())
 }
 
 proptest! {
@@ -315,45 +457,23 @@ proptest! {
 
     #[test]
     fn every_item_settles_once_with_its_own_translation_and_stats_add_up(
-        options in random_options(),
+        options in random_options(SegmentFormat::Separator),
         arrivals in prop::collection::vec(arrival(), 1..60),
-        script in script(),
+        script in script(SegmentFormat::Separator),
         store in store_behaviour(),
     ) {
-        let Run { mut sim, tickets } = run(options.clone(), &arrivals, script, store);
-        // Hanging calls without a timeout would wait forever: dispose settles them.
-        let before_dispose = sim.engine.stats();
-        sim.engine.handle_dispose();
-        sim.drain();
-        for (ticket, text) in &tickets {
-            prop_assert_eq!(sim.settle_counts.get(ticket), Some(&1), "ticket {} settled wrongly", ticket);
-            if let Ok(translation) = sim.result(*ticket) {
-                prop_assert!(derived_only_from(translation, text), "{:?} got {:?}", text, translation);
-            }
-        }
-        let s = sim.engine.stats();
-        prop_assert_eq!(s.items, tickets.len() as u64);
-        prop_assert_eq!(s.items, s.succeeded + s.failed + s.aborted + s.disposed + s.pending);
-        prop_assert_eq!((s.pending, s.queued, s.in_flight), (0, 0, 0));
-        prop_assert_eq!(s.provider_calls, sim.calls.len() as u64);
-        prop_assert_eq!(s.batch_calls, sim.calls.iter().filter(|c| c.is_batch).count() as u64);
-        prop_assert_eq!(s.retries, sim.calls.iter().filter(|c| c.attempt > 0).count() as u64);
-        prop_assert!(s.cache_hits + s.dedup_hits <= s.items);
-        prop_assert!(s.fallbacks <= s.count_mismatches);
-        // Before dispose, only hung calls may still be running (and only with no timeout).
-        prop_assert!(before_dispose.in_flight <= sim.calls.len() as u64);
-        // Rule 1: in every window, starts <= capacity + rate * window length.
-        let starts: Vec<f64> = sim.starts_ms();
-        for i in 0..starts.len() {
-            for j in i..starts.len() {
-                let allowed = options.capacity + options.rate * (starts[j] - starts[i]) / 1000.0;
-                prop_assert!(((j - i + 1) as f64) <= allowed + 1e-6,
-                    "{} starts in [{}, {}] ms exceed {}", j - i + 1, starts[i], starts[j], allowed);
-            }
-        }
-        if options.max_in_flight > 0 {
-            prop_assert!(sim.max_running as u64 <= options.max_in_flight);
-        }
+        check_run(options, &arrivals, script, store)?;
+    }
+
+    /// The same in the markers layout, whose replies may also come back reordered.
+    #[test]
+    fn in_the_markers_layout_every_item_settles_once_with_its_own_translation(
+        options in random_options(SegmentFormat::Markers),
+        arrivals in prop::collection::vec(arrival(), 1..60),
+        script in script(SegmentFormat::Markers),
+        store in store_behaviour(),
+    ) {
+        check_run(options, &arrivals, script, store)?;
     }
 
     #[test]

@@ -157,3 +157,42 @@ fn the_adaptive_rate_has_a_floor_and_turning_it_off_lifts_it() {
         0
     );
 }
+
+#[test]
+fn a_pause_made_longer_wakes_the_engine_at_its_new_end_only() {
+    // Two calls meet 429s (no retries, so no backoff timers): the first pauses the
+    // provider until 1010 ms, the second makes the pause last until 5010 ms. A third item,
+    // held back by `maxInFlight`, then waits for the pause.
+    let opts = options(&[
+        ("rate", 100.0),
+        ("capacity", 100.0),
+        ("maxInFlight", 2.0),
+        ("maxRateLimitRetries", 0.0),
+    ])
+    .patched(&[("adaptiveRate", OptionValue::Bool(false))])
+    .unwrap();
+    let mut sim = Sim::new(opts, |call: &Call, _| {
+        let retry_after = match call.texts[0].as_str() {
+            "short" => 1000.0,
+            "long" => 5000.0,
+            _ => return Answer::After(Duration::from_millis(10.0), Ok(echo_reply(call))),
+        };
+        Answer::After(
+            Duration::from_millis(10.0),
+            Err(http_error(429, Some(retry_after))),
+        )
+    });
+    sim.translate(&single("short"));
+    sim.translate(&single("long"));
+    let waiting = sim.translate(&single("waiting"));
+    sim.drive();
+    assert_eq!(sim.starts_ms(), vec![0.0, 0.0, 5010.0]);
+    assert_eq!(sim.ok(waiting), echo("waiting"));
+    let wakes: Vec<f64> = sim.wakes.iter().map(|at| at.as_millis()).collect();
+    assert_eq!(
+        wakes,
+        vec![10.0, 5010.0, 5020.0],
+        "woken for the 429s, when the longer pause ends and for the answer, never when the \
+         shorter one would have ended"
+    );
+}

@@ -1,9 +1,13 @@
 //! Each dependency used once, as batch-pacer uses it: a JS class whose options are read
 //! through js-sys and whose stats leave through serde-wasm-bindgen, a provider promise
-//! awaited through wasm-bindgen-futures after a gloo-timers delay, and a SHA-256 hex key.
+//! awaited through wasm-bindgen-futures after a gloo-timers delay, a SHA-256 hex key, a
+//! keyed SipHash-1-3 of 128 bits (the in-memory key) and a number written by ryu.
+
+use core::hash::Hasher;
 
 use serde::Serialize;
 use sha2::{Digest, Sha256};
+use siphasher::sip128::{Hasher128, SipHasher13};
 use wasm_bindgen::prelude::*;
 
 #[derive(Serialize)]
@@ -60,4 +64,19 @@ pub fn cache_key(text: &str) -> String {
         .flat_map(|b| [HEX[usize::from(b >> 4)], HEX[usize::from(b & 15)]])
         .map(char::from)
         .collect()
+}
+
+/// The in-memory key: 128 bits of SipHash-1-3 under a key, as two words.
+#[wasm_bindgen(js_name = shortKey)]
+pub fn short_key(k0: u64, k1: u64, text: &str) -> Vec<u64> {
+    let mut hasher = SipHasher13::new_with_keys(k0, k1);
+    hasher.write(text.as_bytes());
+    let hash = hasher.finish128();
+    vec![hash.h1, hash.h2]
+}
+
+/// A number written by ryu, as the package writes numbers into messages.
+#[wasm_bindgen(js_name = formatNumber)]
+pub fn format_number(n: f64) -> String {
+    ryu::Buffer::new().format(n).to_owned()
 }

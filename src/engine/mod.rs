@@ -5,11 +5,13 @@
 //! call's signal), [`Engine::poll_settled`] (an item ended), [`Engine::poll_event`],
 //! [`Engine::poll_lookup`] and [`Engine::poll_store_write`] (the persistent store), and
 //! [`Engine::poll_timeout`] (call `handle_timeout` then). After every `handle_*`, drain
-//! the outputs in that order (cancels first, so a timed-out call is aborted before its
-//! retry starts), then sleep until `poll_timeout`.
+//! the outputs, cancels first (so a timed-out call is aborted before its retry starts);
+//! the package's driver then settles, serves the store, reports events and starts calls
+//! (docs/ARCHITECTURE.md, "The poll order"), and sleeps until `poll_timeout`.
 //!
-//! Every input ends in `after_input`: start what may start (`pacing`), then drop dead
-//! timers from the top of the heap (`timers`). The parts, in the order an item meets
+//! Every input that can start or end work ends in `after_input`: start what may start
+//! (`pacing`), then drop dead timers from the top of the heap (`timers`);
+//! `handle_dispose` ends everything itself and `handle_store_failure` only reports. The parts, in the order an item meets
 //! them: `groups` (compatibility groups), `jobs` (dedup and tickets), `lookups` (the
 //! persistent store), `assembly` (batches and ready sets), `pacing` (bucket, pauses,
 //! adaptive rate), `quotas` (token budget, reported limits, blocks), `dealing` (by
@@ -513,6 +515,12 @@ impl<C: Clone> Engine<C> {
     /// The next item that ended.
     pub fn poll_settled(&mut self) -> Option<Settled<C>> {
         self.out.next_settled()
+    }
+
+    /// The driver found no unsettled promise for a settlement: its item had settled
+    /// before. The settlement is dropped; `stats().duplicate_settlements` counts it.
+    pub fn note_duplicate_settlement(&mut self) {
+        self.out.stats.duplicate_settlements += 1;
     }
 
     /// The next notable event.

@@ -162,7 +162,7 @@ impl<C: Clone> Engine<C> {
         let until = now + pause;
         if until > pacing.paused_until {
             pacing.paused_until = until;
-            self.timers.push(until, Timer::PauseEnd);
+            self.timers.push(until, Timer::PauseEnd(until));
         }
         self.out.events.push_back(Event::RateLimited {
             provider_id: provider.id.clone(),

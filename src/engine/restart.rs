@@ -71,7 +71,7 @@ impl<C: Clone> Engine<C> {
                     now + Duration::from_micros(saved.paused_for.as_micros() - elapsed.as_micros());
                 provider.paused_until = until;
                 provider.episode = provider.episode.wrapping_add(1);
-                self.timers.push(until, Timer::PauseEnd);
+                self.timers.push(until, Timer::PauseEnd(until));
             }
             let Some(adaptive_rate) = saved.adaptive_rate else {
                 continue;

@@ -14,8 +14,8 @@ pub(super) enum Timer {
     Backoff(Id<Batch>),
     /// A call runs out of time.
     Deadline(CallId),
-    /// A provider's 429 pause ends.
-    PauseEnd,
+    /// A provider's 429 pause that ends at this instant ends.
+    PauseEnd(Instant),
 }
 
 /// Every pending wake-up, soonest first. A timer whose reason went away (the batch was
@@ -74,10 +74,12 @@ impl<C: Clone> Engine<C> {
                 .store
                 .as_ref()
                 .is_some_and(|s| s.pending(job).is_some()),
-            Timer::PauseEnd => self
+            // A pause made longer has a timer of its own: the shorter one's end is no
+            // longer anyone's.
+            Timer::PauseEnd(until) => self
                 .providers
                 .iter()
-                .any(|p| p.pacing.borrow().paused_until > self.now),
+                .any(|p| p.pacing.borrow().paused_until == until),
         }
     }
 
@@ -157,7 +159,7 @@ impl<C: Clone> Engine<C> {
                         self.end_lookup(job, LookupResult::Failed(message));
                     }
                 }
-                Timer::PauseEnd => {}
+                Timer::PauseEnd(_) => {}
             }
         }
     }

@@ -504,8 +504,9 @@ impl Inner {
         }
         while let Some(settled) = state.engine.poll_settled() {
             state.partials.remove(&settled.ticket);
-            if let Some(resolvers) = state.resolvers.remove(&settled.ticket) {
-                return Some(Action::Settle(resolvers, settled));
+            match state.resolvers.remove(&settled.ticket) {
+                Some(resolvers) => return Some(Action::Settle(resolvers, settled)),
+                None => state.engine.note_duplicate_settlement(),
             }
         }
         // Settled items first: a preview is never given for an item that has settled.

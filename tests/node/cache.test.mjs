@@ -357,9 +357,11 @@ describe("cache option: a misbehaving store is a miss", () => {
 
   test("a throwing onEvent handler does not disturb a cacheError report", async (t) => {
     const { store } = mapStore({ get: () => Promise.reject(new Error("x")) });
+    const seen = [];
     const { clock, calls, send } = setup(t, {
       cache: store,
-      onEvent: () => {
+      onEvent: (event) => {
+        seen.push(event.type);
         throw new Error("handler broke");
       },
     });
@@ -367,6 +369,7 @@ describe("cache option: a misbehaving store is a miss", () => {
     await clock.tickAsync(0);
     assert.equal(calls.length, 1);
     assert.equal(state.value, "ROBUST");
+    assert.ok(seen.includes("cacheError"), `the handler threw on the cacheError report: ${seen}`);
   });
 });
 

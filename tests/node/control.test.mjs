@@ -132,10 +132,37 @@ describe("AbortSignal", () => {
     await clock.tickAsync(0);
     controller.abort();
     await clock.tickAsync(0);
+    assertPacerError(s.reason, "aborted");
     hold.resolve("late");
     await clock.tickAsync(0);
     assert.equal(s.settlements, 1);
-    assert.notEqual(s.status, "pending");
+    assertPacerError(s.reason, "aborted");
+  });
+
+  test("aborting a running item lets the call go on for identical items and caches the result", async (t) => {
+    const hold = deferred();
+    const { clock, calls, send, pacer } = setup(t, { answer: () => hold.promise });
+    const controller = new AbortController();
+    const aborted = send(item("same", { llm: false, signal: controller.signal }));
+    await clock.tickAsync(0);
+    assert.equal(calls.length, 1, "the call is running");
+    const sharer = send(item("same", { llm: false }));
+    controller.abort();
+    await clock.tickAsync(0);
+    assertPacerError(aborted.reason, "aborted");
+    assert.equal(sharer.status, "pending", "the identical item still waits for the call");
+    assert.equal(calls[0].signal.aborted, false, "the call goes on");
+    hold.resolve("translated");
+    await clock.tickAsync(0);
+    assert.equal(sharer.value, "translated");
+    const later = send(item("same", { llm: false }));
+    await clock.tickAsync(1000);
+    assert.equal(later.value, "translated");
+    assert.equal(calls.length, 1, "the later item was answered from the cache");
+    const stats = pacer.stats();
+    assert.equal(stats.cacheHits, 1);
+    assert.equal(stats.dedupHits, 1);
+    assert.equal(stats.aborted, 1);
   });
 });
 

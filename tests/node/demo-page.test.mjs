@@ -15,16 +15,19 @@ import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { launchChromium, playwright } from "./chromium.mjs";
+import { skipIfMissing } from "./requirements.mjs";
 
 const repo = path.resolve(process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url)));
 const { startDemoServer } = await import(pathToFileURL(repo + "/extension-demo/demo-server.mjs").href);
 const CONTENT_JS = readFileSync(path.join(repo, "extension-demo/content.js"), "utf8");
 
-const browserSkip = !playwright
-  ? "playwright-core is not installed here nor in the repository"
-  : !existsSync("/usr/bin/chromium")
-    ? "/usr/bin/chromium is missing"
-    : false;
+const browserSkip = skipIfMissing(
+  !playwright
+    ? "playwright-core is not installed here nor in the repository"
+    : !existsSync("/usr/bin/chromium")
+      ? "/usr/bin/chromium is missing"
+      : false,
+);
 
 const CUE_COUNT = 40;
 const PORT_NAME = "batch-pacer-translate";

@@ -14,17 +14,20 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { launchChromium, playwright } from "./chromium.mjs";
+import { skipIfMissing } from "./requirements.mjs";
 
 const repo = path.resolve(process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url)));
 const demoDir = path.join(repo, "extension-demo");
 
-const browserSkip = !playwright
-  ? `playwright-core is not installed here nor under ${repo}`
-  : !existsSync("/usr/bin/chromium")
-    ? "/usr/bin/chromium is missing"
-    : !existsSync(path.join(demoDir, "options.html"))
-      ? `${demoDir}/options.html is missing`
-      : false;
+const browserSkip = skipIfMissing(
+  !playwright
+    ? `playwright-core is not installed here nor under ${repo}`
+    : !existsSync("/usr/bin/chromium")
+      ? "/usr/bin/chromium is missing"
+      : !existsSync(path.join(demoDir, "options.html"))
+        ? `${demoDir}/options.html is missing`
+        : false,
+);
 
 // ---------------------------------------------------------------------------------------
 // Fixtures

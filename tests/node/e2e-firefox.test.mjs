@@ -23,6 +23,7 @@ import { createRequire } from "node:module";
 import { homedir } from "node:os";
 import { delimiter, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { skipIfMissing } from "./requirements.mjs";
 
 const repo = process.env.BATCH_PACER_REPO ?? fileURLToPath(new URL("../../", import.meta.url));
 const load = (path) => import(pathToFileURL(join(repo, path)).href);
@@ -66,15 +67,17 @@ function loadSelenium() {
 
 const geckodriver = findGeckodriver();
 const selenium = loadSelenium();
-const skip = !existsSync(FIREFOX)
-  ? `${FIREFOX} is missing`
-  : !geckodriver
-    ? "geckodriver is missing (looked in $GECKODRIVER, ~/.cargo/bin and PATH)"
-    : !selenium
-      ? "selenium-webdriver is not installed here nor in the repository"
-      : !existsSync(join(EXTENSION_DIR, "vendor/batch-pacer/js/index.js"))
-        ? "the demo extension is not built (run: bash scripts/build-demo.sh)"
-        : false;
+const skip = skipIfMissing(
+  !existsSync(FIREFOX)
+    ? `${FIREFOX} is missing`
+    : !geckodriver
+      ? "geckodriver is missing (looked in $GECKODRIVER, ~/.cargo/bin and PATH)"
+      : !selenium
+        ? "selenium-webdriver is not installed here nor in the repository"
+        : !existsSync(join(EXTENSION_DIR, "vendor/batch-pacer/js/index.js"))
+          ? "the demo extension is not built (run: bash scripts/build-demo.sh)"
+          : false,
+);
 
 /** Whether this geckodriver knows --allow-system-access (needed to open moz-extension:// pages). */
 function geckodriverArgs() {
@@ -199,11 +202,12 @@ test("Firefox: set up on the options page, the strict preset meets a 60-per-minu
     assert.equal(done.failed, 0);
     assert.equal(done.subtitlesTotal, 0, "no cue arrived during the test");
 
+    // The mock's own bucket (60 a minute, burst 1) measures the pacing on its clock: a
+    // request closer than the quota allows would have met a 429.
     const stats = mock.stats();
     assert.equal(stats.rateLimited, 0, "the pacer met 429s");
     assert.ok(stats.ok >= 2, `the mock answered ${stats.ok} requests`);
-    const gaps = stats.requestTimes.slice(1).map((at, i) => at - stats.requestTimes[i]);
-    assert.ok(gaps.every((gap) => gap >= 800), `requests closer than the quota allows: ${gaps}`); // 1 s apart when sent; arrival jitter on a busy machine
+    assert.equal(stats.ok, stats.requests, "every request was answered");
 
     const paragraphs = (await translations(driver)).filter((item) => item.id.startsWith("p"));
     assert.equal(paragraphs.length, done.pageTotal);

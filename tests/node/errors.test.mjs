@@ -4,7 +4,17 @@ import { test, describe } from "node:test";
 import assert from "node:assert/strict";
 
 import { BatchPacer, PacerError } from "batch-pacer";
-import { setup, item, httpError, assertPacerError, thrown, virtualTime, track } from "./helpers.mjs";
+import {
+  setup,
+  item,
+  httpError,
+  assertPacerError,
+  thrown,
+  virtualTime,
+  track,
+  disposeAfter,
+  assertNoSecondSettlement,
+} from "./helpers.mjs";
 
 const CODES = [
   "not_initialized",
@@ -153,7 +163,7 @@ describe("every translate promise settles exactly once", () => {
         calls++;
         return provider(r);
       }, { clock: pacerClock, timeoutMs: 1000, maxRetries: 1, baseRetryDelayMs: 10 });
-      t.after(() => pacer.dispose());
+      disposeAfter(t, pacer);
       const states = [track(pacer.translate(item("x", { llm: false })))];
       await clock.tickAsync(30_000);
       for (const s of states) {
@@ -170,6 +180,7 @@ describe("every translate promise settles exactly once", () => {
       const stats = pacer.stats();
       assert.equal(stats.pending, 0);
       assert.equal(stats.inFlight, 0);
+      assertNoSecondSettlement(pacer);
     });
 
     test(`a batch whose provider ${name} settles each item once`, async (t) => {
@@ -181,7 +192,7 @@ describe("every translate promise settles exactly once", () => {
         maxBatchRetries: 1,
         baseRetryDelayMs: 10,
       });
-      t.after(() => pacer.dispose());
+      disposeAfter(t, pacer);
       const states = ["a", "b", "c"].map((x) => track(pacer.translate(item(x))));
       await clock.tickAsync(60_000);
       for (const s of states) {
@@ -190,6 +201,7 @@ describe("every translate promise settles exactly once", () => {
         if (s.status === "rejected") assert.ok(s.reason instanceof PacerError);
         else assert.equal(typeof s.value, "string");
       }
+      assertNoSecondSettlement(pacer);
     });
   }
 
@@ -223,7 +235,7 @@ describe("every translate promise settles exactly once", () => {
       }
       return Promise.resolve(`t:${r.text}`);
     }, { clock: pacerClock });
-    t.after(() => pacer.dispose());
+    disposeAfter(t, pacer);
     const outer = track(pacer.translate(item("outer", { llm: false })));
     await clock.tickAsync(1000);
     assert.equal(outer.value, "t:outer");
@@ -240,7 +252,7 @@ describe("every translate promise settles exactly once", () => {
       baseRetryDelayMs: 10,
       onEvent: () => pacer.dispose(),
     });
-    t.after(() => pacer.dispose());
+    disposeAfter(t, pacer);
     const states = ["a", "b"].map((x) => track(pacer.translate(item(x, { llm: false }))));
     await clock.tickAsync(5000);
     for (const s of states) {

@@ -122,8 +122,28 @@ export function thrown(fn, code) {
 }
 
 /**
- * A pacer on virtual time; disposed when the test ends. Returns `{ pacer, clock,
- * calls, events, send }`; `answer` is the recording provider's answer function.
+ * Asserts that `pacer` never settled an item twice. A promise shows only its first
+ * settlement (`track` cannot see a second one); the pacer counts the ones it dropped.
+ */
+export function assertNoSecondSettlement(pacer) {
+  assert.equal(pacer.stats().duplicateSettlements, 0, "an item was settled twice");
+}
+
+/**
+ * Disposes `pacer` when the test ends, then asserts that no item was settled twice,
+ * disposal included.
+ */
+export function disposeAfter(t, pacer) {
+  t.after(() => {
+    pacer.dispose();
+    assertNoSecondSettlement(pacer);
+  });
+}
+
+/**
+ * A pacer on virtual time; disposed when the test ends, which then fails if an item was
+ * settled twice. Returns `{ pacer, clock, calls, events, send }`; `answer` is the
+ * recording provider's answer function.
  */
 export function setup(t, { answer, provider, ...options } = {}) {
   const { clock, pacerClock } = virtualTime();
@@ -134,7 +154,7 @@ export function setup(t, { answer, provider, ...options } = {}) {
     onEvent: (event) => events.push({ at: clock.now, ...event }),
     ...options,
   });
-  t.after(() => pacer.dispose());
+  disposeAfter(t, pacer);
   /** translate(item), followed with track() so that no rejection goes unhandled. */
   const send = (entry) => track(pacer.translate(entry));
   return { pacer, clock, calls: recorder.calls, events, send };

@@ -14,6 +14,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { launchChromium, playwright } from "./chromium.mjs";
 import path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
+import { skipIfMissing } from "./requirements.mjs";
 
 function locateModule() {
   const tried = [];
@@ -43,11 +44,13 @@ const { indexedDBCache } = await import(pathToFileURL(modulePath).href);
 const errorsPath = path.join(path.dirname(modulePath), "errors.js");
 const { PacerError } = await import(pathToFileURL(errorsPath).href);
 const hasChromium = existsSync("/usr/bin/chromium");
-const browserSkip = !playwright
-  ? "playwright-core is not installed here nor under $BATCH_PACER_REPO"
-  : !hasChromium
-    ? "/usr/bin/chromium is missing"
-    : false;
+const browserSkip = skipIfMissing(
+  !playwright
+    ? "playwright-core is not installed here nor under $BATCH_PACER_REPO"
+    : !hasChromium
+      ? "/usr/bin/chromium is missing"
+      : false,
+);
 
 const DAY = 24 * 3600 * 1000;
 

@@ -214,6 +214,32 @@ describe("initialisation", () => {
     assert.deepEqual(out, { secondIsThenable: true, v1: "a:x", v2: "b:y" });
   });
 
+  test("init() reads the .wasm once in Node: later calls load nothing", async () => {
+    // Node reads the file through node:fs (fetch is never used there), so the reads are
+    // counted on fs.readFileSync, synced into the ES module bindings the package imports.
+    const out = await childJson(`
+      import fs from "node:fs";
+      import { syncBuiltinESMExports } from "node:module";
+      const read = fs.readFileSync;
+      let wasmReads = 0;
+      fs.readFileSync = (file, ...rest) => {
+        if (String(file).endsWith("batch_pacer_bg.wasm")) wasmReads++;
+        return read(file, ...rest);
+      };
+      syncBuiltinESMExports();
+      const { default: init, BatchPacer } = await import("batch-pacer");
+      await init();
+      const afterFirst = wasmReads;
+      await init();
+      await Promise.all([init(), init()]);
+      const p = new BatchPacer(async (r) => r.text + "!", { batchDelayMs: 0 });
+      const v = await p.translate({ text: "hi", sourceLang: "en", targetLang: "de", providerId: "a" });
+      p.dispose();
+      console.log(JSON.stringify({ afterFirst, total: wasmReads, v }));
+    `);
+    assert.deepEqual(out, { afterFirst: 1, total: 1, v: "hi!" });
+  });
+
   test("concurrent init() calls both resolve", async () => {
     const out = await childJson(`
       import init, { BatchPacer } from "batch-pacer";

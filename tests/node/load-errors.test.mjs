@@ -122,11 +122,17 @@ test("bytes that are not WebAssembly say so", async () => {
   assert.equal(out.failed.causeName, "CompileError");
 });
 
-/** A copy of the installed package without its .wasm, in a project of its own. */
-function packageWithoutWasm(t) {
-  const project = mkdtempSync(path.join(tmpdir(), "batch-pacer-no-wasm-"));
+/** A copy of the installed package, in a project of its own. */
+function packageCopy(t) {
+  const project = mkdtempSync(path.join(tmpdir(), "batch-pacer-copy-"));
   t.after(() => rmSync(project, { recursive: true, force: true }));
   cpSync(packageDir, path.join(project, "node_modules", "batch-pacer"), { recursive: true });
+  return project;
+}
+
+/** A copy of the installed package without its .wasm, in a project of its own. */
+function packageWithoutWasm(t) {
+  const project = packageCopy(t);
   rmSync(path.join(project, "node_modules", "batch-pacer", "pkg", "batch_pacer_bg.wasm"));
   return project;
 }
@@ -142,8 +148,8 @@ test("in Node, a .wasm missing from disk names the file and what to do", async (
   assert.match(out.failed.causeMessage, /ENOENT/);
 });
 
-test("in a Node older than 20, a failed load says which Node is needed", async (t) => {
-  const cwd = packageWithoutWasm(t);
+/** What init() rejects with in a child that reports Node.js v18.20.0, in project `cwd`. */
+async function loadInNode18(cwd) {
   const out = await childJson(`
     Object.defineProperty(process, "version", { value: "v18.20.0" });
     Object.defineProperty(process, "versions", { value: { ...process.versions, node: "18.20.0" } });
@@ -151,7 +157,22 @@ test("in a Node older than 20, a failed load says which Node is needed", async (
     ${describe}
     console.log(JSON.stringify({ failed: await init().then(() => null, describe) }));
   `, { cwd });
-  assertSaysWhatToDo(out.failed, /needs Node\.js 20 or later; this is Node\.js v18\.20\.0/);
+  return out.failed;
+}
+
+test("in a Node older than 20, a failed load says which Node is needed", async (t) => {
+  const failed = await loadInNode18(packageWithoutWasm(t));
+  assertSaysWhatToDo(failed, /needs Node\.js 20 or later; this is Node\.js v18\.20\.0/);
+});
+
+test("in a Node older than 20, a load that fails with the .wasm on disk says which Node is needed", async (t) => {
+  // The file is there and read; what an old engine then fails on (here: bytes it cannot
+  // compile) is reported with the version to fix first.
+  const cwd = packageCopy(t);
+  writeFileSync(path.join(cwd, "node_modules", "batch-pacer", "pkg", "batch_pacer_bg.wasm"), randomBytes(64));
+  const failed = await loadInNode18(cwd);
+  assertSaysWhatToDo(failed, /needs Node\.js 20 or later; this is Node\.js v18\.20\.0/);
+  assert.equal(failed.causeName, "CompileError", "the engine's own error is the cause");
 });
 
 test("batch-pacer/inline initialises on import: no init() call, no fetch, no read of the .wasm", async (t) => {

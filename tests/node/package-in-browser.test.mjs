@@ -10,8 +10,11 @@ import { existsSync } from "node:fs";
 import { launchChromium, playwright } from "./chromium.mjs";
 import { servePackage, contentType } from "./package-server.mjs";
 import { completionStream } from "./chat-server.mjs";
+import { skipIfMissing } from "./requirements.mjs";
 
-const skip = playwright && existsSync("/usr/bin/chromium") ? false : "needs playwright-core and /usr/bin/chromium";
+const skip = skipIfMissing(
+  playwright && existsSync("/usr/bin/chromium") ? false : "needs playwright-core and /usr/bin/chromium",
+);
 
 // The same scenario in every context: 6 paragraphs, one with a %% line, batched by 4.
 // `imports` and `initialise` choose how the core is loaded.

@@ -284,6 +284,7 @@ describe("onEvent", () => {
 
   test("a throwing onEvent during a 429 pause and a timeout breaks nothing", async (t) => {
     const { clock, pacerClock } = virtualTime();
+    const seen = [];
     let n = 0;
     const pacer = new BatchPacer((r) => {
       n++;
@@ -294,22 +295,31 @@ describe("onEvent", () => {
       clock: pacerClock,
       timeoutMs: 100,
       baseRetryDelayMs: 10,
-      onEvent: () => { throw new TypeError("boom"); },
+      onEvent: (event) => {
+        seen.push(event.type);
+        throw new TypeError("boom");
+      },
     });
     t.after(() => pacer.dispose());
     const s = track(pacer.translate(item("x", { llm: false })));
     await clock.tickAsync(10_000);
     assert.equal(s.value, "done x");
     assert.equal(n, 3);
+    assert.ok(seen.includes("rateLimited"), `the handler threw on the 429: ${seen}`);
+    assert.ok(seen.includes("timeout"), `the handler threw on the timeout: ${seen}`);
   });
 
   test("a throwing onEvent does not throw out of translate or setOptions", async (t) => {
     const { clock, pacerClock } = virtualTime();
+    const seen = [];
     const pacer = new BatchPacer(async () => { throw httpError(500); }, {
       clock: pacerClock,
       maxRetries: 3,
       baseRetryDelayMs: 0,
-      onEvent: () => { throw new Error("always"); },
+      onEvent: (event) => {
+        seen.push(event.type);
+        throw new Error("always");
+      },
     });
     t.after(() => pacer.dispose());
     let s;
@@ -320,5 +330,6 @@ describe("onEvent", () => {
     await clock.tickAsync(1000);
     assert.equal(s.status, "rejected");
     assert.equal(s.reason.code, "provider_error");
+    assert.deepEqual(seen, ["retry", "retry", "retry"], "the handler threw on every retry");
   });
 });

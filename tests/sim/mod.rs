@@ -100,6 +100,8 @@ pub struct Log {
     pub previews: Vec<(Instant, batch_pacer::Preview)>,
     /// When each item settled.
     pub settled_at: HashMap<Ticket, Instant>,
+    /// Wake-ups: the instants the harness moved to for an answer or the engine's timeout.
+    pub wakes: Vec<Instant>,
 }
 
 impl Deref for Sim {
@@ -261,7 +263,11 @@ impl Sim {
         match how {
             Drive::Now => collect(engine, time, provider, store, log),
             Drive::Until(limit) => {
+                let start = time.now;
                 time.run_until(engine, limit, |time, engine| {
+                    if time.now != start && log.wakes.last() != Some(&time.now) {
+                        log.wakes.push(time.now);
+                    }
                     collect(engine, time, provider, store, log)
                 });
             }
