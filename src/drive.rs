@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::call::{CallId, Failure, Reply};
+use crate::call::{CallId, Failure, Reply, Report};
 use crate::engine::Engine;
 use crate::store::{LookupId, LookupResult};
 use crate::time::{Duration, Instant};
@@ -13,7 +13,7 @@ use crate::time::{Duration, Instant};
 /// An answer waiting for its instant.
 #[derive(Debug)]
 enum Pending<C> {
-    Response(CallId, Result<Reply, Failure<C>>),
+    Response(CallId, Result<Reply, Failure<C>>, Report),
     Lookup(LookupId, LookupResult),
 }
 
@@ -38,7 +38,19 @@ impl<C: Clone> VirtualTime<C> {
 
     /// Delivers `outcome` for call `id`, `after` from now.
     pub fn answer(&mut self, id: CallId, after: Duration, outcome: Result<Reply, Failure<C>>) {
-        self.schedule(after, Pending::Response(id, outcome));
+        self.schedule(after, Pending::Response(id, outcome, Report::default()));
+    }
+
+    /// Delivers `outcome` for call `id` with what the provider reported (usage, limits),
+    /// `after` from now.
+    pub fn answer_reported(
+        &mut self,
+        id: CallId,
+        after: Duration,
+        outcome: Result<Reply, Failure<C>>,
+        report: Report,
+    ) {
+        self.schedule(after, Pending::Response(id, outcome, report));
     }
 
     /// Delivers `result` for store lookup `id`, `after` from now.
@@ -85,7 +97,9 @@ impl<C: Clone> VirtualTime<C> {
                     break;
                 }
                 match entry.remove() {
-                    Pending::Response(id, outcome) => engine.handle_response(self.now, id, outcome),
+                    Pending::Response(id, outcome, report) => {
+                        engine.handle_response_reported(self.now, id, outcome, report)
+                    }
                     Pending::Lookup(id, result) => engine.handle_lookup(self.now, id, result),
                 }
                 drain(self, engine);

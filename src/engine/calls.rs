@@ -18,6 +18,8 @@ pub(super) struct Running {
     /// Its estimated cost before and after the provider's scaling (0 without estimates).
     pub(super) raw_cost: f64,
     pub(super) cost: f64,
+    /// Its place among the calls to its provider, for the limits the provider reports.
+    pub(super) quota_ticket: u64,
 }
 
 /// How a call's reply is read back onto its items.
@@ -175,7 +177,6 @@ pub(super) fn check_aligned(
 
 impl<C: Clone> Engine<C> {
     pub(super) fn start(&mut self, batch_key: Id<Batch>) {
-        let batch_key = self.first_call(batch_key);
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
         };
@@ -211,9 +212,10 @@ impl<C: Clone> Engine<C> {
         if let Some(shared) = &self.shared {
             shared.spend_tokens(self.now, cost);
         }
-        if let Some(p) = self.providers.get(provider as usize) {
-            p.pacing.borrow_mut().quota.spend(self.now, cost);
-        }
+        let quota_ticket = self
+            .providers
+            .get(provider as usize)
+            .map_or(0, |p| p.pacing.borrow_mut().quota.spend(self.now, cost));
         let (text, layout, instructions, reading) =
             lay_out(self.options.segment_format, &texts, &mut self.call_strings);
         let ids = self.call_strings.ids(texts.len());
@@ -241,6 +243,7 @@ impl<C: Clone> Engine<C> {
                 reading,
                 raw_cost,
                 cost,
+                quota_ticket,
             },
         );
         self.out.calls.push_back(Call {
@@ -286,7 +289,7 @@ impl<C: Clone> Engine<C> {
     }
 
     pub(super) fn succeed(&mut self, run: Running, translations: Vec<String>) {
-        self.grow_adaptive_rate(run.provider);
+        self.grow_adaptive_rate(&run);
         let Some(batch) = self.batches.remove(run.batch) else {
             return;
         };
@@ -298,7 +301,7 @@ impl<C: Clone> Engine<C> {
     /// Partial acceptance: the proven segments resolve their items now; the batch goes
     /// out again with the missing ones only, as a count mismatch.
     pub(super) fn accept_proven(&mut self, run: Running, translations: Vec<Option<String>>) {
-        self.grow_adaptive_rate(run.provider);
+        self.grow_adaptive_rate(&run);
         let Some(batch) = self.batches.get_mut(run.batch) else {
             return;
         };

@@ -19,6 +19,12 @@ pub use batch_pacer::{Duration, ErrorCode};
 pub enum Answer {
     /// Answer after `after` with this outcome.
     After(Duration, Result<Reply, Failure<String>>),
+    /// Answer after `after` with this outcome and what the provider reported.
+    Reported(
+        Duration,
+        Result<Reply, Failure<String>>,
+        batch_pacer::Report,
+    ),
     /// Never answer.
     Hang,
 }
@@ -307,6 +313,9 @@ fn collect(
         check_layout(&call);
         match provider(&call, now) {
             Answer::After(after, outcome) => time.answer(call.id, after, outcome),
+            Answer::Reported(after, outcome, report) => {
+                time.answer_reported(call.id, after, outcome, report)
+            }
             Answer::Hang => {}
         }
     }
