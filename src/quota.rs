@@ -153,9 +153,13 @@ impl Window {
         self.bucket.capacity()
     }
 
-    /// When the room reaches `need`, if not now.
+    /// When the room reaches `need`, if not now. A call larger than the window as far
+    /// as it is known waits for the reset, when the window is whole, however large.
     fn ready_at(&self, now: Instant, need: f64) -> Option<Instant> {
-        let at = self.bucket.ready_at_amount(now, need);
+        let mut at = self.bucket.ready_at_amount(now, need);
+        if need > self.whole() {
+            at = at.max(self.reset);
+        }
         (at > now).then_some(at)
     }
 

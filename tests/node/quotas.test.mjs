@@ -227,7 +227,10 @@ describe("reported limits", () => {
     };
   };
 
-  test("requestsRemaining 0 holds that provider's calls until the reset; other providers go on; a limited event", async (t) => {
+  test("requestsRemaining 0 holds that provider's calls until the window has room again; other providers go on; a limited event", async (t) => {
+    // Nothing left, whole again in 5 s, and one request is all the window is known to
+    // hold (the one just made): room for one more comes back by the reset, one by one
+    // after it, until the report is forgotten one window after its reset.
     const { clock, calls, send, events } = setup(t, {
       answer: limitedReply({ requestsRemaining: 0, requestsResetMs: 5000 }),
     });
@@ -238,23 +241,26 @@ describe("reported limits", () => {
     const b = sendSingles(send, 3, { providerId: "b" });
     const wallBefore = Date.now();
     await clock.tickAsync(4900);
-    assert.deepEqual(startTimes(calls, "a"), [0], "no call to a before its window resets");
+    assert.deepEqual(startTimes(calls, "a"), [0], "no call to a before its window has room");
     assert.ok(b.every((s) => s.status === "fulfilled"), "b goes on");
     assert.ok(a.every((s) => s.status === "pending"), "a's items wait, none rejects");
     await clock.tickAsync(200);
+    assert.deepEqual(startTimes(calls, "a"), [0, 5000], "room for one request by the reset");
+    await clock.tickAsync(5000);
     assert.ok(a.every((s) => s.status === "fulfilled"));
-    assert.ok(startTimes(calls, "a").slice(1).every((at) => at >= 5000), `a's calls at ${startTimes(calls, "a")}`);
+    assert.deepEqual(startTimes(calls, "a").slice(2), [10_000, 10_000], "the report is forgotten a window after its reset");
 
     const limited = events.filter((e) => e.type === "limited");
-    assert.equal(limited.length, 1, "each hold is announced once");
     assert.equal(limited[0].providerId, "a");
     assert.equal(limited[0].reason, "requests");
     assert.ok(limited[0].resetMs > 4900 && limited[0].resetMs <= 5000, `resetMs ${limited[0].resetMs}`);
     // retryAt is wall-clock time (epoch ms): now plus what is left of the window.
     assert.ok(Math.abs(limited[0].retryAt - (wallBefore + limited[0].resetMs)) < 2000, `retryAt ${limited[0].retryAt}`);
+    assert.equal(new Set(limited.map((e) => e.resetMs + e.at)).size, limited.length, "each hold is announced once");
   });
 
-  test("requestsRemaining counts down with each call started meanwhile", async (t) => {
+  test("requestsRemaining counts down with each call started meanwhile, then comes back in proportion", async (t) => {
+    // 2 left of a window of 3, whole again in 5 s: a request's room every 5 s.
     const { clock, calls, send } = setup(t, {
       answer: limitedReply({ requestsRemaining: 2, requestsResetMs: 5000 }),
     });
@@ -262,12 +268,18 @@ describe("reported limits", () => {
     await clock.tickAsync(10);
     sendSingles(send, 4, { providerId: "a" });
     await clock.tickAsync(4000);
-    assert.equal(startTimes(calls, "a").length, 3, "the two requests left, then nothing until the reset");
+    assert.equal(startTimes(calls, "a").length, 3, "the two requests left, then nothing until there is room");
     await clock.tickAsync(2000);
+    assert.equal(startTimes(calls, "a").length, 4, "room for one more 5 s after the report");
+    await clock.tickAsync(5000);
     assert.equal(startTimes(calls, "a").length, 5);
   });
 
   test("tokensRemaining below a call's cost holds it until the token window resets (reason tokens)", async (t) => {
+    // A single text estimated at 100 tokens costs 240 (as much again for the output, 40
+    // of prompt). The window is known only as the 100 tokens left (the reporting call
+    // was sent before any estimate was needed): a call larger than that waits until the
+    // window is whole again.
     const { clock, calls, send, events } = setup(t, {
       estimateTokens: () => 100,
       answer: limitedReply({ tokensRemaining: 100, tokensResetMs: 7000 }),
@@ -283,6 +295,57 @@ describe("reported limits", () => {
     const limited = events.filter((e) => e.type === "limited");
     assert.equal(limited.length, 1);
     assert.equal(limited[0].reason, "tokens");
+  });
+
+  test("a token window refills in proportion: a call waits only for the tokens it lacks", async (t) => {
+    // Estimates are needed from the start (tokensPerMinute), so the reporting call's cost
+    // (240) is known: 100 left of a window of 340, whole again in 7 s, so the 140 tokens
+    // the next call lacks come back in 7 s × 140 / 240.
+    const { clock, calls, send } = setup(t, {
+      estimateTokens: () => 100,
+      tokensPerMinute: 1_000_000,
+      answer: limitedReply({ tokensRemaining: 100, tokensResetMs: 7000 }),
+    });
+    send(item("a0", { providerId: "a", llm: false }));
+    await clock.tickAsync(10);
+    const next = send(item("a1", { providerId: "a", llm: false }));
+    const expected = (7000 * 140) / 240;
+    await clock.tickAsync(expected - 50);
+    assert.equal(next.status, "pending");
+    await clock.tickAsync(100);
+    assert.equal(next.value, "a1");
+    assert.ok(Math.abs(startTimes(calls, "a")[1] - expected) < 5, `started at ${startTimes(calls, "a")[1]} ms`);
+  });
+
+  test("a provider reporting on every reply and 429 meets no 429 after its first reply, on the defaults", async (t) => {
+    // 10 requests a minute, a bucket holding a minute's worth, charged on arrival,
+    // reported as x-ratelimit-* say it: what is left, and the time until it is whole.
+    let level = 10;
+    let at = 0;
+    let firstReply = Infinity;
+    const refused = [];
+    const { clock, send } = setup(t, {
+      maxRateLimitRetries: 100,
+      answer: async (r) => {
+        const now = clock.now;
+        level = Math.min(10, level + ((now - at) * 10) / 60_000);
+        at = now;
+        const ok = level >= 1;
+        if (ok) level -= 1;
+        const limits = { requestsRemaining: Math.floor(level), requestsResetMs: Math.ceil(((10 - level) * 60_000) / 10) };
+        await new Promise((resolve) => clock.setTimeout(resolve, 300));
+        if (!ok) {
+          if (now >= firstReply) refused.push(now);
+          throw httpError(429, { retryAfterMs: 6000, limits });
+        }
+        firstReply = Math.min(firstReply, now + 300);
+        return { translations: r.text, limits };
+      },
+    });
+    const states = sendSingles(send, 40, { providerId: "a" });
+    await clock.tickAsync(600_000);
+    assert.ok(states.every((s) => s.status === "fulfilled"), "nothing lost");
+    assert.deepEqual(refused, [], "no 429 once the provider has spoken");
   });
 
   test("limits on a thrown error hold the retry until the reset, not just the backoff", async (t) => {
