@@ -41,9 +41,9 @@ pub const CEILING_HOLD: Duration = Duration::from_micros(5 * 60 * 1_000_000);
 const PROVEN_STREAK: u32 = 4;
 /// Calls accepted in a row at the full rate (bursts allowed) that prove it.
 const FULL_RATE_STREAK: u32 = 20;
-/// Growth is quick up to this share of the proven rate (as of the ceiling): a quota
-/// just above it is then approached slowly.
-const PROVEN_ZONE: f64 = 0.75;
+/// Growth is quick up to this share of the proven rate: a quota just above it is then
+/// approached slowly.
+const PROVEN_ZONE: f64 = 0.8;
 
 /// A provider slowed down after a 429, or back at the full rate and earning its burst.
 #[derive(Clone, Debug)]
