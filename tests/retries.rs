@@ -193,8 +193,10 @@ fn a_batch_refused_for_good_sends_each_item_once_alone() {
     assert_eq!(sim.ok(tickets[2]), echo("three"));
     assert_eq!(sim.engine.stats().fallbacks, 1);
     // Without the fallback, the batch's items reject with the call.
-    let mut opts = Options::default();
-    opts.fallback_to_individual = false;
+    let opts = Options {
+        fallback_to_individual: false,
+        ..Default::default()
+    };
     let mut sim = Sim::new(opts, |_: &Call, _| {
         Answer::After(
             Duration::from_millis(5.0),
