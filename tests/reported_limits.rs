@@ -148,23 +148,18 @@ fn on_the_defaults_reported_limits_bound_the_calls_after_the_first_reply() {
 }
 
 #[test]
-fn the_preset_with_tokens_per_minute_meets_no_429() {
+fn the_preset_with_tokens_per_minute_meets_no_429_with_or_without_reported_limits() {
     let preset = [
         ("rate", 0.5),
         ("capacity", 1.0),
         ("tokensPerMinute", 6000.0),
     ];
-    let (tally, _) = run(&preset, false, 400);
-    assert_eq!(tally.rate_limited, 0, "{} calls", tally.calls);
-}
-
-#[test]
-fn with_limits_reported_the_preset_meets_no_429_either() {
-    let preset = [
-        ("rate", 0.5),
-        ("capacity", 1.0),
-        ("tokensPerMinute", 6000.0),
-    ];
-    let (tally, _) = run(&preset, true, 400);
-    assert_eq!(tally.rate_limited, 0, "{} calls", tally.calls);
+    for report in [false, true] {
+        let (tally, _) = run(&preset, report, 400);
+        assert_eq!(
+            tally.rate_limited, 0,
+            "limits reported: {report}, {} calls",
+            tally.calls
+        );
+    }
 }
