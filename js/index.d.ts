@@ -1061,6 +1061,16 @@ export interface PacerProviderSnapshot {
   adaptiveCeiling: number;
   /** A spent daily quota that still holds. */
   dailyBlock?: { blockedForMs: number; resetKnown: boolean; message: string };
+  /**
+   * The limits the provider last reported, while they still bound its calls: per window,
+   * the room left at the snapshot (calls started since the report counted), the whole
+   * window as far as seen, and the time to its reset. A restarted worker's first calls
+   * respect them.
+   */
+  limits?: {
+    requests?: { remaining: number; whole: number; resetMs: number };
+    tokens?: { remaining: number; whole: number; resetMs: number };
+  };
 }
 
 /**

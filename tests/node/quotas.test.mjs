@@ -317,6 +317,34 @@ describe("reported limits", () => {
     assert.ok(Math.abs(startTimes(calls, "a")[1] - expected) < 5, `started at ${startTimes(calls, "a")[1]} ms`);
   });
 
+  test("a snapshot keeps the reported limits: a restarted pacer's first burst respects them", async (t) => {
+    // 29 left of a window of 30 after the first call, then 1 left, whole again in 58 s:
+    // one request's room comes back every 2 s.
+    let n = 0;
+    const before = setup(t, {
+      rate: 100,
+      capacity: 100,
+      answer: async (r) => ({ translations: r.text, limits: { requestsRemaining: n++ === 0 ? 29 : 1, requestsResetMs: 58_000 } }),
+    });
+    before.send(item("first", { providerId: "a", llm: false }));
+    await before.clock.tickAsync(10);
+    before.send(item("second", { providerId: "a", llm: false }));
+    await before.clock.tickAsync(10);
+    const snapshot = before.pacer.snapshot();
+    const saved = snapshot.providers.find((p) => p.providerId === "a");
+    assert.equal(saved.limits.requests.whole, 30);
+    assert.ok(Math.abs(saved.limits.requests.remaining - 1) < 0.1, JSON.stringify(saved.limits));
+    assert.ok(saved.limits.requests.resetMs > 57_000 && saved.limits.requests.resetMs <= 58_000);
+
+    const after = setup(t, { rate: 100, capacity: 100, restore: JSON.parse(JSON.stringify(snapshot)) });
+    const states = sendSingles(after.send, 20, { providerId: "a" });
+    await after.clock.tickAsync(100);
+    assert.equal(after.calls.length, 1, "one request's room, not a burst of 20");
+    await after.clock.tickAsync(60_000);
+    assert.ok(states.every((s) => s.status === "fulfilled"));
+    assert.ok(after.calls[1].at >= 1500, `the next one as the window refills: ${after.calls[1].at} ms`);
+  });
+
   test("a provider reporting on every reply and 429 meets no 429 after its first reply, on the defaults", async (t) => {
     // 10 requests a minute, a bucket holding a minute's worth, charged on arrival,
     // reported as x-ratelimit-* say it: what is left, and the time until it is whole.
