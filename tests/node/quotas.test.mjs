@@ -60,6 +60,38 @@ describe("tokensPerMinute", () => {
     assert.equal(pacer.options.tokensPerMinute, 1200);
   });
 
+  test("the call dealt by priority from several due batches is the call checked against the budget", async (t) => {
+    // Every text is estimated at 100 tokens: a call of n texts costs 200 n + 140 (a
+    // batch's prompt) or 240 (a single). Batches collect in arrival order; each call
+    // takes the best items of the due batches, so the call that starts may be larger
+    // than the batch whose cost was first checked. Every window must stay within a
+    // minute's worth plus what refilled.
+    const { clock, calls, send } = setup(t, {
+      tokensPerMinute: 6000,
+      estimateTokens: () => 100,
+      maxItemsPerBatch: 6,
+      batchDelayMs: 50,
+    });
+    const states = [];
+    for (let round = 0; round < 8; round++) {
+      for (const [i, priority] of [0, 1, 1, 0, 2, 0, 1].entries()) {
+        states.push(send(item(`r${round} p${priority} #${i} ${"x".repeat(20 + ((round * 7 + i) % 5) * 30)}`, { priority })));
+      }
+      await clock.tickAsync(30 + round * 40);
+    }
+    await clock.tickAsync(600_000);
+    assert.ok(states.every((s) => s.status === "fulfilled"));
+    const cost = (c) => 200 * c.texts.length + (c.texts.length > 1 ? 140 : 40);
+    for (let i = 0; i < calls.length; i++) {
+      let spent = 0;
+      for (let j = i; j < calls.length; j++) {
+        spent += cost(calls[j]);
+        const allowed = 6000 + ((calls[j].at - calls[i].at) / 1000) * 100;
+        assert.ok(spent <= allowed + 1e-6, `${spent} tokens in calls ${i}..${j} ([${calls[i].at}, ${calls[j].at}] ms), at most ${allowed}`);
+      }
+    }
+  });
+
   test("without a token budget the same backlog starts at once (only the request bucket applies)", async (t) => {
     const { clock, calls, send } = setup(t, { rate: 100, capacity: 100, estimateTokens: () => EST });
     sendSingles(send, 30);
