@@ -158,26 +158,15 @@ fn the_adaptive_rate_has_a_floor_and_turning_it_off_lifts_it() {
     );
 }
 
-/// A seeded random source (SplitMix64) for 429s that come at random.
-fn random(seed: u64) -> impl FnMut() -> f64 {
-    let mut state = seed;
-    move || {
-        state = state.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = state;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        ((z ^ (z >> 31)) >> 11) as f64 / (1u64 << 53) as f64
-    }
-}
-
 /// Calls started in the last ten minutes of an hour at rate 2/s, backlog kept full,
 /// against a provider that answers `share` of calls 429 at random (Retry-After 1 s), as a
 /// share of the rate.
 fn last_window_share(share: f64, seed: u64) -> f64 {
-    let mut draw = random(seed);
+    // The library's seeded source (SplitMix64): the same draws on every machine.
+    let mut random = batch_pacer::retry::Jitter::new(seed);
     let opts = options(&[("rate", 2.0), ("maxRateLimitRetries", 1000.0)]);
     let mut sim = Sim::new(opts, move |call: &Call, _| {
-        let outcome = if draw() < share {
+        let outcome = if random.next_unit() < share {
             Err(http_error(429, Some(1000.0)))
         } else {
             Ok(echo_reply(call))
