@@ -44,6 +44,7 @@
 //! - `engine`: the sans-IO pacer composed of its parts (see its own docs).
 //! - `wasm` (wasm32 only): the JS binding, which converts and drives.
 
+pub mod adaptive;
 pub mod alignment;
 pub mod batch;
 pub mod bucket;

@@ -20,6 +20,8 @@ pub(super) struct Running {
     pub(super) cost: f64,
     /// The reply received so far, once it streams.
     pub(super) stream: Option<Box<Streamed>>,
+    /// Its place among the calls to its provider, for the limits the provider reports.
+    pub(super) quota_ticket: u64,
 }
 
 /// How a call's reply is read back onto its items.
@@ -178,7 +180,6 @@ pub(super) fn check_aligned(
 
 impl<C: Clone> Engine<C> {
     pub(super) fn start(&mut self, batch_key: Id<Batch>) {
-        let batch_key = self.first_call(batch_key);
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
         };
@@ -214,9 +215,10 @@ impl<C: Clone> Engine<C> {
         if let Some(shared) = &self.shared {
             shared.spend_tokens(self.now, cost);
         }
-        if let Some(p) = self.providers.get(provider as usize) {
-            p.pacing.borrow_mut().quota.spend(self.now, cost);
-        }
+        let quota_ticket = self
+            .providers
+            .get(provider as usize)
+            .map_or(0, |p| p.pacing.borrow_mut().quota.spend(self.now, cost));
         let (text, layout, instructions, reading) =
             lay_out(self.options.segment_format, &texts, &mut self.call_strings);
         let ids = self.call_strings.ids(texts.len());
@@ -245,6 +247,7 @@ impl<C: Clone> Engine<C> {
                 raw_cost,
                 cost,
                 stream: None,
+                quota_ticket,
             },
         );
         self.out.calls.push_back(Call {
@@ -297,7 +300,7 @@ impl<C: Clone> Engine<C> {
     }
 
     pub(super) fn succeed(&mut self, run: Running, translations: Vec<String>) {
-        self.grow_adaptive_rate(run.provider);
+        self.grow_adaptive_rate(&run);
         let Some(batch) = self.batches.remove(run.batch) else {
             return;
         };
@@ -309,7 +312,7 @@ impl<C: Clone> Engine<C> {
     /// Partial acceptance: the proven segments resolve their items now; the batch goes
     /// out again with the missing ones only, as a count mismatch.
     pub(super) fn accept_proven(&mut self, run: Running, translations: Vec<Option<String>>) {
-        self.grow_adaptive_rate(run.provider);
+        self.grow_adaptive_rate(&run);
         let Some(batch) = self.batches.get_mut(run.batch) else {
             return;
         };

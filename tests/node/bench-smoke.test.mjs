@@ -27,6 +27,8 @@ const HEADERS = [
   "### 5a. Size",
   "### 5b. Cold start",
   "### 6. Memory",
+  "### 7. Requests and tokens per minute",
+  "### 8. Sporadic 429s",
 ];
 
 test("bench/run.mjs --smoke exits 0 and prints each workload's table", { timeout: 120_000 }, async () => {
