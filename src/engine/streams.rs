@@ -286,14 +286,14 @@ impl<C: Clone> Engine<C> {
         let early = stream.resolved.iter().filter(|r| **r).count();
         if translations.is_empty() {
             self.batches.remove(run.batch);
-            self.grow_adaptive_rate(run.provider);
+            self.grow_adaptive_rate(&run);
         } else if translations.iter().all(Option::is_some) {
             self.succeed(run, translations.into_iter().flatten().collect());
         } else if translations.iter().any(Option::is_some) {
             self.accept_proven(run, translations);
         } else {
             if early > 0 {
-                self.grow_adaptive_rate(run.provider);
+                self.grow_adaptive_rate(&run);
             }
             self.on_mismatch(run, stream.texts.len(), early);
         }
