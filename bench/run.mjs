@@ -38,6 +38,7 @@ import { openServiceWorkerHost, chromiumAvailable } from "./chromium.mjs";
 import { extensionServiceWorkerColdStart } from "./extension-sw.mjs";
 import { quotaChart } from "./chart.mjs";
 import { sizeFloor } from "./size-floor.mjs";
+import { timeToFirstParagraph } from "./workload-first-paragraph.mjs";
 
 const execFile = promisify(execFileCb);
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
@@ -671,6 +672,7 @@ async function main() {
   if (wanted(4)) await lateBinding();
   const workerVersion = wanted(5) ? await sizeAndColdStart() : undefined;
   if (wanted(6)) await memory();
+  if (wanted(7)) report(await timeToFirstParagraph({ BatchPacer, smoke: SMOKE }));
   if (!SMOKE && !only) writeResults({ chromiumVersion: chromiumVersion ?? workerVersion, groups, started });
 }
 
