@@ -489,6 +489,16 @@ describe("markers layout", () => {
   }
 });
 
+// The streaming tests of the package's openAIProvider run where it has `stream`.
+const { openAIProvider: repoProvider } = await import(pathToFileURL(join(repo, "js/openai.js")).href);
+let streamingProvider = "openAIProvider has no stream option in this build";
+try {
+  repoProvider({ baseUrl: "http://127.0.0.1:1/v1", model: "m", stream: true });
+  streamingProvider = false;
+} catch {
+  // left skipped: the reason above says why
+}
+
 describe("streams and thinking", () => {
   const texts = ["Alpha one", "Beta two", "Gamma three"];
   const marked = (list) => list.map((x, i) => `<s${i + 1}>${x}</s${i + 1}>`).join("\n");
@@ -620,14 +630,6 @@ describe("streams and thinking", () => {
   // The package's streaming openAIProvider against the mock's events, a thinking model
   // included: the drafts' markers never place a paragraph, and paragraphs resolve from
   // the stream before it ends.
-  const { openAIProvider: repoProvider } = await import(pathToFileURL(join(repo, "js/openai.js")).href);
-  let streamingProvider = "openAIProvider has no stream option in this build";
-  try {
-    repoProvider({ baseUrl: "http://127.0.0.1:1/v1", model: "m", stream: true });
-    streamingProvider = false;
-  } catch {
-    // left skipped: the reason above says why
-  }
   for (const think of [false, true]) {
     test(`BatchPacer + openAIProvider({ stream: true })${think ? ", a thinking model" : ""}: every paragraph its own, some before the stream ends`, { skip: streamingProvider }, async (t) => {
       const { default: init, BatchPacer, openAIProvider } = await import("batch-pacer");
