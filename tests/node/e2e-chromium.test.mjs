@@ -86,6 +86,7 @@ test("the offline demo provider translates the whole page and its subtitles, eac
     assert.equal(stats.flows.page.pacer.items, done.pageTotal);
     assert.ok(stats.flows.page.pacer.providerCalls * 3 < done.pageTotal, "batching saves calls");
     assert.equal(stats.flows.page.pacer.dedupHits >= 1, true, "the duplicated paragraph shares a call");
+    assert.equal(stats.flows.page.pacer.streamedCalls, 0, "with Stream replies off (the default) no reply is streamed");
     // The offline provider reports usage like a real API: the statistics page shows it,
     // for the flow (the pacer's stats) and for the provider (the demo's own bookkeeping).
     for (const flow of ["page", "subtitles"]) {
