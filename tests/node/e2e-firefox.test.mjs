@@ -218,3 +218,32 @@ test("Firefox: set up on the options page, the strict preset meets a 60-per-minu
       assert.equal(reversePseudoTranslation(item.translation), item.text.trim());
     }
   }));
+
+test("Firefox: Stream replies ticked on the options page: the page's paragraphs come from streamed replies, previews give way to answers", { skip, timeout: 75_000 }, (t) =>
+  withFirefox(t, async (driver) => {
+    const { By, until } = selenium.webdriver;
+    await driver.get(`moz-extension://${ADDON_UUID}/options.html`);
+    await driver.wait(until.elementLocated(By.css("html[data-settings-loaded='1']")), 10_000);
+    const stream = await driver.findElement(By.id("page-stream"));
+    const previews = await driver.findElement(By.id("page-previews"));
+    assert.equal(await stream.isSelected(), false, "off by default");
+    assert.equal(await previews.isEnabled(), false, "previews wait for streaming");
+    await stream.click();
+    assert.equal(await previews.isEnabled(), true);
+    assert.equal(await previews.isSelected(), true, "previews on by default");
+    await driver.findElement(By.id("apply")).click();
+    await driver.wait(until.elementLocated(By.css("#status[data-state]")), 10_000);
+    const status = await driver.findElement(By.id("status"));
+    assert.equal(await status.getAttribute("data-state"), "ok", await status.getText());
+
+    // The offline demo provider streams its reply when the flow's switch is on.
+    await driver.get(`${site.url}?cueStart=600000`);
+    const done = await waitTranslated(driver, { cues: false, timeoutMs: 50_000 });
+    assert.equal(done.failed, 0);
+    const paragraphs = (await translations(driver)).filter((item) => item.id.startsWith("p"));
+    assert.ok(paragraphs.length > 50, `only ${paragraphs.length} paragraphs found`);
+    assertAligned(paragraphs, (text) => pseudoTranslate(text, "de"));
+    const shownPreviews = await driver.executeScript(() => Number(document.documentElement.dataset.bpPreviews));
+    assert.ok(shownPreviews > 0, "previews were shown while the replies streamed");
+    assert.equal(await driver.executeScript(() => document.querySelectorAll(".bp-preview").length), 0);
+  }));
