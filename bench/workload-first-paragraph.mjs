@@ -9,6 +9,7 @@
 import { privateClock, follow, runUntil } from "./virtual-time.mjs";
 import { item, prng } from "./data.mjs";
 import { table, fmt, median } from "./measure.mjs";
+import { pseudoTranslate } from "../extension-demo/demo-provider.js";
 
 /** The model and the page, as the issue fixes them. */
 export const FIRST_PARAGRAPH = Object.freeze({
@@ -37,8 +38,8 @@ export function pageParagraphs({ paragraphs: n, minChars, maxChars, seed }) {
   return out;
 }
 
-/** The model's translation of one text (same length class as its source). */
-const translate = (text) => `[de] ${text.replace(/[A-Za-z]/g, (c) => String.fromCharCode(c.charCodeAt(0) ^ 0x20))}`;
+/** The model's translation of one text: as long as its source, plus a language tag. */
+const translate = (text) => pseudoTranslate(text, "de");
 
 /** The reply a faithful model writes for a request: each translation between its own markers. */
 function replyOf(request) {
