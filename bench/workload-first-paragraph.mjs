@@ -33,7 +33,9 @@ export function pageParagraphs({ paragraphs: n, minChars, maxChars, seed }) {
     const length = minChars + Math.floor(random() * (maxChars - minChars + 1));
     let text = `Paragraph ${i}.`;
     while (text.length < length) text += ` ${words[Math.floor(random() * words.length)]}`;
-    out.push(text.slice(0, length));
+    // A paragraph ends in a full stop, never in white space (which the reply's pairs trim).
+    const body = text.slice(0, length - 1);
+    out.push(`${body.endsWith(" ") ? `${body.slice(0, -1)}s` : body}.`);
   }
   return out;
 }
