@@ -52,6 +52,8 @@ const CHART = { width: 560, height: 240, left: 46, right: 14, top: 34, bottom: 3
 
 const $ = (id) => document.getElementById(id);
 const numberFormat = new Intl.NumberFormat("en");
+// Axis ticks fit the chart's left margin: 600,000 tokens a minute is "600K".
+const axisFormat = new Intl.NumberFormat("en", { notation: "compact" });
 
 let loadedOnce = false;
 let timer;
@@ -339,7 +341,7 @@ function plot(chart, { titleId, title, points, lines }) {
   for (let v = 0; v <= yMax + yStep / 2; v += yStep) {
     const yy = round(y(v));
     nodes.push(svg("line", { class: v === 0 ? "axis" : "gridline", x1: left, x2: width - right, y1: yy, y2: yy }));
-    nodes.push(svg("text", { x: left - 6, y: yy + 4, "text-anchor": "end" }, numberFormat.format(v)));
+    nodes.push(svg("text", { x: left - 6, y: yy + 4, "text-anchor": "end" }, axisFormat.format(v)));
   }
 
   // The time axis with its tick labels.
