@@ -182,7 +182,9 @@ export interface PacerSettings {
   /**
    * Timeout of each provider call, in milliseconds; `0` means none. On timeout the
    * call's `signal` is aborted and the call counts as failed (retried like a network
-   * error; the items finally reject with code `timeout`).
+   * error; the items finally reject with code `timeout`). For a streamed reply, the
+   * longest wait from the call's start to the first value, then between two values;
+   * the whole stream has no other limit.
    *
    * Valid range: a finite number >= 0.
    * @default 20000
@@ -486,6 +488,15 @@ export interface TranslateItem {
    * removed from its batch; a call already running is not cancelled for it.
    */
   signal?: AbortSignal | undefined;
+  /**
+   * Previews of the item's translation while a streamed reply arrives: called with the
+   * text of its segment received so far (trimmed, with no marker nor a trailing piece
+   * that could start one), at most once per stream value, only while everything before
+   * that segment in the reply is in order. A preview is not a result: the promise's
+   * value is the translation, and after a retry previews start again. Never called once
+   * the promise has settled; a throwing `onPartial` is ignored.
+   */
+  onPartial?: ((text: string) => void) | undefined;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -572,7 +583,33 @@ export interface ProviderRequest {
  *   return (await res.json()).translation;
  * };
  */
-export type Provider = (request: ProviderRequest) => ProviderResult | Promise<ProviderResult>;
+export type Provider = (
+  request: ProviderRequest,
+) => ProviderResult | ProviderStream | Promise<ProviderResult | ProviderStream>;
+
+/**
+ * A streamed reply: any async iterable (an async generator, a `ReadableStream` where it
+ * is async-iterable, an SDK's stream mapped to text) of the reply's text in order, and
+ * of `{ usage, limits }` values (usually last). The strings joined are the reply, read as
+ * a marked string (in the separator layout, as the joined string).
+ *
+ * In the markers layout an item resolves as soon as the reply so far proves its segment
+ * (see the README's "Streaming replies"); what is left when the stream ends is read as a
+ * whole reply. A stream that throws, yields any other value, or sends no value within
+ * `timeoutMs` is a failed call: items resolved so far stay resolved, the others are
+ * retried as a smaller batch. A stream longer than 20 times the text sent plus 4,096
+ * bytes is cut there and read as truncated. `<think>` … `</think>` is not part of the
+ * reply. The pacer calls the iterator's `return()` when it stops reading early.
+ */
+export type ProviderStream = AsyncIterable<string | ProviderStreamReport>;
+
+/** A stream value with what the API reported (see {@link ProviderResult}). */
+export interface ProviderStreamReport {
+  /** Tokens the call used, as the API reported them. */
+  usage?: { inputTokens?: number | undefined; outputTokens?: number | undefined } | undefined;
+  /** What the API said of its quota. */
+  limits?: ProviderLimits | undefined;
+}
 
 /**
  * What a provider returns: the translations in any form the layout accepts, or
@@ -1032,6 +1069,10 @@ export interface PacerStats {
   inputTokens: number;
   /** Completion tokens the provider reported (`usage`), summed. */
   outputTokens: number;
+  /** Provider calls answered with a stream, broken ones too. */
+  streamedCalls: number;
+  /** Accepted `translate` calls resolved before their call's stream ended. */
+  earlyResolved: number;
 }
 
 // ---------------------------------------------------------------------------------------

@@ -289,8 +289,8 @@ export class BatchPacer {
       // Each field is read once, here: getters and proxies see one read.
       let fields;
       try {
-        const { text, sourceLang, targetLang, providerId, context, llm, priority, signal } = item;
-        fields = { text, sourceLang, targetLang, providerId, context, llm, priority, signal };
+        const { text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial } = item;
+        fields = { text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial };
       } catch (error) {
         this.#core.rejectUnreadable(error, reject);
         return;
@@ -326,12 +326,20 @@ export class BatchPacer {
    * field that is wrong.
    */
   #enqueue(fields, resolve, reject) {
-    const { text, sourceLang, targetLang, providerId, context = "", llm = true, priority = 0, signal } = fields;
+    const ticket = this.#submit(fields, resolve, reject);
+    // Previews of a streamed reply go to the item's onPartial until it settles.
+    if (ticket && typeof fields.onPartial === "function") this.#core.watch(ticket, fields.onPartial);
+    return ticket;
+  }
+
+  #submit(fields, resolve, reject) {
+    const { text, sourceLang, targetLang, providerId, context = "", llm = true, priority = 0, signal, onPartial } = fields;
     if (
       typeof text === "string" && typeof sourceLang === "string" && typeof targetLang === "string" &&
       typeof providerId === "string" && typeof context === "string" && typeof llm === "boolean" &&
       typeof priority === "number" && context.length <= MAX_REGISTERED_CONTEXT &&
-      (signal === undefined || signal === null || isLiveSignal(signal))
+      (signal === undefined || signal === null || isLiveSignal(signal)) &&
+      (onPartial === undefined || typeof onPartial === "function")
     ) {
       const compat = this.#compatId(providerId, sourceLang, targetLang, context, llm);
       if (compat !== 0) return this.#core.submit(input.write(text), compat, priority, resolve, reject);

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::call::{CallId, Failure, Reply};
+use crate::call::{CallId, Failure, Reply, Report};
 use crate::engine::Engine;
 use crate::store::{LookupId, LookupResult};
 use crate::time::{Duration, Instant};
@@ -15,6 +15,18 @@ use crate::time::{Duration, Instant};
 enum Pending<C> {
     Response(CallId, Result<Reply, Failure<C>>),
     Lookup(LookupId, LookupResult),
+    Stream(CallId, StreamValue),
+}
+
+/// One event of a streamed reply.
+#[derive(Clone, Debug, PartialEq)]
+pub enum StreamValue {
+    /// A piece of the reply's text.
+    Text(String),
+    /// A `{ usage, limits }` value.
+    Report(Report),
+    /// The end of the stream.
+    End,
 }
 
 /// A virtual clock and the answers it will deliver.
@@ -39,6 +51,12 @@ impl<C: Clone> VirtualTime<C> {
     /// Delivers `outcome` for call `id`, `after` from now.
     pub fn answer(&mut self, id: CallId, after: Duration, outcome: Result<Reply, Failure<C>>) {
         self.schedule(after, Pending::Response(id, outcome));
+    }
+
+    /// Delivers a value of call `id`'s streamed reply, `after` from now (values at the
+    /// same instant arrive in the order given).
+    pub fn stream(&mut self, id: CallId, after: Duration, value: StreamValue) {
+        self.schedule(after, Pending::Stream(id, value));
     }
 
     /// Delivers `result` for store lookup `id`, `after` from now.
@@ -87,6 +105,13 @@ impl<C: Clone> VirtualTime<C> {
                 match entry.remove() {
                     Pending::Response(id, outcome) => engine.handle_response(self.now, id, outcome),
                     Pending::Lookup(id, result) => engine.handle_lookup(self.now, id, result),
+                    Pending::Stream(id, StreamValue::Text(text)) => {
+                        engine.handle_chunk(self.now, id, &text)
+                    }
+                    Pending::Stream(id, StreamValue::Report(report)) => {
+                        engine.handle_stream_report(self.now, id, report)
+                    }
+                    Pending::Stream(id, StreamValue::End) => engine.handle_stream_end(self.now, id),
                 }
                 drain(self, engine);
             }

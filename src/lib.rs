@@ -4,12 +4,15 @@
 //! (the wasm binding, or a test harness on virtual time) does both:
 //!
 //! 1. Feed inputs with the current time: [`Engine::handle_translate`] for a new item,
-//!    [`Engine::handle_response`] when a provider call ends, [`Engine::handle_timeout`]
+//!    [`Engine::handle_response`] when a provider call ends ([`Engine::handle_chunk`],
+//!    [`Engine::handle_stream_report`] and [`Engine::handle_stream_end`] when it answers
+//!    with a stream; a broken stream is a failed response), [`Engine::handle_timeout`]
 //!    when the wake-up time has come, [`Engine::handle_abort`], [`Engine::set_options`],
 //!    [`Engine::handle_dispose`].
 //! 2. Drain outputs: [`Engine::poll_call`] (start these provider calls),
 //!    [`Engine::poll_cancel`] (abort these calls' signals), [`Engine::poll_settled`]
-//!    (resolve or reject these items), [`Engine::poll_event`].
+//!    (resolve or reject these items), [`Engine::poll_event`], [`Engine::poll_preview`]
+//!    (after [`Engine::want_previews`]).
 //! 3. Sleep until [`Engine::poll_timeout`], or until a response or a new item arrives.
 //!
 //! The modules, bottom up, one line each:
@@ -31,6 +34,8 @@
 //! - `call`: the provider call asked of the driver, and what the driver reports back.
 //! - `markers`: the markers layout (tag choice, layout, instructions, the marker scan).
 //! - `proof`: which translation of a reply provably belongs to which item.
+//! - `stream`: a reply received in pieces: reasoning left out, a cap on its length.
+//! - `early`: which segments the beginning of a streamed reply proves, whatever follows.
 //! - `codec`: the older separator layout (choice, join, tolerant split).
 //! - `alignment`: the separator layout's evidence that a reply is shifted.
 //! - `retry`: which failures are retried, backoff, jitter.
@@ -48,6 +53,7 @@ pub mod call;
 pub mod codec;
 mod display;
 pub mod drive;
+pub mod early;
 pub mod engine;
 pub mod estimate;
 mod hash;
@@ -66,6 +72,7 @@ mod slab;
 pub mod snapshot;
 pub mod stats;
 pub mod store;
+pub mod stream;
 pub mod time;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
@@ -74,7 +81,7 @@ pub use call::{
     Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota, Reply, Report, ReportedLimits,
     Usage,
 };
-pub use engine::{disposed_error, invalid_input, is_blank, Engine, Item};
+pub use engine::{disposed_error, invalid_input, is_blank, Engine, Item, Preview};
 pub use key::Compat;
 pub use options::{OptionValue, Options, OptionsError};
 pub use settle::{ErrorCode, PacerFailure, Settled, Ticket};

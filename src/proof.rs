@@ -15,7 +15,9 @@
 //!    renumbered after a split: nothing is proven.
 //! 4. A missing *last* pair looks exactly like a merge followed by renumbering (every
 //!    later segment shifted by one id), so the segments before it are trusted only when
-//!    their lengths rule every such shift out (see `trusted_before_missing_last`).
+//!    their lengths rule every such shift out (see `trusted_before_missing_last`). A
+//!    last pair that is damaged or does not fit its source (`fits_last`) is read the same
+//!    way: the model may have filled the freed id with a remark or nothing.
 //! 5. Evidence that text moved across markers that are all in place (a split and a
 //!    merge that keep the count) proves nothing at all (see `shifted`).
 //!
@@ -192,8 +194,15 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
     if shifted(texts, &segments) {
         return proven;
     }
-    // Rule 4.
-    let trusted = if n > 1 && seen[n - 1] == 0 {
+    // Rule 4, and its twin: damage at the last position.
+    let last_suspect = n > 1
+        && (seen[n - 1] == 0
+            || !fits_last(texts, &segments)
+            || shift_reads_better(texts, &segments));
+    if last_suspect {
+        missing[n - 1] = true;
+    }
+    let trusted = if last_suspect {
         trusted_before_missing_last(texts, &segments)
     } else {
         vec![true; n]
@@ -272,6 +281,83 @@ fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
     n > 1 && crate::alignment::check(texts, &complete).is_err()
 }
 
+/// Whether the last pair, when found, holds what a translation of its source would: it
+/// is undamaged (rule 1: not empty, not another text, not repeated, found once and in
+/// order), and its length is within 1.5× (or 8 characters) of what the batch's median
+/// translation-to-source ratio predicts. A model that merged two segments and numbered
+/// the rest anew has a free last id, and fills it with a closing remark, an empty pair
+/// or an array element of its own: read so, the last position is as suspect as a
+/// missing last pair (rule 4). The median is over every segment of the batch, the last
+/// included, so that short labels translated longer move it no more than one vote; of
+/// two segments, the other one's ratio.
+fn fits_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
+    let n = texts.len();
+    let Some(Some(last)) = segments.last() else {
+        return false;
+    };
+    let source = |i: usize| char_len(texts[i].as_ref().trim()).max(1.0);
+    let mut ratios: Vec<f64> = Vec::with_capacity(n);
+    for (i, segment) in segments.iter().enumerate() {
+        if let Some(s) = segment {
+            if n > 2 || i + 1 < n {
+                ratios.push(char_len(s).max(1.0) / source(i));
+            }
+        }
+    }
+    if ratios.is_empty() {
+        return true;
+    }
+    let predicted = median(&ratios) * source(n - 1);
+    let len = char_len(last).max(1.0);
+    (1.0 / 1.5..=1.5).contains(&(len / predicted)) || (len - predicted).abs() < 8.0
+}
+
+/// Whether the segments before the last read clearly better as shifted by a merge or a
+/// drop with renumbering (the freed last id then filled with anything) than as they
+/// stand: read so, every ratio fits within 1.5× of their median, and their summed log
+/// deviation is smaller by more than ln 2. A filler of a paragraph's length in the last
+/// pair passes `fits_last`; the segment holding two translations does not pass this.
+fn shift_reads_better<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
+    let n = texts.len();
+    if n < 3 {
+        return false;
+    }
+    let source: Vec<f64> = texts
+        .iter()
+        .map(|t| char_len(t.as_ref().trim()).max(1.0))
+        .collect();
+    let mut segment: Vec<f64> = Vec::with_capacity(n - 1);
+    for candidate in &segments[..n - 1] {
+        match candidate {
+            Some(text) => segment.push(char_len(text).max(1.0)),
+            None => return false,
+        }
+    }
+    let as_read: Vec<f64> = (0..n - 1).map(|k| (segment[k] / source[k]).ln()).collect();
+    let base = scatter(&as_read);
+    let fits_well = |reading: &[f64]| {
+        let centre = median(reading);
+        reading.iter().all(|r| (r - centre).abs() <= 1.5f64.ln())
+            && scatter(reading) + 2f64.ln() < base
+    };
+    (0..n - 1).any(|j| {
+        let merged: Vec<f64> = (0..n - 1)
+            .map(|k| {
+                let s = match k.cmp(&j) {
+                    core::cmp::Ordering::Less => source[k],
+                    core::cmp::Ordering::Equal => source[k] + source[k + 1],
+                    core::cmp::Ordering::Greater => source[k + 1],
+                };
+                (segment[k] / s).ln()
+            })
+            .collect();
+        let dropped: Vec<f64> = (0..n - 1)
+            .map(|k| (segment[k] / source[if k < j { k } else { k + 1 }]).ln())
+            .collect();
+        fits_well(&merged) || fits_well(&dropped)
+    })
+}
+
 /// Rule 4: which of the segments before a missing last pair are trusted.
 ///
 /// The shifts that would look like a dropped last pair: the model merged segments `j`
@@ -332,7 +418,7 @@ fn trusted_before_missing_last<S: AsRef<str>>(
 }
 
 /// Characters of `text` (one pass over the bytes when it is ASCII, as most are).
-fn char_len(text: &str) -> f64 {
+pub(crate) fn char_len(text: &str) -> f64 {
     if text.is_ascii() {
         text.len() as f64
     } else {
@@ -341,7 +427,7 @@ fn char_len(text: &str) -> f64 {
 }
 
 /// The median (the upper one of an even count); an insertion sort, as for the ids.
-fn median(values: &[f64]) -> f64 {
+pub(crate) fn median(values: &[f64]) -> f64 {
     let mut sorted: Vec<f64> = Vec::with_capacity(values.len());
     for &v in values {
         let at = sorted.iter().position(|s| *s > v).unwrap_or(sorted.len());
@@ -351,7 +437,7 @@ fn median(values: &[f64]) -> f64 {
 }
 
 /// Summed distance of the values from their median.
-fn scatter(values: &[f64]) -> f64 {
+pub(crate) fn scatter(values: &[f64]) -> f64 {
     let centre = median(values);
     values.iter().map(|v| (v - centre).abs()).sum()
 }
@@ -401,11 +487,11 @@ mod tests {
     fn empty_segments_and_other_sources_are_damage() {
         let empty = "<s1>A</s1><s2> </s2><s3>C</s3><s4>D</s4>";
         assert_eq!(marked(empty, &FOUR), [None, None, None, Some("D".into())]);
+        // At the last position, damage is read as a missing last pair (rule 4).
         let source = "<s1>A</s1><s2>B</s2><s3>C</s3><s4>three</s4>";
-        assert_eq!(
-            marked(source, &FOUR),
-            [Some("A".into()), Some("B".into()), None, None]
-        );
+        assert_eq!(marked(source, &FOUR), [None, None, None, None]);
+        let source = "<s1>A</s1><s2>B</s2><s3>four</s3><s4>D</s4>";
+        assert_eq!(marked(source, &FOUR), [Some("A".into()), None, None, None]);
         // Its own source is a translation (names, code).
         let own = "<s1>one</s1><s2>B</s2><s3>C</s3><s4>D</s4>";
         assert_eq!(marked(own, &FOUR), some(&["one", "B", "C", "D"]));

@@ -45,6 +45,10 @@ pub struct Stats {
     pub input_tokens: u64,
     /// Completion tokens the provider reported (`usage`), summed.
     pub output_tokens: u64,
+    /// Calls answered with a stream, broken ones too.
+    pub streamed_calls: u64,
+    /// Accepted items resolved before their call's stream ended.
+    pub early_resolved: u64,
 }
 
 /// Why a call is tried again.

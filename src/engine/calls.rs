@@ -18,6 +18,8 @@ pub(super) struct Running {
     /// Its estimated cost before and after the provider's scaling (0 without estimates).
     pub(super) raw_cost: f64,
     pub(super) cost: f64,
+    /// The reply received so far, once it streams.
+    pub(super) stream: Option<Box<Streamed>>,
 }
 
 /// How a call's reply is read back onto its items.
@@ -241,6 +243,7 @@ impl<C: Clone> Engine<C> {
                 reading,
                 raw_cost,
                 cost,
+                stream: None,
             },
         );
         self.out.calls.push_back(Call {
@@ -258,6 +261,13 @@ impl<C: Clone> Engine<C> {
     }
 
     pub(super) fn on_reply(&mut self, run: Running, reply: Reply) {
+        let reply = match reply {
+            Reply::Text(text) => match visible_reply(text, run.batch_len(&self.batches)) {
+                Ok(text) => Reply::Text(text),
+                Err(failure) => return self.on_failure(run, failure),
+            },
+            other => other,
+        };
         let Some(batch) = self.batches.get(run.batch) else {
             return;
         };

@@ -66,6 +66,18 @@ impl Waiters {
         self.first == 0
     }
 
+    /// The tickets, first one first.
+    pub(super) fn iter(&self) -> impl Iterator<Item = Ticket> + '_ {
+        let first = (self.first != 0).then_some(self.first);
+        first
+            .into_iter()
+            .chain(self.more.iter().flat_map(|m| m.iter().copied()))
+    }
+
+    pub(super) fn len(&self) -> usize {
+        self.iter().count()
+    }
+
     pub(super) fn take(&mut self) -> Vec<Ticket> {
         let mut all = self.more.take().map_or_else(Vec::new, |m| *m);
         if self.first != 0 {

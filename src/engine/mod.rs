@@ -27,6 +27,7 @@ mod pacing;
 mod quotas;
 mod restart;
 mod retries;
+mod streams;
 mod timers;
 
 use assembly::*;
@@ -36,6 +37,7 @@ use outbox::*;
 use pacing::*;
 use quotas::*;
 use retries::*;
+use streams::*;
 use timers::*;
 
 use crate::alignment;
@@ -69,6 +71,7 @@ pub use pacing::ProviderPacing;
 use std::cell::RefCell;
 use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
+pub use streams::Preview;
 
 use crate::item::{aborted_error, validate};
 pub use crate::item::{disposed_error, invalid_input, is_blank, Item};
@@ -318,6 +321,11 @@ impl<C: Clone> Engine<C> {
     ) {
         self.advance(now);
         if let Some(run) = self.running.remove(id) {
+            // A broken stream: what it reported before breaking.
+            let report = match run.stream_report() {
+                Some(streamed) if report == Report::default() => streamed.clone(),
+                _ => report,
+            };
             self.take_report(&run, &report, outcome.as_ref().err());
             match outcome {
                 Ok(reply) => self.on_reply(run, reply),

@@ -12,6 +12,8 @@ pub(super) struct Outbox<C> {
     settled: VecDeque<Settled<C>>,
     pub(super) events: VecDeque<Event>,
     pub(super) stats: Stats,
+    /// Previews of streamed translations; `None` until the driver asks for them.
+    pub(super) previews: Option<VecDeque<Preview>>,
 }
 
 impl<C> Default for Outbox<C> {
@@ -22,6 +24,7 @@ impl<C> Default for Outbox<C> {
             settled: VecDeque::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
+            previews: None,
         }
     }
 }

@@ -36,6 +36,9 @@ pub(super) fn final_error<C>(failure: Failure<C>, retry_after_too_long: bool) ->
 
 impl<C: Clone> Engine<C> {
     pub(super) fn on_failure(&mut self, run: Running, failure: Failure<C>) {
+        if self.resolved_before_failure(&run) {
+            return;
+        }
         let class = match failure.kind {
             FailureKind::Error => classify(failure.status),
             FailureKind::BadReply | FailureKind::Timeout => FailureClass::Transient,

@@ -113,10 +113,13 @@ impl<C: Clone> Engine<C> {
                     }
                 }
                 Timer::Deadline(id) => {
-                    let expired = self
-                        .running
-                        .get(id)
-                        .is_some_and(|r| r.deadline.is_some_and(|d| d <= self.now));
+                    let deadline = self.running.get(id).and_then(|r| r.deadline);
+                    if let Some(later) = deadline.filter(|d| *d > self.now) {
+                        // A stream value moved the deadline on since this timer was set.
+                        self.timers.push(later, Timer::Deadline(id));
+                        continue;
+                    }
+                    let expired = deadline.is_some();
                     if let Some(run) = expired.then(|| self.running.remove(id)).flatten() {
                         self.out.cancels.push_back(id);
                         if let Some(p) = self.providers.get(run.provider as usize) {
@@ -125,15 +128,17 @@ impl<C: Clone> Engine<C> {
                             });
                         }
                         // The call's own timeout: `setOptions` may have changed the option since.
-                        let timeout_ms = run.timeout.map_or(0.0, Duration::as_millis);
+                        let timeout_ms = js_number(run.timeout.map_or(0.0, Duration::as_millis));
+                        let message = if run.stream.is_some() {
+                            format!("provider stream sent no value for {timeout_ms} ms")
+                        } else {
+                            format!("provider call timed out after {timeout_ms} ms")
+                        };
                         let failure = Failure {
                             kind: FailureKind::Timeout,
                             status: None,
                             retry_after: None,
-                            message: format!(
-                                "provider call timed out after {} ms",
-                                js_number(timeout_ms)
-                            ),
+                            message,
                             cause: None,
                             limits: Default::default(),
                             quota: None,

@@ -7,6 +7,25 @@
 const REPLY_TEXT = 0;
 const REPLY = 1;
 const FAIL = 2;
+const CHUNK = 3;
+const REPORT = 4;
+const END = 5;
+const BAD_VALUE = 6;
+
+/** Whether a provider's answer is a stream: an async iterable (not a string or array). */
+function isStream(value) {
+  return value !== null && typeof value === "object" && typeof value[Symbol.asyncIterator] === "function";
+}
+
+/** Lets a stream's producer go: `return()` when the iterator has one, errors ignored. */
+function release(iterator) {
+  try {
+    const returned = iterator?.return?.();
+    if (returned !== null && typeof returned === "object") Promise.resolve(returned).catch(() => {});
+  } catch {
+    // A producer that fails to stop has nothing more to say to anyone.
+  }
+}
 
 /** The request's call record, under a symbol so that proxies and copies still reach it. */
 const CALL = Symbol("batch-pacer call");
@@ -76,13 +95,87 @@ function sliceTexts(text, spans) {
  * @param {{ write(text: string): number }} input the core's input buffer
  * @param {(kind: number, id: number, value: unknown) => void} respond the core's handler
  *   of answers: `kind` is REPLY_TEXT (a string reply written to the input buffer, `value`
- *   its length in bytes), REPLY (any other fulfilled value) or FAIL (a failure)
+ *   its length in bytes), REPLY (any other fulfilled value) or FAIL (a failure); for a
+ *   streamed reply CHUNK (a string value written to the input buffer, `value` its length
+ *   in bytes), REPORT (a `{ usage, limits }` value), END, or BAD_VALUE (any other value)
  */
 export function makeCallHost(provider, input, respond) {
   /** Running calls by id: the signal's controller, once made, and whether it is aborted. */
   const calls = new Map();
 
+  /** Hands the core one value of call `id`'s stream; false when it failed to. */
+  const send = (kind, id, value) => {
+    try {
+      respond(kind, id, kind === CHUNK ? input.write(value) : value);
+      return true;
+    } catch (error) {
+      answer(FAIL, id, error);
+      return false;
+    }
+  };
+
+  /**
+   * Pulls a streamed reply and hands the core each value as it comes (one crossing per
+   * value, never per character). Stops when the core cancels the call (a timeout, the
+   * length cap, dispose), releasing the iterator then and on a bad value or error.
+   */
+  const pull = (id, call, iterable) => {
+    let iterator;
+    try {
+      iterator = iterable[Symbol.asyncIterator]();
+    } catch (error) {
+      answer(FAIL, id, error);
+      return;
+    }
+    call.iterator = iterator;
+    const live = () => calls.get(id) === call;
+    const stop = (kind, value) => {
+      if (!live()) return;
+      if (kind !== END) release(iterator);
+      answer(kind, id, value);
+    };
+    const onResult = (result) => {
+      if (!live()) return;
+      let done, value;
+      try {
+        ({ done, value } = result);
+      } catch (error) {
+        stop(FAIL, error);
+        return;
+      }
+      if (done) {
+        stop(END, undefined);
+        return;
+      }
+      if (typeof value === "string") {
+        if (!send(CHUNK, id, value)) return;
+      } else if (value !== null && typeof value === "object" && ("usage" in value || "limits" in value)) {
+        if (!send(REPORT, id, value)) return;
+      } else {
+        stop(BAD_VALUE, value);
+        return;
+      }
+      // The core may have ended the call with that value (the length cap).
+      if (live()) next();
+    };
+    const next = () => {
+      try {
+        Promise.resolve(iterator.next()).then(onResult, (error) => stop(FAIL, error));
+      } catch (error) {
+        stop(FAIL, error);
+      }
+    };
+    next();
+  };
+
   const answer = (kind, id, value) => {
+    if (kind === REPLY && isStream(value)) {
+      const call = calls.get(id);
+      // A call the core gave up before its stream came: nobody will read it.
+      if (call === undefined) release(value[Symbol.asyncIterator]?.());
+      else pull(id, call, value);
+      return;
+    }
     calls.delete(id);
     if (kind === REPLY && typeof value === "string") {
       try {
@@ -112,7 +205,7 @@ export function makeCallHost(provider, input, respond) {
     // Never throws (the core calls it without a try/catch wrapper): a throwing provider
     // fails its call.
     start(id, text, spans, ids, layout, instructions, isBatch, compat, attempt) {
-      const call = { controller: undefined, cancelled: false };
+      const call = { controller: undefined, cancelled: false, iterator: undefined };
       calls.set(id, call);
       let returned;
       try {
@@ -140,6 +233,7 @@ export function makeCallHost(provider, input, respond) {
       calls.delete(id);
       call.cancelled = true;
       call.controller?.abort();
+      if (call.iterator !== undefined) release(call.iterator);
     },
   };
 }

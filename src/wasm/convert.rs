@@ -102,6 +102,8 @@ extern "C" {
     fn priority(this: &ItemJs) -> JsValue;
     #[wasm_bindgen(method, getter, structural)]
     fn signal(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural, js_name = onPartial)]
+    fn on_partial(this: &ItemJs) -> JsValue;
 }
 
 fn string_field(
@@ -141,6 +143,14 @@ pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
             .as_f64()
             .ok_or_else(|| invalid_input("priority", "a finite number", &describe(&v)))?,
     };
+    let on_partial = item.on_partial();
+    if !on_partial.is_undefined() && !on_partial.is_function() {
+        return Err(invalid_input(
+            "onPartial",
+            "a function",
+            &describe(&on_partial),
+        ));
+    }
     let signal = item.signal();
     let aborted = if signal.is_undefined() || signal.is_null() {
         false

@@ -37,6 +37,8 @@ struct State {
     /// A timer that has fired; dropped later, never inside its own callback.
     spent_timer: Option<TimerHandle>,
     on_event: Option<Function>,
+    /// The `onPartial` of unsettled items that have one.
+    partials: IdMap<Function>,
 }
 
 struct Inner {
@@ -58,6 +60,7 @@ enum Action {
     Notify(Function, Event),
     Lookup(Lookup),
     Write(StoreWrite),
+    Preview(Function, String),
 }
 
 /// The engine behind one `BatchPacer`.
@@ -187,6 +190,7 @@ impl PacerCore {
                 timer: None,
                 spent_timer: None,
                 on_event,
+                partials: IdMap::default(),
             }),
             calls: Calls::new(&provider, answer(weak)),
             clock,
@@ -326,6 +330,17 @@ impl PacerCore {
         Ok(())
     }
 
+    /// Sends previews of the item of `ticket`'s translation to `on_partial` while its
+    /// reply streams, until it settles.
+    pub fn watch(&self, ticket: f64, on_partial: Function) {
+        if let Ok(mut state) = self.inner.state.try_borrow_mut() {
+            if state.resolvers.contains_key(&(ticket as Ticket)) {
+                state.engine.want_previews();
+                state.partials.insert(ticket as Ticket, on_partial);
+            }
+        }
+    }
+
     /// The item of `ticket` was aborted by its signal.
     pub fn abort(&self, ticket: f64) {
         let now = self.inner.now();
@@ -455,15 +470,28 @@ fn answer(inner: &Weak<Inner>) -> Answer {
     let inner = inner.clone();
     Closure::new(move |kind: u32, id: f64, value: JsValue| {
         let Some(inner) = inner.upgrade() else { return };
+        let id = id as CallId;
         let outcome = match kind {
             host::REPLY_TEXT => input::reply(value).map(|reply| (reply, Report::default())),
             host::REPLY => replies::reply_from(value),
+            host::CHUNK => {
+                return match input::take(value.as_f64().unwrap_or(0.0) as usize) {
+                    Ok(text) => inner.stream(|engine, now| engine.handle_chunk(now, id, &text)),
+                    Err(message) => inner.respond(id, Err(crate::Failure::bad_reply(message))),
+                }
+            }
+            host::REPORT => {
+                let report = replies::report_from(&value);
+                return inner.stream(|engine, now| engine.handle_stream_report(now, id, report));
+            }
+            host::END => return inner.stream(|engine, now| engine.handle_stream_end(now, id)),
+            host::BAD_VALUE => Err(replies::bad_value(&value)),
             kind => {
                 debug_assert_eq!(kind, host::FAIL);
                 Err(replies::failure_from(value))
             }
         };
-        inner.respond(id as CallId, outcome);
+        inner.respond(id, outcome);
     })
 }
 
@@ -507,8 +535,15 @@ impl Inner {
             return Some(Action::Cancel(id));
         }
         while let Some(settled) = state.engine.poll_settled() {
+            state.partials.remove(&settled.ticket);
             if let Some(resolvers) = state.resolvers.remove(&settled.ticket) {
                 return Some(Action::Settle(resolvers, settled));
+            }
+        }
+        // Settled items first: a preview is never given for an item that has settled.
+        while let Some(preview) = state.engine.poll_preview() {
+            if let Some(on_partial) = state.partials.get(&preview.ticket) {
+                return Some(Action::Preview(on_partial.clone(), preview.text));
             }
         }
         if let Some(lookup) = state.engine.poll_lookup() {
@@ -543,6 +578,10 @@ impl Inner {
                 Action::Start(call) => self.calls.start(&call),
                 Action::Lookup(lookup) => self.look_up(lookup),
                 Action::Write(write) => self.write(write),
+                // A throwing onPartial is ignored: a preview is no result.
+                Action::Preview(on_partial, text) => {
+                    let _ = on_partial.call1(&JsValue::UNDEFINED, &JsValue::from_str(&text));
+                }
             }
         }
         self.arm_timer();
@@ -628,6 +667,15 @@ impl Inner {
             state
                 .engine
                 .handle_response_reported(now, id, outcome, report);
+        }
+        self.flush();
+    }
+
+    /// A value or the end of a streamed reply, handed to the engine.
+    fn stream(self: &Rc<Self>, handle: impl FnOnce(&mut Engine<JsValue>, Instant)) {
+        let now = self.now();
+        if let Ok(mut state) = self.state.try_borrow_mut() {
+            handle(&mut state.engine, now);
         }
         self.flush();
     }

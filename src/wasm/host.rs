@@ -51,8 +51,16 @@ pub type Answer = Closure<dyn Fn(u32, f64, JsValue)>;
 pub const REPLY_TEXT: u32 = 0;
 /// Any other fulfilled value.
 pub const REPLY: u32 = 1;
-/// A rejection reason, or what the provider threw.
+/// A rejection reason, or what the provider threw (a stream's iterator too).
 pub const FAIL: u32 = 2;
+/// A string value of a streamed reply, written to the input buffer: its length in bytes.
+pub const CHUNK: u32 = 3;
+/// A `{ usage, limits }` value of a streamed reply.
+pub const REPORT: u32 = 4;
+/// The streamed reply ended.
+pub const END: u32 = 5;
+/// A value of a streamed reply that is neither a string nor `{ usage, limits }`.
+pub const BAD_VALUE: u32 = 6;
 
 /// How many compatibility groups keep their fields as JS strings between calls.
 const RECENT_GROUPS: usize = 8;

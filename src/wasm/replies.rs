@@ -24,6 +24,25 @@ pub fn reply_from(value: JsValue) -> Result<(Reply, Report), Failure<JsValue>> {
     Ok((reply, report))
 }
 
+/// A `{ usage, limits }` value of a streamed reply.
+pub fn report_from(value: &JsValue) -> Report {
+    Report {
+        usage: usage_from(&get(value, "usage")),
+        limits: limits_from(&get(value, "limits")),
+    }
+}
+
+/// A streamed value that is neither a string nor `{ usage, limits }`: a failed call
+/// whose message names what it got.
+pub fn bad_value(value: &JsValue) -> Failure<JsValue> {
+    let mut failure = Failure::bad_reply("");
+    failure.message = format!(
+        "provider stream yielded {}, not a string or an object with usage or limits",
+        describe(value)
+    );
+    failure
+}
+
 /// `target[key]` when `target` is an object holding it as an own property.
 fn get_own(target: &JsValue, key: &str) -> JsValue {
     let own = target.is_object()

@@ -30,6 +30,8 @@ struct StatsView {
     in_flight: f64,
     input_tokens: f64,
     output_tokens: f64,
+    streamed_calls: f64,
+    early_resolved: f64,
 }
 
 fn to_js<T: Serialize>(value: &T) -> JsValue {
@@ -183,6 +185,8 @@ pub fn stats_object(s: &Stats) -> JsValue {
         in_flight: s.in_flight as f64,
         input_tokens: s.input_tokens as f64,
         output_tokens: s.output_tokens as f64,
+        streamed_calls: s.streamed_calls as f64,
+        early_resolved: s.early_resolved as f64,
     })
 }
 

@@ -5,6 +5,7 @@
 use std::collections::HashMap;
 use std::ops::{Deref, DerefMut};
 
+pub use batch_pacer::drive::StreamValue;
 use batch_pacer::drive::VirtualTime;
 
 use batch_pacer::options::SegmentFormat;
@@ -21,6 +22,31 @@ pub enum Answer {
     After(Duration, Result<Reply, Failure<String>>),
     /// Never answer.
     Hang,
+    /// Answer with a stream: each value after its delay from the one before; a failure
+    /// breaks the stream there.
+    Stream(Vec<(Duration, Streamed)>),
+}
+
+/// A value of a scripted stream.
+pub enum Streamed {
+    Value(StreamValue),
+    Fail(Failure<String>),
+}
+
+/// A stream of `text` cut into pieces of `size` characters, one every `every`, ended.
+pub fn chunked(text: &str, size: usize, every: Duration) -> Vec<(Duration, Streamed)> {
+    let chars: Vec<char> = text.chars().collect();
+    let mut values: Vec<(Duration, Streamed)> = chars
+        .chunks(size.max(1))
+        .map(|piece| {
+            (
+                every,
+                Streamed::Value(StreamValue::Text(piece.iter().collect())),
+            )
+        })
+        .collect();
+    values.push((Duration::ZERO, Streamed::Value(StreamValue::End)));
+    values
 }
 
 /// A record of a started call.
@@ -70,6 +96,10 @@ pub struct Log {
     pub writes: Vec<batch_pacer::StoreWrite>,
     /// Calls running at once, sampled at each start.
     pub max_running: usize,
+    /// Previews given, in order, with the instant.
+    pub previews: Vec<(Instant, batch_pacer::Preview)>,
+    /// When each item settled.
+    pub settled_at: HashMap<Ticket, Instant>,
 }
 
 impl Deref for Sim {
@@ -308,10 +338,21 @@ fn collect(
         match provider(&call, now) {
             Answer::After(after, outcome) => time.answer(call.id, after, outcome),
             Answer::Hang => {}
+            Answer::Stream(values) => {
+                let mut at = Duration::ZERO;
+                for (after, value) in values {
+                    at = at + after;
+                    match value {
+                        Streamed::Value(value) => time.stream(call.id, at, value),
+                        Streamed::Fail(failure) => time.answer(call.id, at, Err(failure)),
+                    }
+                }
+            }
         }
     }
     while let Some(settled) = engine.poll_settled() {
         *log.settle_counts.entry(settled.ticket).or_default() += 1;
+        log.settled_at.entry(settled.ticket).or_insert(now);
         log.results.insert(settled.ticket, settled.result);
     }
     while let Some(lookup) = engine.poll_lookup() {
@@ -325,6 +366,13 @@ fn collect(
     }
     while let Some(event) = engine.poll_event() {
         log.events.push((now, event));
+    }
+    while let Some(preview) = engine.poll_preview() {
+        assert!(
+            !log.settle_counts.contains_key(&preview.ticket),
+            "a preview for a settled item"
+        );
+        log.previews.push((now, preview));
     }
 }
 

@@ -1,0 +1,323 @@
+//! Streamed replies: the reply arrives in pieces (`handle_chunk`), reports of usage and
+//! limits may come between them (`handle_stream_report`), and it ends
+//! (`handle_stream_end`) or breaks (`handle_response` with a failure, or a timeout
+//! between two values). In the markers layout, items whose segments the reply so far
+//! proves (`early`) resolve at once; the rest is read as a whole reply at the end.
+
+use super::*;
+use crate::early;
+use crate::stream::ReplyText;
+
+/// A running call's streamed reply.
+#[derive(Debug)]
+pub(super) struct Streamed {
+    text: ReplyText,
+    /// The call's texts and their jobs, in call order (the reply's ids).
+    texts: Vec<Box<str>>,
+    jobs: Vec<Id<Job>>,
+    /// Items already resolved from the reply so far.
+    resolved: Vec<bool>,
+    /// Length of the last preview given per segment.
+    previewed: Vec<usize>,
+    /// What the stream reported (usage, limits), the last value of each kind winning.
+    report: Report,
+}
+
+/// A preview of an item's translation while its streamed reply arrives.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Preview {
+    /// The item.
+    pub ticket: Ticket,
+    /// Its segment's text so far, trimmed, with no marker nor the start of one.
+    pub text: String,
+}
+
+/// A string reply's visible text: reasoning removed. A single text left empty by the
+/// removal was no answer at all: a failed call, retried like a reply of the wrong type.
+pub(super) fn visible_reply<C>(text: String, texts: usize) -> Result<String, Failure<C>> {
+    let visible = ReplyText::visible(&text);
+    if visible.len() == text.len() {
+        return Ok(text);
+    }
+    if texts <= 1 && visible.trim().is_empty() {
+        return Err(left_empty());
+    }
+    Ok(visible)
+}
+
+fn left_empty<C>() -> Failure<C> {
+    let mut failure =
+        Failure::bad_reply("a reply left empty once its <think> reasoning is removed");
+    failure.message =
+        String::from("provider returned nothing but <think> reasoning: no translation");
+    failure
+}
+
+impl Running {
+    /// What the call's stream reported so far, if it streamed.
+    pub(super) fn stream_report(&self) -> Option<&Report> {
+        self.stream.as_ref().map(|s| &s.report)
+    }
+
+    /// How many items the call's batch still holds.
+    pub(super) fn batch_len(&self, batches: &Slab<Batch>) -> usize {
+        batches.get(self.batch).map_or(0, |b| b.jobs.len())
+    }
+}
+
+impl<C: Clone> Engine<C> {
+    /// A piece of call `id`'s streamed reply. Unknown ids are ignored.
+    pub fn handle_chunk(&mut self, now: Instant, id: CallId, piece: &str) {
+        self.advance(now);
+        if let Some(mut stream) = self.stream_value(id) {
+            let changed = stream.text.push(piece);
+            let truncated = stream.text.is_truncated();
+            // Only a closing marker can prove a segment.
+            if changed && piece.contains('>') {
+                self.resolve_early(id, &mut stream);
+            }
+            if changed {
+                self.preview(id, &mut stream);
+            }
+            if let Some(run) = self.running.get_mut(id) {
+                run.stream = Some(stream);
+            }
+            if truncated {
+                // Far longer than the batch could need: cut and read as it stands. Its
+                // items settle now, so this value's previews are moot.
+                if let Some(previews) = &mut self.out.previews {
+                    previews.clear();
+                }
+                self.out.cancels.push_back(id);
+                self.end_stream(id);
+            }
+        }
+        self.after_input();
+    }
+
+    /// A `{ usage, limits }` value of call `id`'s stream.
+    pub fn handle_stream_report(&mut self, now: Instant, id: CallId, report: Report) {
+        self.advance(now);
+        if let Some(mut stream) = self.stream_value(id) {
+            if report.usage.is_some() {
+                stream.report.usage = report.usage;
+            }
+            if !report.limits.is_empty() {
+                stream.report.limits = report.limits;
+            }
+            if let Some(run) = self.running.get_mut(id) {
+                run.stream = Some(stream);
+            }
+        }
+        self.after_input();
+    }
+
+    /// Call `id`'s stream ended: what is left is read as a whole reply.
+    pub fn handle_stream_end(&mut self, now: Instant, id: CallId) {
+        self.advance(now);
+        if let Some(stream) = self.stream_value(id) {
+            if let Some(run) = self.running.get_mut(id) {
+                run.stream = Some(stream);
+            }
+            self.end_stream(id);
+        }
+        self.after_input();
+    }
+
+    /// Asks for previews (`poll_preview`); without this call none are made.
+    pub fn want_previews(&mut self) {
+        self.out.previews.get_or_insert_with(VecDeque::new);
+    }
+
+    /// The next preview of an item's translation.
+    pub fn poll_preview(&mut self) -> Option<Preview> {
+        self.out.previews.as_mut()?.pop_front()
+    }
+
+    /// Takes call `id`'s stream state out (made on its first value), counting the value:
+    /// the call's timeout starts again.
+    fn stream_value(&mut self, id: CallId) -> Option<Box<Streamed>> {
+        let now = self.now;
+        let run = self.running.get_mut(id)?;
+        if let Some(timeout) = run.timeout {
+            run.deadline = Some(now + timeout);
+        }
+        if let Some(stream) = run.stream.take() {
+            return Some(stream);
+        }
+        let batch = self.batches.get(run.batch)?;
+        self.out.stats.streamed_calls += 1;
+        let jobs = batch.jobs.clone();
+        let mut texts = Vec::with_capacity(jobs.len());
+        let mut sent = 0;
+        for job in jobs.iter().filter_map(|j| self.jobs.get(*j)) {
+            sent += job.text.len() + 16;
+            texts.push(job.text.clone());
+        }
+        Some(Box::new(Streamed {
+            text: ReplyText::capped(sent),
+            resolved: vec![false; jobs.len()],
+            previewed: vec![0; jobs.len()],
+            texts,
+            jobs,
+            report: Report::default(),
+        }))
+    }
+
+    /// The tag of a running batch in the markers layout; `None` otherwise.
+    fn marker_tag(&self, id: CallId) -> Option<String> {
+        match &self.running.get(id)?.reading {
+            Reading::Markers(tag) if !tag.is_empty() => Some(tag.clone()),
+            _ => None,
+        }
+    }
+
+    /// Resolves the items whose segments the reply so far proves (see `early`).
+    fn resolve_early(&mut self, id: CallId, stream: &mut Streamed) {
+        let Some(tag) = self.marker_tag(id) else {
+            return;
+        };
+        let Some(batch_key) = self.running.get(id).map(|r| r.batch) else {
+            return;
+        };
+        let proven: Vec<(usize, String)> = {
+            let run = early::leading_pairs(stream.text.as_str(), &tag);
+            let count = early::proven_count(&stream.texts, &run.closed);
+            (0..count)
+                .filter(|&i| !stream.resolved[i])
+                .map(|i| (i, run.closed[i].to_owned()))
+                .collect()
+        };
+        for (i, translation) in proven {
+            stream.resolved[i] = true;
+            let job_key = stream.jobs[i];
+            let Some(job) = self.jobs.get(job_key) else {
+                continue;
+            };
+            let (chars, tokens) = (utf16_len(&job.text), f64::from(job.tokens));
+            self.out.stats.early_resolved += job.waiters.len() as u64;
+            let Some(batch) = self.batches.get_mut(batch_key) else {
+                continue;
+            };
+            batch.jobs.retain(|j| *j != job_key);
+            batch.chars = batch.chars.saturating_sub(chars);
+            batch.tokens -= tokens;
+            let group = batch.compat;
+            self.resolve_job(job_key, group, translation);
+        }
+    }
+
+    /// Previews of the segment being written (and of one that closed with this value),
+    /// while everything before it in the reply is in order.
+    fn preview(&mut self, id: CallId, stream: &mut Streamed) {
+        if self.out.previews.is_none() {
+            return;
+        }
+        let mut shown: Vec<(usize, String)> = Vec::new();
+        match self.marker_tag(id) {
+            Some(tag) => {
+                let run = early::leading_pairs(stream.text.as_str(), &tag);
+                if run.broken || run.closed.iter().any(|s| s.is_empty()) {
+                    return;
+                }
+                let closed = run.closed.len();
+                if let Some(last) = closed.checked_sub(1) {
+                    shown.push((last, run.closed[last].to_owned()));
+                }
+                if let Some(open) = run.open.filter(|_| closed < stream.texts.len()) {
+                    shown.push((closed, without_marker_start(open).trim().to_owned()));
+                }
+            }
+            None if stream.texts.len() == 1 => {
+                shown.push((0, stream.text.as_str().trim().to_owned()));
+            }
+            None => return,
+        }
+        for (i, text) in shown {
+            if text.is_empty() || stream.resolved[i] || text.len() == stream.previewed[i] {
+                continue;
+            }
+            stream.previewed[i] = text.len();
+            let Some(job) = self.jobs.get(stream.jobs[i]) else {
+                continue;
+            };
+            let previews = self.out.previews.get_or_insert_with(VecDeque::new);
+            for ticket in job.waiters.iter() {
+                previews.push_back(Preview {
+                    ticket,
+                    text: text.clone(),
+                });
+            }
+        }
+    }
+
+    /// The stream of call `id` ended (or was cut at its cap): proven segments resolve,
+    /// missing ones go out again.
+    fn end_stream(&mut self, id: CallId) {
+        let Some(mut run) = self.running.remove(id) else {
+            return;
+        };
+        let Some(mut stream) = run.stream.take() else {
+            return;
+        };
+        stream.text.finish();
+        self.take_report(&run, &stream.report, None);
+        let reasoned = stream.text.hid_reasoning();
+        let text = stream.text.into_string();
+        if stream.texts.len() <= 1 && reasoned && text.trim().is_empty() {
+            return self.on_failure(run, left_empty());
+        }
+        let Reading::Markers(tag) = &run.reading else {
+            return self.on_reply(run, Reply::Text(text));
+        };
+        if tag.is_empty() || stream.texts.len() <= 1 {
+            return self.on_reply(run, Reply::Text(text));
+        }
+        let mut proven = proof::prove(&stream.texts, proof::marked_entries(&text, tag));
+        let Some(batch) = self.batches.get(run.batch) else {
+            return;
+        };
+        // The items still open, in call order, with what the whole reply proves of them.
+        let mut translations = Vec::with_capacity(batch.jobs.len());
+        for job in &batch.jobs {
+            let at = stream.jobs.iter().position(|j| j == job);
+            translations.push(at.and_then(|i| proven.get_mut(i)?.take()));
+        }
+        let early = stream.resolved.iter().filter(|r| **r).count();
+        if translations.is_empty() {
+            self.batches.remove(run.batch);
+            self.grow_adaptive_rate(run.provider);
+        } else if translations.iter().all(Option::is_some) {
+            self.succeed(run, translations.into_iter().flatten().collect());
+        } else if translations.iter().any(Option::is_some) {
+            self.accept_proven(run, translations);
+        } else {
+            if early > 0 {
+                self.grow_adaptive_rate(run.provider);
+            }
+            self.on_mismatch(run, stream.texts.len(), early);
+        }
+    }
+
+    /// A streamed call broke after its reply had resolved every item: nothing is left
+    /// to retry.
+    pub(super) fn resolved_before_failure(&mut self, run: &Running) -> bool {
+        let empty = run.stream.is_some()
+            && self
+                .batches
+                .get(run.batch)
+                .is_some_and(|b| b.jobs.is_empty());
+        if empty {
+            self.batches.remove(run.batch);
+        }
+        empty
+    }
+}
+
+/// `text` without a trailing `<…` that could still become a marker.
+fn without_marker_start(text: &str) -> &str {
+    match text.rfind('<') {
+        Some(at) if !text[at..].contains('>') => &text[..at],
+        _ => text,
+    }
+}

@@ -1,0 +1,213 @@
+//! A reply's text as it arrives in pieces: reasoning (`<think>` … `</think>`) left out,
+//! and a cap on what is kept.
+//!
+//! Thinking models write drafts before the answer, and a draft may hold the batch's
+//! markers: it must never count as the reply. The filter works on pieces cut anywhere
+//! (a tag may arrive split over two values), so it holds back a trailing piece that
+//! could still become a tag. A `<think>` never closed hides the rest of the reply.
+//!
+//! The cap keeps a model that loops from growing memory: past it the reply is cut and
+//! read as truncated (its unfinished segments are missing and go out again).
+
+/// Characters of text kept per character sent, and the room added for short calls.
+pub const CAP_PER_CHARACTER_SENT: usize = 20;
+/// See [`CAP_PER_CHARACTER_SENT`].
+pub const CAP_EXTRA: usize = 4096;
+
+const OPEN: &str = "<think>";
+const CLOSE: &str = "</think>";
+
+/// The visible part of a reply received in pieces.
+#[derive(Debug, Default)]
+pub struct ReplyText {
+    /// The reply so far, reasoning removed.
+    text: String,
+    /// A tail that may be the start of the tag looked for next.
+    held: String,
+    /// Inside `<think>` … `</think>`.
+    thinking: bool,
+    /// Most bytes of `text` kept; `None`: no cap.
+    cap: Option<usize>,
+    /// The cap was reached: later pieces are dropped.
+    truncated: bool,
+    /// A `<think>` was found.
+    reasoned: bool,
+}
+
+impl ReplyText {
+    /// An empty reply to a call whose text is `sent_len` bytes long, capped.
+    pub fn capped(sent_len: usize) -> Self {
+        ReplyText {
+            cap: Some(
+                sent_len
+                    .saturating_mul(CAP_PER_CHARACTER_SENT)
+                    .saturating_add(CAP_EXTRA),
+            ),
+            ..ReplyText::default()
+        }
+    }
+
+    /// The visible text of a whole string reply.
+    pub fn visible(reply: &str) -> String {
+        if !contains_ignore_case(reply, "<think") && !contains_ignore_case(reply, "</think") {
+            return reply.to_owned();
+        }
+        let mut text = ReplyText::default();
+        text.push(reply);
+        text.finish();
+        text.text
+    }
+
+    /// Appends a piece of the reply. Returns whether it changed the visible text.
+    pub fn push(&mut self, piece: &str) -> bool {
+        if self.truncated {
+            return false;
+        }
+        let before = self.text.len();
+        let mut rest = core::mem::take(&mut self.held);
+        rest.push_str(piece);
+        let mut at = 0;
+        loop {
+            let tag = if self.thinking { CLOSE } else { OPEN };
+            let tail = rest.get(at..).unwrap_or("");
+            match find_ignore_case(tail, tag) {
+                Some(found) => {
+                    if !self.thinking {
+                        self.keep(tail.get(..found).unwrap_or(""));
+                        self.reasoned = true;
+                    }
+                    self.thinking = !self.thinking;
+                    at += found + tag.len();
+                }
+                None => {
+                    // Hold back what could still grow into the tag.
+                    let hold = partial_tag_len(tail, tag);
+                    let (visible, held) = tail.split_at(tail.len() - hold);
+                    if !self.thinking {
+                        self.keep(visible);
+                    }
+                    self.held = held.to_owned();
+                    break;
+                }
+            }
+        }
+        self.text.len() != before
+    }
+
+    /// The reply has ended: a held piece that never became a tag is text after all.
+    pub fn finish(&mut self) {
+        let held = core::mem::take(&mut self.held);
+        if !self.thinking {
+            self.keep(&held);
+        }
+    }
+
+    fn keep(&mut self, piece: &str) {
+        if self.truncated || piece.is_empty() {
+            return;
+        }
+        let room = self
+            .cap
+            .map_or(usize::MAX, |cap| cap.saturating_sub(self.text.len()));
+        if piece.len() <= room {
+            self.text.push_str(piece);
+            return;
+        }
+        let mut end = room;
+        while !piece.is_char_boundary(end) {
+            end -= 1;
+        }
+        self.text.push_str(piece.get(..end).unwrap_or(""));
+        self.truncated = true;
+    }
+
+    /// The visible text so far.
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether reasoning was left out.
+    pub fn hid_reasoning(&self) -> bool {
+        self.reasoned
+    }
+
+    /// Whether the cap cut the reply.
+    pub fn is_truncated(&self) -> bool {
+        self.truncated
+    }
+
+    /// The visible text, for the final reading.
+    pub fn into_string(self) -> String {
+        self.text
+    }
+}
+
+/// The byte offset of `needle` (ASCII) in `haystack`, ignoring ASCII case.
+fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
+    let (h, n) = (haystack.as_bytes(), needle.as_bytes());
+    let mut from = 0;
+    while let Some(offset) = h.get(from..)?.iter().position(|&b| b == b'<') {
+        let start = from + offset;
+        if h.get(start..start + n.len())
+            .is_some_and(|s| s.eq_ignore_ascii_case(n))
+        {
+            return Some(start);
+        }
+        from = start + 1;
+    }
+    None
+}
+
+fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
+    find_ignore_case(haystack, needle).is_some()
+}
+
+/// The length of the longest tail of `text` that is a proper prefix of `tag`.
+fn partial_tag_len(text: &str, tag: &str) -> usize {
+    let (t, g) = (text.as_bytes(), tag.as_bytes());
+    (1..g.len().min(t.len() + 1))
+        .rev()
+        .find(|&k| t[t.len() - k..].eq_ignore_ascii_case(&g[..k]))
+        .unwrap_or(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn streamed(pieces: &[&str]) -> String {
+        let mut text = ReplyText::default();
+        for piece in pieces {
+            text.push(piece);
+        }
+        text.finish();
+        text.into_string()
+    }
+
+    #[test]
+    fn reasoning_is_left_out_in_any_case_and_cut_anywhere() {
+        assert_eq!(ReplyText::visible("<think>draft <s1>x</s1></think>A"), "A");
+        assert_eq!(
+            ReplyText::visible("<THINK>d</Think>A<think>e</think>B"),
+            "AB"
+        );
+        assert_eq!(streamed(&["<th", "ink>dr", "aft</thi", "nk>", "A"]), "A");
+        assert_eq!(streamed(&["a <", "b"]), "a <b");
+        assert_eq!(streamed(&["A <thi"]), "A <thi");
+    }
+
+    #[test]
+    fn an_unclosed_think_hides_the_rest() {
+        assert_eq!(ReplyText::visible("A<think>never closed B"), "A");
+        assert_eq!(streamed(&["A<think>", "B", "C"]), "A");
+    }
+
+    #[test]
+    fn the_cap_cuts_the_reply_on_a_character_boundary() {
+        let mut text = ReplyText::capped(0);
+        text.push(&"é".repeat(CAP_EXTRA));
+        assert!(text.is_truncated());
+        assert!(text.as_str().len() <= CAP_EXTRA);
+        assert!(!text.push("more"));
+    }
+}
