@@ -16,6 +16,19 @@ const { pseudoTranslate } = await load("extension-demo/demo-provider.js");
 const ready = existsSync("/usr/bin/chromium") && existsSync(join(repo, "extension-demo/vendor/batch-pacer/js/index.js"));
 const skip = ready ? false : "needs /usr/bin/chromium and the built demo (scripts/build-demo.sh)";
 
+// The mock's server-sent events reach the pacer through the package's streaming
+// openAIProvider; those tests run where the packed package has it. (Every test is
+// registered before the first one runs: no await between them.)
+let sseSkip = skip;
+if (!sseSkip) {
+  const { openAIProvider } = await load("extension-demo/vendor/batch-pacer/js/openai.js");
+  try {
+    openAIProvider({ baseUrl: "http://127.0.0.1:1/v1", model: "m", stream: true });
+  } catch {
+    sseSkip = "the packed openAIProvider has no stream option";
+  }
+}
+
 // No cues during tests that only look at the article.
 const ARTICLE_ONLY = "?cueStart=600000";
 const STRICT = { rate: 1, capacity: 1, maxInFlight: 0, maxCharactersPerBatch: 800, maxItemsPerBatch: 4, batchDelayMs: 100 };
@@ -292,18 +305,6 @@ test("Stream replies with previews off: answers only, no preview ever shown", { 
     assert.equal(flows.page.pacer.streamedCalls, flows.page.pacer.providerCalls);
     assert.equal(await page.getAttribute("html", "data-bp-previews"), "0");
   }));
-
-// The mock's server-sent events reach the pacer through the package's streaming
-// openAIProvider; the tests run where the packed package has it.
-let sseSkip = skip;
-if (!sseSkip) {
-  const { openAIProvider } = await load("extension-demo/vendor/batch-pacer/js/openai.js");
-  try {
-    openAIProvider({ baseUrl: "http://127.0.0.1:1/v1", model: "m", stream: true });
-  } catch {
-    sseSkip = "the packed openAIProvider has no stream option";
-  }
-}
 
 for (const think of [false, true]) {
   test(`Stream replies through the mock's server-sent events${think ? " from a thinking model" : ""}: each paragraph under its own`, { skip: sseSkip }, (t) =>
