@@ -11,6 +11,9 @@ import { DEFAULT_SETTINGS, FLOWS, FLOW_FIELDS, FLOW_SWITCHES, MESSAGES, PORT_NAM
 import { demoProvider } from "./demo-provider.js";
 
 const SNAPSHOT_EVERY_MS = 250;
+// A streamed segment grows with every token; a tab needs a new preview of it only about
+// as often as a reader notices, not once per token (a message to the tab each time).
+const PREVIEW_EVERY_MS = 100;
 const SERIES_STEP_MS = 1000;
 
 let settings = structuredClone(DEFAULT_SETTINGS);
@@ -158,8 +161,17 @@ async function translateItem(port, signal, message, item, page) {
   const flow = message.flow;
   const id = providerId();
   const { stream, previews } = settings[flow];
-  // Previews go to the tab as they arrive; the pacer never gives one for a settled item.
-  const onPartial = stream && previews ? (text) => post(port, { type: MESSAGES.partial, id: item.id, text }) : undefined;
+  // Previews go to the tab, at most one per PREVIEW_EVERY_MS (the answer follows anyway);
+  // the pacer never gives one for a settled item.
+  let previewedAt = -Infinity;
+  const onPartial = stream && previews
+    ? (text) => {
+        const now = performance.now();
+        if (now - previewedAt < PREVIEW_EVERY_MS) return;
+        previewedAt = now;
+        post(port, { type: MESSAGES.partial, id: item.id, text });
+      }
+    : undefined;
   countParagraph(flow, id);
   try {
     const translation = await pacers[flow].translate({
