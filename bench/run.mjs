@@ -39,6 +39,7 @@ import { extensionServiceWorkerColdStart } from "./extension-sw.mjs";
 import { quotaChart } from "./chart.mjs";
 import { sizeFloor } from "./size-floor.mjs";
 import { timeToFirstParagraph } from "./workload-first-paragraph.mjs";
+import { layoutsUnderDamagedReplies } from "./workload-damaged-replies.mjs";
 
 const execFile = promisify(execFileCb);
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
@@ -673,6 +674,7 @@ async function main() {
   const workerVersion = wanted(5) ? await sizeAndColdStart() : undefined;
   if (wanted(6)) await memory();
   if (wanted(7)) report(await timeToFirstParagraph({ BatchPacer, smoke: SMOKE }));
+  if (wanted(8)) await layoutsUnderDamagedReplies({ BatchPacer, report, smoke: SMOKE, runs: CONFIG.runs });
   if (!SMOKE && !only) writeResults({ chromiumVersion: chromiumVersion ?? workerVersion, groups, started });
 }
 

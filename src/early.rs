@@ -26,7 +26,7 @@
 //! reply, as without streaming. The rest of the reply is read as a whole when it ends.
 
 use crate::markers::scan;
-use crate::proof::{char_len, median, scatter};
+use crate::proof::{char_len, median, scatter, shifted_readings};
 
 /// The leading pairs of a reply so far: the text of each pair `1 … m` found in sequence,
 /// and whether an anomaly (a broken, repeated, unknown or out-of-sequence marker) stopped
@@ -114,20 +114,9 @@ fn unshifted_count(source: &[f64], segment: &[f64]) -> usize {
     // part), or a split at j < i (it holds the previous source's). A split at i itself
     // leaves it the first part of its own translation, which the fit above bounds.
     let merge_or_drop_ruled_out = |j: usize| {
-        let merged: Vec<f64> = (0..m)
-            .map(|k| {
-                let s = match k.cmp(&j) {
-                    core::cmp::Ordering::Less => source[k],
-                    core::cmp::Ordering::Equal => source[k] + source[k + 1],
-                    core::cmp::Ordering::Greater => source[k + 1],
-                };
-                (segment[k] / s).ln()
-            })
-            .collect();
-        let dropped: Vec<f64> = (0..m)
-            .map(|k| (segment[k] / source[if k < j { k } else { k + 1 }]).ln())
-            .collect();
-        clearly_worse(&merged, base) && clearly_worse(&dropped, base)
+        shifted_readings(source, segment, j)
+            .iter()
+            .all(|reading| clearly_worse(reading, base))
     };
     // A split of j: pairs j and j + 1 hold its two parts, each later pair the source
     // before its own. Compared with the straight reading of the same two pairs joined.

@@ -319,43 +319,58 @@ fn fits_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
 /// pair passes `fits_last`; the segment holding two translations does not pass this.
 fn shift_reads_better<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
     let n = texts.len();
+    let (source, Some(segment)) = lengths(texts, segments) else {
+        return false;
+    };
     if n < 3 {
         return false;
     }
-    let source: Vec<f64> = texts
-        .iter()
-        .map(|t| char_len(t.as_ref().trim()).max(1.0))
-        .collect();
-    let mut segment: Vec<f64> = Vec::with_capacity(n - 1);
-    for candidate in &segments[..n - 1] {
-        match candidate {
-            Some(text) => segment.push(char_len(text).max(1.0)),
-            None => return false,
-        }
-    }
     let as_read: Vec<f64> = (0..n - 1).map(|k| (segment[k] / source[k]).ln()).collect();
     let base = scatter(&as_read);
-    let fits_well = |reading: &[f64]| {
+    let fits_well = |reading: &Vec<f64>| {
         let centre = median(reading);
         reading.iter().all(|r| (r - centre).abs() <= 1.5f64.ln())
             && scatter(reading) + 2f64.ln() < base
     };
-    (0..n - 1).any(|j| {
-        let merged: Vec<f64> = (0..n - 1)
-            .map(|k| {
-                let s = match k.cmp(&j) {
-                    core::cmp::Ordering::Less => source[k],
-                    core::cmp::Ordering::Equal => source[k] + source[k + 1],
-                    core::cmp::Ordering::Greater => source[k + 1],
-                };
-                (segment[k] / s).ln()
-            })
-            .collect();
-        let dropped: Vec<f64> = (0..n - 1)
-            .map(|k| (segment[k] / source[if k < j { k } else { k + 1 }]).ln())
-            .collect();
-        fits_well(&merged) || fits_well(&dropped)
-    })
+    (0..n - 1).any(|j| shifted_readings(&source, &segment, j).iter().any(fits_well))
+}
+
+/// Lengths for the length evidence: of each source (trimmed), and of the segments before
+/// the last (`None` when one of them is missing).
+fn lengths<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> (Vec<f64>, Option<Vec<f64>>) {
+    let n = texts.len();
+    let source = texts
+        .iter()
+        .map(|t| char_len(t.as_ref().trim()).max(1.0))
+        .collect();
+    let mut segment: Vec<f64> = Vec::with_capacity(n.saturating_sub(1));
+    for candidate in &segments[..n.saturating_sub(1)] {
+        match candidate {
+            Some(text) => segment.push(char_len(text).max(1.0)),
+            None => return (source, None),
+        }
+    }
+    (source, Some(segment))
+}
+
+/// The log ratios of `segment` read as shifted at `j` with renumbering: by a merge of
+/// sources `j` and `j + 1` into pair `j`, and by a drop of source `j` (each later pair
+/// then holds the next source's translation). `source` is one longer than `segment`.
+pub(crate) fn shifted_readings(source: &[f64], segment: &[f64], j: usize) -> [Vec<f64>; 2] {
+    let merged = (0..segment.len())
+        .map(|k| {
+            let s = match k.cmp(&j) {
+                core::cmp::Ordering::Less => source[k],
+                core::cmp::Ordering::Equal => source[k] + source[k + 1],
+                core::cmp::Ordering::Greater => source[k + 1],
+            };
+            (segment[k] / s).ln()
+        })
+        .collect();
+    let dropped = (0..segment.len())
+        .map(|k| (segment[k] / source[if k < j { k } else { k + 1 }]).ln())
+        .collect();
+    [merged, dropped]
 }
 
 /// Rule 4: which of the segments before a missing last pair are trusted.
@@ -374,17 +389,9 @@ fn trusted_before_missing_last<S: AsRef<str>>(
 ) -> Vec<bool> {
     let n = texts.len();
     let mut trusted = vec![false; n];
-    let source: Vec<f64> = texts
-        .iter()
-        .map(|t| char_len(t.as_ref().trim()).max(1.0))
-        .collect();
-    let mut segment: Vec<f64> = Vec::with_capacity(n - 1);
-    for candidate in &candidates[..n - 1] {
-        match candidate {
-            Some(text) => segment.push(char_len(text).max(1.0)),
-            None => return trusted,
-        }
-    }
+    let (source, Some(segment)) = lengths(texts, candidates) else {
+        return trusted;
+    };
     if segment.len() < 2 {
         return trusted;
     }
@@ -395,24 +402,13 @@ fn trusted_before_missing_last<S: AsRef<str>>(
         return trusted;
     }
     let base = scatter(&as_read);
-    let clearly_worse = |reading: Vec<f64>| scatter(&reading) > base + 2f64.ln();
+    let clearly_worse = |reading: &Vec<f64>| scatter(reading) > base + 2f64.ln();
     let mut all_ruled_out = true;
-    for j in 0..n - 1 {
-        let merged = (0..n - 1)
-            .map(|k| {
-                let s = match k.cmp(&j) {
-                    core::cmp::Ordering::Less => source[k],
-                    core::cmp::Ordering::Equal => source[k] + source[k + 1],
-                    core::cmp::Ordering::Greater => source[k + 1],
-                };
-                (segment[k] / s).ln()
-            })
-            .collect();
-        let dropped = (0..n - 1)
-            .map(|k| (segment[k] / source[if k < j { k } else { k + 1 }]).ln())
-            .collect();
-        all_ruled_out &= clearly_worse(merged) && clearly_worse(dropped);
-        trusted[j] = all_ruled_out;
+    for (j, slot) in trusted.iter_mut().enumerate().take(n - 1) {
+        all_ruled_out &= shifted_readings(&source, &segment, j)
+            .iter()
+            .all(clearly_worse);
+        *slot = all_ruled_out;
     }
     trusted
 }

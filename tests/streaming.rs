@@ -35,6 +35,21 @@ fn per_segment(call: &Call, gap_ms: f64) -> Vec<(Duration, Streamed)> {
     values
 }
 
+/// Sends `texts`, drives the pacer until idle, and checks that each item settled once
+/// with its own translation.
+fn translate_all<S: AsRef<str>>(sim: &mut Sim, texts: &[S]) -> Vec<batch_pacer::Ticket> {
+    let tickets: Vec<_> = texts
+        .iter()
+        .map(|t| sim.translate(&item(t.as_ref())))
+        .collect();
+    sim.drive();
+    sim.assert_settled_once(&tickets);
+    for (t, text) in tickets.iter().zip(texts) {
+        assert_eq!(sim.ok(*t), echo(text.as_ref()));
+    }
+    tickets
+}
+
 fn stream_options(patch: &[(&str, f64)]) -> batch_pacer::Options {
     let mut all = vec![("maxItemsPerBatch", 4.0)];
     all.extend_from_slice(patch);
@@ -50,12 +65,7 @@ fn a_faithful_stream_resolves_its_first_paragraphs_before_the_last_arrives() {
             Answer::After(every(5.0), Ok(echo_reply(call)))
         }
     });
-    let tickets: Vec<_> = UNLIKE.iter().map(|t| sim.translate(&item(t))).collect();
-    sim.drive();
-    sim.assert_settled_once(&tickets);
-    for (t, text) in tickets.iter().zip(UNLIKE) {
-        assert_eq!(sim.ok(*t), echo(text));
-    }
+    let tickets = translate_all(&mut sim, &UNLIKE);
     assert_eq!(sim.calls.len(), 1, "one call, nothing sent again");
     let start = sim.calls[0].at;
     // The last segment arrives at +400 ms and the stream ends at +500 ms.
@@ -116,12 +126,7 @@ fn a_stalled_stream_times_out_and_keeps_what_it_proved() {
             Answer::Stream(values)
         },
     );
-    let tickets: Vec<_> = UNLIKE.iter().map(|t| sim.translate(&item(t))).collect();
-    sim.drive();
-    sim.assert_settled_once(&tickets);
-    for (t, text) in tickets.iter().zip(UNLIKE) {
-        assert_eq!(sim.ok(*t), echo(text));
-    }
+    translate_all(&mut sim, &UNLIKE);
     assert_eq!(sim.cancelled, [sim.calls[0].id]);
     // Timed out 1 s after the third value; the retry carries only the open items.
     let early = sim.engine.stats().early_resolved as usize;
@@ -303,12 +308,7 @@ fn a_looping_model_is_cut_at_the_cap_and_read_as_truncated() {
             Answer::Stream(values)
         },
     );
-    let tickets: Vec<_> = UNLIKE.iter().map(|t| sim.translate(&item(t))).collect();
-    sim.drive();
-    sim.assert_settled_once(&tickets);
-    for (t, text) in tickets.iter().zip(UNLIKE) {
-        assert_eq!(sim.ok(*t), echo(text));
-    }
+    translate_all(&mut sim, &UNLIKE);
     // Cut long before its 45,000 characters: cancelled, and the call sent again.
     assert_eq!(sim.cancelled, [sim.calls[0].id]);
     assert!(sim.calls.len() >= 2);

@@ -17,20 +17,20 @@ use super::clock::{Clock, TimerHandle};
 use super::compat_table::CompatTable;
 use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
-use super::host::{self, Answer, Calls};
+use super::host::Calls;
 use super::input;
 use super::{replies, views};
 use crate::hash::IdMap;
 use crate::{
     disposed_error, Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup,
-    LookupId, LookupResult, Options, PacerFailure, Report, Settled, StoreWrite, Ticket,
+    LookupId, LookupResult, Options, PacerFailure, Settled, StoreWrite, Ticket,
 };
 
 /// Resolve and reject functions of one `translate` promise.
 type Resolvers = (Function, Function);
 
-struct State {
-    engine: Engine<JsValue>,
+pub(super) struct State {
+    pub(super) engine: Engine<JsValue>,
     resolvers: IdMap<Resolvers>,
     compats: CompatTable,
     timer: Option<(Instant, TimerHandle)>,
@@ -41,8 +41,8 @@ struct State {
     partials: IdMap<Function>,
 }
 
-struct Inner {
-    state: RefCell<State>,
+pub(super) struct Inner {
+    pub(super) state: RefCell<State>,
     /// Starts and cancels provider calls on the JS side.
     calls: Calls,
     clock: Clock,
@@ -192,7 +192,7 @@ impl PacerCore {
                 on_event,
                 partials: IdMap::default(),
             }),
-            calls: Calls::new(&provider, answer(weak)),
+            calls: Calls::new(&provider, super::answers::answer(weak)),
             clock,
             store,
             estimate,
@@ -463,38 +463,6 @@ impl PacerCore {
     }
 }
 
-/// A callback for the JS side of calls: turns what it hands back into the engine's input.
-/// Weak: a provider that never settles (and ignores its abort signal) must not keep a
-/// disposed or dropped pacer alive.
-fn answer(inner: &Weak<Inner>) -> Answer {
-    let inner = inner.clone();
-    Closure::new(move |kind: u32, id: f64, value: JsValue| {
-        let Some(inner) = inner.upgrade() else { return };
-        let id = id as CallId;
-        let outcome = match kind {
-            host::REPLY_TEXT => input::reply(value).map(|reply| (reply, Report::default())),
-            host::REPLY => replies::reply_from(value),
-            host::CHUNK => {
-                return match input::take(value.as_f64().unwrap_or(0.0) as usize) {
-                    Ok(text) => inner.stream(|engine, now| engine.handle_chunk(now, id, &text)),
-                    Err(message) => inner.respond(id, Err(crate::Failure::bad_reply(message))),
-                }
-            }
-            host::REPORT => {
-                let report = replies::report_from(&value);
-                return inner.stream(|engine, now| engine.handle_stream_report(now, id, report));
-            }
-            host::END => return inner.stream(|engine, now| engine.handle_stream_end(now, id)),
-            host::BAD_VALUE => Err(replies::bad_value(&value)),
-            kind => {
-                debug_assert_eq!(kind, host::FAIL);
-                Err(replies::failure_from(value))
-            }
-        };
-        inner.respond(id, outcome);
-    })
-}
-
 fn busy() -> JsValue {
     js_error_of(
         ErrorCode::InvalidInput,
@@ -503,7 +471,7 @@ fn busy() -> JsValue {
 }
 
 impl Inner {
-    fn now(&self) -> Instant {
+    pub(super) fn now(&self) -> Instant {
         Instant::from_millis(self.clock.now_ms())
     }
 
@@ -561,7 +529,7 @@ impl Inner {
     }
 
     /// Performs every pending output, then re-arms the timer.
-    fn flush(self: &Rc<Self>) {
+    pub(super) fn flush(self: &Rc<Self>) {
         while let Some(action) = self.next_action() {
             match action {
                 Action::Cancel(id) => self.calls.cancel(id),
@@ -649,33 +617,6 @@ impl Inner {
             state
                 .engine
                 .handle_store_failure(replies::error_message(error));
-        }
-        self.flush();
-    }
-
-    fn respond(
-        self: &Rc<Self>,
-        id: CallId,
-        outcome: Result<(crate::Reply, Report), crate::Failure<JsValue>>,
-    ) {
-        let now = self.now();
-        if let Ok(mut state) = self.state.try_borrow_mut() {
-            let (outcome, report) = match outcome {
-                Ok((reply, report)) => (Ok(reply), report),
-                Err(failure) => (Err(failure), Report::default()),
-            };
-            state
-                .engine
-                .handle_response_reported(now, id, outcome, report);
-        }
-        self.flush();
-    }
-
-    /// A value or the end of a streamed reply, handed to the engine.
-    fn stream(self: &Rc<Self>, handle: impl FnOnce(&mut Engine<JsValue>, Instant)) {
-        let now = self.now();
-        if let Ok(mut state) = self.state.try_borrow_mut() {
-            handle(&mut state.engine, now);
         }
         self.flush();
     }

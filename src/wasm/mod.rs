@@ -1,6 +1,7 @@
 //! The JS binding (wasm32 only): converts values and drives the engine. No rule of the
 //! contract is decided here.
 
+mod answers;
 mod budget;
 mod clock;
 mod compat_table;

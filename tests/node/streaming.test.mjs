@@ -419,3 +419,32 @@ describe("previews", () => {
     assert.deepEqual(await Promise.all(promises), UNLIKE.map(T));
   });
 });
+
+describe("damage at the last position after a merge and renumbering", () => {
+  const LIKE = [
+    "First paragraph of medium size here.",
+    "Second paragraph, also of a medium size.",
+    "Third paragraph of similar length too.",
+    "Fourth paragraph with the same size.",
+  ];
+  /** Segments 2 and 3 merged under id 2, the rest numbered anew, the freed id filled. */
+  const mergedAndFilled = (r, last) => [T(r.texts[0]), `${T(r.texts[1])} ${T(r.texts[2])}`, T(r.texts[3]), last];
+
+  for (const [form, reply] of [
+    ["an empty last pair", (r) => mergedAndFilled(r, "").map((x, i) => r.markers[i][0] + x + r.markers[i][1]).join("\n")],
+    ["a closing remark inside the last pair", (r) => mergedAndFilled(r, "I hope this helps!").map((x, i) => r.markers[i][0] + x + r.markers[i][1]).join("\n")],
+    ["an array of the right length whose last element is a remark", (r) => mergedAndFilled(r, "Let me know if you need more.")],
+  ]) {
+    test(`${form}: no paragraph receives another paragraph's translation`, async (t) => {
+      const { clock, send, calls } = setup(t, {
+        maxItemsPerBatch: 4,
+        baseRetryDelayMs: 10,
+        answer: async (r) => (r.attempt === 0 && r.isBatch ? reply(r) : r.isBatch ? r.texts.map(T) : T(r.text)),
+      });
+      const states = LIKE.map((x) => send(item(x)));
+      await clock.tickAsync(5000);
+      assert.deepEqual(outcomes(states), LIKE.map(T));
+      assert.ok(calls.length >= 2, "the damaged reply was not taken as it stands");
+    });
+  }
+});
