@@ -14,7 +14,7 @@ import { privateClock, runUntil } from "./virtual-time.mjs";
 import { groups } from "./providers.mjs";
 import { translateChat, pseudoTranslate } from "../extension-demo/mock-provider.mjs";
 
-const FAULTS = ["wrong-count", "drop-separator", "extra-segment"];
+const FAULTS = ["none", "wrong-count", "drop-separator", "extra-segment"];
 const PIECE = 12; // characters per stream value, about three tokens
 
 /** The mock's reply to a request, with `fault` applied to a batch. */
@@ -184,7 +184,7 @@ export async function layoutsUnderDamagedReplies({ BatchPacer, report, smoke, ru
       rows,
       textColumns: 2,
       notes: [
-        `The paragraphs of bench/data.mjs's article (${texts.length} blocks of 20–900 characters), batched at the defaults (4 paragraphs, 1,000 characters), every batch's first try answered by the demo's mock model with the fault, later tries faithfully. wrong-count drops the last pair (markers) or segment; drop-separator merges the first two segments (into the first pair, or with a space); extra-segment adds a segment (a pair of an id the batch lacks). "Streamed": the same replies as async generators of ${PIECE}-character values. Count-only: the translations joined with "\\n\\n%%\\n\\n" and taken in order whenever the count fits, four tries then one by one (Read Frog's queue). Misplaced: a paragraph that ended with anything but its own translation.`,
+        `The paragraphs of bench/data.mjs's article (${texts.length} blocks of 20–900 characters), batched at the defaults (4 paragraphs, 1,000 characters), every batch's first try answered by the demo's mock model with the fault, later tries faithfully ("none": every reply faithful). wrong-count drops the last pair (markers) or segment; drop-separator merges the first two segments (into the first pair, or with a space); extra-segment adds a segment (a pair of an id the batch lacks). "Streamed": the same replies as async generators of ${PIECE}-character values. Count-only: the translations joined with "\\n\\n%%\\n\\n" and taken in order whenever the count fits, four tries then one by one (Read Frog's queue). Misplaced: a paragraph that ended with anything but its own translation.`,
         "",
         `Stream values the driver takes per second in Node (one character per value, ${texts.length} paragraphs batched at the defaults, no pacing limits), beside a bare \`for await\` loop concatenating the same streams: batch-pacer ${fmt(Math.round(pacerRate))} values/s, bare loop ${fmt(Math.round(floor))} values/s (${ratio(floor, pacerRate)} the pacer's rate); median of ${smoke ? 1 : runs} runs, alternating.`,
       ],

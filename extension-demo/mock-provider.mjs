@@ -29,7 +29,7 @@
 // (`pseudoTranslate`, undone by `reversePseudoTranslation`). <lang> is the target language
 // named in the system prompt ("... into German", "... from en to de") or "xx".
 // A batch is translated segment by segment, in its own layout: in the markers layout
-// (each text between its pair, `<s1>` … `</s1>`, as the pacer sends by default) each
+// (each text between its pair, `<s21>` … `</s21>`, as the pacer sends by default) each
 // translation stands between its segment's pair, one per line; in the separator layout
 // (texts joined by a separator line made only of 2+ "%") the translations are joined again
 // with "\n\n" + separator + "\n\n".
@@ -254,33 +254,39 @@ export function splitSegments(userText, token) {
 }
 
 /**
- * The marker tag (`s` of `<s1>` … `</s1>`) of a batch in the markers layout, or null.
+ * The marker tag (`s` of `<s21>` … `</s21>`) of a batch in the markers layout, or null.
  *
- * The user text must hold pairs `<tagN>…</tagN>` with N = 1, 2, … in order. mode "auto":
- * with a system prompt, only when the prompt names the first marker (the pacer's
- * instructions do; a single text's prompt names none, so a lone paragraph that contains
- * `<s1>` is not split); without one, as "text". mode "text": the user text alone.
- * mode "none": never.
+ * The user text must hold pairs `<tagN>…</tagN>`, each number once (the pacer's numbers
+ * are labels in no counting order: 21, 58, 95 …). mode "auto": with a system prompt, only
+ * when the prompt names the first marker (the pacer's instructions do; a single text's
+ * prompt names none, so a lone paragraph that contains `<s1>` is not split); without
+ * one, as "text". mode "text": the user text alone. mode "none": never.
  */
 export function detectMarkers(systemPrompt, userText, mode = "auto") {
   if (mode === "none") return null;
-  const first = /<([A-Za-z]{1,4})1>/.exec(String(userText));
+  const first = /<([A-Za-z]{1,4})(\d+)>/.exec(String(userText));
   if (first === null) return null;
   const tag = first[1];
   const system = String(systemPrompt ?? "");
-  if (mode === "auto" && system.trim() !== "" && !system.includes(`<${tag}1>`)) return null;
+  if (mode === "auto" && system.trim() !== "" && !system.includes(`<${tag}${first[2]}>`)) return null;
   return markedSegments(userText, tag) === null ? null : tag;
 }
 
-/** The texts between the pairs of `tag`, ids 1..n in order, or null when they are not so. */
+/**
+ * The texts between the pairs of `tag`, in order, each number once, or null when they
+ * are not so; `numbers` holds each pair's number.
+ */
 export function markedSegments(userText, tag) {
   const segments = [];
+  const numbers = [];
   const pairs = new RegExp(`<${tag}(\\d+)>([\\s\\S]*?)</${tag}\\1>`, "g");
   for (const match of String(userText).matchAll(pairs)) {
-    if (Number(match[1]) !== segments.length + 1) return null;
+    const number = Number(match[1]);
+    if (numbers.includes(number)) return null;
+    numbers.push(number);
     segments.push(match[2].trim());
   }
-  return segments.length > 0 ? segments : null;
+  return segments.length > 0 ? Object.assign(segments, { numbers }) : null;
 }
 
 /**
@@ -329,17 +335,17 @@ export function translateChat(messages, { split = "auto", fault = "none" } = {})
 function translateMarked(user, tag, lang, fault) {
   const source = markedSegments(user, tag);
   const translated = source.map((segment) => pseudoTranslate(segment, lang));
-  // [id, text] pairs of the reply.
-  let out = translated.map((text, i) => [i + 1, text]);
+  // [number, text] pairs of the reply: each segment under the number it came with.
+  let out = translated.map((text, i) => [source.numbers[i], text]);
   let applied = "none";
   if (translated.length > 1 && BATCH_FAULTS.has(fault)) {
     applied = fault;
     if (fault === "wrong-count") out = out.slice(0, -1);
-    else if (fault === "extra-segment") out = [...out, [out.length + 1, pseudoTranslate("(extra segment)", lang)]];
-    else if (fault === "drop-separator") out = [[1, `${translated[0]} ${translated[1]}`], ...out.slice(2)];
+    else if (fault === "extra-segment") out = [...out, [Math.max(...source.numbers) + 1, pseudoTranslate("(extra segment)", lang)]];
+    else if (fault === "drop-separator") out = [[source.numbers[0], `${translated[0]} ${translated[1]}`], ...out.slice(2)];
   }
   return {
-    content: out.map(([id, text]) => `<${tag}${id}>${text}</${tag}${id}>`).join("\n"),
+    content: out.map(([number, text]) => `<${tag}${number}>${text}</${tag}${number}>`).join("\n"),
     segments: out.map(([, text]) => text),
     sourceSegments: source,
     separator: null,

@@ -257,7 +257,7 @@ export interface PacerSettings {
 
   /**
    * How a batch is laid out for the model. `"markers"`: each text between its own pair
-   * of markers (`<s1>` … `</s1>`), so the reply proves which translation belongs to which
+   * of markers (`<s21>` … `</s21>`), so the reply proves which translation belongs to which
    * item, and proven items resolve at once while the rest are sent again (see
    * {@link ProviderRequest}). `"separator"`: the older layout, the texts joined with an
    * anonymous separator line; any count but the right one is a count mismatch.
@@ -507,11 +507,12 @@ export interface TranslateItem {
 export interface ProviderRequest {
   /** The texts of this call, in order (one for a single request). */
   readonly texts: string[];
-  /** One id per text, unique within the call: `"1"`, `"2"` … (the numbers of its markers). */
+  /** One id per text, unique within the call: `"1"`, `"2"` … (the keys of an object reply). */
   readonly ids: string[];
   /**
    * In the markers layout (the default), for a batch: one `[open, close]` pair per
-   * text, such as `["<s1>", "</s1>"]`, chosen so that neither string occurs in any text
+   * text, such as `["<s21>", "</s21>"]` (the numbers are labels a model must copy, in no
+   * counting order: 21, 58, 95, 43 …), chosen so that neither string occurs in any text
    * of the batch. Absent for a single request and in the separator layout.
    */
   readonly markers?: [string, string][];

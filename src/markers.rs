@@ -1,5 +1,6 @@
 //! The markers layout (`segmentFormat: "markers"`): every text of a batch between its own
-//! tag-like pair, `<s1>` … `</s1>`, and the scan that finds those pairs in a reply.
+//! tag-like pair, `<s21>` … `</s21>` (the numbers are labels, see [`number`]), and the scan
+//! that finds those pairs in a reply.
 //!
 //! The tag is chosen per batch so that no text of the batch holds anything the scan
 //! would read as a marker of it (`<s`, `< s`, `</s`, `< / S` … followed by a digit): a
@@ -35,7 +36,36 @@ pub fn choose_tag<S: AsRef<str>>(texts: &[S]) -> String {
     }
 }
 
-/// The `[open, close]` pair of the segment with id `id` (1-based).
+/// Marker numbers of the first segments: two-digit labels in no counting order.
+const SHUFFLED: usize = 89;
+/// `number(i) = 10 + (STEP · i + 11) mod 89` for the first 89 segments: 37 is prime to
+/// 89, so the numbers are distinct; `INVERSE` is 37's inverse modulo 89 (37 · 77 = 32 · 89
+/// + 1).
+const STEP: usize = 37;
+const INVERSE: usize = 77;
+
+/// The number in the markers of segment `index` (0-based): a label the model must copy,
+/// not a count it could continue (21, 58, 95, 43, …; past the 89th segment, 100 + index).
+/// A model that merges, drops or splits a segment and then numbers the rest by counting
+/// writes a number the batch does not have at its very next marker.
+pub fn number(index: usize) -> usize {
+    if index < SHUFFLED {
+        10 + (STEP * index + 11) % SHUFFLED
+    } else {
+        100 + index
+    }
+}
+
+/// The segment index of marker number `number`, if it is one [`number`] gives.
+pub fn index_of(number: usize) -> Option<usize> {
+    match number {
+        10..=98 => Some(((number - 10 + SHUFFLED - 11) * INVERSE) % SHUFFLED),
+        n if n >= 100 + SHUFFLED => Some(n - 100),
+        _ => None,
+    }
+}
+
+/// The `[open, close]` pair of marker number `id`.
 pub fn pair(tag: &str, id: usize) -> (String, String) {
     let mut open = String::with_capacity(tag.len() + 12);
     open.push('<');
@@ -93,15 +123,16 @@ pub fn lay_out<S: AsRef<str>>(texts: &[S], pairs: &[(String, String)]) -> String
 
 /// The paragraph that tells a model how to answer a batch of `count` segments.
 pub fn instructions(tag: &str, count: usize) -> String {
-    let (first_open, first_close) = pair(tag, 1);
-    let (last_open, last_close) = pair(tag, count);
+    let (first_open, first_close) = pair(tag, number(0));
+    let (last_open, last_close) = pair(tag, number(count.saturating_sub(1)));
     format!(
         "The text holds {count} segments, each between its own pair of markers, from \
          {first_open}…{first_close} to {last_open}…{last_close}. Translate every segment on its \
          own and answer with each translation between the same pair of markers as its \
-         segment, in the same order, one segment per line. Keep every marker exactly as \
-         given; never merge, split, drop, add or renumber segments; do not translate or \
-         change the markers; write nothing outside them."
+         segment, in the same order, one segment per line. The numbers in the markers are \
+         labels, not a count: copy each marker exactly as given; never merge, split, drop, \
+         add or renumber segments; do not translate or change the markers; write nothing \
+         outside them."
     )
 }
 
@@ -248,6 +279,22 @@ mod tests {
     }
 
     #[test]
+    fn marker_numbers_are_distinct_labels_in_no_counting_order() {
+        let numbers: Vec<usize> = (0..200).map(number).collect();
+        assert_eq!(numbers[..4], [21, 58, 95, 43]);
+        for (i, n) in numbers.iter().enumerate() {
+            assert_eq!(index_of(*n), Some(i));
+        }
+        let mut sorted = numbers.clone();
+        sorted.sort_unstable();
+        sorted.dedup();
+        assert_eq!(sorted.len(), numbers.len());
+        // Counting from the first marker hits no other segment's number soon.
+        assert!((1..=9).all(|k| index_of(k).is_none()));
+        assert_eq!(index_of(99), None);
+    }
+
+    #[test]
     fn ids_are_decimal_numbers_from_one() {
         assert_eq!(
             ids(12)[..],
@@ -265,7 +312,7 @@ mod tests {
     #[test]
     fn instructions_name_the_batch_markers() {
         let text = instructions("t", 3);
-        assert!(text.contains("<t1>…</t1>") && text.contains("<t3>…</t3>"));
+        assert!(text.contains("<t21>…</t21>") && text.contains("<t95>…</t95>"));
         assert!(text.contains("3 segments"));
     }
 

@@ -68,6 +68,19 @@ pub fn marked_entries(reply: &str, tag: &str) -> Vec<Entry> {
     entries
 }
 
+/// Entries of marked pairs with their marker numbers read as segment ids (1-based): a
+/// number the layout never gives is an unknown id.
+pub fn by_index(entries: Vec<Entry>) -> Vec<Entry> {
+    let id = |number: Option<usize>| number.and_then(crate::markers::index_of).map(|i| i + 1);
+    entries
+        .into_iter()
+        .map(|entry| match entry {
+            Entry::Pair { id: n, text } => Entry::Pair { id: id(n), text },
+            Entry::Broken { id: n } => Entry::Broken { id: id(n) },
+        })
+        .collect()
+}
+
 /// The entries of an object reply keyed by id (structured outputs), in id order.
 pub fn keyed_entries(pairs: Vec<(String, String)>) -> Vec<Entry> {
     let mut entries: Vec<Entry> = Vec::with_capacity(pairs.len());

@@ -57,40 +57,52 @@ fn stream_options(patch: &[(&str, f64)]) -> batch_pacer::Options {
 }
 
 #[test]
-fn a_faithful_stream_resolves_its_first_paragraphs_before_the_last_arrives() {
-    let mut sim = Sim::new(stream_options(&[]), |call: &Call, _| {
-        if call.is_batch {
-            Answer::Stream(per_segment(call, 100.0))
-        } else {
-            Answer::After(every(5.0), Ok(echo_reply(call)))
-        }
-    });
-    let tickets = translate_all(&mut sim, &UNLIKE);
-    assert_eq!(sim.calls.len(), 1, "one call, nothing sent again");
-    let start = sim.calls[0].at;
-    // The last segment arrives at +400 ms and the stream ends at +500 ms.
-    let first = sim.settled_at[&tickets[0]];
-    assert!(first < start + every(400.0), "first resolved at {first:?}");
-    assert_eq!(sim.settled_at[&tickets[3]], start + every(500.0));
-    let stats = sim.engine.stats();
-    assert_eq!(stats.streamed_calls, 1);
-    assert!(stats.early_resolved >= 1 && stats.early_resolved <= 2);
-}
-
-#[test]
-fn like_lengths_wait_for_the_end_of_the_stream() {
+fn a_faithful_stream_resolves_each_paragraph_once_the_next_one_has_closed() {
+    // Like lengths: the marker numbers, not the lengths, are the evidence.
     let texts = ["one cat", "two cats", "six cats", "ten cats"];
     let mut sim = Sim::new(stream_options(&[]), |call: &Call, _| {
         Answer::Stream(per_segment(call, 100.0))
     });
-    let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
-    sim.drive();
-    let end = sim.calls[0].at + every(500.0);
-    for (t, text) in tickets.iter().zip(texts) {
-        assert_eq!(sim.ok(*t), echo(text));
-        assert_eq!(sim.settled_at[t], end);
-    }
+    let tickets = translate_all(&mut sim, &texts);
+    assert_eq!(sim.calls.len(), 1, "one call, nothing sent again");
+    // Segment k arrives at +100·(k + 1) ms, the end of the stream at +500 ms.
+    let start = sim.calls[0].at;
+    let at: Vec<Duration> = tickets
+        .iter()
+        .map(|t| sim.settled_at[t].since(start))
+        .collect();
+    assert_eq!(at, [200.0, 300.0, 400.0, 500.0].map(every));
+    let stats = sim.engine.stats();
+    assert_eq!(stats.streamed_calls, 1);
+    assert_eq!(stats.early_resolved, 3);
+}
+
+#[test]
+fn a_model_counting_on_after_a_merge_stops_early_resolution_at_once() {
+    let mut sim = Sim::new(
+        stream_options(&[("baseRetryDelayMs", 10.0)]),
+        |call: &Call, _| {
+            if call.attempt > 0 {
+                return Answer::After(every(5.0), Ok(echo_reply(call)));
+            }
+            let m = call.markers();
+            let e: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();
+            // Segments 1 and 2 merged under the first pair, the rest numbered 2, 3 as a
+            // count: no such numbers in the batch.
+            let tag = m[0]
+                .0
+                .trim_matches(['<', '>'])
+                .trim_end_matches(|c: char| c.is_ascii_digit());
+            let reply = format!(
+                "{}{} {}{}\n<{tag}2>{}</{tag}2>\n<{tag}3>{}</{tag}3>\n",
+                m[0].0, e[0], e[1], m[0].1, e[2], e[3]
+            );
+            Answer::Stream(chunked(&reply, 5, every(10.0)))
+        },
+    );
+    translate_all(&mut sim, &UNLIKE);
     assert_eq!(sim.engine.stats().early_resolved, 0);
+    assert_eq!(sim.calls[1].texts.len(), 4, "nothing proven");
 }
 
 #[test]

@@ -94,8 +94,8 @@ pub(super) fn lay_out(
             }
             let tag = markers::choose_tag(texts);
             let mut pairs = Vec::with_capacity(count);
-            for id in 1..=count {
-                pairs.push(markers::pair(&tag, id));
+            for index in 0..count {
+                pairs.push(markers::pair(&tag, markers::number(index)));
             }
             let text = markers::lay_out(texts, &pairs);
             let instructions =
@@ -137,9 +137,10 @@ pub(super) fn read_reply(
     match (reading, reply) {
         (_, Reply::Text(text)) if expected == 1 => Ok(vec![Some(text)]),
         (_, Reply::Keyed(pairs)) => Ok(proof::prove(texts, proof::keyed_entries(pairs))),
-        (Reading::Markers(tag), Reply::Text(text)) => {
-            Ok(proof::prove(texts, proof::marked_entries(&text, tag)))
-        }
+        (Reading::Markers(tag), Reply::Text(text)) => Ok(proof::prove(
+            texts,
+            proof::by_index(proof::marked_entries(&text, tag)),
+        )),
         (Reading::Markers(_), Reply::Texts(segments)) if segments.len() == expected => {
             Ok(proof::prove(texts, proof::listed_entries(segments)))
         }

@@ -182,7 +182,7 @@ impl<C: Clone> Engine<C> {
         };
         let proven: Vec<(usize, String)> = {
             let run = early::leading_pairs(stream.text.as_str(), &tag);
-            let count = early::proven_count(&stream.texts, &run.closed);
+            let count = early::proven_count(&stream.texts, &run.closed).min(run.closed.len());
             (0..count)
                 .filter(|&i| !stream.resolved[i])
                 .map(|i| (i, run.closed[i].to_owned()))
@@ -273,7 +273,8 @@ impl<C: Clone> Engine<C> {
         if tag.is_empty() || stream.texts.len() <= 1 {
             return self.on_reply(run, Reply::Text(text));
         }
-        let mut proven = proof::prove(&stream.texts, proof::marked_entries(&text, tag));
+        let entries = proof::by_index(proof::marked_entries(&text, tag));
+        let mut proven = proof::prove(&stream.texts, entries);
         let Some(batch) = self.batches.get(run.batch) else {
             return;
         };
