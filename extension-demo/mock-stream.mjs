@@ -17,17 +17,18 @@ export function tokenize(text) {
 }
 
 /**
- * The draft a thinking model writes before its answer. In the markers layout it holds the
- * batch's own markers around the wrong texts (each pair around its neighbour's
- * translation), so a reader that took the draft for the reply would misplace every
- * paragraph; otherwise it is plain prose.
+ * The draft a thinking model writes before its answer (`reply` is what translateChat
+ * returns). In the markers layout it holds the batch's own markers around the wrong
+ * texts (each pair around its neighbour's translation), so a reader that took the draft
+ * for the reply would misplace every paragraph; otherwise it is plain prose.
  */
-export function thinkingDraft({ segments, markers, separator }) {
+export function thinkingDraft({ segments, sourceSegments, markers, separator }) {
   const lines = ["Okay, the user wants a translation. Let me draft it first."];
   if (markers !== null && segments.length > 1) {
     segments.forEach((_, i) => {
       const other = segments[(i + 1) % segments.length];
-      lines.push(`<${markers}${i + 1}>${other}</${markers}${i + 1}>`);
+      const number = sourceSegments.numbers[i];
+      lines.push(`<${markers}${number}>${other}</${markers}${number}>`);
     });
     lines.push("Wait, the pairs are shifted. Let me write the answer properly.");
   } else if (separator !== null) {

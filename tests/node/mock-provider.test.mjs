@@ -501,8 +501,10 @@ try {
 
 describe("streams and thinking", () => {
   const texts = ["Alpha one", "Beta two", "Gamma three"];
-  const marked = (list) => list.map((x, i) => `<s${i + 1}>${x}</s${i + 1}>`).join("\n");
-  const system = `${SYSTEM_SINGLE}\n\nThe text holds 3 segments, each between its own pair of markers, from <s1>…</s1> to <s3>…</s3>.`;
+  // Marker numbers as the pacer gives them: labels to copy, not a count.
+  const numbers = [21, 58, 95];
+  const marked = (list) => list.map((x, i) => `<s${numbers[i]}>${x}</s${numbers[i]}>`).join("\n");
+  const system = `${SYSTEM_SINGLE}\n\nThe text holds 3 segments, each between its own pair of markers, from <s21>…</s21> to <s95>…</s95>.`;
   const answer = marked(texts.map((x) => pseudoTranslate(x, "de")));
 
   /**
@@ -593,10 +595,14 @@ describe("streams and thinking", () => {
       assert.ok(match, `a draft, then the answer: ${JSON.stringify(content.slice(0, 80))}`);
       const [, draft, after] = match;
       assert.equal(after, answer);
-      const draftPairs = [...draft.matchAll(/<s(\d+)>([\s\S]*?)<\/s\1>/g)].map((m) => [m[1], m[2]]);
-      assert.equal(draftPairs.length, texts.length, "the draft holds every marker pair");
-      // Each draft pair holds another segment's text: read as the reply, it would misplace them all.
-      draftPairs.forEach(([id, text]) => assert.notEqual(reversePseudoTranslation(text), texts[Number(id) - 1]));
+      const draftPairs = [...draft.matchAll(/<s(\d+)>([\s\S]*?)<\/s\1>/g)].map((m) => [Number(m[1]), m[2]]);
+      assert.deepEqual(draftPairs.map(([number]) => number), numbers, "the draft holds every pair of the batch");
+      // Each draft pair holds another segment's translation: read as the reply, it would misplace them all.
+      draftPairs.forEach(([number, text]) => {
+        const own = texts[numbers.indexOf(number)];
+        assert.notEqual(reversePseudoTranslation(text), own);
+        assert.ok(texts.includes(reversePseudoTranslation(text)), "a translation of the batch, only under the wrong number");
+      });
     }
     assert.equal(mock.stats().thought, 2);
   });
