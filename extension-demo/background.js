@@ -48,10 +48,17 @@ function emptyFlowHistory() {
   return { totals: {}, byProvider: {}, series: [], timing: emptyTiming() };
 }
 
-/** Time to each page's first paragraph: from the page's first item to its first translation. */
+/**
+ * Time to each page's first paragraph (from the page's first item to its first
+ * translation), and from the start of the call that carried a paragraph to its
+ * translation (the wait a streamed reply shortens, without the queue before the call).
+ */
 function emptyTiming() {
-  return { pages: 0, firstMsSum: 0, lastFirstMs: null };
+  return { pages: 0, firstMsSum: 0, lastFirstMs: null, paragraphs: 0, callMsSum: 0 };
 }
+
+/** Per flow: text -> when the latest provider call carrying it started. */
+const callStarts = Object.fromEntries(FLOWS.map((flow) => [flow, new Map()]));
 
 function mergeSettings(base, stored) {
   const merged = structuredClone(base);
@@ -97,6 +104,7 @@ function createPacer(flow, snapshot) {
   // restarts knowing about every call that reached the network (no second burst).
   const provider = async (request) => {
     countCall(flow, request);
+    for (const text of request.texts) callStarts[flow].set(text, performance.now());
     await saveState().catch(() => {});
     const reply = await callProvider[flow](request);
     // The pacer sums usage per pacer only; the statistics page shows it per provider.
@@ -146,15 +154,23 @@ function onConnect(port) {
   });
 }
 
-/** The first translation of a page: its time joins the flow's timing. */
-function firstParagraph(flow, page) {
+/** A paragraph translated: the first of its page, and its wait since its call started, join the flow's timing. */
+function timeParagraph(flow, page, text) {
+  // Counters saved by an older version of the demo lack some fields.
+  const timing = Object.assign(emptyTiming(), flowHistory(flow).timing);
+  flowHistory(flow).timing = timing;
+  const now = performance.now();
+  const startedAt = callStarts[flow].get(text);
+  if (startedAt !== undefined) {
+    // A cached paragraph had no call: it does not count.
+    timing.paragraphs += 1;
+    timing.callMsSum += now - startedAt;
+  }
   if (page.answered) return;
   page.answered = true;
-  const timing = (flowHistory(flow).timing ??= emptyTiming());
-  const ms = performance.now() - page.startedAt;
   timing.pages += 1;
-  timing.firstMsSum += ms;
-  timing.lastFirstMs = ms;
+  timing.firstMsSum += now - page.startedAt;
+  timing.lastFirstMs = now - page.startedAt;
 }
 
 async function translateItem(port, signal, message, item, page) {
@@ -173,9 +189,10 @@ async function translateItem(port, signal, message, item, page) {
       }
     : undefined;
   countParagraph(flow, id);
+  const text = String(item?.text ?? "");
   try {
     const translation = await pacers[flow].translate({
-      text: String(item?.text ?? ""),
+      text,
       sourceLang: settings.sourceLang,
       targetLang: settings.targetLang,
       providerId: id,
@@ -184,12 +201,14 @@ async function translateItem(port, signal, message, item, page) {
       signal,
       ...(onPartial ? { onPartial } : {}),
     });
-    firstParagraph(flow, page);
+    timeParagraph(flow, page, text);
     post(port, { type: MESSAGES.translated, id: item.id, translation });
   } catch (error) {
     if (error?.code === "aborted") return;
     post(port, { type: MESSAGES.failed, id: item.id, code: error?.code ?? "provider_error", message: String(error?.message ?? error) });
   } finally {
+    // Items sharing a text (dedup) settle together; the map holds only texts in flight.
+    queueMicrotask(() => callStarts[flow].delete(text));
     scheduleSave();
   }
 }
@@ -292,7 +311,7 @@ function statsView() {
       pacer: totals(flow),
       byProvider: flowHistory(flow).byProvider,
       series: flowHistory(flow).series,
-      timing: flowHistory(flow).timing ?? emptyTiming(),
+      timing: { ...emptyTiming(), ...flowHistory(flow).timing },
     };
   }
   return { flows, startedAt: history.startedAt };

@@ -53,7 +53,8 @@ export const PORT_NAME = "batch-pacer-translate";
  *   providerId,                                 // "demo" or "openai:<baseUrl>"
  *   pacer: <BatchPacer.stats()>,                // items, providerCalls, retries, ...
  *   byProvider: { [providerId]: { paragraphs, calls, rateLimited } },
- *   timing: { pages, firstMsSum, lastFirstMs },  // time to each page's first paragraph
+ *   timing: { pages, firstMsSum, lastFirstMs,    // time to each page's first paragraph
+ *             paragraphs, callMsSum },          // from a paragraph's call start to its translation
  *   series: [{ t: seconds since startedAt, paragraphs, calls }],   // cumulative, one point per second of activity
  * }
  */

@@ -62,7 +62,10 @@ async function translatePage(browser, site, { stream, targetLang, real }) {
   const wallSeconds = (Date.now() - opened) / 1000;
   const shown = await translations(page);
   const wrong = real ? [] : shown.filter((t) => t.translation !== pseudoTranslate(t.text.trim(), targetLang) && !t.failed);
-  return { stream, targetLang, page, done, wallSeconds, wrong, timing: await pageTiming(page), stats: await getStats(browser) };
+  const stats = await getStats(browser);
+  const { paragraphs, callMsSum } = stats.flows.page.timing;
+  const callMs = paragraphs > 0 ? callMsSum / paragraphs : NaN;
+  return { stream, targetLang, page, done, wallSeconds, wrong, timing: await pageTiming(page), callMs, stats };
 }
 
 const ms = (value) => (Number.isFinite(value) ? `${Math.round(value)} ms` : "—");
@@ -112,9 +115,10 @@ async function main() {
       `                    whole replies (de)   streamed replies (fr)`,
       `first paragraph     ${ms(whole.timing.firstMs).padEnd(20)} ${ms(streamed.timing.firstMs).padEnd(9)} ${times(streamed.timing.firstMs, whole.timing.firstMs)}`,
       `mean per paragraph  ${ms(whole.timing.meanMs).padEnd(20)} ${ms(streamed.timing.meanMs).padEnd(9)} ${times(streamed.timing.meanMs, whole.timing.meanMs)}`,
+      `request → paragraph ${ms(whole.callMs).padEnd(20)} ${ms(streamed.callMs).padEnd(9)} ${times(streamed.callMs, whole.callMs)}`,
       `wall time           ${`${whole.wallSeconds.toFixed(1)} s`.padEnd(20)} ${wallSeconds.toFixed(1)} s`,
       `misplaced           ${String(whole.wrong.length).padEnd(20)} ${wrong.length}`,
-      `(page flow, timed in the content script from its first items sent: to the first translation shown, and the mean over every paragraph; streamed: ${flows.page.pacer.streamedCalls ?? 0} streamed calls, ${flows.page.pacer.earlyResolved ?? 0} paragraphs shown before their stream ended, ${streamed.timing.previews} preview updates)`,
+      `(page flow: "first paragraph" and "mean per paragraph" are timed in the content script from its first items sent, so they include the wait behind the rate and any 429 pause; "request → paragraph" is the background's mean from the start of the call that carried a paragraph to its translation; streamed: ${flows.page.pacer.streamedCalls ?? 0} streamed calls, ${flows.page.pacer.earlyResolved ?? 0} paragraphs shown before their stream ended, ${streamed.timing.previews} preview updates)`,
       "",
       "The streamed run in detail:",
       `paragraphs          ${done.pageDone} on the page + ${done.subtitlesDone} subtitle cues = ${paragraphs} items (${done.failed} failed)`,

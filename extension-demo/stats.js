@@ -10,8 +10,8 @@ import { element } from "./dom.js";
 const POLL_MS = 1000;
 
 /**
- * The rows of each flow's table: [pacer.stats() key, label]; "saved" and the two times
- * to the first paragraph are computed (see `cellText`).
+ * The rows of each flow's table: [pacer.stats() key, label]; "saved" and the times are
+ * computed (see `cellText`).
  */
 const ROWS = [
   ["items", "Original paragraphs"],
@@ -19,6 +19,7 @@ const ROWS = [
   ["saved", "Saved"],
   ["firstParagraph", "Time to first paragraph (last page)"],
   ["firstParagraphMean", "Time to first paragraph (mean over pages)"],
+  ["callToParagraph", "Request to paragraph (mean)"],
   ["streamedCalls", "Streamed calls"],
   ["earlyResolved", "Paragraphs shown before their stream ended"],
   ["batchCalls", "Batch calls"],
@@ -103,6 +104,7 @@ function cellText(key, flowStats) {
   const timing = flowStats?.timing;
   if (key === "saved") return saved(pacer.items, pacer.providerCalls);
   if (key === "firstParagraph") return duration(timing?.lastFirstMs);
+  if (key === "callToParagraph") return timing?.paragraphs > 0 ? duration(timing.callMsSum / timing.paragraphs) : "—";
   if (key === "firstParagraphMean") {
     if (!(timing?.pages > 0)) return "—";
     return `${duration(timing.firstMsSum / timing.pages)} (${count(timing.pages)} page${timing.pages === 1 ? "" : "s"})`;

@@ -58,7 +58,7 @@ const STATS = {
         rateLimited: 3, cacheHits: 6, dedupHits: 4, failed: 1, queued: 5, inFlight: 2,
         succeeded: 32, pending: 7, inputTokens: 12345, outputTokens: 6789, streamedCalls: 7, earlyResolved: 21,
       }),
-      timing: { pages: 4, firstMsSum: 4200, lastFirstMs: 640 },
+      timing: { pages: 4, firstMsSum: 4200, lastFirstMs: 640, paragraphs: 30, callMsSum: 75000 },
       byProvider: {
         demo: { paragraphs: 30, calls: 6, rateLimited: 0, inputTokens: 9000, outputTokens: 5000 },
         [OPENAI_ID]: { paragraphs: 10, calls: 4, rateLimited: 3, inputTokens: 3345, outputTokens: 1789 },
@@ -636,12 +636,14 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
       try {
         assert.equal(await cell(page, "page", "firstParagraph"), "640 ms");
         assert.equal(await cell(page, "page", "firstParagraphMean"), "1.1 s (4 pages)");
+        assert.equal(await cell(page, "page", "callToParagraph"), "2.5 s");
         assert.equal(await page.locator('#stats-page [data-headline="firstParagraph"]').textContent(), "640 ms");
         assert.equal(await cell(page, "page", "streamedCalls"), "7");
         assert.equal(await cell(page, "page", "earlyResolved"), "21");
         // No page translated yet: nothing to show, not a zero.
         assert.equal(await cell(page, "subtitles", "firstParagraph"), "—");
         assert.equal(await cell(page, "subtitles", "firstParagraphMean"), "—");
+        assert.equal(await cell(page, "subtitles", "callToParagraph"), "—");
       } finally {
         await close();
       }

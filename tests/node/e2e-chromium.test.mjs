@@ -295,6 +295,10 @@ test("Stream replies, switched on for the page only: its paragraphs come from st
     await statsPage.waitForFunction(() => document.documentElement.dataset.statsLoaded === "1");
     assert.match(await statsPage.textContent('#stats-page [data-stat="firstParagraph"]'), /^\d[\d.,]* (ms|s)$/);
     assert.match(await statsPage.textContent('#stats-page [data-stat="firstParagraphMean"]'), /\(1 page\)$/);
+    // Every page paragraph came from a call (no cache yet; a duplicate shares its twin's):
+    // each one's wait since its call started is counted.
+    assert.equal(flows.page.timing.paragraphs, done.pageTotal);
+    assert.match(await statsPage.textContent('#stats-page [data-stat="callToParagraph"]'), /^\d[\d.,]* (ms|s)$/);
   }));
 
 test("Stream replies with previews off: answers only, no preview ever shown", { skip }, (t) =>
