@@ -62,28 +62,26 @@ export function writeStream(res, { content, id, created, model, usage, includeUs
     "Cache-Control": "no-cache",
   });
   const tokenMs = tokensPerSecond > 0 ? 1000 / tokensPerSecond : 0;
-  let next = 0;
+  // Token i is due at startedAt + i * tokenMs: each step writes every token due by now,
+  // so timer lateness never adds up and the last token comes when a whole reply would.
+  const startedAt = performance.now();
+  let next = 0; // index of the next event; event 0 (the role chunk) goes with token 0
   let timer;
-  const later = (ms, fn) => {
-    timer = setTimeout(() => {
-      timers.delete(timer);
-      timer = undefined;
-      fn();
-    }, ms);
-    timers.add(timer);
-  };
   const step = () => {
+    timer = undefined;
     if (res.destroyed || res.writableEnded) return;
-    if (tokenMs === 0) {
-      res.write(events.slice(next).join(""));
-      next = events.length;
-    } else {
-      // The role chunk goes with the first token, as APIs send them together.
-      const upto = next === 0 ? 2 : next + 1;
-      res.write(events.slice(next, upto).join(""));
-      next = Math.min(upto, events.length);
+    const written = tokenMs === 0 ? events.length : Math.min(events.length, 2 + Math.floor((performance.now() - startedAt) / tokenMs));
+    res.write(events.slice(next, written).join(""));
+    next = written;
+    if (next < events.length) {
+      const dueIn = startedAt + (next - 1) * tokenMs - performance.now();
+      timer = setTimeout(() => {
+        timers.delete(timer);
+        step();
+      }, Math.max(0, dueIn));
+      timers.add(timer);
+      return;
     }
-    if (next < events.length) return later(tokenMs, step);
     res.end(tail.join(""));
   };
   step();
