@@ -18,6 +18,12 @@
 //! missing (rule 2), and a merge of `i` and `i + 1` would have skipped `i + 1`'s number.
 //! The last segment waits for the end of the reply, where rules 1–5 read what is left as
 //! a whole reply.
+//!
+//! One damage the numbers cannot show: a model that copies them in their order of
+//! appearance after it merged two segments (renumbering by position). Its trace is the
+//! merged pair's length, so early resolution also stops as soon as the closed segments
+//! read better as holding a merge (`merge_reads_better`). The same after a drop leaves
+//! no trace among like lengths: early resolution trusts it not to happen.
 
 use crate::markers::{index_of, scan};
 use crate::proof::{char_len, median, scatter, shifted_readings};

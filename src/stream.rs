@@ -47,15 +47,16 @@ impl ReplyText {
         }
     }
 
-    /// The visible text of a whole string reply.
-    pub fn visible(reply: &str) -> String {
+    /// The visible text of a whole string reply, `None` when it holds no reasoning tag
+    /// (most replies: no copy is made then).
+    pub fn visible(reply: &str) -> Option<String> {
         if !contains_ignore_case(reply, "<think") && !contains_ignore_case(reply, "</think") {
-            return reply.to_owned();
+            return None;
         }
         let mut text = ReplyText::default();
         text.push(reply);
         text.finish();
-        text.text
+        Some(text.text)
     }
 
     /// Appends a piece of the reply. Returns whether it changed the visible text.
@@ -186,11 +187,10 @@ mod tests {
 
     #[test]
     fn reasoning_is_left_out_in_any_case_and_cut_anywhere() {
-        assert_eq!(ReplyText::visible("<think>draft <s1>x</s1></think>A"), "A");
-        assert_eq!(
-            ReplyText::visible("<THINK>d</Think>A<think>e</think>B"),
-            "AB"
-        );
+        let visible = |reply: &str| ReplyText::visible(reply).unwrap_or_else(|| reply.to_owned());
+        assert_eq!(visible("<think>draft <s1>x</s1></think>A"), "A");
+        assert_eq!(visible("<THINK>d</Think>A<think>e</think>B"), "AB");
+        assert_eq!(ReplyText::visible("no tag <b>here</b>"), None);
         assert_eq!(streamed(&["<th", "ink>dr", "aft</thi", "nk>", "A"]), "A");
         assert_eq!(streamed(&["a <", "b"]), "a <b");
         assert_eq!(streamed(&["A <thi"]), "A <thi");
@@ -198,7 +198,10 @@ mod tests {
 
     #[test]
     fn an_unclosed_think_hides_the_rest() {
-        assert_eq!(ReplyText::visible("A<think>never closed B"), "A");
+        assert_eq!(
+            ReplyText::visible("A<think>never closed B").as_deref(),
+            Some("A")
+        );
         assert_eq!(streamed(&["A<think>", "B", "C"]), "A");
     }
 

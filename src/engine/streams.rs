@@ -35,10 +35,9 @@ pub struct Preview {
 /// A string reply's visible text: reasoning removed. A single text left empty by the
 /// removal was no answer at all: a failed call, retried like a reply of the wrong type.
 pub(super) fn visible_reply<C>(text: String, texts: usize) -> Result<String, Failure<C>> {
-    let visible = ReplyText::visible(&text);
-    if visible.len() == text.len() {
+    let Some(visible) = ReplyText::visible(&text) else {
         return Ok(text);
-    }
+    };
     if texts <= 1 && visible.trim().is_empty() {
         return Err(left_empty());
     }

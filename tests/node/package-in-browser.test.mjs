@@ -3,14 +3,9 @@
 // the module, and translate through a batching provider.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import { readFile } from "node:fs/promises";
-import { existsSync, realpathSync } from "node:fs";
-import { dirname, join, normalize, extname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync } from "node:fs";
 import { launchChromium, playwright } from "./chromium.mjs";
-
-const packageDir = dirname(dirname(fileURLToPath(import.meta.resolve("batch-pacer"))));
+import { servePackage, contentType } from "./package-server.mjs";
 
 const skip = playwright && existsSync("/usr/bin/chromium") ? false : "needs playwright-core and /usr/bin/chromium";
 
@@ -64,37 +59,19 @@ FILES["/sw-inline.js"] = FILES["/sw.js"].replace("/scenario.js", "/scenario-inli
 FILES["/index-inline.html"] = FILES["/index.html"].replace("/scenario.js", "/scenario-inline.js");
 FILES["/blank.html"] = `<!doctype html><meta charset="utf-8"><title>nothing loaded</title>`;
 
-const TYPES = { ".js": "text/javascript", ".wasm": "application/wasm", ".html": "text/html", ".json": "application/json" };
-
 let server;
 let base;
 /** Every path the server was asked for, in order. */
 const served = [];
 before(async () => {
   if (skip) return;
-  const root = realpathSync(packageDir);
-  server = createServer(async (req, res) => {
-    const path = new URL(req.url, "http://x").pathname;
+  ({ server, base } = await servePackage(async (req, res, path) => {
     served.push(path);
-    try {
-      if (FILES[path]) {
-        res.writeHead(200, { "content-type": TYPES[extname(path)] ?? "text/html" });
-        return res.end(FILES[path]);
-      }
-      if (path.startsWith("/batch-pacer/")) {
-        const file = normalize(join(root, path.slice("/batch-pacer/".length)));
-        if (!file.startsWith(root)) throw new Error("outside");
-        const body = await readFile(file);
-        res.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream" });
-        return res.end(body);
-      }
-    } catch {
-      // fall through to 404
-    }
-    res.writeHead(404).end();
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${server.address().port}`;
+    if (!FILES[path]) return false;
+    res.writeHead(200, { "content-type": contentType(path) });
+    res.end(FILES[path]);
+    return true;
+  }));
 });
 after(() => server?.close());
 

@@ -5,14 +5,9 @@
 // every paragraph ends with its own translation.
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { createServer } from "node:http";
-import { readFile } from "node:fs/promises";
-import { existsSync, realpathSync } from "node:fs";
-import { dirname, join, normalize, extname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { existsSync } from "node:fs";
 import { launchChromium, playwright } from "./chromium.mjs";
-
-const packageDir = dirname(dirname(fileURLToPath(import.meta.resolve("batch-pacer"))));
+import { servePackage } from "./package-server.mjs";
 
 const skip = playwright && existsSync("/usr/bin/chromium") ? false : "needs playwright-core and /usr/bin/chromium";
 
@@ -53,42 +48,26 @@ let server;
 let base;
 before(async () => {
   if (skip) return;
-  const root = realpathSync(packageDir);
-  server = createServer(async (req, res) => {
-    const path = new URL(req.url, "http://x").pathname;
-    try {
-      if (path === "/index.html") {
-        res.writeHead(200, { "content-type": "text/html" });
-        return res.end(PAGE);
-      }
-      if (path === "/stream") {
-        let body = "";
-        for await (const chunk of req) body += chunk;
-        const { texts, markers } = JSON.parse(body);
-        const reply = Buffer.from(texts.map((x, i) => markers[i][0] + translate(x) + markers[i][1] + "\n").join(""));
-        res.writeHead(200, { "content-type": "text/plain; charset=utf-8" });
-        // 7-byte chunks: « » and ✓ are cut across chunks.
-        for (let at = 0; at < reply.length; at += 7) {
-          res.write(reply.subarray(at, at + 7));
-          await new Promise((resolve) => setTimeout(resolve, 5));
-        }
-        return res.end();
-      }
-      if (path.startsWith("/batch-pacer/")) {
-        const file = normalize(join(root, path.slice("/batch-pacer/".length)));
-        if (!file.startsWith(root)) throw new Error("outside");
-        const body = await readFile(file);
-        const types = { ".js": "text/javascript", ".wasm": "application/wasm" };
-        res.writeHead(200, { "content-type": types[extname(file)] ?? "application/octet-stream" });
-        return res.end(body);
-      }
-    } catch {
-      // fall through to 404
+  ({ server, base } = await servePackage(async (req, res, path) => {
+    if (path === "/index.html") {
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end(PAGE);
+      return true;
     }
-    res.writeHead(404).end();
-  });
-  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${server.address().port}`;
+    if (path !== "/stream") return false;
+    let body = "";
+    for await (const chunk of req) body += chunk;
+    const { texts, markers } = JSON.parse(body);
+    const reply = Buffer.from(texts.map((x, i) => markers[i][0] + translate(x) + markers[i][1] + "\n").join(""));
+    res.writeHead(200, { "content-type": "text/plain; charset=utf-8" });
+    // 7-byte chunks: « » and ✓ are cut across chunks.
+    for (let at = 0; at < reply.length; at += 7) {
+      res.write(reply.subarray(at, at + 7));
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    res.end();
+    return true;
+  }));
 });
 after(() => server?.close());
 

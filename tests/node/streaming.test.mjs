@@ -337,6 +337,39 @@ describe("broken streams and bad values", () => {
     assert.equal(calls.length, 2);
   });
 
+  test("a model that loops is cut at the length cap, released, and its batch sent again", async (t) => {
+    let released = 0;
+    let values = 0;
+    const { clock, send, calls } = setup(t, {
+      maxItemsPerBatch: 4,
+      baseRetryDelayMs: 10,
+      answer: (r) =>
+        r.attempt > 0
+          ? segments(r).join("")
+          : (async function* () {
+              try {
+                yield segments(r)[0] + r.markers[1][0];
+                for (;;) {
+                  values++;
+                  yield "la la la ";
+                }
+              } finally {
+                released++;
+              }
+            })(),
+    });
+    const states = UNLIKE.map((x) => send(item(x)));
+    await clock.tickAsync(100);
+    await flushMicrotasks(50);
+    // Cut after 20 × (the texts' bytes + 16 each) + 4096 bytes, at 9 bytes a value.
+    const cap = 20 * UNLIKE.reduce((sum, x) => sum + Buffer.byteLength(x) + 16, 0) + 4096;
+    assert.equal(released, 1, "the generator was returned");
+    assert.ok(values <= Math.ceil(cap / 9) + 1, `${values} values read`);
+    await clock.tickAsync(100);
+    assert.equal(calls.length, 2);
+    assert.deepEqual(outcomes(states), UNLIKE.map(T));
+  });
+
   test("dispose() during a stream rejects its items and releases the iterator", async (t) => {
     const { clock, send, channels, pacer } = streamingSetup(t);
     const states = UNLIKE.map((x) => send(item(x)));
