@@ -11,8 +11,9 @@
 //! then shows as a skipped, repeated or unknown number at the very next marker, and a
 //! model counting on writes a number the batch does not have.
 //!
-//! So segment `i` (from the second on; the first needs its neighbour closed, as its
-//! length has nothing to be compared with yet) resolves early when the reply so far opens
+//! So segment `i` (from the second on; the first, whose length has nothing to be
+//! compared with yet, also needs the second pair written long enough to rule out a merge
+//! of the first two, `first_merge_refuted`, or closed) resolves early when the reply so far opens
 //! with the pairs of segments `0 … i`, each with its own number, found once and in order, none broken, and none
 //! damaged by rule 1 (empty, another text of the batch, the same text as another
 //! segment), followed by the open marker of segment `i + 1` and the first characters of
@@ -20,11 +21,12 @@
 //! no longer the beginning of any text of the batch or of a closed segment): damage
 //! there would make `i` missing (rule 2), and a merge of `i` and `i + 1` would have
 //! skipped `i + 1`'s number, a split repeated `i`'s.
-//! The last segment waits for the end of the reply, where rules 1–5 read what is left as
-//! a whole reply, and so does the one before it: the last pair is judged only there
-//! (damage at the last position: a model that merged the last two segments and filled
-//! the freed last number with a remark leaves the pair before it looking clean), so it
-//! cannot vouch for its left neighbour before the end.
+//! The last segment waits for the end of the reply, where rules 1–5 read what is left
+//! as a whole reply: its pair is judged only there (damage at the last position). The
+//! one before it resolves once the last has begun, unless it reads as holding the last
+//! one's translation too (`proof::merged_before_last`, as the end would judge it): a
+//! model that merged the last two segments and filled the freed last number with a
+//! remark leaves that trace.
 //!
 //! One damage the numbers cannot show: a model that copies them in their order of
 //! appearance after it merged two segments (renumbering by position). Its trace is the
@@ -33,7 +35,7 @@
 //! no trace among like lengths: early resolution trusts it not to happen.
 
 use crate::markers::{index_of, scan};
-use crate::proof::{char_len, median, scatter, shifted_readings};
+use crate::proof::{char_len, median, merged_before_last, scatter, shifted_readings};
 
 /// The leading pairs of a reply so far: the text of each pair of segments `0 … m - 1`
 /// found in order, and whether an anomaly (a broken, repeated, unknown or out-of-order
@@ -102,17 +104,54 @@ pub fn proven_count<S: AsRef<str>>(texts: &[S], run: &LeadingPairs<'_>) -> usize
     // order shows only in lengths, and a single closed segment has nothing to be
     // compared with.
     let next_begun = clean == m
-        && clean >= 2
         && !run.broken
-        && run
-            .open
-            .is_some_and(|open| begun_past_damage(open, &sources, closed));
+        && run.open.is_some_and(|open| {
+            begun_past_damage(open, &sources, closed)
+                && (clean >= 2
+                    || (clean == 1 && n >= 4 && first_merge_refuted(&sources, closed[0], open)))
+        });
     let vouched = if next_begun {
         clean
     } else {
         clean.saturating_sub(1)
     };
-    vouched.min(n.saturating_sub(2))
+    // The segment before the last once the last has begun, unless it reads as holding
+    // the last one's translation too (a merge whose freed last number a remark fills,
+    // judged at the median ratio of the segments before it, as the end would judge it);
+    // the last one waits for the end.
+    let before_last_clear = n >= 3 && vouched + 1 >= n && {
+        let mut segments: Vec<Option<&str>> = closed[..n - 1].iter().map(|c| Some(*c)).collect();
+        segments.push(None);
+        !merged_before_last(texts, &segments)
+    };
+    vouched.min(if before_last_clear {
+        n - 1
+    } else {
+        n.saturating_sub(2)
+    })
+}
+
+/// Whether the second pair, still being written, already rules out that the first one
+/// holds the first two translations (merged, the numbers then copied in order): the
+/// second pair would then hold the third translation, at the first pair's ratio about
+/// `first × s3 / (s1 + s2)` characters; once it is longer than 1.5 times that, it can
+/// only grow further from it. What is written of it so far, trimmed and without a
+/// trailing `<…`, counts.
+fn first_merge_refuted(sources: &[&str], first: &str, open: &str) -> bool {
+    let length = |text: &str| char_len(text).max(1.0);
+    let written = char_len(written_so_far(open));
+    let if_merged = length(first) * length(sources[2]) / (length(sources[0]) + length(sources[1]));
+    written > 1.5 * if_merged
+}
+
+/// The text of an open segment so far, trimmed, without a trailing `<…` that may be the
+/// start of its closing marker.
+fn written_so_far(open: &str) -> &str {
+    let text = match open.rfind('<') {
+        Some(at) if !open.get(at..).unwrap_or("").contains('>') => open.get(..at).unwrap_or(""),
+        _ => open,
+    };
+    text.trim()
 }
 
 /// Whether the text of an open segment so far can no longer end as rule-1 damage: it
@@ -120,12 +159,7 @@ pub fn proven_count<S: AsRef<str>>(texts: &[S], run: &LeadingPairs<'_>) -> usize
 /// beginning of any text of the batch or of any closed segment (so it cannot end equal
 /// to one). A trailing `<…` that may be the start of its closing marker is left out.
 fn begun_past_damage(open: &str, sources: &[&str], closed: &[&str]) -> bool {
-    let text = match open.rfind('<') {
-        Some(at) if !open.get(at..).unwrap_or("").contains('>') => open.get(..at).unwrap_or(""),
-        _ => open,
-    };
-    let text = text.trim_start();
-    let sure = text.trim_end();
+    let sure = written_so_far(open);
     !sure.is_empty()
         && !sources.iter().any(|s| s.starts_with(sure))
         && !closed.iter().any(|c| c.starts_with(sure))
@@ -218,13 +252,19 @@ mod tests {
         assert_eq!(proven(&["eins", "zwei"], "fou"), 1);
         assert_eq!(proven(&["eins", "zwei"], "ein"), 1);
         // Past that, a segment with a closed one before it is proven; the first one
-        // needs its neighbour closed (its length has nothing to be compared with yet).
+        // needs its neighbour closed (its length has nothing to be compared with yet),
+        // or the second pair written long enough to rule out a merge of the first two.
         assert_eq!(proven(&["eins"], "zw"), 0);
+        assert_eq!(proven(&["eins"], "zwei!"), 0);
+        assert_eq!(proven(&["eins"], "zwei!!"), 1);
+        assert_eq!(proven(&["eins zwei"], "drei!!!"), 0);
         assert_eq!(proven(&["eins", "zwei"], "dr"), 2);
         assert_eq!(proven(&["eins", "zwei"], "thx"), 2);
-        // Never the last two before the end.
+        // The one before the last once the last has begun, the last one never.
         assert_eq!(proven(&["eins", "zwei", "drei"], "vier"), 3);
-        assert_eq!(proven(&["eins", "zwei", "drei", "vier"], "fünf"), 3);
+        assert_eq!(proven(&["eins", "zwei", "drei", "vier"], "fünf"), 4);
+        // Not when it reads as holding the last one's translation too.
+        assert_eq!(proven(&["eins", "zwei", "drei", "vier fünf"], "Done."), 3);
         // A broken run vouches for nothing after it.
         let broken = LeadingPairs {
             closed: vec!["eins"],
@@ -240,9 +280,8 @@ mod tests {
         assert_eq!(proven_count(&texts, &["eins"]), 0);
         assert_eq!(proven_count(&texts, &["eins", "zwei"]), 1);
         assert_eq!(proven_count(&texts, &["eins", "zwei", "drei"]), 2);
-        // The last one waits for the end of the reply, and so does its left neighbour,
-        // whose right neighbour is judged only there.
-        assert_eq!(proven_count(&texts, &["eins", "zwei", "drei", "vier"]), 2);
+        // The last one waits for the end of the reply.
+        assert_eq!(proven_count(&texts, &["eins", "zwei", "drei", "vier"]), 3);
         // Two segments: nothing before the end (a merge filled with a remark would look
         // clean until then).
         assert_eq!(

@@ -345,7 +345,7 @@ fn fits_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
 /// the last pair with something of a translation's length (a closing remark). A single
 /// merged segment may be too little for `shift_reads_better`'s margin; a false alarm
 /// costs the two segments a call, never a paragraph.
-fn merged_before_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
+pub(crate) fn merged_before_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
     let n = texts.len();
     if n < 3 {
         return false;
