@@ -95,7 +95,10 @@ pub fn proven_count<S: AsRef<str>>(texts: &[S], run: &LeadingPairs<'_>) -> usize
             !(empty || other_source || repeated)
         })
         .count();
-    if merge_reads_better(&sources, &closed[..clean.min(n.saturating_sub(1))]) {
+    // On every beginning of the run: a later segment that fits no reading (a remark in
+    // a freed number) must not hide the merge the segments before it show.
+    let checked = clean.min(n.saturating_sub(1));
+    if (2..=checked).any(|k| merge_reads_better(&sources, &closed[..k])) {
         return 0;
     }
     // Each needs its right neighbour begun past any rule-1 damage (or closed cleanly),
@@ -303,6 +306,9 @@ mod tests {
         ];
         let merged = "der erste Absatz der zweite hier";
         assert_eq!(proven_count(&texts, &[merged, "ein dritter Absatz!"]), 0);
+        // A remark written after it does not hide it.
+        let remark = [merged, "ein dritter Absatz!", "Done."];
+        assert_eq!(proven_count(&texts, &remark), 0);
         let faithful = ["der erste Absatz", "der zweite hier"];
         assert_eq!(proven_count(&texts, &faithful), 1);
     }
