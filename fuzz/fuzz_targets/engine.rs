@@ -258,7 +258,7 @@ fn failure(bytes: &mut Bytes) -> Failure<()> {
         5 => Some(Duration::from_millis(300_001.0)),
         _ => Some(Duration::from_millis(bytes.number())),
     };
-    match bytes.u8() % 6 {
+    match bytes.u8() % 7 {
         0 => Failure::bad_reply("a number"),
         1 => Failure {
             kind: FailureKind::Timeout,
@@ -268,7 +268,14 @@ fn failure(bytes: &mut Bytes) -> Failure<()> {
             cause: None,
             limits: Default::default(),
             quota: None,
+            retryable: None,
         },
+        2 => {
+            // The provider knows the same request fails again: never retried as it is.
+            let mut refused = Failure::error(status, retry_after, "refused for good");
+            refused.retryable = Some(false);
+            refused.with_cause(())
+        }
         _ => Failure::error(status, retry_after, "HTTP error").with_cause(()),
     }
 }
