@@ -328,15 +328,21 @@ fn fits_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
     if ratios.is_empty() {
         return true;
     }
-    // The last segment's own ratio joins the median only beside three others or more:
-    // then short labels translated much longer do not make a fitting last segment look
-    // foreign, and the suspect cannot set the median it is judged by.
-    if ratios.len() >= 3 {
-        ratios.push(char_len(last).max(1.0) / source(n - 1));
-    }
-    let predicted = median(&ratios) * source(n - 1);
     let len = char_len(last).max(1.0);
-    (1.0 / 1.5..=1.5).contains(&(len / predicted)) || (len - predicted).abs() < 8.0
+    let fits = |ratio: f64| {
+        let predicted = ratio * source(n - 1);
+        (1.0 / 1.5..=1.5).contains(&(len / predicted)) || (len - predicted).abs() < 8.0
+    };
+    // Beside fewer than three others the median is no estimate (scripts translate at
+    // ratios far apart: Japanese to German at 2.75, German to German at 2): the last
+    // segment fits when it fits any of them. Beside three or more its own ratio joins
+    // the median, so that short labels translated much longer do not make a fitting
+    // last segment look foreign, and the suspect still cannot set the median alone.
+    if ratios.len() < 3 {
+        return ratios.iter().any(|r| fits(*r));
+    }
+    ratios.push(len / source(n - 1));
+    fits(median(&ratios))
 }
 
 /// Whether the segment before the last reads closer to its own source and the last one's
@@ -654,6 +660,17 @@ mod tests {
             t(3)
         );
         assert!(marked(&right, &texts).iter().all(Option::is_some));
+    }
+
+    #[test]
+    fn a_last_segment_that_fits_one_of_two_others_fits() {
+        // Japanese between German paragraphs: ratios 2.0 and 2.75 beside the last's 1.78.
+        let texts = ["Grüße aus Köln", "東京の天気は晴れ", "Ein Fest 🎉 für alle"];
+        let reply = "<s1>«Grüße aus Köln» 🇩🇪 übersetzt</s1><s2>«東京の天気は晴れ» 🇩🇪 übersetzt</s2><s3>«Ein Fest 🎉 für alle» 🇩🇪 übersetzt</s3>";
+        assert!(marked(reply, &texts).iter().all(Option::is_some));
+        // A remark far from both still does not fit.
+        let remark = "<s1>«Grüße aus Köln» 🇩🇪 übersetzt</s1><s2>«東京の天気は晴れ» 🇩🇪 übersetzt</s2><s3>OK</s3>";
+        assert_eq!(marked(remark, &texts)[2], None);
     }
 
     #[test]
