@@ -17,6 +17,7 @@
 //!
 //! The modules, bottom up, one line each:
 //! - `time`: virtual instants and durations in microseconds, saturating arithmetic.
+//! - `text`: text measured as JavaScript measures it (UTF-16 code units).
 //! - `display`: numbers and strings written as JavaScript writes them, for messages.
 //! - `options`: the options, their defaults and their validation.
 //! - `settle`: how an item ends (a translation, or an error with a stable code).
@@ -30,7 +31,6 @@
 //! - `estimate`: the script-aware token estimate of a text.
 //! - `quota`: the token budget, call costs corrected from usage, reported limits.
 //! - `budget`: one budget (and provider pacing state) shared by several pacers.
-//! - `batch`: batches, their limits and due times.
 //! - `call`: the provider call asked of the driver, and what the driver reports back.
 //! - `markers`: the markers layout (tag choice, layout, instructions, the marker scan).
 //! - `proof`: which translation of a reply provably belongs to which item.
@@ -45,7 +45,6 @@
 //! - `wasm` (wasm32 only): the JS binding, which converts and drives.
 
 pub mod alignment;
-pub mod batch;
 pub mod bucket;
 pub mod budget;
 pub mod cache;
@@ -73,6 +72,7 @@ pub mod snapshot;
 pub mod stats;
 pub mod store;
 pub mod stream;
+mod text;
 pub mod time;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;

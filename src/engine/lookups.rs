@@ -3,6 +3,14 @@
 
 use super::*;
 
+/// A job waiting for its lookup: what it needs to be queued on a miss.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PendingLookup {
+    pub(super) member: Member,
+    pub(super) group: Id<Group>,
+    pub(super) deadline: Option<Instant>,
+}
+
 impl<C: Clone> Engine<C> {
     /// Puts a persistent store behind the LRU: new items are looked up before they are
     /// queued (`poll_lookup`), and every success is written (`poll_store_write`).

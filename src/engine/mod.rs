@@ -19,6 +19,7 @@
 //! `timers`, `restart` (snapshot and restore).
 
 mod assembly;
+mod batch;
 mod calls;
 mod dealing;
 mod groups;
@@ -35,6 +36,7 @@ mod timers;
 use assembly::*;
 use calls::*;
 use jobs::*;
+use lookups::PendingLookup;
 use outbox::*;
 use pacing::*;
 use quotas::*;
@@ -43,7 +45,7 @@ use streams::*;
 use timers::*;
 
 use crate::alignment;
-use crate::batch::{travels_alone, utf16_len, Batch, Limits, Member, Priority, State};
+use batch::{travels_alone, Batch, Limits, Member, Priority, State};
 use crate::bucket::TokenBucket;
 use crate::budget::SharedBudget;
 use crate::cache::Lru;
@@ -63,7 +65,8 @@ use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::slab::{Id, Slab};
 use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
 use crate::stats::{BlockReason, Event, RetryReason, Stats};
-use crate::store::{Lookup, LookupId, LookupResult, PendingLookup, Store, StoreWrite};
+use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
+use crate::text::utf16_len;
 use crate::time::{Duration, Instant};
 
 use core::cmp::Reverse;
@@ -109,7 +112,7 @@ pub struct Engine<C> {
     out: Outbox<C>,
     scratch: Vec<u8>,
     /// The persistent store's bookkeeping, when one is configured.
-    store: Option<Store>,
+    store: Option<Store<Job, PendingLookup>>,
     /// The budget this pacer shares with others, if any.
     shared: Option<SharedBudget>,
     /// Ids and instructions made once for all calls.
