@@ -81,16 +81,12 @@ impl<C: Clone> Engine<C> {
         let batch = self
             .batches
             .insert(Batch::new(member, group, provider, first_at));
-        if let Some(job) = self.jobs.get_mut(member.job) {
-            job.batch = batch;
-        }
+        self.jobs.set_batch(member.job, batch);
         batch
     }
 
     pub(super) fn join(&mut self, batch_key: Id<Batch>, member: &Member) {
-        if let Some(job) = self.jobs.get_mut(member.job) {
-            job.batch = batch_key;
-        }
+        self.jobs.set_batch(member.job, batch_key);
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
         };
@@ -176,9 +172,7 @@ impl<C: Clone> Engine<C> {
 
     /// Adds a job to a batch being composed (not in any ready set yet).
     pub(super) fn join_unsent(&mut self, batch_key: Id<Batch>, member: &Member) {
-        if let Some(job) = self.jobs.get_mut(member.job) {
-            job.batch = batch_key;
-        }
+        self.jobs.set_batch(member.job, batch_key);
         if let Some(batch) = self.batches.get_mut(batch_key) {
             batch.push(member);
         }
@@ -209,7 +203,7 @@ impl<C: Clone> Engine<C> {
                 g.open = None;
             }
             for job_key in batch.jobs {
-                if let Some(member) = self.member(job_key) {
+                if let Some(member) = self.jobs.member(job_key) {
                     members.push((member, batch.compat, batch.first_at));
                 }
             }

@@ -191,7 +191,7 @@ impl<C: Clone> Engine<C> {
         let (group_key, provider) = (batch.compat, batch.provider);
         let mut texts: Vec<String> = Vec::with_capacity(batch.jobs.len());
         for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
-            texts.push(job.text.to_string());
+            texts.push(job.text().to_string());
         }
         let Some(group) = self.groups.get_mut(group_key) else {
             return;
@@ -275,7 +275,7 @@ impl<C: Clone> Engine<C> {
         let expected = batch.jobs.len();
         let mut texts: Vec<&str> = Vec::with_capacity(expected);
         for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
-            texts.push(&job.text);
+            texts.push(job.text());
         }
         let read = read_reply(&run.reading, &texts, reply);
         match read {
@@ -327,7 +327,7 @@ impl<C: Clone> Engine<C> {
         let group = batch.compat;
         for (job_key, translation) in proven {
             if let Some(job) = self.jobs.get(job_key) {
-                let (chars, tokens) = (utf16_len(&job.text), f64::from(job.tokens));
+                let (chars, tokens) = (utf16_len(job.text()), f64::from(job.tokens()));
                 if let Some(batch) = self.batches.get_mut(run.batch) {
                     batch.chars = batch.chars.saturating_sub(chars);
                     batch.tokens -= tokens;

@@ -35,7 +35,7 @@ impl<C: Clone> Engine<C> {
             .jobs
             .iter()
             .filter_map(|j| self.jobs.get(*j))
-            .map(|j| (Reverse(j.priority), j.seq))
+            .map(|j| (Reverse(j.priority()), j.seq()))
             .max();
         let dealable = |key: &Id<Batch>| {
             self.batches
@@ -73,7 +73,7 @@ impl<C: Clone> Engine<C> {
             let (c, t) = self
                 .jobs
                 .get(job)
-                .map_or((0, 0.0), |j| (utf16_len(&j.text), j.tokens));
+                .map_or((0, 0.0), |j| (utf16_len(j.text()), j.tokens()));
             // Rule 2: the first item that does not fit ends the call (a long one alone).
             let fits = count == 0
                 || (!travels_alone(true, c, t, &self.limits)
@@ -108,7 +108,7 @@ impl<C: Clone> Engine<C> {
         }
         let mut call: Option<Id<Batch>> = None;
         for (job, first_at) in taken {
-            let Some(member) = self.member(job) else {
+            let Some(member) = self.jobs.member(job) else {
                 continue;
             };
             match call {
@@ -122,7 +122,7 @@ impl<C: Clone> Engine<C> {
         }
         let mut current: Option<Id<Batch>> = None;
         while let Some(Reverse((_, job, first_at))) = rest.pop() {
-            let Some(member) = self.member(job) else {
+            let Some(member) = self.jobs.member(job) else {
                 continue;
             };
             match current {
@@ -151,8 +151,8 @@ impl<C: Clone> Engine<C> {
         for key in &batch.jobs {
             if let Some(job) = self.jobs.get(*key) {
                 line.push(Reverse((
-                    Reverse(job.priority),
-                    job.seq,
+                    Reverse(job.priority()),
+                    job.seq(),
                     *key,
                     batch.first_at,
                 )));

@@ -22,6 +22,7 @@ mod assembly;
 mod batch;
 mod calls;
 mod dealing;
+mod endings;
 mod groups;
 mod jobs;
 mod lookups;
@@ -35,7 +36,8 @@ mod timers;
 
 use assembly::*;
 use calls::*;
-use jobs::*;
+use endings::Ending;
+use jobs::{Jobs, Left};
 use lookups::PendingLookup;
 use outbox::*;
 use pacing::*;
@@ -45,7 +47,6 @@ use streams::*;
 use timers::*;
 
 use crate::alignment;
-use batch::{travels_alone, Batch, Limits, Member, Priority, State};
 use crate::bucket::TokenBucket;
 use crate::budget::SharedBudget;
 use crate::cache::Lru;
@@ -68,6 +69,7 @@ use crate::stats::{BlockReason, Event, RetryReason, Stats};
 use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
 use crate::text::utf16_len;
 use crate::time::{Duration, Instant};
+use batch::{travels_alone, Batch, Limits, Member, Priority, State};
 
 use core::cmp::Reverse;
 pub use groups::Group;
@@ -91,10 +93,7 @@ pub struct Engine<C> {
     jitter: Jitter,
     /// In-memory item keys, under a secret derived from the seed.
     keyer: Keyer,
-    jobs: Slab<Job>,
-    /// Jobs by the first word of their key; the job's full key confirms a match.
-    job_by_key: IdIndex<Job>,
-    job_by_ticket: IdIndex<Job>,
+    jobs: Jobs,
     batches: Slab<Batch>,
     groups: Slab<Group>,
     /// Groups by a keyed hash of their encoded fields; the group's own fields confirm a
@@ -105,9 +104,7 @@ pub struct Engine<C> {
     running: IdTable<Running>,
     timers: Timers,
     cache: Lru,
-    next_counted_ticket: Ticket,
     next_call: CallId,
-    next_seq: u64,
     /// Calls, cancels, settled items, events and statistics for the driver.
     out: Outbox<C>,
     scratch: Vec<u8>,
@@ -137,18 +134,14 @@ impl<C: Clone> Engine<C> {
             now,
             jitter: Jitter::new(seed),
             keyer: Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365),
-            jobs: Slab::default(),
-            job_by_key: IdIndex::default(),
-            job_by_ticket: IdIndex::default(),
+            jobs: Jobs::default(),
             batches: Slab::default(),
             groups: Slab::default(),
             group_by_fields: IdIndex::default(),
             providers: Vec::new(),
             running: IdTable::default(),
             timers: Timers::default(),
-            next_counted_ticket: COUNTED_TICKET,
             next_call: 1,
-            next_seq: 0,
             out: Outbox::default(),
             scratch: Vec::new(),
             store: None,
@@ -194,20 +187,20 @@ impl<C: Clone> Engine<C> {
         self.validate_unless_disposed(item)?;
         self.advance(now);
         if self.disposed {
-            let ticket = self.counted_ticket();
+            let ticket = self.jobs.counted_ticket();
             self.out.settle_unaccepted(ticket, disposed_error());
             return Ok(ticket);
         }
         self.out.accept();
         if is_blank(item.text) {
-            let ticket = self.counted_ticket();
+            let ticket = self.jobs.counted_ticket();
             self.resolve(ticket, item.text.to_owned());
             return Ok(ticket);
         }
         let (group, key) = self.group_for(&item.compat, item.text);
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
-            let ticket = self.counted_ticket();
+            let ticket = self.jobs.counted_ticket();
             self.out.stats.cache_hits += 1;
             self.resolve(ticket, hit);
             self.release_group_if_idle(group);
@@ -215,30 +208,23 @@ impl<C: Clone> Engine<C> {
         }
         let provider = self.groups.get(group).map_or(0, |g| g.provider);
         if let Some(error) = self.daily_blocked(provider) {
-            let ticket = self.counted_ticket();
+            let ticket = self.jobs.counted_ticket();
             self.out.settle(ticket, Err(error));
             self.release_group_if_idle(group);
             return Ok(ticket);
         }
         let priority = Priority::new(item.priority);
-        let twin = self
-            .job_by_key
-            .get(key.0[0])
-            .filter(|j| self.jobs.get(*j).is_some_and(|job| job.key == key));
-        if let Some(job) = twin {
-            let ticket = self.counted_ticket();
+        if let Some((ticket, batch)) = self
+            .jobs
+            .twin(key)
+            .and_then(|job| self.jobs.join(job, priority))
+        {
             self.out.stats.dedup_hits += 1;
-            self.job_by_ticket.insert(ticket, job);
-            if let Some(j) = self.jobs.get_mut(job) {
-                j.waiters.push(ticket);
-                j.priority = j.priority.max(priority);
-                let batch = j.batch;
-                self.raise_priority(batch, priority);
-            }
+            self.raise_priority(batch, priority);
             self.after_input();
             return Ok(ticket);
         }
-        if self.options.max_queued > 0 && self.job_by_key.len() as u64 >= self.options.max_queued {
+        if self.options.max_queued > 0 && self.jobs.distinct() as u64 >= self.options.max_queued {
             // Not accepted after all: it never counted as an item.
             self.out.unaccept();
             self.release_group_if_idle(group);
@@ -250,33 +236,12 @@ impl<C: Clone> Engine<C> {
                 ),
             ));
         }
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let ticket = job_ticket(self.jobs.next_id());
         let tokens = self.input_tokens(item);
-        let job = self.jobs.insert(Job {
-            key,
-            text: item.text.into(),
-            waiters: Waiters::one(ticket),
-            // Set when it joins a batch (at once, or after its store lookup).
-            batch: Id::NONE,
-            priority,
-            seq,
-            tokens,
-        });
-        // On the (2^-64) chance that another job shares the first word, this one simply
-        // goes without dedup.
-        self.job_by_key.insert_if_vacant(key.0[0], job);
+        let (ticket, member) = self.jobs.add(key, item.text, priority, tokens);
+        let job = member.job;
         if let Some(g) = self.groups.get_mut(group) {
             g.jobs += 1;
         }
-        let member = Member {
-            job,
-            chars: utf16_len(item.text),
-            tokens,
-            priority,
-            seq,
-        };
         let deadline = self.call_timeout().map(|t| self.now + t);
         match &mut self.store {
             Some(store) => {
@@ -364,7 +329,7 @@ impl<C: Clone> Engine<C> {
     ) -> Result<Ticket, PacerFailure<C>> {
         self.validate_unless_disposed(item)?;
         self.advance(now);
-        let ticket = self.counted_ticket();
+        let ticket = self.jobs.counted_ticket();
         if self.disposed {
             self.out.settle_unaccepted(ticket, disposed_error());
         } else {
@@ -378,28 +343,18 @@ impl<C: Clone> Engine<C> {
     /// now, and leaves its batch unless its call is already running.
     pub fn handle_abort(&mut self, now: Instant, ticket: Ticket) {
         self.advance(now);
-        let job_key = if ticket & COUNTED_TICKET == 0 {
-            let bits = ticket.checked_sub(1).unwrap_or(u64::MAX);
-            self.jobs.id_from_bits(bits).filter(|k| {
-                self.jobs
-                    .get(*k)
-                    .is_some_and(|j| j.waiters.contains(ticket))
-            })
-        } else {
-            self.job_by_ticket.remove(ticket)
-        };
-        let Some(job_key) = job_key else {
+        let Some(Left {
+            job: job_key,
+            batch: batch_key,
+            last,
+        }) = self.jobs.leave(ticket)
+        else {
             return;
         };
         self.out.settle(ticket, Err(aborted_error()));
-        let Some(job) = self.jobs.get_mut(job_key) else {
-            return;
-        };
-        job.waiters.remove(ticket);
-        if !job.waiters.is_empty() {
+        if !last {
             return;
         }
-        let batch_key = job.batch;
         let running = self
             .batches
             .get(batch_key)
@@ -481,9 +436,8 @@ impl<C: Clone> Engine<C> {
             self.out.cancels.push_back(id);
         }
         self.running.clear();
-        for job in self.jobs.drain() {
-            let mut waiters = job.waiters;
-            for ticket in waiters.take() {
+        for tickets in self.jobs.end_all() {
+            for ticket in tickets {
                 self.out.settle(ticket, Err(disposed_error()));
             }
         }
@@ -492,8 +446,6 @@ impl<C: Clone> Engine<C> {
         self.batches = Slab::default();
         self.groups = Slab::default();
         self.group_by_fields.clear();
-        self.job_by_key.clear();
-        self.job_by_ticket.clear();
         self.providers.iter_mut().for_each(|p| p.ready.clear());
         // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
         // element type, dropping the old one is not.

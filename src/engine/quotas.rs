@@ -152,13 +152,9 @@ impl<C: Clone> Engine<C> {
     /// window): the queued items get theirs, and the batches are rebuilt under the token
     /// limit.
     pub(super) fn estimate_queued_tokens(&mut self) {
-        let mut changed = false;
-        for job in self.jobs.values_mut() {
-            if job.tokens == 0.0 {
-                job.tokens = quota::input_tokens(&job.text) as f32;
-                changed = true;
-            }
-        }
+        let changed = self
+            .jobs
+            .estimate_tokens(|text| quota::input_tokens(text) as f32);
         if changed {
             let mut sums: Vec<(Id<Batch>, f64)> = Vec::new();
             for (key, batch) in self.batches.iter() {
@@ -166,7 +162,7 @@ impl<C: Clone> Engine<C> {
                     .jobs
                     .iter()
                     .filter_map(|j| self.jobs.get(*j))
-                    .map(|j| f64::from(j.tokens))
+                    .map(|j| f64::from(j.tokens()))
                     .sum();
                 sums.push((key, sum));
             }

@@ -150,8 +150,8 @@ impl<C: Clone> Engine<C> {
         let mut texts = Vec::with_capacity(jobs.len());
         let mut sent = 0;
         for job in jobs.iter().filter_map(|j| self.jobs.get(*j)) {
-            sent += job.text.len() + 16;
-            texts.push(job.text.clone());
+            sent += job.text().len() + 16;
+            texts.push(Box::<str>::from(job.text()));
         }
         Some(Box::new(Streamed {
             text: ReplyText::capped(sent),
@@ -193,8 +193,8 @@ impl<C: Clone> Engine<C> {
             let Some(job) = self.jobs.get(job_key) else {
                 continue;
             };
-            let (chars, tokens) = (utf16_len(&job.text), f64::from(job.tokens));
-            self.out.stats.early_resolved += job.waiters.len() as u64;
+            let (chars, tokens) = (utf16_len(job.text()), f64::from(job.tokens()));
+            self.out.stats.early_resolved += job.waiters().len() as u64;
             let Some(batch) = self.batches.get_mut(batch_key) else {
                 continue;
             };
@@ -241,7 +241,7 @@ impl<C: Clone> Engine<C> {
                 continue;
             };
             let previews = self.out.previews.get_or_insert_with(VecDeque::new);
-            for ticket in job.waiters.iter() {
+            for ticket in job.waiters().iter() {
                 previews.push_back(Preview {
                     ticket,
                     text: text.clone(),

@@ -1,0 +1,157 @@
+//! How a job ends, in one place: translated by a call, found in the persistent store,
+//! failed, or withdrawn by its last waiter. Each way leaves the `Jobs` part through
+//! `Jobs::end`, tells the cache and the store what they must learn, drops the job from
+//! its group's count, and settles its tickets.
+
+use super::*;
+
+/// How a job ends.
+pub(super) enum Ending<C> {
+    /// A call translated it: the cache and the store learn the translation.
+    Translated(String),
+    /// The persistent store had it: the cache learns it, the store has it already.
+    Stored(String),
+    /// It rejects with this error.
+    Failed(PacerFailure<C>),
+    /// Nobody waits for it any more (its tickets settled when they left).
+    Withdrawn,
+}
+
+impl<C: Clone> Engine<C> {
+    /// Ends `job_key` of `group` as `ending` says; the ended job, if it was live.
+    pub(super) fn end_job(
+        &mut self,
+        job_key: Id<Job>,
+        group: Id<Group>,
+        ending: Ending<C>,
+    ) -> Option<Job> {
+        let mut job = self.jobs.end(job_key)?;
+        match &ending {
+            Ending::Translated(translation) => {
+                self.cache.put(job.key(), translation);
+                if let Some(store) = &mut self.store {
+                    store.written(job_key, translation);
+                }
+            }
+            Ending::Stored(translation) => {
+                self.cache.put(job.key(), translation);
+                if let Some(store) = &mut self.store {
+                    store.forget(job_key);
+                }
+            }
+            Ending::Failed(_) | Ending::Withdrawn => {
+                if let Some(store) = &mut self.store {
+                    store.forget(job_key);
+                }
+            }
+        }
+        self.after_job_removed(group);
+        let tickets = job.take_tickets();
+        match ending {
+            Ending::Translated(translation) | Ending::Stored(translation) => {
+                for ticket in tickets {
+                    self.resolve(ticket, translation.clone());
+                }
+            }
+            Ending::Failed(error) => {
+                for ticket in tickets {
+                    self.out.settle(ticket, Err(error.clone()));
+                }
+            }
+            Ending::Withdrawn => {}
+        }
+        Some(job)
+    }
+
+    pub(super) fn resolve(&mut self, ticket: Ticket, translation: String) {
+        self.out.settle(ticket, Ok(translation));
+    }
+
+    /// A job's translation is known: every waiter resolves, the cache and store learn it.
+    pub(super) fn resolve_job(&mut self, job_key: Id<Job>, group: Id<Group>, translation: String) {
+        self.end_job(job_key, group, Ending::Translated(translation));
+    }
+
+    fn after_job_removed(&mut self, group: Id<Group>) {
+        if let Some(g) = self.groups.get_mut(group) {
+            g.jobs -= 1;
+        }
+        self.release_group_if_idle(group);
+    }
+
+    /// Removes a job nobody waits for from its (not running) batch.
+    pub(super) fn withdraw(&mut self, job_key: Id<Job>) {
+        let Some(batch_key) = self.jobs.get(job_key).map(Job::batch) else {
+            return;
+        };
+        if let Some(pending) = self.store.as_mut().and_then(|s| s.finish_lookup(job_key)) {
+            // Left while its lookup was under way: it never reached a batch.
+            self.end_job(job_key, pending.group, Ending::Withdrawn);
+            return;
+        }
+        self.out.stats.queued -= 1;
+        let Some(group) = self.batches.get(batch_key).map(|b| b.compat) else {
+            // In no batch: nothing counts it but the part itself.
+            self.jobs.end(job_key);
+            if let Some(store) = &mut self.store {
+                store.forget(job_key);
+            }
+            return;
+        };
+        let Some(job) = self.end_job(job_key, group, Ending::Withdrawn) else {
+            return;
+        };
+        let Some(batch) = self.batches.get_mut(batch_key) else {
+            return;
+        };
+        let before = ready_key(batch_key, batch);
+        batch.jobs.retain(|j| *j != job_key);
+        batch.chars = batch.chars.saturating_sub(utf16_len(job.text()));
+        batch.tokens -= f64::from(job.tokens());
+        if batch.jobs.is_empty() {
+            let (state, provider) = (batch.state, batch.provider);
+            self.batches.remove(batch_key);
+            if state == State::Ready {
+                if let Some(p) = self.providers.get_mut(provider as usize) {
+                    p.ready.remove(&before);
+                }
+            }
+            if let Some(g) = self.groups.get_mut(group) {
+                if g.open == Some(batch_key) {
+                    g.open = None;
+                }
+            }
+        }
+    }
+
+    /// Rejects every waiter of every item of a running batch.
+    pub(super) fn fail(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
+        let Some(batch) = self.batches.remove(batch_key) else {
+            return;
+        };
+        for job_key in batch.jobs {
+            self.end_job(job_key, batch.compat, Ending::Failed(error.clone()));
+        }
+    }
+
+    /// Rejects a batch that has not started (see `fail` for a running one).
+    pub(super) fn fail_queued(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
+        let Some(batch) = self.batches.get(batch_key) else {
+            return;
+        };
+        let (state, provider, group) = (batch.state, batch.provider, batch.compat);
+        self.out.stats.queued -= batch.jobs.len() as u64;
+        if state == State::Ready {
+            let key = ready_key(batch_key, batch);
+            if let Some(p) = self.providers.get_mut(provider as usize) {
+                p.ready.remove(&key);
+            }
+        }
+        if let Some(g) = self.groups.get_mut(group) {
+            if g.open == Some(batch_key) {
+                g.open = None;
+            }
+        }
+        self.fail(batch_key, error);
+    }
+}
