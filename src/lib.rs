@@ -41,6 +41,8 @@
 //! - `retry`: which failures are retried, backoff, jitter.
 //! - `stats`: counters, gauges and events.
 //! - `snapshot`: what a restarted pacer resumes from.
+//! - `drive`: virtual time for the engine (scheduled answers, the jump to the next
+//!   wake-up), the drive loop of the Rust tests, benches and fuzz targets.
 //! - `engine`: the sans-IO pacer composed of its parts (see its own docs).
 //! - `wasm` (wasm32 only): the JS binding, which converts and drives.
 

@@ -32,7 +32,7 @@ impl<C: Clone> Engine<C> {
         let Some(group) = self.groups.get(group_key) else {
             return;
         };
-        let (llm, provider, open) = (group.info.llm, group.provider, group.open);
+        let (llm, provider, open) = (group.info().llm, group.provider(), group.open());
         if travels_alone(llm, member.chars, member.tokens, &self.limits) {
             // Rule 2: an item longer than the limit makes the open batch due at once too,
             // so the earlier items are not left behind it for their whole window.
@@ -56,9 +56,7 @@ impl<C: Clone> Engine<C> {
             self.make_due_now(open_key);
         }
         let batch = self.new_batch(&member, group_key, provider, first_at);
-        if let Some(g) = self.groups.get_mut(group_key) {
-            g.open = Some(batch);
-        }
+        self.groups.set_open(group_key, Some(batch));
         let due_at = self
             .batches
             .get(batch)
@@ -199,9 +197,7 @@ impl<C: Clone> Engine<C> {
                     p.ready.remove(&ready_key(batch_key, &batch));
                 }
             }
-            if let Some(g) = self.groups.get_mut(batch.compat) {
-                g.open = None;
-            }
+            self.groups.set_open(batch.compat, None);
             for job_key in batch.jobs {
                 if let Some(member) = self.jobs.member(job_key) {
                     members.push((member, batch.compat, batch.first_at));

@@ -193,13 +193,11 @@ impl<C: Clone> Engine<C> {
         for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
             texts.push(job.text().to_string());
         }
-        let Some(group) = self.groups.get_mut(group_key) else {
+        self.groups.close(group_key, batch_key);
+        let Some(group) = self.groups.get(group_key) else {
             return;
         };
-        if group.open == Some(batch_key) {
-            group.open = None;
-        }
-        let compat = group.info.clone();
+        let compat = group.info().clone();
         let is_batch = texts.len() > 1;
         let (raw_cost, cost) = match (
             self.batches.get(batch_key),

@@ -23,7 +23,7 @@ impl<C: Clone> Engine<C> {
         };
         let (group_key, provider) = (batch.compat, batch.provider);
         // Items that never share a call (llm: false) have nothing to deal.
-        if !self.groups.get(group_key).is_some_and(|g| g.info.llm) {
+        if !self.groups.get(group_key).is_some_and(|g| g.info().llm) {
             return chosen;
         }
         let Some(ready) = self.providers.get(provider as usize).map(|p| &p.ready) else {
@@ -96,7 +96,7 @@ impl<C: Clone> Engine<C> {
         let open_dealt = self
             .groups
             .get(group_key)
-            .is_some_and(|g| g.open.is_some_and(|open| pool.contains(&open)));
+            .is_some_and(|g| g.open().is_some_and(|open| pool.contains(&open)));
         for key in &pool {
             if let Some(batch) = self.batches.remove(*key) {
                 if *key != chosen {
@@ -139,9 +139,7 @@ impl<C: Clone> Engine<C> {
             self.make_ready(done);
         }
         if open_dealt {
-            if let Some(group) = self.groups.get_mut(group_key) {
-                group.open = current;
-            }
+            self.groups.set_open(group_key, current);
         }
         call.unwrap_or(chosen)
     }

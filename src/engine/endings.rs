@@ -45,7 +45,7 @@ impl<C: Clone> Engine<C> {
                 }
             }
         }
-        self.after_job_removed(group);
+        self.groups.job_ended(group);
         let tickets = job.take_tickets();
         match ending {
             Ending::Translated(translation) | Ending::Stored(translation) => {
@@ -70,13 +70,6 @@ impl<C: Clone> Engine<C> {
     /// A job's translation is known: every waiter resolves, the cache and store learn it.
     pub(super) fn resolve_job(&mut self, job_key: Id<Job>, group: Id<Group>, translation: String) {
         self.end_job(job_key, group, Ending::Translated(translation));
-    }
-
-    fn after_job_removed(&mut self, group: Id<Group>) {
-        if let Some(g) = self.groups.get_mut(group) {
-            g.jobs -= 1;
-        }
-        self.release_group_if_idle(group);
     }
 
     /// Removes a job nobody waits for from its (not running) batch.
@@ -116,11 +109,7 @@ impl<C: Clone> Engine<C> {
                     p.ready.remove(&before);
                 }
             }
-            if let Some(g) = self.groups.get_mut(group) {
-                if g.open == Some(batch_key) {
-                    g.open = None;
-                }
-            }
+            self.groups.close(group, batch_key);
         }
     }
 
@@ -147,11 +136,7 @@ impl<C: Clone> Engine<C> {
                 p.ready.remove(&key);
             }
         }
-        if let Some(g) = self.groups.get_mut(group) {
-            if g.open == Some(batch_key) {
-                g.open = None;
-            }
-        }
+        self.groups.close(group, batch_key);
         self.fail(batch_key, error);
     }
 }

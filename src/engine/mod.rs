@@ -11,12 +11,25 @@
 //!
 //! Every input that can start or end work ends in `after_input`: start what may start
 //! (`pacing`), then drop dead timers from the top of the heap (`timers`);
-//! `handle_dispose` ends everything itself and `handle_store_failure` only reports. The parts, in the order an item meets
-//! them: `groups` (compatibility groups), `jobs` (dedup and tickets), `lookups` (the
-//! persistent store), `assembly` (batches and ready sets), `pacing` (bucket, pauses,
-//! adaptive rate), `quotas` (token budget, reported limits, blocks), `dealing` (by
-//! priority), `calls` (composing a call, reading its reply), `retries` (failures),
-//! `timers`, `restart` (snapshot and restore).
+//! `handle_dispose` ends everything itself and `handle_store_failure` only reports.
+//!
+//! Parts that own their state (private fields, so the compiler keeps the boundary) and
+//! the invariant each keeps:
+//! - `jobs::Jobs`: the job slab, both key indexes, tickets and arrival order; a live job
+//!   is in the indexes, an ended one in neither, and every way a job ends goes through
+//!   `Jobs::end` (the engine's side of it is the one `end_job`, in `endings`).
+//! - `groups::Groups`: the group slab, its field index and the keyer; a group lives
+//!   while it has jobs and is found by its fields.
+//! - `outbox::Outbox`, `timers::Timers`, and the leaf types `Store`, `Lru`,
+//!   `TokenBucket`, `TokenBudget`, `ReadySet`: each its own state.
+//!
+//! The engine's own files, in the order an item meets them: `providers` (the provider
+//! index), `lookups` (the persistent store), `assembly` (batches and ready sets: "in a
+//! ready set ⇔ ready" is still kept here and in `dealing`, `endings`, `calls` and
+//! `pacing`), `pacing` (bucket, pauses, adaptive rate), `quotas` (token budget,
+//! reported limits, blocks), `dealing` (by priority), `calls` (composing a call, reading
+//! its reply), `streams`, `retries` (failures), `endings` (how a job ends), `timers`,
+//! `restart` (snapshot and restore).
 
 mod assembly;
 mod batch;
@@ -28,6 +41,7 @@ mod jobs;
 mod lookups;
 mod outbox;
 mod pacing;
+mod providers;
 mod quotas;
 mod restart;
 mod retries;
@@ -50,10 +64,9 @@ use crate::alignment;
 use crate::bucket::TokenBucket;
 use crate::budget::SharedBudget;
 use crate::cache::Lru;
-use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota, Reply, Report};
+use crate::call::{Call, CallId, Failure, FailureKind, Layout, Quota, Reply, Report};
 use crate::codec::{self, Mismatch};
 use crate::display::js_number;
-use crate::id_index::IdIndex;
 use crate::id_table::IdTable;
 use crate::key::{item_key, Compat, Keyer, ShortKey};
 use crate::markers;
@@ -73,6 +86,7 @@ use batch::{travels_alone, Batch, Limits, Member, Priority, State};
 
 use core::cmp::Reverse;
 pub use groups::Group;
+use groups::Groups;
 pub use jobs::Job;
 pub use pacing::ProviderPacing;
 use std::cell::RefCell;
@@ -91,15 +105,9 @@ pub struct Engine<C> {
     now: Instant,
     bucket: TokenBucket,
     jitter: Jitter,
-    /// In-memory item keys, under a secret derived from the seed.
-    keyer: Keyer,
     jobs: Jobs,
     batches: Slab<Batch>,
-    groups: Slab<Group>,
-    /// Groups by a keyed hash of their encoded fields; the group's own fields confirm a
-    /// match (an id map rather than one keyed by the bytes: its code is in the binary
-    /// already).
-    group_by_fields: IdIndex<Group>,
+    groups: Groups,
     providers: Vec<Provider>,
     running: IdTable<Running>,
     timers: Timers,
@@ -107,7 +115,6 @@ pub struct Engine<C> {
     next_call: CallId,
     /// Calls, cancels, settled items, events and statistics for the driver.
     out: Outbox<C>,
-    scratch: Vec<u8>,
     /// The persistent store's bookkeeping, when one is configured.
     store: Option<Store<Job, PendingLookup>>,
     /// The budget this pacer shares with others, if any.
@@ -133,17 +140,15 @@ impl<C: Clone> Engine<C> {
             options,
             now,
             jitter: Jitter::new(seed),
-            keyer: Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365),
             jobs: Jobs::default(),
             batches: Slab::default(),
-            groups: Slab::default(),
-            group_by_fields: IdIndex::default(),
+            // In-memory item keys, under a secret derived from the seed.
+            groups: Groups::new(Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365)),
             providers: Vec::new(),
             running: IdTable::default(),
             timers: Timers::default(),
             next_call: 1,
             out: Outbox::default(),
-            scratch: Vec::new(),
             store: None,
             shared: None,
             call_strings: CallStrings::default(),
@@ -203,14 +208,14 @@ impl<C: Clone> Engine<C> {
             let ticket = self.jobs.counted_ticket();
             self.out.stats.cache_hits += 1;
             self.resolve(ticket, hit);
-            self.release_group_if_idle(group);
+            self.groups.release_if_idle(group);
             return Ok(ticket);
         }
-        let provider = self.groups.get(group).map_or(0, |g| g.provider);
+        let provider = self.groups.get(group).map_or(0, Group::provider);
         if let Some(error) = self.daily_blocked(provider) {
             let ticket = self.jobs.counted_ticket();
             self.out.settle(ticket, Err(error));
-            self.release_group_if_idle(group);
+            self.groups.release_if_idle(group);
             return Ok(ticket);
         }
         let priority = Priority::new(item.priority);
@@ -227,7 +232,7 @@ impl<C: Clone> Engine<C> {
         if self.options.max_queued > 0 && self.jobs.distinct() as u64 >= self.options.max_queued {
             // Not accepted after all: it never counted as an item.
             self.out.unaccept();
-            self.release_group_if_idle(group);
+            self.groups.release_if_idle(group);
             return Err(PacerFailure::new(
                 ErrorCode::QueueFull,
                 format!(
@@ -239,9 +244,7 @@ impl<C: Clone> Engine<C> {
         let tokens = self.input_tokens(item);
         let (ticket, member) = self.jobs.add(key, item.text, priority, tokens);
         let job = member.job;
-        if let Some(g) = self.groups.get_mut(group) {
-            g.jobs += 1;
-        }
+        self.groups.job_added(group);
         let deadline = self.call_timeout().map(|t| self.now + t);
         match &mut self.store {
             Some(store) => {
@@ -444,8 +447,7 @@ impl<C: Clone> Engine<C> {
         // Fresh slabs rather than drained ones: nothing is created after dispose, so no
         // old key can meet a new entry (and no per-type drain code is needed).
         self.batches = Slab::default();
-        self.groups = Slab::default();
-        self.group_by_fields.clear();
+        self.groups.clear();
         self.providers.iter_mut().for_each(|p| p.ready.clear());
         // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
         // element type, dropping the old one is not.

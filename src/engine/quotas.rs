@@ -60,7 +60,7 @@ impl<C: Clone> Engine<C> {
         let context = self
             .groups
             .get(batch.compat)
-            .map_or(0.0, |g| quota::input_tokens(&g.info.context));
+            .map_or(0.0, |g| quota::input_tokens(&g.info().context));
         let raw = quota::raw_cost(batch.tokens, context, batch.jobs.len() > 1);
         (raw, provider.pacing.borrow().quota.cost(raw))
     }
