@@ -23,42 +23,29 @@ impl<C: Clone> Engine<C> {
         &mut self,
         job_key: Id<Job>,
         group: Id<Group>,
-        ending: Ending<C>,
+        ending: &Ending<C>,
     ) -> Option<Job> {
-        let mut job = self.jobs.end(job_key)?;
-        match &ending {
-            Ending::Translated(translation) => {
-                self.cache.put(job.key(), translation);
-                if let Some(store) = &mut self.store {
-                    store.written(job_key, translation);
-                }
-            }
-            Ending::Stored(translation) => {
-                self.cache.put(job.key(), translation);
-                if let Some(store) = &mut self.store {
-                    store.forget(job_key);
-                }
-            }
-            Ending::Failed(_) | Ending::Withdrawn => {
-                if let Some(store) = &mut self.store {
-                    store.forget(job_key);
-                }
+        let (job, tickets) = self.jobs.end(job_key)?;
+        if let Ending::Translated(translation) | Ending::Stored(translation) = ending {
+            self.cache.put(job.key(), translation);
+        }
+        if let Some(store) = &mut self.store {
+            match ending {
+                Ending::Translated(translation) => store.written(job_key, translation),
+                _ => store.forget(job_key),
             }
         }
         self.groups.job_ended(group);
-        let tickets = job.take_tickets();
-        match ending {
-            Ending::Translated(translation) | Ending::Stored(translation) => {
-                for ticket in tickets {
-                    self.resolve(ticket, translation.clone());
+        for ticket in tickets {
+            let outcome = match ending {
+                Ending::Translated(translation) | Ending::Stored(translation) => {
+                    Ok(translation.clone())
                 }
-            }
-            Ending::Failed(error) => {
-                for ticket in tickets {
-                    self.out.settle(ticket, Err(error.clone()));
-                }
-            }
-            Ending::Withdrawn => {}
+                Ending::Failed(error) => Err(error.clone()),
+                // A withdrawn job has no ticket left.
+                Ending::Withdrawn => continue,
+            };
+            self.out.settle(ticket, outcome);
         }
         Some(job)
     }
@@ -69,7 +56,7 @@ impl<C: Clone> Engine<C> {
 
     /// A job's translation is known: every waiter resolves, the cache and store learn it.
     pub(super) fn resolve_job(&mut self, job_key: Id<Job>, group: Id<Group>, translation: String) {
-        self.end_job(job_key, group, Ending::Translated(translation));
+        self.end_job(job_key, group, &Ending::Translated(translation));
     }
 
     /// Removes a job nobody waits for from its (not running) batch.
@@ -79,19 +66,13 @@ impl<C: Clone> Engine<C> {
         };
         if let Some(pending) = self.store.as_mut().and_then(|s| s.finish_lookup(job_key)) {
             // Left while its lookup was under way: it never reached a batch.
-            self.end_job(job_key, pending.group, Ending::Withdrawn);
+            self.end_job(job_key, pending.group, &Ending::Withdrawn);
             return;
         }
         self.out.stats.queued -= 1;
-        let Some(group) = self.batches.get(batch_key).map(|b| b.compat) else {
-            // In no batch: nothing counts it but the part itself.
-            self.jobs.end(job_key);
-            if let Some(store) = &mut self.store {
-                store.forget(job_key);
-            }
-            return;
-        };
-        let Some(job) = self.end_job(job_key, group, Ending::Withdrawn) else {
+        // No batch (never the case outside a lookup) is no group either.
+        let group = self.batches.get(batch_key).map_or(Id::NONE, |b| b.compat);
+        let Some(job) = self.end_job(job_key, group, &Ending::Withdrawn) else {
             return;
         };
         let Some(batch) = self.batches.get_mut(batch_key) else {
@@ -118,8 +99,9 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.remove(batch_key) else {
             return;
         };
+        let ending = Ending::Failed(error);
         for job_key in batch.jobs {
-            self.end_job(job_key, batch.compat, Ending::Failed(error.clone()));
+            self.end_job(job_key, batch.compat, &ending);
         }
     }
 

@@ -297,28 +297,23 @@ impl Jobs {
         })
     }
 
-    /// Ends `job`, however it ends: it leaves both indexes and is returned, for its
-    /// tickets to settle.
-    pub(super) fn end(&mut self, job: Id<Job>) -> Option<Job> {
-        let ended = self.slab.remove(job)?;
+    /// Ends `job`, however it ends: it leaves both indexes and is returned with its
+    /// tickets, to settle.
+    pub(super) fn end(&mut self, job: Id<Job>) -> Option<(Job, Vec<Ticket>)> {
+        let mut ended = self.slab.remove(job)?;
         self.by_key.remove_if_leads_to(ended.key.0[0], job);
-        for ticket in ended.waiters.iter() {
-            self.by_ticket.remove(ticket);
+        let tickets = ended.waiters.take();
+        for ticket in &tickets {
+            self.by_ticket.remove(*ticket);
         }
-        Some(ended)
+        Some((ended, tickets))
     }
 
-    /// Ends every job (dispose): the tickets of each, to settle.
-    pub(super) fn end_all(&mut self) -> Vec<Vec<Ticket>> {
-        let ended = self
-            .slab
-            .drain()
-            .into_iter()
-            .map(|mut job| job.take_tickets())
-            .collect();
+    /// Ends every job (dispose): the jobs, whose tickets are to settle.
+    pub(super) fn end_all(&mut self) -> Vec<Job> {
         self.by_key.clear();
         self.by_ticket.clear();
-        ended
+        self.slab.drain()
     }
 
     /// A job's place in a batch: its characters, priority and arrival.

@@ -439,8 +439,8 @@ impl<C: Clone> Engine<C> {
             self.out.cancels.push_back(id);
         }
         self.running.clear();
-        for tickets in self.jobs.end_all() {
-            for ticket in tickets {
+        for mut job in self.jobs.end_all() {
+            for ticket in job.take_tickets() {
                 self.out.settle(ticket, Err(disposed_error()));
             }
         }
