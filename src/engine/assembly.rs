@@ -189,15 +189,9 @@ impl<C: Clone> Engine<C> {
         // Batches and the jobs inside them are in arrival order: keep it.
         let mut members: Vec<(Member, Id<Group>, Instant)> = Vec::new();
         while let Some(Reverse((_, batch_key))) = open.pop() {
-            let Some(batch) = self.batches.remove(batch_key) else {
+            let Some(batch) = self.drop_unsent(batch_key) else {
                 continue;
             };
-            if batch.state == State::Ready {
-                if let Some(p) = self.providers.get_mut(batch.provider as usize) {
-                    p.ready.remove(&ready_key(batch_key, &batch));
-                }
-            }
-            self.groups.set_open(batch.compat, None);
             for job_key in batch.jobs {
                 if let Some(member) = self.jobs.member(job_key) {
                     members.push((member, batch.compat, batch.first_at));
@@ -207,5 +201,18 @@ impl<C: Clone> Engine<C> {
         for (member, group, first_at) in members {
             self.place(member, group, first_at);
         }
+    }
+
+    /// Removes a batch whose call has not started: out of its provider's ready set, and
+    /// no longer its group's open batch.
+    pub(super) fn drop_unsent(&mut self, batch_key: Id<Batch>) -> Option<Batch> {
+        let batch = self.batches.remove(batch_key)?;
+        if batch.state == State::Ready {
+            if let Some(p) = self.providers.get_mut(batch.provider as usize) {
+                p.ready.remove(&ready_key(batch_key, &batch));
+            }
+        }
+        self.groups.close(batch.compat, batch_key);
+        Some(batch)
     }
 }

@@ -78,47 +78,33 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
         };
-        let before = ready_key(batch_key, batch);
         batch.jobs.retain(|j| *j != job_key);
         batch.chars = batch.chars.saturating_sub(utf16_len(job.text()));
         batch.tokens -= f64::from(job.tokens());
         if batch.jobs.is_empty() {
-            let (state, provider) = (batch.state, batch.provider);
-            self.batches.remove(batch_key);
-            if state == State::Ready {
-                if let Some(p) = self.providers.get_mut(provider as usize) {
-                    p.ready.remove(&before);
-                }
-            }
-            self.groups.close(group, batch_key);
+            self.drop_unsent(batch_key);
         }
     }
 
     /// Rejects every waiter of every item of a running batch.
     pub(super) fn fail(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
-        let Some(batch) = self.batches.remove(batch_key) else {
-            return;
-        };
-        let ending = Ending::Failed(error);
-        for job_key in batch.jobs {
-            self.end_job(job_key, batch.compat, &ending);
+        if let Some(batch) = self.batches.remove(batch_key) {
+            self.fail_jobs(batch, error);
         }
     }
 
     /// Rejects a batch that has not started (see `fail` for a running one).
     pub(super) fn fail_queued(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
-        let Some(batch) = self.batches.get(batch_key) else {
-            return;
-        };
-        let (state, provider, group) = (batch.state, batch.provider, batch.compat);
-        self.out.stats.queued -= batch.jobs.len() as u64;
-        if state == State::Ready {
-            let key = ready_key(batch_key, batch);
-            if let Some(p) = self.providers.get_mut(provider as usize) {
-                p.ready.remove(&key);
-            }
+        if let Some(batch) = self.drop_unsent(batch_key) {
+            self.out.stats.queued -= batch.jobs.len() as u64;
+            self.fail_jobs(batch, error);
         }
-        self.groups.close(group, batch_key);
-        self.fail(batch_key, error);
+    }
+
+    fn fail_jobs(&mut self, batch: Batch, error: PacerFailure<C>) {
+        let ending = Ending::Failed(error);
+        for job_key in batch.jobs {
+            self.end_job(job_key, batch.compat, &ending);
+        }
     }
 }

@@ -203,23 +203,23 @@ impl Jobs {
         self.by_key.len()
     }
 
-    /// The live job of `key`, if any (dedup).
-    pub(super) fn twin(&self, key: ShortKey) -> Option<Id<Job>> {
-        self.by_key
-            .get(key.0[0])
-            .filter(|j| self.slab.get(*j).is_some_and(|job| job.key == key))
-    }
-
-    /// A new ticket waits on `job`, which takes its priority if higher; returns the
-    /// job's batch, whose priority may have to rise too.
-    pub(super) fn join(&mut self, job: Id<Job>, priority: Priority) -> Option<(Ticket, Id<Batch>)> {
-        self.slab.get(job)?;
-        let ticket = self.counted_ticket();
+    /// A new ticket waits on the live job of `key`, if there is one (dedup): the job
+    /// takes its priority if higher. The ticket, and the job's batch, whose priority may
+    /// have to rise too.
+    pub(super) fn join_twin(
+        &mut self,
+        key: ShortKey,
+        priority: Priority,
+    ) -> Option<(Ticket, Id<Batch>)> {
+        let job = self.by_key.get(key.0[0])?;
+        let twin = self.slab.get_mut(job).filter(|j| j.key == key)?;
+        twin.priority = twin.priority.max(priority);
+        self.next_counted_ticket += 1;
+        let ticket = self.next_counted_ticket;
+        twin.waiters.push(ticket);
+        let batch = twin.batch;
         self.by_ticket.insert(ticket, job);
-        let j = self.slab.get_mut(job)?;
-        j.waiters.push(ticket);
-        j.priority = j.priority.max(priority);
-        Some((ticket, j.batch))
+        Some((ticket, batch))
     }
 
     /// A new job for `text` under `key`: its ticket, and its place in a batch.

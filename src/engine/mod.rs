@@ -219,11 +219,7 @@ impl<C: Clone> Engine<C> {
             return Ok(ticket);
         }
         let priority = Priority::new(item.priority);
-        if let Some((ticket, batch)) = self
-            .jobs
-            .twin(key)
-            .and_then(|job| self.jobs.join(job, priority))
-        {
+        if let Some((ticket, batch)) = self.jobs.join_twin(key, priority) {
             self.out.stats.dedup_hits += 1;
             self.raise_priority(batch, priority);
             self.after_input();
