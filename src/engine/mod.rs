@@ -20,6 +20,8 @@
 //!   `Jobs::end` (the engine's side of it is the one `end_job`, in `endings`).
 //! - `groups::Groups`: the group slab, its field index and the keyer; a group lives
 //!   while it has jobs and is found by its fields.
+//! - `running::Calls`: the running calls, call ids and the strings calls repeat; a call
+//!   id is given once, and a call is running until its answer, its timeout or dispose.
 //! - `outbox::Outbox`, `timers::Timers`, and the leaf types `Store`, `Lru`,
 //!   `TokenBucket`, `TokenBudget`, `ReadySet`: each its own state.
 //!
@@ -45,6 +47,7 @@ mod providers;
 mod quotas;
 mod restart;
 mod retries;
+mod running;
 mod streams;
 mod timers;
 
@@ -57,6 +60,7 @@ use outbox::*;
 use pacing::*;
 use quotas::*;
 use retries::*;
+use running::{CallStrings, Calls, Running};
 use streams::*;
 use timers::*;
 
@@ -67,7 +71,6 @@ use crate::cache::Lru;
 use crate::call::{Call, CallId, Failure, FailureKind, Layout, Quota, Reply, Report};
 use crate::codec::{self, Mismatch};
 use crate::display::js_number;
-use crate::id_table::IdTable;
 use crate::key::{item_key, Compat, Keyer, ShortKey};
 use crate::markers;
 use crate::options::{OptionValue, Options, SegmentFormat};
@@ -109,18 +112,16 @@ pub struct Engine<C> {
     batches: Slab<Batch>,
     groups: Groups,
     providers: Vec<Provider>,
-    running: IdTable<Running>,
+    /// The running calls, their ids and strings.
+    calls: Calls,
     timers: Timers,
     cache: Lru,
-    next_call: CallId,
     /// Calls, cancels, settled items, events and statistics for the driver.
     out: Outbox<C>,
     /// The persistent store's bookkeeping, when one is configured.
     store: Option<Store<Job, PendingLookup>>,
     /// The budget this pacer shares with others, if any.
     shared: Option<SharedBudget>,
-    /// Ids and instructions made once for all calls.
-    call_strings: CallStrings,
     /// The token budget (`tokensPerMinute`), when one is set.
     budget: Option<TokenBudget>,
     /// Whether a provider has reported a token window: item token estimates are needed
@@ -145,13 +146,11 @@ impl<C: Clone> Engine<C> {
             // In-memory item keys, under a secret derived from the seed.
             groups: Groups::new(Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365)),
             providers: Vec::new(),
-            running: IdTable::default(),
+            calls: Calls::default(),
             timers: Timers::default(),
-            next_call: 1,
             out: Outbox::default(),
             store: None,
             shared: None,
-            call_strings: CallStrings::default(),
             token_windows: false,
             disposed: false,
         }
@@ -165,7 +164,7 @@ impl<C: Clone> Engine<C> {
     /// Counters and gauges.
     pub fn stats(&self) -> Stats {
         let mut stats = self.out.stats.clone();
-        stats.in_flight = self.running.len() as u64;
+        stats.in_flight = self.calls.len() as u64;
         stats
     }
 
@@ -289,7 +288,7 @@ impl<C: Clone> Engine<C> {
         report: Report,
     ) {
         self.advance(now);
-        if let Some(run) = self.running.remove(id) {
+        if let Some(run) = self.calls.remove(id) {
             // A broken stream: what it reported before breaking.
             let report = match run.stream_report() {
                 Some(streamed) if report == Report::default() => streamed.clone(),
@@ -431,10 +430,10 @@ impl<C: Clone> Engine<C> {
             return;
         }
         self.disposed = true;
-        for id in self.running.ids() {
+        for id in self.calls.ids() {
             self.out.cancels.push_back(id);
         }
-        self.running.clear();
+        self.calls.clear();
         for mut job in self.jobs.end_all() {
             for ticket in job.take_tickets() {
                 self.out.settle(ticket, Err(disposed_error()));

@@ -73,7 +73,7 @@ pub(super) const ADAPTIVE_FLOOR: f64 = 1.0 / 60.0;
 
 impl<C: Clone> Engine<C> {
     pub(super) fn at_call_limit(&self) -> bool {
-        self.options.max_in_flight > 0 && self.running.len() as u64 >= self.options.max_in_flight
+        self.options.max_in_flight > 0 && self.calls.len() as u64 >= self.options.max_in_flight
     }
 
     /// Whether a request token is there: the pacer's own, and its shared budget's.
