@@ -1,0 +1,8 @@
+//! The rules of how fast calls may go: token buckets, token estimates and budgets,
+//! one budget shared by several pacers, and the retry policy.
+
+pub mod bucket;
+pub mod budget;
+pub mod estimate;
+pub mod quota;
+pub mod retry;
