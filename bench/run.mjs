@@ -1,4 +1,4 @@
-// The batch-pacer benchmark suite: six workloads, each printed as one Markdown table
+// The batch-pacer benchmark suite: eight workloads, each printed as one Markdown table
 // (workload 5 as two), every table measured side by side in one run: implementations
 // alternate run by run, and each figure is the median of its runs.
 //
@@ -38,7 +38,10 @@ import { openServiceWorkerHost, chromiumAvailable } from "./chromium.mjs";
 import { extensionServiceWorkerColdStart } from "./extension-sw.mjs";
 import { quotaChart } from "./chart.mjs";
 import { sizeFloor } from "./size-floor.mjs";
+import { timeToFirstParagraph } from "./workload-first-paragraph.mjs";
 import { layoutsUnderDamagedReplies } from "./workload-damaged-replies.mjs";
+import { requestsAndTokens } from "./workload-requests-tokens.mjs";
+import { sporadic429s } from "./workload-sporadic-429s.mjs";
 
 const execFile = promisify(execFileCb);
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
@@ -692,7 +695,10 @@ async function main() {
   if (wanted(4)) await lateBinding();
   const workerVersion = wanted(5) ? await sizeAndColdStart() : undefined;
   if (wanted(6)) await memory();
+  if (wanted(7)) report(await timeToFirstParagraph({ BatchPacer, smoke: SMOKE }));
   if (wanted(8)) await layoutsUnderDamagedReplies({ BatchPacer, report, smoke: SMOKE, runs: CONFIG.runs });
+  if (wanted(9)) report(await requestsAndTokens({ BatchPacer, runs: CONFIG.runs, smoke: SMOKE }));
+  if (wanted(10)) report(await sporadic429s({ BatchPacer, runs: CONFIG.runs, smoke: SMOKE }));
   if (!SMOKE && !only) writeResults({ chromiumVersion: chromiumVersion ?? workerVersion, groups, started });
 }
 

@@ -1,5 +1,5 @@
 // The demo's background: one BatchPacer per flow (page, subtitles), each with its own
-// settings, behind the content scripts' ports. It survives being stopped: bucket tokens
+// settings (streamed replies and previews included), behind the content scripts' ports. It survives being stopped: bucket tokens
 // and 429 pauses go to storage.session and come back through `restore`.
 //
 // MV3 rules kept here: static imports only, no top-level await, every listener
@@ -7,14 +7,18 @@
 import { initSync, BatchPacer, openAIProvider, indexedDBCache } from "./vendor/batch-pacer/js/index.js";
 // The core inline: no fetch of the .wasm each time the browser restarts this worker.
 import { wasmBytes } from "./vendor/batch-pacer/pkg/inline-wasm.js";
-import { DEFAULT_SETTINGS, FLOWS, FLOW_FIELDS, MESSAGES, PORT_NAME, ext } from "./protocol.js";
+import { DEFAULT_SETTINGS, FLOWS, FLOW_FIELDS, FLOW_SWITCHES, MESSAGES, PORT_NAME, ext } from "./protocol.js";
 import { demoProvider } from "./demo-provider.js";
 
 const SNAPSHOT_EVERY_MS = 250;
+// A streamed segment grows with every token; a tab needs a new preview of it only about
+// as often as a reader notices, not once per token (a message to the tab each time).
+const PREVIEW_EVERY_MS = 100;
 const SERIES_STEP_MS = 1000;
 
 let settings = structuredClone(DEFAULT_SETTINGS);
-let callProvider = demoProvider();
+/** The provider each flow calls: streaming or not, as that flow's switch says. */
+let callProvider = { page: demoProvider(), subtitles: demoProvider() };
 const pacers = {};
 const cache = indexedDBCache({ name: "batch-pacer-demo" });
 /** Counters of earlier worker lifetimes, so statistics survive a restart. */
@@ -33,7 +37,7 @@ async function start() {
   ]);
   settings = mergeSettings(DEFAULT_SETTINGS, local.settings);
   if (session.history) history = session.history;
-  callProvider = providerFor(settings.provider);
+  callProvider = providersFor(settings);
   for (const flow of FLOWS) {
     history.flows[flow] ??= emptyFlowHistory();
     pacers[flow] = createPacer(flow, session.snapshots?.[flow]);
@@ -41,13 +45,25 @@ async function start() {
 }
 
 function emptyFlowHistory() {
-  return { totals: {}, byProvider: {}, series: [] };
+  return { totals: {}, byProvider: {}, series: [], timing: emptyTiming() };
 }
+
+/**
+ * Time to each page's first paragraph (from the page's first item to its first
+ * translation), and from the start of the call that carried a paragraph to its
+ * translation (the wait a streamed reply shortens, without the queue before the call).
+ */
+function emptyTiming() {
+  return { pages: 0, firstMsSum: 0, lastFirstMs: null, paragraphs: 0, callMsSum: 0 };
+}
+
+/** Per flow: text -> when the latest provider call carrying it started. */
+const callStarts = Object.fromEntries(FLOWS.map((flow) => [flow, new Map()]));
 
 function mergeSettings(base, stored) {
   const merged = structuredClone(base);
   if (!stored || typeof stored !== "object") return merged;
-  for (const flow of FLOWS) Object.assign(merged[flow], pick(stored[flow], FLOW_FIELDS));
+  for (const flow of FLOWS) Object.assign(merged[flow], pick(stored[flow], [...FLOW_FIELDS, ...FLOW_SWITCHES]));
   Object.assign(merged.provider, pick(stored.provider, ["kind", "baseUrl", "apiKey", "model"]));
   for (const key of ["sourceLang", "targetLang"]) {
     if (typeof stored[key] === "string" && stored[key]) merged[key] = stored[key];
@@ -61,11 +77,21 @@ function pick(object, keys) {
   return out;
 }
 
-function providerFor(provider) {
+function providerFor(provider, stream) {
   if (provider.kind === "openai") {
-    return openAIProvider({ baseUrl: provider.baseUrl, apiKey: provider.apiKey, model: provider.model });
+    const { baseUrl, apiKey, model } = provider;
+    return openAIProvider({ baseUrl, apiKey, model, ...(stream ? { stream: true } : {}) });
   }
-  return demoProvider();
+  return demoProvider({ stream });
+}
+
+function providersFor(next) {
+  return Object.fromEntries(FLOWS.map((flow) => [flow, providerFor(next.provider, next[flow].stream === true)]));
+}
+
+/** The BatchPacer options of a flow's settings (the switches are the demo's own). */
+function pacerOptions(flowSettings) {
+  return pick(flowSettings, FLOW_FIELDS);
 }
 
 function providerId() {
@@ -78,13 +104,15 @@ function createPacer(flow, snapshot) {
   // restarts knowing about every call that reached the network (no second burst).
   const provider = async (request) => {
     countCall(flow, request);
+    for (const text of request.texts) callStarts[flow].set(text, performance.now());
     await saveState().catch(() => {});
-    const reply = await callProvider(request);
+    const reply = await callProvider[flow](request);
     // The pacer sums usage per pacer only; the statistics page shows it per provider.
+    if (isStream(reply)) return countedStream(reply, (usage) => countUsage(flow, request.providerId, { usage }));
     countUsage(flow, request.providerId, reply);
     return reply;
   };
-  const options = { ...settings[flow], cache, onEvent: (event) => onPacerEvent(flow, event) };
+  const options = { ...pacerOptions(settings[flow]), cache, onEvent: (event) => onPacerEvent(flow, event) };
   if (snapshot) {
     try {
       return new BatchPacer(provider, { ...options, restore: snapshot });
@@ -95,6 +123,18 @@ function createPacer(flow, snapshot) {
   return new BatchPacer(provider, options);
 }
 
+function isStream(reply) {
+  return reply !== null && typeof reply === "object" && typeof reply[Symbol.asyncIterator] === "function";
+}
+
+/** The stream's values unchanged; each `{ usage }` among them is counted on the way. */
+async function* countedStream(stream, onUsage) {
+  for await (const value of stream) {
+    if (value !== null && typeof value === "object" && value.usage) onUsage(value.usage);
+    yield value;
+  }
+}
+
 // ----- translation ports -----
 
 function onConnect(port) {
@@ -102,33 +142,73 @@ function onConnect(port) {
   // Closing the tab or navigating away closes the port: the tab's queued items go.
   const controller = new AbortController();
   port.onDisconnect.addListener(() => controller.abort());
+  // The page's clock for "time to the first paragraph": from its first item on this port.
+  const page = { startedAt: null, answered: false };
   port.onMessage.addListener(async (message) => {
+    const receivedAt = performance.now();
     await ready;
     if (message?.type !== MESSAGES.translate || !FLOWS.includes(message.flow)) return;
     if (!Array.isArray(message.items)) return;
-    for (const item of message.items) translateItem(port, controller.signal, message, item);
+    page.startedAt ??= receivedAt;
+    for (const item of message.items) translateItem(port, controller.signal, message, item, page);
   });
 }
 
-async function translateItem(port, signal, message, item) {
+/** A paragraph translated: the first of its page, and its wait since its call started, join the flow's timing. */
+function timeParagraph(flow, page, text) {
+  // Counters saved by an older version of the demo lack some fields.
+  const timing = Object.assign(emptyTiming(), flowHistory(flow).timing);
+  flowHistory(flow).timing = timing;
+  const now = performance.now();
+  const startedAt = callStarts[flow].get(text);
+  if (startedAt !== undefined) {
+    // A cached paragraph had no call: it does not count.
+    timing.paragraphs += 1;
+    timing.callMsSum += now - startedAt;
+  }
+  if (page.answered) return;
+  page.answered = true;
+  timing.pages += 1;
+  timing.firstMsSum += now - page.startedAt;
+  timing.lastFirstMs = now - page.startedAt;
+}
+
+async function translateItem(port, signal, message, item, page) {
   const flow = message.flow;
   const id = providerId();
+  const { stream, previews } = settings[flow];
+  // Previews go to the tab, at most one per PREVIEW_EVERY_MS (the answer follows anyway);
+  // the pacer never gives one for a settled item.
+  let previewedAt = -Infinity;
+  const onPartial = stream && previews
+    ? (text) => {
+        const now = performance.now();
+        if (now - previewedAt < PREVIEW_EVERY_MS) return;
+        previewedAt = now;
+        post(port, { type: MESSAGES.partial, id: item.id, text });
+      }
+    : undefined;
   countParagraph(flow, id);
+  const text = String(item?.text ?? "");
   try {
     const translation = await pacers[flow].translate({
-      text: String(item?.text ?? ""),
+      text,
       sourceLang: settings.sourceLang,
       targetLang: settings.targetLang,
       providerId: id,
       context: typeof message.context === "string" ? message.context : "",
       priority: Number.isFinite(item?.priority) ? item.priority : 0,
       signal,
+      ...(onPartial ? { onPartial } : {}),
     });
+    timeParagraph(flow, page, text);
     post(port, { type: MESSAGES.translated, id: item.id, translation });
   } catch (error) {
     if (error?.code === "aborted") return;
     post(port, { type: MESSAGES.failed, id: item.id, code: error?.code ?? "provider_error", message: String(error?.message ?? error) });
   } finally {
+    // Items sharing a text (dedup) settle together; the map holds only texts in flight.
+    queueMicrotask(() => callStarts[flow].delete(text));
     scheduleSave();
   }
 }
@@ -231,6 +311,7 @@ function statsView() {
       pacer: totals(flow),
       byProvider: flowHistory(flow).byProvider,
       series: flowHistory(flow).series,
+      timing: { ...emptyTiming(), ...flowHistory(flow).timing },
     };
   }
   return { flows, startedAt: history.startedAt };
@@ -321,10 +402,15 @@ async function applySettings(incoming) {
     return { ok: false, error: { code: "invalid_options", message: "settings must be an object" } };
   }
   const next = structuredClone(settings);
-  for (const flow of FLOWS) Object.assign(next[flow], pick(incoming[flow], FLOW_FIELDS));
+  for (const flow of FLOWS) Object.assign(next[flow], pick(incoming[flow], [...FLOW_FIELDS, ...FLOW_SWITCHES]));
   for (const flow of FLOWS) {
+    const field = FLOW_SWITCHES.find((name) => typeof next[flow][name] !== "boolean");
+    if (field !== undefined) {
+      const message = `${field} must be true or false (got ${JSON.stringify(next[flow][field])})`;
+      return { ok: false, error: { flow, field, code: "invalid_options", message } };
+    }
     try {
-      new BatchPacer(() => "", next[flow]).dispose();
+      new BatchPacer(() => "", pacerOptions(next[flow])).dispose();
     } catch (error) {
       const field = FLOW_FIELDS.find((f) => String(error.message).startsWith(`${f} `)) ?? null;
       return { ok: false, error: { flow, field, code: error.code ?? "invalid_options", message: error.message } };
@@ -334,7 +420,7 @@ async function applySettings(incoming) {
   if (typeof incoming.provider?.apiKey === "string" && incoming.provider.apiKey !== "") provider.apiKey = incoming.provider.apiKey;
   let nextProvider;
   try {
-    nextProvider = providerFor(provider);
+    nextProvider = providersFor({ ...next, provider });
   } catch (error) {
     return { ok: false, error: { flow: "provider", field: null, code: "invalid_options", message: error.message } };
   }
@@ -342,7 +428,7 @@ async function applySettings(incoming) {
     if (typeof incoming[key] === "string" && incoming[key].trim()) next[key] = incoming[key].trim();
   }
   next.provider = provider;
-  for (const flow of FLOWS) pacers[flow].setOptions(next[flow]);
+  for (const flow of FLOWS) pacers[flow].setOptions(pacerOptions(next[flow]));
   settings = next;
   callProvider = nextProvider;
   // The user acted: items are sent again, so an old settings or billing message would mislead.

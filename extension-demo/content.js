@@ -12,6 +12,13 @@
 // "⚠ not translated (CODE): message" in the same element, which then also has the
 // class `bp-failed`. An item is shown once; a second answer for it is ignored.
 //
+// Streamed replies: each paragraph shows as soon as the background answers it, which
+// with streaming is when the reply proves it, not when the whole batch is done. With
+// previews on, "partial" messages show the translation received so far in the same
+// element, lighter and italic, with the class `bp-preview`; the item's answer then
+// replaces the preview (the element loses that class), and a preview that comes after
+// the answer is ignored.
+//
 // Subtitle flow: when the page has `#bp-subtitles`, every `.cue` in it (present at
 // start or added later) is sent at once over a second port (priority 2, ids "s0", ...).
 //
@@ -21,7 +28,10 @@
 //
 // Progress, on <html>, updated after each answer: data-bp-page-total,
 // data-bp-page-done, data-bp-subtitles-total, data-bp-subtitles-done (done = translated
-// or failed), data-bp-failed (both flows), data-bp-reconnects.
+// or failed), data-bp-failed (both flows), data-bp-reconnects, data-bp-previews (preview
+// updates shown, both flows). Timing of the page flow, in ms from the moment its items
+// were first sent: data-bp-page-first-ms (the first translation shown) and
+// data-bp-page-mean-ms (the mean over every translation shown).
 //
 // A classic script, not a module (MV3 content scripts cannot be ES modules), so it does
 // not import protocol.js: PORT_NAME and the message types below are copies of the ones
@@ -31,7 +41,7 @@
 
   // --- Copied from extension-demo/protocol.js (PORT_NAME, MESSAGES). ---------------
   const PORT_NAME = "batch-pacer-translate";
-  const MESSAGES = { translate: "translate", translated: "translated", failed: "failed" };
+  const MESSAGES = { translate: "translate", translated: "translated", failed: "failed", partial: "partial" };
   // ---------------------------------------------------------------------------------
 
   const ext = globalThis.browser ?? globalThis.chrome;
@@ -68,6 +78,7 @@
 
   let stopped = false;
   let reconnects = 0;
+  let previews = 0;
 
   /** One translation flow: its items, its port and its reconnect state. */
   function newFlow(name, prefix) {
@@ -82,6 +93,8 @@
       timer: 0,
       delay: RECONNECT_MIN_MS,
       keepOpen: name === "subtitles", // the page port closes once everything is answered
+      sentAt: null, // performance.now() when its first items were sent
+      shownMs: [], // per translation shown: ms from sentAt
     };
   }
   const page = newFlow("page", "p");
@@ -124,8 +137,8 @@
     let out = null;
     if (id !== null && id.startsWith(flow.prefix) && !flow.items.has(id)) {
       out = existing.get(id) ?? null;
-      if (out?.classList.contains("bp-failed")) {
-        out.remove(); // failed under an earlier instance: try again
+      if (out?.classList.contains("bp-failed") || out?.classList.contains("bp-preview")) {
+        out.remove(); // failed, or only previewed, under an earlier instance: try again
         out = null;
       }
     } else {
@@ -158,35 +171,56 @@
 
   // --- Output --------------------------------------------------------------------
 
-  function style(node, failed, cue) {
+  function style(node, failed, cue, preview) {
     const s = node.style;
     const set = (name, value) => s.setProperty(name, value, "important");
     set("display", "block");
     if (failed) set("color", "#a33");
-    else if (cue) set("opacity", "0.75"); // players are often dark: keep the cue's colour
-    else set("color", "#555");
+    else if (cue) set("opacity", preview ? "0.45" : "0.75"); // players are often dark: keep the cue's colour
+    else set("color", preview ? "#999" : "#555");
     set("border-left", failed ? "3px solid #d88" : "3px solid #9ab");
     set("padding-left", "0.6em");
     set("margin", "0.25em 0 0.75em");
     set("white-space", "pre-line");
-    set("font-style", "normal");
+    set("font-style", preview ? "italic" : "normal");
   }
 
-  /** Shows the answer under the item's element; never twice for one item. */
-  function show(item, text, failed) {
-    if (item.out) return;
+  /** The item's output element, made on first use (a preview's element is reused). */
+  function outputOf(item) {
+    if (item.out) return item.out;
     const node = document.createElement(item.inside ? "span" : "div");
-    node.className = failed ? "bp-translation bp-failed" : "bp-translation";
     node.setAttribute("data-bp-for", item.id);
     node.setAttribute("lang", TARGET_LANG);
     node.setAttribute("translate", "no");
     node.dir = "auto";
-    node.textContent = text;
-    style(node, failed, item.isCue);
     if (item.inside) item.el.append(node);
     else item.el.after(node);
     item.out = node;
+    return node;
   }
+
+  /** Shows the answer under the item's element, in place of its preview; never twice for one item. */
+  function show(item, text, failed) {
+    if (item.out && !item.previewing) return;
+    const node = outputOf(item);
+    item.previewing = false;
+    node.className = failed ? "bp-translation bp-failed" : "bp-translation";
+    node.textContent = text;
+    style(node, failed, item.isCue, false);
+  }
+
+  /** Shows the translation received so far, lighter, until the item's answer replaces it. */
+  function preview(item, text) {
+    if (item.out && !item.previewing) return;
+    const node = outputOf(item);
+    item.previewing = true;
+    node.className = "bp-translation bp-preview";
+    node.textContent = text;
+    style(node, false, item.isCue, true);
+    previews++;
+  }
+
+  const meanOf = (values) => values.reduce((a, b) => a + b, 0) / values.length;
 
   function publish() {
     const set = (name, value) => root.setAttribute(name, String(value));
@@ -196,6 +230,11 @@
     set("data-bp-subtitles-done", subtitles.items.size - subtitles.pending.size);
     set("data-bp-failed", page.failed + subtitles.failed);
     set("data-bp-reconnects", reconnects);
+    set("data-bp-previews", previews);
+    if (page.shownMs.length > 0) {
+      set("data-bp-page-first-ms", Math.round(Math.min(...page.shownMs)));
+      set("data-bp-page-mean-ms", Math.round(meanOf(page.shownMs)));
+    }
   }
 
   // --- Ports ---------------------------------------------------------------------
@@ -235,6 +274,7 @@
         lost(flow, flow.port);
         return false;
       }
+      flow.sentAt ??= performance.now();
       start = end;
     }
     return true;
@@ -297,9 +337,15 @@
     if (root.getAttribute("data-bp-instance") !== token) return stop();
     const item = typeof message.id === "string" ? flow.pending.get(message.id) : undefined;
     if (!item) return; // unknown id, or answered already: shown once
+    if (message.type === MESSAGES.partial) {
+      if (typeof message.text === "string" && message.text !== "") preview(item, message.text);
+      publish();
+      return;
+    }
     if (message.type === MESSAGES.translated) {
       if (typeof message.translation === "string") {
         show(item, message.translation, false);
+        if (flow.sentAt !== null) flow.shownMs.push(performance.now() - flow.sentAt);
       } else {
         show(item, "⚠ not translated (invalid_answer): the answer holds no text", true);
         flow.failed++;

@@ -19,7 +19,7 @@
 //   await mock.close(); // closes every socket, hanging requests included
 //
 // Endpoints:
-//   POST    /v1/chat/completions   {model, messages:[{role, content}...]}
+//   POST    /v1/chat/completions   {model, messages:[{role, content}...], stream?, stream_options?}
 //   GET     /v1/models             lists the single model "mock-translator"
 //   OPTIONS *                      CORS preflight (Access-Control-Allow-Origin: *)
 //   anything else                  404 JSON error (405 for a wrong method on a known path)
@@ -34,6 +34,15 @@
 // (texts joined by a separator line made only of 2+ "%") the translations are joined again
 // with "\n\n" + separator + "\n\n".
 //
+// Writing time and streams: `latency` (+ `jitter`) is the time to the first token; with
+// `tokensPerSecond` > 0 the model then writes one token (4 characters) every
+// 1/tokensPerSecond s, so a whole reply comes when its last token is written. A request
+// with `stream: true` gets the same reply as OpenAI-style server-sent events, token by
+// token (see mock-stream.mjs), with a usage chunk when `stream_options.include_usage` is
+// true. With `think` (or the header `x-mock-think: 1`) the model first writes a
+// `<think>` … `</think>` draft that holds the batch's markers around the wrong texts, as
+// reasoning models write drafts into their content.
+//
 // Quota: a token bucket refilled at rpm/60 tokens per second holding at most `burst`
 // tokens (it starts full; rpm 0 = unlimited). A chat request finding no token is answered
 // at once (no latency) with 429, `Retry-After` (whole seconds, at least 1) and
@@ -43,7 +52,8 @@
 //   unauthorized, badRequests, faults: { "wrong-count", "drop-separator", "extra-segment",
 //   "http-500", "hang" }, segments (source segments of 200 answers), batches: { markers,
 //   separator } (200 answers to batches by layout), startedAt (ms),
-//   requestTimes (Date.now() of each accepted request), inFlight, maxConcurrent }
+//   requestTimes (Date.now() of each accepted request), inFlight, maxConcurrent,
+//   streamed (200 answers sent as a stream), thought (answers that began with a draft) }
 //
 // Faults (option `fault`, or per request the header `x-mock-fault`, with the optional
 // header `x-mock-fault-rate`):
@@ -67,6 +77,7 @@ import { timingSafeEqual } from "node:crypto";
 
 import { closeOnSignals, isMainModule } from "./cli.mjs";
 import { prng } from "./prng.mjs";
+import { thinkingDraft, tokenize, writeStream } from "./mock-stream.mjs";
 
 export const MODEL_ID = "mock-translator";
 
@@ -97,6 +108,8 @@ export const DEFAULT_OPTIONS = Object.freeze({
   seed: 1,
   apiKey: undefined,
   split: "auto",
+  tokensPerSecond: 0, // 0 = no writing time: the reply comes whole after the latency
+  think: false,
   log: undefined, // (line: string) => void, one line per chat request
 });
 
@@ -390,6 +403,8 @@ function validateOptions(options) {
     throw new TypeError("mock provider option apiKey must be a string (got <redacted>)");
   }
   check("split", (v) => ["auto", "text", "none"].includes(v), 'one of "auto", "text", "none"');
+  check("tokensPerSecond", nonNegative, "a number of tokens per second >= 0 (0 = no writing time)");
+  check("think", (v) => typeof v === "boolean", "a boolean");
   check("log", (v) => typeof v === "function", "a function");
 }
 
@@ -407,6 +422,8 @@ function emptyStats() {
     startedAt: Date.now(),
     requestTimes: [],
     maxConcurrent: 0,
+    streamed: 0,
+    thought: 0,
   };
 }
 
@@ -610,10 +627,11 @@ export async function startMockProvider(options = {}) {
       stats.badRequests += 1;
       return sendError(res, 400, "'messages' holds no user message.", "invalid_request_error", "invalid_messages");
     }
-    if (body.stream === true) {
+    if (body.stream !== undefined && typeof body.stream !== "boolean") {
       stats.badRequests += 1;
-      return sendError(res, 400, "This mock does not support stream: true.", "invalid_request_error", "unsupported");
+      return sendError(res, 400, "'stream' must be a boolean.", "invalid_request_error", "invalid_stream");
     }
+    const streamed = body.stream === true;
 
     const setting = faultSetting(req);
     if (setting.error) {
@@ -675,7 +693,12 @@ export async function startMockProvider(options = {}) {
     });
     if (BATCH_FAULTS.has(fault) && result.fault === "none") fault = "none";
 
-    const delay = opts.latency + (opts.jitter > 0 ? jitterRandom() * opts.jitter : 0);
+    const thinks = opts.think || req.headers["x-mock-think"] === "1";
+    const content = (thinks ? thinkingDraft(result) : "") + result.content;
+    const firstTokenMs = opts.latency + (opts.jitter > 0 ? jitterRandom() * opts.jitter : 0);
+    const writingMs = opts.tokensPerSecond > 0 ? (Math.max(1, tokenize(content).length) - 1) * (1000 / opts.tokensPerSecond) : 0;
+    // A stream starts with its first token; a whole reply waits for its last one.
+    const delay = streamed ? firstTokenMs : firstTokenMs + writingMs;
     const answer = () => {
       if (res.destroyed || res.writableEnded) return;
       if (fault === "http-500") {
@@ -691,40 +714,48 @@ export async function startMockProvider(options = {}) {
       if (result.sourceSegments.length > 1) currentStats.batches[result.markers !== null ? "markers" : "separator"] += 1;
       const promptChars = body.messages.reduce((n, m) => n + contentText(m?.content).length, 0);
       const prompt = Math.ceil(promptChars / 4);
-      const completion = Math.ceil(result.content.length / 4);
+      const completion = Math.ceil(content.length / 4);
+      if (thinks) currentStats.thought += 1;
       log(
         `200 POST /v1/chat/completions (${result.sourceSegments.length} segment(s)` +
-          `${fault !== "none" ? `, fault ${fault}` : ""})`,
+          `${fault !== "none" ? `, fault ${fault}` : ""}${streamed ? ", streamed" : ""}${thinks ? ", thinking" : ""})`,
       );
+      const id = `chatcmpl-mock-${currentStats.requestTimes.length}-${started.toString(36)}`;
+      const created = Math.floor(started / 1000);
+      const model = typeof body.model === "string" && body.model !== "" ? body.model : MODEL_ID;
+      const usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
+      const headers = {
+        ...CORS_HEADERS,
+        "x-mock-fault": fault,
+        // Remaining and its reset together, as OpenAI sends them: a client that is
+        // told "0 remaining" must also learn when that ends.
+        ...(opts.rpm > 0
+          ? {
+              "x-ratelimit-limit-requests": String(opts.rpm),
+              "x-ratelimit-remaining-requests": String(Math.max(0, Math.floor(tokens))),
+              "x-ratelimit-reset-requests": `${(Math.max(0, 1 - tokens) / rate() / 1000).toFixed(3)}s`,
+            }
+          : {}),
+      };
+      if (streamed) {
+        currentStats.streamed += 1;
+        const tokensPerSecond = opts.tokensPerSecond;
+        const includeUsage = body.stream_options?.include_usage === true;
+        writeStream(res, { content, id, created, model, usage, includeUsage, tokensPerSecond, headers, timers });
+        return;
+      }
       send(
         res,
         200,
         {
-          id: `chatcmpl-mock-${currentStats.requestTimes.length}-${started.toString(36)}`,
+          id,
           object: "chat.completion",
-          created: Math.floor(started / 1000),
-          model: typeof body.model === "string" && body.model !== "" ? body.model : MODEL_ID,
-          choices: [
-            {
-              index: 0,
-              message: { role: "assistant", content: result.content },
-              finish_reason: "stop",
-            },
-          ],
-          usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+          created,
+          model,
+          choices: [{ index: 0, message: { role: "assistant", content }, finish_reason: "stop" }],
+          usage,
         },
-        {
-          "x-mock-fault": fault,
-          // Remaining and its reset together, as OpenAI sends them: a client that is
-          // told "0 remaining" must also learn when that ends.
-          ...(opts.rpm > 0
-            ? {
-                "x-ratelimit-limit-requests": String(opts.rpm),
-                "x-ratelimit-remaining-requests": String(Math.max(0, Math.floor(tokens))),
-                "x-ratelimit-reset-requests": `${(Math.max(0, 1 - tokens) / rate() / 1000).toFixed(3)}s`,
-              }
-            : {}),
-        },
+        headers,
       );
     };
     if (delay > 0) {
@@ -747,7 +778,7 @@ export async function startMockProvider(options = {}) {
       req.resume();
       const headers = {
         "Access-Control-Allow-Methods": "GET, POST, OPTIONS",
-        "Access-Control-Allow-Headers": "authorization, content-type, x-mock-fault, x-mock-fault-rate",
+        "Access-Control-Allow-Headers": "authorization, content-type, x-mock-fault, x-mock-fault-rate, x-mock-think",
         "Access-Control-Max-Age": "600",
       };
       if (req.headers["access-control-request-private-network"] === "true") {
@@ -875,6 +906,10 @@ A local OpenAI-compatible chat-completions server that pseudo-translates.
   --seed N          seed of the jitter and fault choices (default 1)
   --api-key KEY     require Authorization: Bearer KEY (or env MOCK_PROVIDER_API_KEY)
   --split MODE      auto | text | none: how batches are recognised (default auto)
+  --tokens-per-second N
+                    writing speed after the first token, 4 characters a token
+                    (default 0: the whole reply at once after the latency)
+  --think           write a <think> draft holding markers before each answer
   --log             print one line per chat request to stderr
   --help            show this help
 `;
@@ -888,6 +923,7 @@ function parseArgs(argv) {
     "--latency": "latency",
     "--jitter": "jitter",
     "--fault-rate": "faultRate",
+    "--tokens-per-second": "tokensPerSecond",
   };
   const strings = { "--fault": "fault", "--seed": "seed", "--api-key": "apiKey", "--split": "split" };
   for (let i = 0; i < argv.length; i++) {
@@ -901,6 +937,10 @@ function parseArgs(argv) {
     if (arg === "--help" || arg === "-h") return { help: true };
     if (arg === "--log") {
       out.log = true;
+      continue;
+    }
+    if (arg === "--think") {
+      out.think = true;
       continue;
     }
     const key = numeric[arg] ?? strings[arg];

@@ -1,7 +1,7 @@
 // Request Control: the options page. Edits the settings of both flows and the provider,
 // and lets the background validate them with the package's own rules and messages.
 
-import { FLOWS, FLOW_FIELDS, PRESETS, DEFAULT_SETTINGS, MESSAGES, describeFailure, send } from "./protocol.js";
+import { FLOWS, FLOW_FIELDS, FLOW_SWITCHES, PRESETS, DEFAULT_SETTINGS, MESSAGES, describeFailure, send } from "./protocol.js";
 import { element } from "./dom.js";
 
 const FLOW_TITLES = { page: "Page translation", subtitles: "Video subtitles" };
@@ -49,6 +49,18 @@ const FIELD_INFO = {
     min: "0",
     step: "any",
     inputMode: "decimal",
+  },
+};
+
+/** Label and explanation of each flow switch. */
+const SWITCH_INFO = {
+  stream: {
+    label: "Stream replies",
+    hint: "Ask the provider to stream its reply: each paragraph shows as soon as the reply proves it, not when the whole batch is done.",
+  },
+  previews: {
+    label: "Show previews while a reply streams",
+    hint: "Paragraphs show their translation as it arrives, lighter and in italics, until the checked translation replaces it.",
   },
 };
 
@@ -130,7 +142,30 @@ function buildFlow(container) {
     );
   }
 
-  container.append(toolbar, grid);
+  const switches = element(
+    "div",
+    { class: "switches" },
+    FLOW_SWITCHES.map((name) => {
+      const id = `${flow}-${name}`;
+      return element("div", { class: "field switch" }, [
+        element("label", { for: id }, [
+          element("input", {
+            id,
+            name: id,
+            type: "checkbox",
+            "data-flow": flow,
+            "data-switch": name,
+            "aria-describedby": `${id}-hint ${id}-error`,
+          }),
+          ` ${SWITCH_INFO[name].label}`,
+        ]),
+        element("p", { class: "hint", id: `${id}-hint`, text: SWITCH_INFO[name].hint }),
+        element("p", { class: "field-error", id: `${id}-error`, role: "alert" }),
+      ]);
+    }),
+  );
+
+  container.append(toolbar, grid, switches);
 
   presetSelect.addEventListener("change", () => applyPreset(flow, presetSelect.value));
   rpmInput.addEventListener("input", () => {
@@ -141,6 +176,12 @@ function buildFlow(container) {
   for (const field of FLOW_FIELDS) {
     $(`${flow}-${field}`).addEventListener("input", () => updatePresetMatch(flow));
   }
+  $(`${flow}-stream`).addEventListener("change", () => updateSwitches(flow));
+}
+
+/** Previews need a streamed reply: their switch is off-limits while streaming is off. */
+function updateSwitches(flow) {
+  $(`${flow}-previews`).disabled = !$(`${flow}-stream`).checked;
 }
 
 // ---------------------------------------------------------------------------------------
@@ -235,6 +276,7 @@ function collect() {
     settings[flow] = Object.fromEntries(
       FLOW_FIELDS.map((field) => [field, readNumber($(`${flow}-${field}`))]),
     );
+    for (const name of FLOW_SWITCHES) settings[flow][name] = $(`${flow}-${name}`).checked;
   }
   settings.provider = {
     kind: $("provider-kind").value,
@@ -251,6 +293,8 @@ function render(settings) {
   for (const flow of FLOWS) {
     const values = { ...DEFAULT_SETTINGS[flow], ...(settings?.[flow] ?? {}) };
     for (const field of FLOW_FIELDS) writeValue($(`${flow}-${field}`), values[field]);
+    for (const name of FLOW_SWITCHES) $(`${flow}-${name}`).checked = values[name] === true;
+    updateSwitches(flow);
     syncRpmFromRate(flow);
     updatePresetMatch(flow);
   }
@@ -291,6 +335,9 @@ function errorTarget(error) {
   const { flow, field } = error ?? {};
   if (FLOWS.includes(flow) && FLOW_FIELDS.includes(field)) {
     return { id: `${flow}-${field}`, name: `${FLOW_TITLES[flow]} › ${FIELD_INFO[field].label}` };
+  }
+  if (FLOWS.includes(flow) && FLOW_SWITCHES.includes(field)) {
+    return { id: `${flow}-${field}`, name: `${FLOW_TITLES[flow]} › ${SWITCH_INFO[field].label}` };
   }
   if (Object.hasOwn(LANGUAGE_LABELS, field)) {
     return { id: field, name: LANGUAGE_LABELS[field] };

@@ -13,10 +13,14 @@ export const FLOWS = Object.freeze(["page", "subtitles"]);
  *   { type: "translate", flow, sourceLang, targetLang, context,
  *     items: [{ id: string, text: string, priority: number }] }
  *
- * Background -> content script, one message per item:
+ * Background -> content script, one final message per item:
  *
  *   { type: "translated", id, translation }
  *   { type: "failed", id, code, message }       // a PacerError code
+ *
+ * and before it, when the flow streams replies with previews on, any number of
+ *
+ *   { type: "partial", id, text }               // the translation received so far
  */
 export const PORT_NAME = "batch-pacer-translate";
 
@@ -31,7 +35,8 @@ export const PORT_NAME = "batch-pacer-translate";
  *   { type: "getProviderStatus" }              -> { ok: true, blocked: Blocked | null }
  *
  * settings = {
- *   page:      { rate, capacity, maxInFlight, maxCharactersPerBatch, maxItemsPerBatch, batchDelayMs },
+ *   page:      { rate, capacity, maxInFlight, maxCharactersPerBatch, maxItemsPerBatch, batchDelayMs,
+ *                stream, previews },                  // FLOW_FIELDS, then FLOW_SWITCHES
  *   subtitles: { ...same fields },
  *   provider:  { kind: "demo" | "openai", baseUrl, apiKey, model },
  *   sourceLang, targetLang,
@@ -48,6 +53,8 @@ export const PORT_NAME = "batch-pacer-translate";
  *   providerId,                                 // "demo" or "openai:<baseUrl>"
  *   pacer: <BatchPacer.stats()>,                // items, providerCalls, retries, ...
  *   byProvider: { [providerId]: { paragraphs, calls, rateLimited } },
+ *   timing: { pages, firstMsSum, lastFirstMs,    // time to each page's first paragraph
+ *             paragraphs, callMsSum },          // from a paragraph's call start to its translation
  *   series: [{ t: seconds since startedAt, paragraphs, calls }],   // cumulative, one point per second of activity
  * }
  */
@@ -55,6 +62,7 @@ export const MESSAGES = Object.freeze({
   translate: "translate",
   translated: "translated",
   failed: "failed",
+  partial: "partial",
   getSettings: "getSettings",
   setSettings: "setSettings",
   getStats: "getStats",
@@ -80,6 +88,14 @@ export const FLOW_FIELDS = Object.freeze([
   "batchDelayMs",
 ]);
 
+/**
+ * Switches the options page edits per flow; they are the demo's, not BatchPacer options.
+ * `stream`: the provider is asked for a streamed reply, so each paragraph shows as soon
+ * as the reply proves it. `previews`: while a reply streams, a paragraph shows its
+ * translation as it arrives, in a lighter style, until its own answer replaces it.
+ */
+export const FLOW_SWITCHES = Object.freeze(["stream", "previews"]);
+
 /** The presets of the Request Control guide. `rate: null` keeps the current rate. */
 export const PRESETS = Object.freeze({
   strictFreeTier: Object.freeze({
@@ -98,8 +114,8 @@ export const PRESETS = Object.freeze({
 
 /** Settings of a fresh install: the package defaults, the offline demo provider. */
 export const DEFAULT_SETTINGS = Object.freeze({
-  page: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100 },
-  subtitles: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100 },
+  page: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100, stream: false, previews: true },
+  subtitles: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100, stream: false, previews: true },
   provider: { kind: "demo", baseUrl: "", apiKey: "", model: "" },
   sourceLang: "en",
   targetLang: "de",

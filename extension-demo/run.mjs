@@ -1,12 +1,15 @@
 // The main job (`npm start`): the demo extension translating the demo article and its
 // subtitle stream in a real Chromium, against the local OpenAI-compatible mock provider
-// with a quota (or a real provider: OPENAI_BASE_URL, OPENAI_API_KEY, MODEL). Prints a
-// report and writes screenshots of the translated page and of the statistics page.
+// with a quota (or a real provider: OPENAI_BASE_URL, OPENAI_API_KEY, MODEL). The page is
+// translated twice, first with whole replies, then with streamed ones, and the report
+// sets their times to the first paragraph and to each paragraph side by side, then gives
+// the streamed run's details. Writes screenshots of the translated page and of the
+// statistics page.
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
 import { startMockProvider } from "./mock-provider.mjs";
 import { startDemoServer } from "./demo-server.mjs";
-import { EXTENSION_DIR, applySettings, getStats, launchChromium, progress, translations, waitTranslated } from "./harness.mjs";
+import { EXTENSION_DIR, applySettings, extensionMessage, getStats, launchChromium, translations, waitTranslated } from "./harness.mjs";
 import { pseudoTranslate } from "./demo-provider.js";
 
 const OUTPUT_DIR = join(EXTENSION_DIR, "..", "demo-output");
@@ -14,6 +17,8 @@ const OUTPUT_DIR = join(EXTENSION_DIR, "..", "demo-output");
 // The mock's quota: 180 requests per minute with a burst of 3. The flows split it:
 // page 2/s with burst 2, subtitles 1/s with burst 1, so together they never exceed it.
 const QUOTA = { rpm: 180, burst: 3 };
+// The mock writes like a hosted model: its first token after 250–350 ms, then this speed.
+const MOCK_TOKENS_PER_SECOND = 80;
 const FLOW_SETTINGS = {
   page: { rate: 2, capacity: 2, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100 },
   subtitles: { rate: 1, capacity: 1, maxInFlight: 0, maxCharactersPerBatch: 400, maxItemsPerBatch: 3, batchDelayMs: 150 },
@@ -29,28 +34,62 @@ function percent(part, whole) {
   return whole > 0 ? `${((1 - part / whole) * 100).toFixed(1)}%` : "—";
 }
 
+/** The page's timing as the content script measured it (ms from its first items sent). */
+function pageTiming(page) {
+  return page.evaluate(() => ({
+    firstMs: Number(document.documentElement.dataset.bpPageFirstMs),
+    meanMs: Number(document.documentElement.dataset.bpPageMeanMs),
+    previews: Number(document.documentElement.dataset.bpPreviews ?? 0),
+  }));
+}
+
+/**
+ * Translates the demo page once, replies streamed or whole, into `targetLang` (each run
+ * its own language, so the second finds nothing in the first's cache). Returns the
+ * page, what it showed, its timing and the flows' statistics of this run alone.
+ */
+async function translatePage(browser, site, { stream, targetLang, real }) {
+  await extensionMessage(browser, { type: "resetStats" });
+  await applySettings(browser, {
+    page: { ...FLOW_SETTINGS.page, stream, previews: true },
+    subtitles: { ...FLOW_SETTINGS.subtitles, stream, previews: true },
+    targetLang,
+  });
+  const page = await browser.context.newPage();
+  const opened = Date.now();
+  await page.goto(site.url);
+  const done = await waitTranslated(page, { timeoutMs: 300_000 });
+  const wallSeconds = (Date.now() - opened) / 1000;
+  const shown = await translations(page);
+  const wrong = real ? [] : shown.filter((t) => t.translation !== pseudoTranslate(t.text.trim(), targetLang) && !t.failed);
+  const stats = await getStats(browser);
+  const { paragraphs, callMsSum } = stats.flows.page.timing;
+  const callMs = paragraphs > 0 ? callMsSum / paragraphs : NaN;
+  return { stream, targetLang, page, done, wallSeconds, wrong, timing: await pageTiming(page), callMs, stats };
+}
+
+const ms = (value) => (Number.isFinite(value) ? `${Math.round(value)} ms` : "—");
+const times = (value, baseline) => (Number.isFinite(value) && baseline > 0 ? `${(value / baseline).toFixed(2)}x` : "—");
+
 async function main() {
   const real = realProvider();
-  const mock = real ? null : await startMockProvider({ port: 0, rpm: QUOTA.rpm, burst: QUOTA.burst, latency: 250, jitter: 100, seed: 7 });
+  const mock = real
+    ? null
+    : await startMockProvider({ port: 0, rpm: QUOTA.rpm, burst: QUOTA.burst, latency: 250, jitter: 100, tokensPerSecond: MOCK_TOKENS_PER_SECOND, seed: 7 });
   const site = await startDemoServer({ port: 0 });
   const browser = await launchChromium();
   const started = Date.now();
   try {
     await applySettings(browser, {
-      ...FLOW_SETTINGS,
       provider: real ?? { kind: "openai", baseUrl: mock.url, apiKey: "", model: "mock-translator" },
       sourceLang: "en",
-      targetLang: "de",
     });
-    const page = await browser.context.newPage();
-    const pageOpened = Date.now();
-    await page.goto(site.url);
-    const done = await waitTranslated(page, { timeoutMs: 300_000 });
-    const wallSeconds = (Date.now() - pageOpened) / 1000;
-
-    const shown = await translations(page);
-    const wrong = real ? [] : shown.filter((t) => t.translation !== pseudoTranslate(t.text.trim(), "de") && !t.failed);
-    const stats = await getStats(browser);
+    const whole = await translatePage(browser, site, { stream: false, targetLang: "de", real });
+    await whole.page.close();
+    const mockWhole = mock?.stats();
+    mock?.reset();
+    const streamed = await translatePage(browser, site, { stream: true, targetLang: "fr", real });
+    const { page, done, wallSeconds, wrong, stats } = streamed;
 
     await mkdir(OUTPUT_DIR, { recursive: true });
     const pageShot = join(OUTPUT_DIR, "translated-page.png");
@@ -71,7 +110,17 @@ async function main() {
     const lines = [
       "",
       "batch-pacer demo: bilingual page and subtitles in Chromium (MV3 service worker)",
-      `provider            ${real ? `${real.baseUrl} (${real.model})` : `local mock ${mock.url}, quota ${QUOTA.rpm}/min, burst ${QUOTA.burst}`}`,
+      `provider            ${real ? `${real.baseUrl} (${real.model})` : `local mock ${mock.url}, quota ${QUOTA.rpm}/min, burst ${QUOTA.burst}, ${MOCK_TOKENS_PER_SECOND} tokens/s after its first token`}`,
+      "",
+      `                    whole replies (de)   streamed replies (fr)`,
+      `first paragraph     ${ms(whole.timing.firstMs).padEnd(20)} ${ms(streamed.timing.firstMs).padEnd(9)} ${times(streamed.timing.firstMs, whole.timing.firstMs)}`,
+      `mean per paragraph  ${ms(whole.timing.meanMs).padEnd(20)} ${ms(streamed.timing.meanMs).padEnd(9)} ${times(streamed.timing.meanMs, whole.timing.meanMs)}`,
+      `request → paragraph ${ms(whole.callMs).padEnd(20)} ${ms(streamed.callMs).padEnd(9)} ${times(streamed.callMs, whole.callMs)}`,
+      `wall time           ${`${whole.wallSeconds.toFixed(1)} s`.padEnd(20)} ${wallSeconds.toFixed(1)} s`,
+      `misplaced           ${String(whole.wrong.length).padEnd(20)} ${wrong.length}`,
+      `(page flow: "first paragraph" and "mean per paragraph" are timed in the content script from its first items sent, so they include the wait behind the rate and any 429 pause; "request → paragraph" is the background's mean from the start of the call that carried a paragraph to its translation; streamed: ${flows.page.pacer.streamedCalls ?? 0} streamed calls, ${flows.page.pacer.earlyResolved ?? 0} paragraphs shown before their stream ended, ${streamed.timing.previews} preview updates)`,
+      "",
+      "The streamed run in detail:",
       `paragraphs          ${done.pageDone} on the page + ${done.subtitlesDone} subtitle cues = ${paragraphs} items (${done.failed} failed)`,
       `provider calls      ${calls} (page ${flows.page.pacer.providerCalls}, subtitles ${flows.subtitles.pacer.providerCalls}; batches ${flows.page.pacer.batchCalls + flows.subtitles.pacer.batchCalls})`,
       `saved               ${percent(calls, paragraphs)} of the calls one request per paragraph would make`,
@@ -81,22 +130,23 @@ async function main() {
     ];
     if (mockStats) {
       const { markers, separator } = mockStats.batches;
-      lines.push(`batch layout        ${markers > 0 && separator === 0 ? "markers" : separator > 0 && markers === 0 ? "separator" : "mixed"} (the mock answered ${markers} marked and ${separator} separator batches)`);
-    }
-    if (mockStats) {
+      lines.push(`batch layout        ${markers > 0 && separator === 0 ? "markers" : separator > 0 && markers === 0 ? "separator" : "mixed"} (the mock answered ${markers} marked and ${separator} separator batches, ${mockStats.streamed} of its answers streamed)`);
       const accepted = mockStats.ok;
       const rate = QUOTA.rpm / 60;
       const lowerBound = Math.max(0, (accepted - QUOTA.burst) / rate);
       lines.push(
-        `wall time           ${wallSeconds.toFixed(1)} s for ${accepted} accepted calls; the quota's lower bound is ${lowerBound.toFixed(1)} s (${(wallSeconds / Math.max(lowerBound, 0.001)).toFixed(2)}x, cue arrival included)`,
+        `wall time           ${wallSeconds.toFixed(1)} s for ${accepted} accepted calls; the quota's lower bound is ${lowerBound.toFixed(1)} s (${(wallSeconds / Math.max(lowerBound, 0.001)).toFixed(2)}x, cue arrival and writing time included)`,
+        `whole-reply run     ${mockWhole.ok} accepted calls, ${mockWhole.rateLimited} 429s`,
       );
     } else {
       lines.push(`wall time           ${wallSeconds.toFixed(1)} s`);
     }
     lines.push(`screenshots         ${pageShot}`, `                    ${statsShot}`, `total run           ${((Date.now() - started) / 1000).toFixed(1)} s`, "");
     console.log(lines.join("\n"));
-    for (const w of wrong) console.log(`misplaced ${w.id}: ${JSON.stringify(w.text)} -> ${JSON.stringify(w.translation)}`);
-    if (wrong.length > 0 || done.failed > 0) process.exitCode = 1;
+    for (const run of [whole, streamed]) {
+      for (const w of run.wrong) console.log(`misplaced (${run.targetLang}) ${w.id}: ${JSON.stringify(w.text)} -> ${JSON.stringify(w.translation)}`);
+    }
+    if ([whole, streamed].some((run) => run.wrong.length > 0 || run.done.failed > 0)) process.exitCode = 1;
   } finally {
     await browser.close();
     await site.close();

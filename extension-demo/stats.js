@@ -1,5 +1,6 @@
 // Statistics: polls the background once a second and shows, per flow, how many original
-// paragraphs became how many provider calls, the pacer's counters, the counts per provider
+// paragraphs became how many provider calls, how long a page waited for its first
+// paragraph (streamed replies shorten it), the pacer's counters, the counts per provider
 // (tokens included, from the providers' reported usage), a chart of both totals over time
 // and one of the tokens used per minute.
 
@@ -8,11 +9,19 @@ import { element } from "./dom.js";
 
 const POLL_MS = 1000;
 
-/** The rows of each flow's table: [pacer.stats() key, label]; "saved" is computed. */
+/**
+ * The rows of each flow's table: [pacer.stats() key, label]; "saved" and the times are
+ * computed (see `cellText`).
+ */
 const ROWS = [
   ["items", "Original paragraphs"],
   ["providerCalls", "Provider calls"],
   ["saved", "Saved"],
+  ["firstParagraph", "Time to first paragraph (last page)"],
+  ["firstParagraphMean", "Time to first paragraph (mean over pages)"],
+  ["callToParagraph", "Request to paragraph (mean)"],
+  ["streamedCalls", "Streamed calls"],
+  ["earlyResolved", "Paragraphs shown before their stream ended"],
   ["batchCalls", "Batch calls"],
   ["retries", "Retries"],
   ["countMismatches", "Count mismatches"],
@@ -44,6 +53,8 @@ const CHART = { width: 560, height: 240, left: 46, right: 14, top: 34, bottom: 3
 
 const $ = (id) => document.getElementById(id);
 const numberFormat = new Intl.NumberFormat("en");
+// Axis ticks fit the chart's left margin: 600,000 tokens a minute is "600K".
+const axisFormat = new Intl.NumberFormat("en", { notation: "compact" });
 
 let loadedOnce = false;
 let timer;
@@ -79,6 +90,26 @@ function seconds(t) {
   const rest = String(total % 60).padStart(2, "0");
   if (minutes < 60) return `${minutes}:${rest}`;
   return `${Math.floor(minutes / 60)}:${String(minutes % 60).padStart(2, "0")}:${rest}`;
+}
+
+/** A duration in ms as "850 ms" or "2.4 s"; "—" when unknown. */
+function duration(ms) {
+  if (!isCount(ms)) return "—";
+  return ms < 1000 ? `${Math.round(ms)} ms` : `${Number((ms / 1000).toFixed(1))} s`;
+}
+
+/** The text of a counter cell: a pacer counter, or one of the computed rows. */
+function cellText(key, flowStats) {
+  const pacer = flowStats?.pacer ?? {};
+  const timing = flowStats?.timing;
+  if (key === "saved") return saved(pacer.items, pacer.providerCalls);
+  if (key === "firstParagraph") return duration(timing?.lastFirstMs);
+  if (key === "callToParagraph") return timing?.paragraphs > 0 ? duration(timing.callMsSum / timing.paragraphs) : "—";
+  if (key === "firstParagraphMean") {
+    if (!(timing?.pages > 0)) return "—";
+    return `${duration(timing.firstMsSum / timing.pages)} (${count(timing.pages)} page${timing.pages === 1 ? "" : "s"})`;
+  }
+  return count(pacer[key]);
 }
 
 function clockTime(epochMs) {
@@ -120,6 +151,10 @@ function buildFlow(flow) {
     element("div", {}, [
       element("span", { class: "big", "data-headline": "saved", text: "—" }),
       element("span", { class: "small", text: "calls saved" }),
+    ]),
+    element("div", {}, [
+      element("span", { class: "big", "data-headline": "firstParagraph", text: "—" }),
+      element("span", { class: "small", text: "to the first paragraph (last page)" }),
     ]),
   ]);
 
@@ -180,18 +215,11 @@ function buildFlow(flow) {
 function renderFlow(flow, flowStats) {
   const section = $(`stats-${flow}`);
   const title = section.querySelector("h2")?.textContent ?? flow;
-  const pacer = flowStats?.pacer ?? {};
 
   section.querySelector('[data-field="providerId"]').textContent = flowStats?.providerId || "—";
 
-  for (const cell of section.querySelectorAll("[data-stat]")) {
-    const key = cell.dataset.stat;
-    cell.textContent = key === "saved" ? saved(pacer.items, pacer.providerCalls) : count(pacer[key]);
-  }
-  for (const cell of section.querySelectorAll("[data-headline]")) {
-    const key = cell.dataset.headline;
-    cell.textContent = key === "saved" ? saved(pacer.items, pacer.providerCalls) : count(pacer[key]);
-  }
+  for (const cell of section.querySelectorAll("[data-stat]")) cell.textContent = cellText(cell.dataset.stat, flowStats);
+  for (const cell of section.querySelectorAll("[data-headline]")) cell.textContent = cellText(cell.dataset.headline, flowStats);
 
   const body = section.querySelector("[data-providers]");
   const entries = Object.entries(flowStats?.byProvider ?? {});
@@ -315,7 +343,7 @@ function plot(chart, { titleId, title, points, lines }) {
   for (let v = 0; v <= yMax + yStep / 2; v += yStep) {
     const yy = round(y(v));
     nodes.push(svg("line", { class: v === 0 ? "axis" : "gridline", x1: left, x2: width - right, y1: yy, y2: yy }));
-    nodes.push(svg("text", { x: left - 6, y: yy + 4, "text-anchor": "end" }, numberFormat.format(v)));
+    nodes.push(svg("text", { x: left - 6, y: yy + 4, "text-anchor": "end" }, axisFormat.format(v)));
   }
 
   // The time axis with its tick labels.

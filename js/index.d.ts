@@ -584,6 +584,11 @@ export interface ProviderRequest {
  * - `retryAfterMs` (milliseconds), or `retryAfter` (seconds, or an HTTP Retry-After
  *   string), or `headers` (a `Headers` object or a plain object) with `retry-after`:
  *   how long to wait before the next call to this provider. It overrides the backoff.
+ * - `retryable: false`: you know the same request will fail again (a content-policy
+ *   refusal, an invalid request): it is never retried, whatever its status. A single
+ *   item rejects with `provider_error`; a batch's items are sent once each alone (with
+ *   `fallbackToIndividual`, else they reject), since one paragraph may be what was
+ *   refused. A 429 marked so still pauses the provider. Any other value is ignored.
  *
  * @example
  * const provider: Provider = async ({ text, sourceLang, targetLang, signal }) => {
@@ -818,6 +823,12 @@ export interface OpenAIProviderError extends Error {
    * day"). `"rate"`: any other 429.
    */
   quota?: "rate" | "daily" | "billing";
+  /**
+   * `false` where the API says the same request will never succeed: a content-policy
+   * refusal (`content_policy_violation`, `content_filter`) or an `invalid_request_error`
+   * other than a context-length one (that one has `status` 413, so the batch is split).
+   */
+  retryable?: false;
 }
 
 /**
@@ -1164,6 +1175,16 @@ export interface PacerProviderSnapshot {
   adaptiveCeiling: number;
   /** A spent daily quota that still holds. */
   dailyBlock?: { blockedForMs: number; resetKnown: boolean; message: string };
+  /**
+   * The limits the provider last reported, while they still bound its calls: per window,
+   * the room left at the snapshot (calls started since the report counted), the whole
+   * window as far as seen, and the time to its reset. A restarted worker's first calls
+   * respect them.
+   */
+  limits?: {
+    requests?: { remaining: number; whole: number; resetMs: number };
+    tokens?: { remaining: number; whole: number; resetMs: number };
+  };
 }
 
 /**

@@ -604,8 +604,7 @@ function bodyRetryDelay(body) {
  * 429 "on requests per day (RPD)" / "tokens per day (TPD)"; "rate" for any other 429.
  */
 function quotaOf(status, body) {
-  const error = body?.error;
-  const fields = error !== null && typeof error === "object" ? [error.code, error.type] : [];
+  const fields = errorFields(body);
   if (status === 402 || fields.includes("insufficient_quota")) return "billing";
   if (status !== 429) return undefined;
   for (const detail of errorDetails(body)) {
@@ -615,6 +614,33 @@ function quotaOf(status, body) {
   }
   if (/\b(?:requests|tokens) per day\b/i.test(errorDetail(body))) return "daily";
   return "rate";
+}
+
+/** A body's error `code` and `type`, where it has them. */
+function errorFields(body) {
+  const error = body?.error;
+  return error !== null && typeof error === "object" ? [error.code, error.type] : [];
+}
+
+/**
+ * Whether the request was too long for the model's context (`context_length_exceeded`,
+ * or an `invalid_request_error` saying so): a 413 by meaning, so the batch is split.
+ */
+function contextTooLong(body) {
+  const fields = errorFields(body);
+  if (fields.includes("context_length_exceeded")) return true;
+  return fields.includes("invalid_request_error") && /context.length|context window|too many tokens/i.test(errorDetail(body));
+}
+
+/**
+ * Whether the API says the same request will never succeed: a content-policy refusal
+ * (`content_policy_violation`, `content_filter`), or an `invalid_request_error` other
+ * than a context-length one. Such an error is not retried (`retryable: false`).
+ */
+function neverSucceeds(status, body) {
+  if (status === 429 || contextTooLong(body)) return false;
+  const fields = errorFields(body);
+  return ["content_policy_violation", "content_filter", "invalid_request_error"].some((f) => fields.includes(f));
 }
 
 /** The error for a fetch that rejected: aborts as they are, anything else wrapped. */
@@ -673,7 +699,10 @@ function apiError(head, status, raw, headers, redact) {
     ? `${head}: ${hint}${detail ? ` (${detail})` : ""}`
     : `${head}${detail ? `: ${detail}` : ""}`;
   const error = new Error(message);
-  if (status !== undefined) error.status = status;
+  // A context-length refusal is a 413 by meaning: the pacer splits the batch.
+  const meant = contextTooLong(body) ? 413 : status;
+  if (meant !== undefined) error.status = meant;
+  if (neverSucceeds(status, body)) error.retryable = false;
   const retryAfterMs = readRetryAfter(headers) ?? bodyRetryDelay(body);
   if (retryAfterMs !== undefined) error.retryAfterMs = retryAfterMs;
   const limits = readLimits(headers);

@@ -13,7 +13,7 @@ use crate::time::{Duration, Instant};
 /// An answer waiting for its instant.
 #[derive(Debug)]
 enum Pending<C> {
-    Response(CallId, Result<Reply, Failure<C>>),
+    Response(CallId, Result<Reply, Failure<C>>, Report),
     Lookup(LookupId, LookupResult),
     Stream(CallId, StreamValue),
 }
@@ -50,7 +50,19 @@ impl<C: Clone> VirtualTime<C> {
 
     /// Delivers `outcome` for call `id`, `after` from now.
     pub fn answer(&mut self, id: CallId, after: Duration, outcome: Result<Reply, Failure<C>>) {
-        self.schedule(after, Pending::Response(id, outcome));
+        self.schedule(after, Pending::Response(id, outcome, Report::default()));
+    }
+
+    /// Delivers `outcome` for call `id` with what the provider reported (usage, limits),
+    /// `after` from now.
+    pub fn answer_reported(
+        &mut self,
+        id: CallId,
+        after: Duration,
+        outcome: Result<Reply, Failure<C>>,
+        report: Report,
+    ) {
+        self.schedule(after, Pending::Response(id, outcome, report));
     }
 
     /// Delivers a value of call `id`'s streamed reply, `after` from now (values at the
@@ -103,7 +115,9 @@ impl<C: Clone> VirtualTime<C> {
                     break;
                 }
                 match entry.remove() {
-                    Pending::Response(id, outcome) => engine.handle_response(self.now, id, outcome),
+                    Pending::Response(id, outcome, report) => {
+                        engine.handle_response_reported(self.now, id, outcome, report)
+                    }
                     Pending::Lookup(id, result) => engine.handle_lookup(self.now, id, result),
                     Pending::Stream(id, StreamValue::Text(text)) => {
                         engine.handle_chunk(self.now, id, &text)

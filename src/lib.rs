@@ -39,6 +39,7 @@
 //!   - `store`: the persistent store's lookups and writes.
 //! - `pacing/`: the rules of how fast calls may go:
 //!   - `bucket`: the token bucket ("not until T", never a sleep).
+//!   - `adaptive`: a provider's own rate after 429s, and how it recovers.
 //!   - `estimate`: the script-aware token estimate of a text.
 //!   - `quota`: the token budget, call costs corrected from usage, reported limits.
 //!   - `budget`: one budget (and provider pacing state) shared by several pacers.
@@ -63,7 +64,7 @@ pub use contract::{call, item, options, settle, snapshot, stats};
 mod memo;
 pub use memo::{cache, key, store};
 mod pacing;
-pub use pacing::{bucket, budget, estimate, quota, retry};
+pub use pacing::{adaptive, bucket, budget, estimate, quota, retry};
 mod layout;
 pub use layout::{alignment, codec, early, markers, proof, stream};
 

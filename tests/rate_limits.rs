@@ -196,3 +196,95 @@ fn a_pause_made_longer_wakes_the_engine_at_its_new_end_only() {
          shorter one would have ended"
     );
 }
+
+/// Calls started in the last ten minutes of an hour at rate 2/s, backlog kept full,
+/// against a provider that answers `share` of calls 429 at random (Retry-After 1 s), as a
+/// share of the rate.
+fn last_window_share(share: f64, seed: u64) -> f64 {
+    // The library's seeded source (SplitMix64): the same draws on every machine.
+    let mut random = batch_pacer::retry::Jitter::new(seed);
+    let opts = options(&[("rate", 2.0), ("maxRateLimitRetries", 1000.0)]);
+    let mut sim = Sim::new(opts, move |call: &Call, _| {
+        let outcome = if random.next_unit() < share {
+            Err(http_error(429, Some(1000.0)))
+        } else {
+            Ok(echo_reply(call))
+        };
+        Answer::After(Duration::from_millis(300.0), outcome)
+    });
+    let texts: Vec<String> = (0..8000).map(|i| format!("p{i}")).collect();
+    for t in &texts {
+        sim.translate(&single(t));
+    }
+    sim.drive_until(ms(3_600_000.0));
+    let last = sim
+        .starts_ms()
+        .iter()
+        .filter(|at| (3_000_000.0..3_600_000.0).contains(*at))
+        .count();
+    last as f64 / (2.0 * 600.0)
+}
+
+#[test]
+fn sporadic_429s_do_not_ratchet_the_rate_down() {
+    // Each 429 episode halves the rate (rule 6), but a 429 at a rate the provider had
+    // accepted does not lower the ceiling, so the rate comes back every time.
+    for seed in [1, 2, 3] {
+        let at_1 = last_window_share(0.01, seed);
+        assert!(at_1 >= 0.85, "1%, seed {seed}: {at_1:.2} of the rate");
+        let at_5 = last_window_share(0.05, seed);
+        assert!(at_5 >= 0.6, "5%, seed {seed}: {at_5:.2} of the rate");
+    }
+}
+
+#[test]
+fn without_429s_the_rate_is_back_within_its_time_bound() {
+    // Two 429 episodes bring rate 2 down to 0.5; then every call is accepted. Growth is
+    // slow near the ceiling for at most CEILING_HOLD after the last pause; below it, each
+    // success raises the rate by at least a doubling per TIME_DOUBLING since the
+    // previous raise: back at 2 within CEILING_HOLD + TIME_DOUBLING × log2(2 / 0.5).
+    let mut n = 0;
+    let opts = options(&[("rate", 2.0), ("capacity", 1.0)]);
+    let mut sim = Sim::new(opts, move |call: &Call, _| {
+        n += 1;
+        let outcome = if n <= 2 {
+            Err(http_error(429, Some(1000.0)))
+        } else {
+            Ok(echo_reply(call))
+        };
+        Answer::After(Duration::from_millis(10.0), outcome)
+    });
+    let texts: Vec<String> = (0..2000).map(|i| format!("p{i}")).collect();
+    sim.translate(&single(&texts[0]));
+    sim.drive_until(ms(1.0));
+    for t in &texts[1..] {
+        sim.translate(&single(t));
+    }
+    sim.drive_until(ms(900_000.0));
+    let rates: Vec<(f64, Option<f64>)> = sim
+        .events
+        .iter()
+        .filter_map(|(at, e)| match e {
+            batch_pacer::Event::AdaptiveRate { rate, .. } => Some((at.as_millis(), *rate)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(rates[..2], [(10.0, Some(1.0)), (1020.0, Some(0.5))]);
+    let (back_at, full) = rates[2];
+    assert_eq!(full, None, "{rates:?}");
+    use batch_pacer::adaptive::{CEILING_HOLD, TIME_DOUBLING};
+    let bound = 2020.0 + CEILING_HOLD.as_millis() + TIME_DOUBLING.as_millis() * 2.0;
+    assert!(back_at <= bound, "back at {back_at} ms, bound {bound} ms");
+    // Gradually: the gaps between calls shrink call by call until then.
+    let starts: Vec<f64> = sim
+        .starts_ms()
+        .into_iter()
+        .filter(|s| (2020.0..back_at).contains(s))
+        .collect();
+    let gaps: Vec<f64> = starts.windows(2).map(|w| w[1] - w[0]).collect();
+    assert!(gaps.len() > 10, "{gaps:?}");
+    assert!(gaps.windows(2).all(|g| g[1] <= g[0] + 1.0), "{gaps:?}");
+    // The first after one accepted call at 0.5/s: 15% quicker; the last near 2/s.
+    assert!((gaps[0] - 2000.0 / 1.15).abs() < 2.0, "{gaps:?}");
+    assert!(gaps[gaps.len() - 1] <= 600.0, "{gaps:?}");
+}

@@ -3,7 +3,7 @@
 
 mod sim;
 
-use batch_pacer::{Call, Failure, OptionValue, Reply};
+use batch_pacer::{Call, Failure, OptionValue, Options, Reply};
 use sim::*;
 
 #[test]
@@ -137,4 +137,76 @@ fn a_retry_waits_for_its_backoff_and_a_token() {
         vec![0.0, 10_000.0],
         "backoff is 10 ms but the next token is at 10 s"
     );
+}
+
+/// A failure the provider marks `retryable: false`.
+fn final_by_provider(status: Option<u16>) -> Failure<String> {
+    let mut failure = Failure::error(status, None, "refused by content policy");
+    failure.retryable = Some(false);
+    failure
+}
+
+#[test]
+fn an_error_marked_not_retryable_is_never_retried_whatever_its_status() {
+    for status in [None, Some(500), Some(503), Some(408), Some(413)] {
+        let mut sim = Sim::new(Default::default(), move |_: &Call, _| {
+            Answer::After(Duration::from_millis(5.0), Err(final_by_provider(status)))
+        });
+        let t = sim.translate(&single("x"));
+        sim.drive();
+        assert_eq!(sim.calls.len(), 1, "status {status:?}: one call");
+        let err = sim.result(t).as_ref().unwrap_err();
+        assert_eq!((err.code, err.status), (ErrorCode::ProviderError, status));
+    }
+    // `retryable: true` changes nothing: a 400 still fails at once, a 503 is retried.
+    for (status, calls) in [(400, 1), (503, 3)] {
+        let mut sim = Sim::new(Default::default(), move |_: &Call, _| {
+            let mut failure = http_error(status, None);
+            failure.retryable = Some(true);
+            Answer::After(Duration::from_millis(5.0), Err(failure))
+        });
+        sim.translate(&single("x"));
+        sim.drive();
+        assert_eq!(sim.calls.len(), calls, "status {status}");
+    }
+}
+
+#[test]
+fn a_batch_refused_for_good_sends_each_item_once_alone() {
+    // The provider refuses any call holding "bad": the batch, then that item alone; the
+    // others succeed alone.
+    let mut sim = Sim::new(Default::default(), |call: &Call, _| {
+        let outcome = if call.texts.iter().any(|t| t == "bad") {
+            Err(final_by_provider(Some(500)))
+        } else {
+            Ok(echo_reply(call))
+        };
+        Answer::After(Duration::from_millis(5.0), outcome)
+    });
+    let texts = ["one", "bad", "three"];
+    let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    let sizes: Vec<usize> = sim.calls.iter().map(|c| c.texts.len()).collect();
+    assert_eq!(sizes, [3, 1, 1, 1], "the batch, then each item once");
+    assert_eq!(sim.ok(tickets[0]), echo("one"));
+    assert_eq!(sim.code(tickets[1]), ErrorCode::ProviderError);
+    assert_eq!(sim.ok(tickets[2]), echo("three"));
+    assert_eq!(sim.engine.stats().fallbacks, 1);
+    // Without the fallback, the batch's items reject with the call.
+    let opts = Options {
+        fallback_to_individual: false,
+        ..Default::default()
+    };
+    let mut sim = Sim::new(opts, |_: &Call, _| {
+        Answer::After(
+            Duration::from_millis(5.0),
+            Err(final_by_provider(Some(503))),
+        )
+    });
+    let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    assert_eq!(sim.calls.len(), 1);
+    for t in tickets {
+        assert_eq!(sim.code(t), ErrorCode::ProviderError);
+    }
 }

@@ -196,6 +196,9 @@ pub struct Failure<C> {
     pub limits: ReportedLimits,
     /// Which quota is spent, when the error said so.
     pub quota: Option<Quota>,
+    /// `Some(false)`: the provider knows the same request will fail again (a
+    /// content-policy refusal, an invalid request): it is never retried.
+    pub retryable: Option<bool>,
 }
 
 impl<C> Failure<C> {
@@ -209,6 +212,7 @@ impl<C> Failure<C> {
             cause: None,
             limits: ReportedLimits::default(),
             quota: None,
+            retryable: None,
         }
     }
 
@@ -224,6 +228,7 @@ impl<C> Failure<C> {
             cause: None,
             limits: ReportedLimits::default(),
             quota: None,
+            retryable: None,
         }
     }
 

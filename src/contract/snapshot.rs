@@ -1,9 +1,11 @@
 //! What must outlive an MV3 service worker: the bucket's tokens, each provider's 429
-//! pause and adaptive rate, and the wall-clock time they were taken at. A restarted
+//! pause, adaptive rate and last reported limits, and the wall-clock time they were
+//! taken at. A restarted
 //! worker that restores them neither bursts again nor forgets a pause.
 
 use crate::display::js_number;
 use crate::options::OptionsError;
+use crate::quota::SavedLimits;
 use crate::time::Duration;
 
 /// A provider's pacing state.
@@ -19,6 +21,8 @@ pub struct ProviderSnapshot {
     pub adaptive_ceiling: f64,
     /// A spent daily quota that still holds.
     pub daily_block: Option<SavedDailyBlock>,
+    /// The limits it last reported, while they hold its calls.
+    pub limits: Option<SavedLimits>,
 }
 
 /// A daily block as saved: how long it still holds, and what items reject with.
@@ -91,6 +95,18 @@ impl Snapshot {
                         "a finite number > 0 or null",
                         rate,
                     ));
+                }
+            }
+            let windows = p.limits.iter().flat_map(|l| [&l.requests, &l.tokens]);
+            for window in windows.flatten() {
+                for (field, value) in [("remaining", window.remaining), ("whole", window.whole)] {
+                    if !value.is_finite() || value < 0.0 {
+                        return Err(reject(
+                            &format!("providers[].limits.{field}"),
+                            "a finite number >= 0",
+                            value,
+                        ));
+                    }
                 }
             }
             if !p.adaptive_ceiling.is_finite() || p.adaptive_ceiling < 0.0 {

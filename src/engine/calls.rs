@@ -120,7 +120,6 @@ pub(super) fn check_aligned(
 
 impl<C: Clone> Engine<C> {
     pub(super) fn start(&mut self, batch_key: Id<Batch>) {
-        let batch_key = self.first_call(batch_key);
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
         };
@@ -153,9 +152,10 @@ impl<C: Clone> Engine<C> {
         if let Some(shared) = &self.shared {
             shared.spend_tokens(self.now, cost);
         }
-        if let Some(p) = self.providers.get(provider as usize) {
-            p.pacing.borrow_mut().quota.spend(self.now, cost);
-        }
+        let quota_ticket = self
+            .providers
+            .get(provider as usize)
+            .map_or(0, |p| p.pacing.borrow_mut().quota.spend(self.now, cost));
         let (text, layout, instructions, reading) =
             lay_out(self.options.segment_format, &texts, self.calls.strings());
         let ids = self.calls.strings().ids(texts.len());
@@ -184,6 +184,7 @@ impl<C: Clone> Engine<C> {
                 raw_cost,
                 cost,
                 stream: None,
+                quota_ticket,
             },
         );
         self.out.calls.push_back(Call {
@@ -236,7 +237,7 @@ impl<C: Clone> Engine<C> {
     }
 
     pub(super) fn succeed(&mut self, run: Running, translations: Vec<String>) {
-        self.grow_adaptive_rate(run.provider);
+        self.grow_adaptive_rate(&run);
         let Some(batch) = self.batches.remove(run.batch) else {
             return;
         };
@@ -248,7 +249,7 @@ impl<C: Clone> Engine<C> {
     /// Partial acceptance: the proven segments resolve their items now; the batch goes
     /// out again with the missing ones only, as a count mismatch.
     pub(super) fn accept_proven(&mut self, run: Running, translations: Vec<Option<String>>) {
-        self.grow_adaptive_rate(run.provider);
+        self.grow_adaptive_rate(&run);
         let Some(batch) = self.batches.get_mut(run.batch) else {
             return;
         };

@@ -64,6 +64,7 @@ use running::{CallStrings, Calls, Running};
 use streams::*;
 use timers::*;
 
+use crate::adaptive::{AdaptiveRate, Growth};
 use crate::alignment;
 use crate::bucket::TokenBucket;
 use crate::budget::SharedBudget;
@@ -379,21 +380,16 @@ impl<C: Clone> Engine<C> {
         for provider in &self.providers {
             let mut pacing = provider.pacing.borrow_mut();
             let paused_until = pacing.paused_until;
-            if let Some(adaptive) = &mut pacing.adaptive {
-                if !next.adaptive_rate {
-                    pacing.adaptive = None;
-                } else if adaptive.recovering || adaptive.bucket.rate() >= next.rate {
-                    // At the new rate already: its burst is still earned back, not given.
-                    *adaptive = Adaptive::recovering(
-                        next.rate,
-                        next.capacity,
-                        adaptive.bucket.tokens(self.now),
-                        adaptive.ceiling,
-                        self.now.max(paused_until),
-                    );
-                } else {
-                    adaptive.ceiling = adaptive.ceiling.min(next.rate);
-                }
+            if !next.adaptive_rate {
+                pacing.adaptive = None;
+            } else if let Some(adaptive) = &mut pacing.adaptive {
+                // At the new rate already: its burst is still earned back, not given.
+                adaptive.rate_changed(
+                    self.now,
+                    next.rate,
+                    next.capacity,
+                    self.now.max(paused_until),
+                );
             }
         }
         self.cache
@@ -495,7 +491,7 @@ impl<C: Clone> Engine<C> {
             // A pause another pacer of a shared budget set has no timer of this one's.
             let mut at = self.request_token_at().max(pacing.paused_until);
             if let Some(adaptive) = &pacing.adaptive {
-                at = at.max(adaptive.bucket.ready_at(self.now));
+                at = at.max(adaptive.ready_at(self.now));
             }
             drop(pacing);
             if let Some(quota_at) = provider

@@ -3,36 +3,6 @@
 
 use super::*;
 
-/// Slowing a provider down after a 429 (rule 6).
-#[derive(Debug)]
-pub(crate) struct Adaptive {
-    pub(super) bucket: TokenBucket,
-    /// The rate that met the 429: growth slows down near it.
-    pub(super) ceiling: f64,
-    /// Back at the full rate, with the burst still to earn back: the bucket has the
-    /// pacer's rate and capacity, started from the tokens it held. It is lifted once
-    /// full, when it can no longer hold the provider back more than the pacer's bucket.
-    pub(super) recovering: bool,
-}
-
-impl Adaptive {
-    /// Back at `rate`, with the burst up to `capacity` still to earn back from `tokens`,
-    /// earning from `from` on: a paused provider earns nothing until its pause ends.
-    pub(super) fn recovering(
-        rate: f64,
-        capacity: f64,
-        tokens: f64,
-        ceiling: f64,
-        from: Instant,
-    ) -> Adaptive {
-        Adaptive {
-            bucket: TokenBucket::with_tokens(rate, capacity, tokens, from),
-            ceiling,
-            recovering: true,
-        }
-    }
-}
-
 /// A provider as this engine sees it: its due batches, and its pacing state, which
 /// pacers that share a budget also share.
 #[derive(Debug)]
@@ -48,7 +18,7 @@ pub(super) struct Provider {
 #[derive(Debug, Default)]
 pub struct ProviderPacing {
     pub(super) paused_until: Instant,
-    pub(super) adaptive: Option<Adaptive>,
+    pub(super) adaptive: Option<AdaptiveRate>,
     /// Counts 429 episodes. A call remembers the count at its start; a 429 for a call
     /// that started before the current episode began belongs to that episode and does
     /// not slow the provider down again (a burst of 429s is one episode).
@@ -58,18 +28,9 @@ pub struct ProviderPacing {
     pub(super) daily_block: Option<DailyBlock>,
     /// Its cost model and the limits it reported.
     pub(super) quota: ProviderQuota,
+    /// Calls accepted in a row at the full rate (before any 429 slowed it down).
+    pub(super) accepted: u32,
 }
-
-/// Growth of an adaptive rate per success: quick back to 3/4 of the rate that met the
-/// 429, then slow, so the provider converges just under its quota.
-pub(super) const ADAPTIVE_FAST_GROWTH: f64 = 1.05;
-
-pub(super) const ADAPTIVE_SLOW_GROWTH: f64 = 1.005;
-
-pub(super) const ADAPTIVE_SLOW_ZONE: f64 = 0.75;
-
-/// The lowest adaptive rate, in calls per second.
-pub(super) const ADAPTIVE_FLOOR: f64 = 1.0 / 60.0;
 
 impl<C: Clone> Engine<C> {
     pub(super) fn at_call_limit(&self) -> bool {
@@ -94,20 +55,23 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Starts as many calls as tokens, pauses and `maxInFlight` allow, best batch first.
+    /// One gate for a call: the best due batch is dealt first (a call takes the best
+    /// items of its group's due batches), and the call so made is the one whose cost is
+    /// checked against every budget that applies; a call that does not fit goes back in
+    /// line and its provider waits.
     pub(super) fn pump(&mut self) {
+        let mut held: Vec<usize> = Vec::new();
         while !self.disposed && !self.at_call_limit() && self.has_request_token() {
             let now = self.now;
             let best = self
                 .providers
                 .iter()
                 .enumerate()
-                .filter(|(_, p)| {
+                .filter(|(i, p)| {
                     let pacing = p.pacing.borrow();
-                    pacing.paused_until <= now
-                        && pacing
-                            .adaptive
-                            .as_ref()
-                            .is_none_or(|a| a.bucket.has_token(now))
+                    !held.contains(i)
+                        && pacing.paused_until <= now
+                        && pacing.adaptive.as_ref().is_none_or(|a| a.has_token(now))
                 })
                 .filter_map(|(i, p)| p.ready.first().map(|k| (*k, i)))
                 .filter(|(k, i)| {
@@ -125,23 +89,31 @@ impl<C: Clone> Engine<C> {
                 self.fail_queued(ready.2, error);
                 continue;
             }
+            self.providers[index].ready.remove(&ready);
+            let call = self.first_call(ready.2);
+            if self
+                .quota_ready_at(&self.providers[index], call)
+                .is_some_and(|at| at > now)
+            {
+                self.make_ready(call);
+                held.push(index);
+                continue;
+            }
             let capacity = self.options.capacity;
-            let provider = &mut self.providers[index];
-            provider.ready.remove(&ready);
-            let mut pacing = provider.pacing.borrow_mut();
-            if let Some(adaptive) = &mut pacing.adaptive {
-                if adaptive.recovering && adaptive.bucket.tokens(now) >= capacity {
-                    pacing.adaptive = None;
-                } else {
-                    adaptive.bucket.try_take(now);
-                }
+            let mut pacing = self.providers[index].pacing.borrow_mut();
+            if pacing
+                .adaptive
+                .as_mut()
+                .is_some_and(|a| a.take(now, capacity))
+            {
+                pacing.adaptive = None;
             }
             drop(pacing);
             self.bucket.try_take(now);
             if let Some(shared) = &self.shared {
                 shared.take_request_token(now);
             }
-            self.start(ready.2);
+            self.start(call);
         }
     }
 
@@ -170,62 +142,51 @@ impl<C: Clone> Engine<C> {
             paused_for: pause,
         });
         let paused_until = pacing.paused_until;
-        if let Some(adaptive) = pacing.adaptive.as_mut().filter(|a| a.recovering) {
-            // A burst is not earned while the provider is paused.
-            let tokens = adaptive.bucket.tokens(now);
-            let rate = adaptive.bucket.rate();
-            *adaptive =
-                Adaptive::recovering(rate, capacity, tokens, adaptive.ceiling, paused_until);
+        if let Some(adaptive) = pacing.adaptive.as_mut() {
+            adaptive.pause(now, capacity, paused_until);
         }
         if run.episode != pacing.episode {
             return;
         }
         pacing.episode = pacing.episode.wrapping_add(1);
+        let accepted = std::mem::take(&mut pacing.accepted);
         if adaptive_on {
-            let current = pacing.adaptive.as_ref().map_or(rate, |a| a.bucket.rate());
-            // A floor of one call a minute: 429s that come whatever the rate (a flaky
-            // gateway) must not halve it towards zero; Retry-After pauses cover the rest.
-            let slower = (current / 2.0).max(ADAPTIVE_FLOOR.min(rate));
-            pacing.adaptive = Some(Adaptive {
-                bucket: TokenBucket::empty(slower, 1.0, now),
-                ceiling: current,
-                recovering: false,
-            });
+            let slowed = AdaptiveRate::after_429(
+                pacing.adaptive.as_ref(),
+                rate,
+                accepted,
+                now,
+                paused_until,
+            );
             self.out.events.push_back(Event::AdaptiveRate {
                 provider_id: provider.id.clone(),
-                rate: Some(slower),
+                rate: Some(slowed.rate()),
             });
+            pacing.adaptive = Some(slowed);
         }
     }
 
-    pub(super) fn grow_adaptive_rate(&mut self, provider_index: u32) {
+    /// A call to the provider was accepted: its slowed rate grows back (see
+    /// [`AdaptiveRate::grow`]). A call that started before the current 429 episode says
+    /// nothing of the rate since: like its 429 would, its success belongs to the past.
+    pub(super) fn grow_adaptive_rate(&mut self, run: &Running) {
         let (now, rate, capacity) = (self.now, self.options.rate, self.options.capacity);
-        let Some(provider) = self.providers.get(provider_index as usize) else {
+        let Some(provider) = self.providers.get(run.provider as usize) else {
             return;
         };
         let mut pacing = provider.pacing.borrow_mut();
-        let Some(adaptive) = pacing.adaptive.as_mut().filter(|a| !a.recovering) else {
+        if run.episode != pacing.episode {
+            return;
+        }
+        let Some(adaptive) = pacing.adaptive.as_mut() else {
+            pacing.accepted = pacing.accepted.saturating_add(1);
             return;
         };
-        let current = adaptive.bucket.rate();
-        let growth = if current < adaptive.ceiling * ADAPTIVE_SLOW_ZONE {
-            ADAPTIVE_FAST_GROWTH
-        } else {
-            ADAPTIVE_SLOW_GROWTH
-        };
-        let next = current * growth;
-        if next >= rate {
-            // The full rate again, but not the full burst at once: the pacer's bucket
-            // refills during a pause, and `capacity` calls started at one instant would
-            // all meet a quota that counts per minute (a 429 for all but the first).
-            let tokens = adaptive.bucket.tokens(now);
-            *adaptive = Adaptive::recovering(rate, capacity, tokens, adaptive.ceiling, now);
+        if adaptive.grow(now, rate, capacity) == Growth::Full {
             self.out.events.push_back(Event::AdaptiveRate {
                 provider_id: provider.id.clone(),
                 rate: None,
             });
-        } else {
-            adaptive.bucket.set_rate(now, next);
         }
     }
 

@@ -140,7 +140,7 @@ impl<C: Clone> Engine<C> {
             pacing.quota.learn(run.raw_cost, &usage);
         }
         let limits = failure.map_or(&report.limits, |f| &f.limits);
-        pacing.quota.report(now, limits);
+        pacing.quota.report(now, run.quota_ticket, run.cost, limits);
         drop(pacing);
         if limits.tokens_remaining.is_some() && !self.token_windows {
             self.token_windows = true;

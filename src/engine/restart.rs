@@ -1,5 +1,5 @@
-//! What a restarted service worker resumes from: tokens, pauses, adaptive rates and
-//! daily blocks, taken with the wall-clock time and restored with the time since.
+//! What a restarted service worker resumes from: tokens, pauses, adaptive rates, reported
+//! limits and daily blocks, taken with the wall-clock time and restored with the time since.
 
 use super::*;
 
@@ -22,13 +22,19 @@ impl<C: Clone> Engine<C> {
                     reset_known: b.reset_known,
                     message: b.message.clone(),
                 });
-            if p.paused_until > self.now || adaptive.is_some() || daily_block.is_some() {
+            let limits = p.quota.saved(self.now);
+            if p.paused_until > self.now
+                || adaptive.is_some()
+                || daily_block.is_some()
+                || limits.is_some()
+            {
                 providers.push(ProviderSnapshot {
                     provider_id: provider.id.to_string(),
                     paused_for: p.paused_until.since(self.now),
-                    adaptive_rate: adaptive.map(|a| a.bucket.rate()),
-                    adaptive_ceiling: adaptive.map_or(0.0, |a| a.ceiling),
+                    adaptive_rate: adaptive.map(AdaptiveRate::rate),
+                    adaptive_ceiling: adaptive.map_or(0.0, AdaptiveRate::ceiling),
                     daily_block,
+                    limits,
                 });
             }
         }
@@ -73,17 +79,23 @@ impl<C: Clone> Engine<C> {
                 provider.episode = provider.episode.wrapping_add(1);
                 self.timers.push(until, Timer::PauseEnd(until));
             }
+            if let Some(limits) = &saved.limits {
+                // A restarted worker's first burst respects what the provider reported.
+                provider.quota.restore(now, limits, elapsed);
+            }
             let Some(adaptive_rate) = saved.adaptive_rate else {
                 continue;
             };
             let ceiling = saved.adaptive_ceiling;
             provider.adaptive = Some(if adaptive_rate < rate {
                 let tokens = (elapsed.as_secs() * adaptive_rate).min(1.0);
-                Adaptive {
-                    bucket: TokenBucket::with_tokens(adaptive_rate, 1.0, tokens, now),
+                AdaptiveRate::restored(
+                    adaptive_rate,
+                    tokens,
                     ceiling,
-                    recovering: false,
-                }
+                    now,
+                    now.max(provider.paused_until),
+                )
             } else {
                 // Back at the full rate: the burst it earned before the restart is not
                 // known, so it counts from an empty bucket, earning nothing while paused.
@@ -91,7 +103,7 @@ impl<C: Clone> Engine<C> {
                     .as_micros()
                     .saturating_sub(saved.paused_for.as_micros());
                 let tokens = Duration::from_micros(earning).as_secs() * rate;
-                Adaptive::recovering(
+                AdaptiveRate::recovering(
                     rate,
                     capacity,
                     tokens,

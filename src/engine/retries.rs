@@ -44,7 +44,8 @@ impl<C: Clone> Engine<C> {
             FailureKind::BadReply | FailureKind::Timeout => FailureClass::Transient,
         };
         let too_long = failure.retry_after.is_some_and(|r| r > MAX_RETRY_AFTER);
-        if failure.status == Some(413) && self.split_in_halves(run.batch) {
+        let final_by_provider = failure.retryable == Some(false);
+        if failure.status == Some(413) && !final_by_provider && self.split_in_halves(run.batch) {
             return;
         }
         if failure.kind == FailureKind::Error {
@@ -62,6 +63,10 @@ impl<C: Clone> Engine<C> {
                 self.block_provider(run, failure, reason);
                 return;
             }
+        }
+        if final_by_provider {
+            self.not_retryable(run, failure, class);
+            return;
         }
         let Some(batch) = self.batches.get_mut(run.batch) else {
             return;
@@ -100,6 +105,24 @@ impl<C: Clone> Engine<C> {
                 self.retry_after(run.batch, delay, RetryReason::Error);
             }
             FailureClass::Final => self.fail(run.batch, final_error(failure, false)),
+        }
+    }
+
+    /// The provider said the same request will fail again (`retryable: false`): it is
+    /// not retried. A batch's items are worth one call each alone (one paragraph may be
+    /// what the provider refuses), with `fallbackToIndividual`; a single item rejects.
+    /// A 429 still pauses and slows the provider down: it is over its quota all the same.
+    fn not_retryable(&mut self, run: Running, failure: Failure<C>, class: FailureClass) {
+        if class == FailureClass::RateLimited {
+            self.out.stats.rate_limited += 1;
+            let pause = failure.retry_after.unwrap_or_else(|| self.base_delay());
+            self.pause_provider(&run, pause.min(MAX_RETRY_AFTER), failure.retry_after);
+        }
+        let items = self.batches.get(run.batch).map_or(0, |b| b.jobs.len());
+        if items > 1 && self.options.fallback_to_individual {
+            self.fall_back(run.batch);
+        } else {
+            self.fail(run.batch, final_error(failure, false));
         }
     }
 

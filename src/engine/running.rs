@@ -30,6 +30,8 @@ pub(super) struct Running {
     pub(super) cost: f64,
     /// The reply received so far, once it streams.
     pub(super) stream: Option<Box<Streamed>>,
+    /// Its place among the calls to its provider, for the limits the provider reports.
+    pub(super) quota_ticket: u64,
 }
 
 /// The running calls, their ids, and the strings made once for all calls.

@@ -17,6 +17,8 @@ pub(super) struct Streamed {
     jobs: Vec<Id<Job>>,
     /// Items already resolved from the reply so far.
     resolved: Vec<bool>,
+    /// A segment has closed cleanly and waits for the next one's first characters.
+    awaits_next: bool,
     /// Length of the last preview given per segment.
     previewed: Vec<usize>,
     /// What the stream reported (usage, limits), the last value of each kind winning.
@@ -38,8 +40,13 @@ pub(super) fn visible_reply<C>(text: String, texts: usize) -> Result<String, Fai
     let Some(visible) = ReplyText::visible(&text) else {
         return Ok(text);
     };
-    if texts <= 1 && visible.trim().is_empty() {
-        return Err(left_empty());
+    if texts <= 1 {
+        // The line breaks a model writes after `</think>` are not the translation's.
+        let answer = visible.trim();
+        if answer.is_empty() {
+            return Err(left_empty());
+        }
+        return Ok(answer.to_owned());
     }
     Ok(visible)
 }
@@ -71,8 +78,9 @@ impl<C: Clone> Engine<C> {
         if let Some(mut stream) = self.stream_value(id) {
             let changed = stream.text.push(piece);
             let truncated = stream.text.is_truncated();
-            // Only a closing marker can prove a segment.
-            if changed && piece.contains('>') {
+            // A closing marker, or the first characters of the segment after it, can
+            // prove a segment.
+            if changed && (piece.contains('>') || stream.awaits_next) {
                 self.resolve_early(id, &mut stream);
             }
             if changed {
@@ -156,6 +164,7 @@ impl<C: Clone> Engine<C> {
         Some(Box::new(Streamed {
             text: ReplyText::capped(sent),
             resolved: vec![false; jobs.len()],
+            awaits_next: false,
             previewed: vec![0; jobs.len()],
             texts,
             jobs,
@@ -181,7 +190,10 @@ impl<C: Clone> Engine<C> {
         };
         let proven: Vec<(usize, String)> = {
             let run = early::leading_pairs(stream.text.as_str(), &tag);
-            let count = early::proven_count(&stream.texts, &run.closed).min(run.closed.len());
+            let count = early::proven_count(&stream.texts, &run).min(run.closed.len());
+            // Values without a marker matter only while a closed segment waits for the
+            // text after it.
+            stream.awaits_next = !run.broken && run.open.is_some() && count < run.closed.len();
             (0..count)
                 .filter(|&i| !stream.resolved[i])
                 .map(|i| (i, run.closed[i].to_owned()))
@@ -262,9 +274,13 @@ impl<C: Clone> Engine<C> {
         stream.text.finish();
         self.take_report(&run, &stream.report, None);
         let reasoned = stream.text.hid_reasoning();
-        let text = stream.text.into_string();
-        if stream.texts.len() <= 1 && reasoned && text.trim().is_empty() {
-            return self.on_failure(run, left_empty());
+        let mut text = stream.text.into_string();
+        if stream.texts.len() <= 1 && reasoned {
+            // As for a whole reply: what follows `</think>` is the answer, trimmed.
+            if text.trim().is_empty() {
+                return self.on_failure(run, left_empty());
+            }
+            text = text.trim().to_owned();
         }
         let Reading::Markers(tag) = &run.reading else {
             return self.on_reply(run, Reply::Text(text));
@@ -286,14 +302,14 @@ impl<C: Clone> Engine<C> {
         let early = stream.resolved.iter().filter(|r| **r).count();
         if translations.is_empty() {
             self.batches.remove(run.batch);
-            self.grow_adaptive_rate(run.provider);
+            self.grow_adaptive_rate(&run);
         } else if translations.iter().all(Option::is_some) {
             self.succeed(run, translations.into_iter().flatten().collect());
         } else if translations.iter().any(Option::is_some) {
             self.accept_proven(run, translations);
         } else {
             if early > 0 {
-                self.grow_adaptive_rate(run.provider);
+                self.grow_adaptive_rate(&run);
             }
             self.on_mismatch(run, stream.texts.len(), early);
         }

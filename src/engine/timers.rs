@@ -144,6 +144,7 @@ impl<C: Clone> Engine<C> {
                             cause: None,
                             limits: Default::default(),
                             quota: None,
+                            retryable: None,
                         };
                         self.on_failure(run, failure);
                     }

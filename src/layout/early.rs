@@ -11,13 +11,20 @@
 //! then shows as a skipped, repeated or unknown number at the very next marker, and a
 //! model counting on writes a number the batch does not have.
 //!
-//! So segment `i` resolves early when the reply so far opens with the pairs of segments
-//! `0 … i + 1`, each with its own number, found once and in order, none broken, and none
+//! So segment `i` (from the second on; the first needs its neighbour closed, as its
+//! length has nothing to be compared with yet) resolves early when the reply so far opens
+//! with the pairs of segments `0 … i`, each with its own number, found once and in order, none broken, and none
 //! damaged by rule 1 (empty, another text of the batch, the same text as another
-//! segment): its right neighbour closed cleanly too, since damage there would make it
-//! missing (rule 2), and a merge of `i` and `i + 1` would have skipped `i + 1`'s number.
+//! segment), followed by the open marker of segment `i + 1` and the first characters of
+//! its text, enough to show that it can no longer end as rule-1 damage (not blank, and
+//! no longer the beginning of any text of the batch or of a closed segment): damage
+//! there would make `i` missing (rule 2), and a merge of `i` and `i + 1` would have
+//! skipped `i + 1`'s number, a split repeated `i`'s.
 //! The last segment waits for the end of the reply, where rules 1–5 read what is left as
-//! a whole reply.
+//! a whole reply, and so does the one before it: the last pair is judged only there
+//! (damage at the last position: a model that merged the last two segments and filled
+//! the freed last number with a remark leaves the pair before it looking clean), so it
+//! cannot vouch for its left neighbour before the end.
 //!
 //! One damage the numbers cannot show: a model that copies them in their order of
 //! appearance after it merged two segments (renumbering by position). Its trace is the
@@ -69,9 +76,10 @@ pub fn leading_pairs<'a>(reply: &'a str, tag: &str) -> LeadingPairs<'a> {
     run
 }
 
-/// How many of the leading segments (`closed`, in order) of a batch of `texts` the reply
-/// so far proves, whatever follows.
-pub fn proven_count<S: AsRef<str>>(texts: &[S], closed: &[&str]) -> usize {
+/// How many of the leading segments of a batch of `texts` the reply so far (`run`)
+/// proves, whatever follows.
+pub fn proven_count<S: AsRef<str>>(texts: &[S], run: &LeadingPairs<'_>) -> usize {
+    let closed = &run.closed[..];
     let n = texts.len();
     let m = closed.len().min(n);
     let sources: Vec<&str> = texts.iter().map(|t| t.as_ref().trim()).collect();
@@ -88,8 +96,39 @@ pub fn proven_count<S: AsRef<str>>(texts: &[S], closed: &[&str]) -> usize {
     if merge_reads_better(&sources, &closed[..clean.min(n.saturating_sub(1))]) {
         return 0;
     }
-    // Each needs its right neighbour closed cleanly; the last segment waits for the end.
-    clean.saturating_sub(1).min(n.saturating_sub(1))
+    // Each needs its right neighbour begun past any rule-1 damage (or closed cleanly),
+    // and not the last one: the last two segments wait for the end.
+    // The first segment needs its neighbour closed: a merge under numbers copied in
+    // order shows only in lengths, and a single closed segment has nothing to be
+    // compared with.
+    let next_begun = clean == m
+        && clean >= 2
+        && !run.broken
+        && run
+            .open
+            .is_some_and(|open| begun_past_damage(open, &sources, closed));
+    let vouched = if next_begun {
+        clean
+    } else {
+        clean.saturating_sub(1)
+    };
+    vouched.min(n.saturating_sub(2))
+}
+
+/// Whether the text of an open segment so far can no longer end as rule-1 damage: it
+/// holds more than white space (so it cannot end empty), and it is no longer the
+/// beginning of any text of the batch or of any closed segment (so it cannot end equal
+/// to one). A trailing `<…` that may be the start of its closing marker is left out.
+fn begun_past_damage(open: &str, sources: &[&str], closed: &[&str]) -> bool {
+    let text = match open.rfind('<') {
+        Some(at) if !open.get(at..).unwrap_or("").contains('>') => open.get(..at).unwrap_or(""),
+        _ => open,
+    };
+    let text = text.trim_start();
+    let sure = text.trim_end();
+    !sure.is_empty()
+        && !sources.iter().any(|s| s.starts_with(sure))
+        && !closed.iter().any(|c| c.starts_with(sure))
 }
 
 /// Whether the closed segments read better as holding a merge at some position, the
@@ -152,14 +191,64 @@ mod tests {
         assert!(leading_pairs(&counted, "s").broken);
     }
 
+    /// The run of a reply that closed `closed` in order and then opened the next pair
+    /// with `open`, if any.
+    fn run<'a>(closed: &[&'a str], open: Option<&'a str>) -> LeadingPairs<'a> {
+        LeadingPairs {
+            closed: closed.to_vec(),
+            open,
+            broken: false,
+        }
+    }
+
+    fn proven_count(texts: &[&str], closed: &[&str]) -> usize {
+        super::proven_count(texts, &run(closed, None))
+    }
+
+    #[test]
+    fn a_segment_resolves_once_the_next_one_has_begun_past_any_damage() {
+        let texts = ["one", "two", "three", "four", "five"];
+        let proven = |closed: &[&str], open| super::proven_count(&texts, &run(closed, Some(open)));
+        // Nothing yet, white space, or the start of the marker that would close it empty.
+        assert_eq!(proven(&["eins", "zwei"], ""), 1);
+        assert_eq!(proven(&["eins", "zwei"], "  \n"), 1);
+        assert_eq!(proven(&["eins", "zwei"], " </s"), 1);
+        // The beginning of another text of the batch, or of a closed segment: it could
+        // still end as rule-1 damage.
+        assert_eq!(proven(&["eins", "zwei"], "fou"), 1);
+        assert_eq!(proven(&["eins", "zwei"], "ein"), 1);
+        // Past that, a segment with a closed one before it is proven; the first one
+        // needs its neighbour closed (its length has nothing to be compared with yet).
+        assert_eq!(proven(&["eins"], "zw"), 0);
+        assert_eq!(proven(&["eins", "zwei"], "dr"), 2);
+        assert_eq!(proven(&["eins", "zwei"], "thx"), 2);
+        // Never the last two before the end.
+        assert_eq!(proven(&["eins", "zwei", "drei"], "vier"), 3);
+        assert_eq!(proven(&["eins", "zwei", "drei", "vier"], "fünf"), 3);
+        // A broken run vouches for nothing after it.
+        let broken = LeadingPairs {
+            closed: vec!["eins"],
+            open: Some("zwei"),
+            broken: true,
+        };
+        assert_eq!(super::proven_count(&texts, &broken), 0);
+    }
+
     #[test]
     fn a_segment_resolves_once_its_right_neighbour_closed_cleanly() {
         let texts = ["one", "two", "three", "four"];
         assert_eq!(proven_count(&texts, &["eins"]), 0);
         assert_eq!(proven_count(&texts, &["eins", "zwei"]), 1);
         assert_eq!(proven_count(&texts, &["eins", "zwei", "drei"]), 2);
-        // The last one waits for the end of the reply.
-        assert_eq!(proven_count(&texts, &["eins", "zwei", "drei", "vier"]), 3);
+        // The last one waits for the end of the reply, and so does its left neighbour,
+        // whose right neighbour is judged only there.
+        assert_eq!(proven_count(&texts, &["eins", "zwei", "drei", "vier"]), 2);
+        // Two segments: nothing before the end (a merge filled with a remark would look
+        // clean until then).
+        assert_eq!(
+            proven_count(&["one", "two"], &["eins und zwei", "Done."]),
+            0
+        );
         // Damage stops the run, and takes its left neighbour with it.
         assert_eq!(proven_count(&texts, &["eins", "", "drei"]), 0);
         assert_eq!(proven_count(&texts, &["eins", "zwei", "four"]), 1);

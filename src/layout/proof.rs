@@ -179,6 +179,15 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
                 missing[i] = true;
             }
         }
+        // Beside it by id too: a pair written out of order may hold what its id's
+        // neighbour lost (a merge whose freed id was filled later in the reply).
+        if let Some(i) = id_at(p) {
+            for j in [i.checked_sub(1), Some(i + 1)].into_iter().flatten() {
+                if j < n {
+                    missing[j] = true;
+                }
+            }
+        }
     }
     for i in (0..n).filter(|&i| seen[i] == 0) {
         for j in [i.checked_sub(1), Some(i + 1)].into_iter().flatten() {
@@ -211,7 +220,8 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
     let last_suspect = n > 1
         && (seen[n - 1] == 0
             || !fits_last(texts, &segments)
-            || shift_reads_better(texts, &segments));
+            || shift_reads_better(texts, &segments)
+            || merged_before_last(texts, &segments));
     if last_suspect {
         missing[n - 1] = true;
     }
@@ -310,19 +320,54 @@ fn fits_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
     };
     let source = |i: usize| char_len(texts[i].as_ref().trim()).max(1.0);
     let mut ratios: Vec<f64> = Vec::with_capacity(n);
-    for (i, segment) in segments.iter().enumerate() {
+    for (i, segment) in segments.iter().enumerate().take(n - 1) {
         if let Some(s) = segment {
-            if n > 2 || i + 1 < n {
-                ratios.push(char_len(s).max(1.0) / source(i));
-            }
+            ratios.push(char_len(s).max(1.0) / source(i));
         }
     }
     if ratios.is_empty() {
         return true;
     }
+    // The last segment's own ratio joins the median only beside three others or more:
+    // then short labels translated much longer do not make a fitting last segment look
+    // foreign, and the suspect cannot set the median it is judged by.
+    if ratios.len() >= 3 {
+        ratios.push(char_len(last).max(1.0) / source(n - 1));
+    }
     let predicted = median(&ratios) * source(n - 1);
     let len = char_len(last).max(1.0);
     (1.0 / 1.5..=1.5).contains(&(len / predicted)) || (len - predicted).abs() < 8.0
+}
+
+/// Whether the segment before the last reads closer to its own source and the last one's
+/// together than to its own, at the median ratio of the segments before it: the trace of
+/// a model that merged the last two segments under the first one's markers and filled
+/// the last pair with something of a translation's length (a closing remark). A single
+/// merged segment may be too little for `shift_reads_better`'s margin; a false alarm
+/// costs the two segments a call, never a paragraph.
+fn merged_before_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
+    let n = texts.len();
+    if n < 3 {
+        return false;
+    }
+    let Some(before) = segments[n - 2] else {
+        return false;
+    };
+    let source = |i: usize| char_len(texts[i].as_ref().trim()).max(1.0);
+    let mut ratios: Vec<f64> = Vec::with_capacity(n - 2);
+    for (k, segment) in segments.iter().enumerate().take(n - 2) {
+        if let Some(text) = segment {
+            ratios.push(char_len(text).max(1.0) / source(k));
+        }
+    }
+    if ratios.is_empty() {
+        return false;
+    }
+    let ratio = median(&ratios);
+    let len = char_len(before).max(1.0);
+    let straight = (len / (ratio * source(n - 2))).ln().abs();
+    let merged = (len / (ratio * (source(n - 2) + source(n - 1)))).ln().abs();
+    merged < straight
 }
 
 /// Whether the segments before the last read clearly better as shifted by a merge or a
@@ -332,20 +377,51 @@ fn fits_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
 /// pair passes `fits_last`; the segment holding two translations does not pass this.
 fn shift_reads_better<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
     let n = texts.len();
-    let (source, Some(segment)) = lengths(texts, segments) else {
-        return false;
-    };
     if n < 3 {
         return false;
     }
-    let as_read: Vec<f64> = (0..n - 1).map(|k| (segment[k] / source[k]).ln()).collect();
-    let base = scatter(&as_read);
+    let source: Vec<f64> = texts
+        .iter()
+        .map(|t| char_len(t.as_ref().trim()).max(1.0))
+        .collect();
+    // The segments before the last that are there: a missing one (damaged elsewhere)
+    // must not hide the evidence of the others.
+    let mut known: Vec<(usize, f64)> = Vec::with_capacity(n - 1);
+    for (k, candidate) in segments.iter().enumerate().take(n - 1) {
+        if let Some(text) = candidate {
+            known.push((k, char_len(text).max(1.0)));
+        }
+    }
+    if known.len() < 2 {
+        return false;
+    }
+    let reading = |source_of: &dyn Fn(usize) -> f64| -> Vec<f64> {
+        known
+            .iter()
+            .map(|&(k, len)| (len / source_of(k)).ln())
+            .collect()
+    };
+    let base = scatter(&reading(&|k| source[k]));
     let fits_well = |reading: &Vec<f64>| {
         let centre = median(reading);
         reading.iter().all(|r| (r - centre).abs() <= 1.5f64.ln())
             && scatter(reading) + 2f64.ln() < base
     };
-    (0..n - 1).any(|j| shifted_readings(&source, &segment, j).iter().any(fits_well))
+    // Shifts after the last gap: one before it is the gap's own business (rule 2 already
+    // takes its neighbours), and trusting what precedes it stays with rule 4.
+    let after_gap = (0..n - 1)
+        .rev()
+        .find(|&k| segments[k].is_none())
+        .map_or(0, |k| k + 1);
+    (after_gap..n - 1).any(|j| {
+        let merged = reading(&|k| match k.cmp(&j) {
+            core::cmp::Ordering::Less => source[k],
+            core::cmp::Ordering::Equal => source[k] + source[k + 1],
+            core::cmp::Ordering::Greater => source[k + 1],
+        });
+        let dropped = reading(&|k| source[if k < j { k } else { k + 1 }]);
+        fits_well(&merged) || fits_well(&dropped)
+    })
 }
 
 /// Lengths for the length evidence: of each source (trimmed), and of the segments before
@@ -482,8 +558,13 @@ mod tests {
     fn duplicated_and_out_of_order_pairs_are_missing_with_their_neighbours() {
         let dup = "<s1>A</s1><s2>B</s2><s2>B2</s2><s3>C</s3><s4>D</s4>";
         assert_eq!(marked(dup, &FOUR), [None, None, None, Some("D".into())]);
+        // The pair out of order takes its neighbours in the reply (3 and 4) and by id (1
+        // and 3): a merge whose freed id was filled later would look the same.
         let swapped = "<s1>A</s1><s3>C</s3><s2>B</s2><s4>D</s4>";
-        assert_eq!(marked(swapped, &FOUR), [Some("A".into()), None, None, None]);
+        assert_eq!(marked(swapped, &FOUR), [None, None, None, None]);
+        let filled_later = "<s1>A</s1><s2>B</s2><s3>C D</s3><s5>E</s5><s4></s4>";
+        let five = ["a", "b", "c", "d", "e"];
+        assert_eq!(marked(filled_later, &five)[2], None);
     }
 
     #[test]

@@ -122,6 +122,11 @@ impl TokenBucket {
         self.tokens = (self.tokens + amount).min(self.capacity);
     }
 
+    pub fn capacity(&self) -> f64 {
+        self.capacity
+    }
+
+    /// Refill rate per second.
     pub fn rate(&self) -> f64 {
         self.rate
     }

@@ -12,6 +12,7 @@ use crate::bucket::TokenBucket;
 use crate::call::{ReportedLimits, Usage};
 use crate::estimate::estimate_tokens;
 use crate::time::{Duration, Instant};
+use std::collections::VecDeque;
 
 /// Tokens of the prompt around a batch's texts: the system prompt and the layout's
 /// instructions (about 110 tokens in the markers layout).
@@ -95,34 +96,99 @@ impl TokenBudget {
     }
 }
 
-/// What is left in one of a provider's reported windows.
-#[derive(Copy, Clone, Debug, PartialEq)]
+/// The longest reset a report is taken at: a reset further away (years, by mistake) is
+/// read as this, so a contradictory report never stalls a provider longer.
+pub const MAX_RESET: Duration = Duration::from_micros(10 * 60 * 1_000_000);
+/// Most calls remembered as started since a provider's last report.
+const LEDGER_LIMIT: usize = 4096;
+
+/// One of a provider's reported windows (requests or tokens), as of its report.
+///
+/// Providers such as OpenAI and Groq refill continuously and report as reset the time
+/// until the window is whole again. So the window is read as a bucket that refills from
+/// what was left to the whole window by the reset, and the room it has in the meantime
+/// is used (in proportion), rather than stalling until the reset. The whole window is
+/// not reported; the most ever seen (what a report left plus what its call used) stands
+/// for it, which is never more than the real one, so neither the room nor the refill is
+/// overstated. What is left is taken as of the report's arrival (the refill during the
+/// call is not counted), and calls that started after the reporting call are counted
+/// against it (the report could not know them): both err on the side of no 429.
+#[derive(Clone, Debug)]
 struct Window {
-    remaining: f64,
+    bucket: TokenBucket,
+    reported_at: Instant,
     reset: Instant,
 }
 
 impl Window {
-    fn from(now: Instant, remaining: Option<f64>, reset: Option<Duration>) -> Option<Window> {
-        remaining.map(|remaining| Window {
-            remaining,
-            reset: now + reset.unwrap_or(UNKNOWN_RESET),
+    /// The window a report describes, if it names what is left: `used` is what the
+    /// reporting call took of it, `whole` the largest window seen before, `since` what
+    /// the calls started after the reporting call take.
+    fn from(
+        now: Instant,
+        remaining: Option<f64>,
+        reset: Option<Duration>,
+        (used, whole, since): (f64, f64, f64),
+    ) -> Option<Window> {
+        let remaining = remaining.filter(|r| r.is_finite() && *r >= 0.0)?;
+        let reset = reset
+            .filter(|r| *r > Duration::ZERO)
+            .unwrap_or(UNKNOWN_RESET)
+            .min(MAX_RESET);
+        let whole = whole.max(remaining + used);
+        // A window reported whole says nothing of its refill: a window's worth per
+        // longest reset, until the next report says more.
+        let rate = ((whole - remaining) / reset.as_secs()).max(whole / MAX_RESET.as_secs());
+        let mut bucket = TokenBucket::with_tokens(rate, whole, remaining, now);
+        bucket.take_amount(now, since);
+        Some(Window {
+            bucket,
+            reported_at: now,
+            reset: now + reset,
         })
     }
 
-    /// Until when a call needing `need` must wait, if the window has no room for it.
-    fn holds_until(&self, now: Instant, need: f64) -> Option<Instant> {
-        (self.reset > now && self.remaining < need).then_some(self.reset)
+    /// The whole window, as far as seen.
+    fn whole(&self) -> f64 {
+        self.bucket.capacity()
+    }
+
+    /// When the room reaches `need`, if not now. A call larger than the window as far
+    /// as it is known waits for the reset, when the window is whole, however large.
+    fn ready_at(&self, now: Instant, need: f64) -> Option<Instant> {
+        let mut at = self.bucket.ready_at_amount(now, need);
+        if need > self.whole() {
+            at = at.max(self.reset);
+        }
+        (at > now).then_some(at)
+    }
+
+    /// Until when the report is kept: one more window after its reset, by which a
+    /// quota that refills has been whole at least once. A provider that stops
+    /// reporting is then paced by the pacer's own limits again.
+    fn live(&self, now: Instant) -> bool {
+        now < self.reset + self.reset.since(self.reported_at)
     }
 }
 
-/// One provider's cost model and reported limits.
+/// One provider's cost model, the limits it reported, and the calls started since.
 #[derive(Clone, Debug)]
 pub struct ProviderQuota {
     /// Reported tokens over estimated tokens, learned from `usage`.
     ratio: f64,
+    /// The ratio costs are estimated with: the highest seen lately (it jumps to a
+    /// higher one at once and eases back towards `ratio`), so that a call the provider
+    /// counts a little more than the average is not underestimated into a 429.
+    high: f64,
     requests: Option<Window>,
     tokens: Option<Window>,
+    /// The ticket of the call whose report is held (later reports replace it, older
+    /// ones arriving late do not).
+    reported: u64,
+    /// Tickets handed to calls as they start.
+    next_ticket: u64,
+    /// Calls started after the reporting call: their ticket and estimated tokens.
+    since_report: VecDeque<(u64, f64)>,
     /// The reset of the hold last announced as a `limited` event.
     announced: Option<Instant>,
 }
@@ -131,8 +197,12 @@ impl Default for ProviderQuota {
     fn default() -> Self {
         ProviderQuota {
             ratio: 1.0,
+            high: 1.0,
             requests: None,
             tokens: None,
+            reported: 0,
+            next_ticket: 1,
+            since_report: VecDeque::new(),
             announced: None,
         }
     }
@@ -141,7 +211,7 @@ impl Default for ProviderQuota {
 /// Why a provider's calls are held.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum Held {
-    /// It reported no requests left.
+    /// It reported no room for another request.
     Requests,
     /// It reported fewer tokens left than the next call costs.
     Tokens,
@@ -160,16 +230,47 @@ impl Held {
 impl ProviderQuota {
     /// A call's cost for this provider, from its raw estimate.
     pub fn cost(&self, raw: f64) -> f64 {
-        raw * self.ratio
+        raw * self.high
     }
 
-    /// Takes in what a reply or an error reported.
-    pub fn report(&mut self, now: Instant, limits: &ReportedLimits) {
-        if let Some(w) = Window::from(now, limits.requests_remaining, limits.requests_reset) {
-            self.requests = Some(w);
+    /// Takes in what a reply or an error reported for the call holding `ticket`, which
+    /// was charged `cost`. A report older than the one held is ignored.
+    pub fn report(&mut self, now: Instant, ticket: u64, cost: f64, limits: &ReportedLimits) {
+        if ticket < self.reported {
+            return;
         }
-        if let Some(w) = Window::from(now, limits.tokens_remaining, limits.tokens_reset) {
-            self.tokens = Some(w);
+        let later = |t: &&(u64, f64)| t.0 > ticket;
+        let started = self.since_report.iter().filter(later).count() as f64;
+        let spent: f64 = self.since_report.iter().filter(later).map(|(_, c)| c).sum();
+        let whole = |w: &Option<Window>| {
+            w.as_ref()
+                .filter(|w| w.live(now))
+                .map_or(0.0, Window::whole)
+        };
+        let requests = Window::from(
+            now,
+            limits.requests_remaining,
+            limits.requests_reset,
+            (1.0, whole(&self.requests), started),
+        );
+        let tokens = Window::from(
+            now,
+            limits.tokens_remaining,
+            limits.tokens_reset,
+            (cost, whole(&self.tokens), spent),
+        );
+        if requests.is_none() && tokens.is_none() {
+            return;
+        }
+        if requests.is_some() {
+            self.requests = requests;
+        }
+        if tokens.is_some() {
+            self.tokens = tokens;
+        }
+        self.reported = ticket;
+        while self.since_report.front().is_some_and(|(t, _)| *t <= ticket) {
+            self.since_report.pop_front();
         }
     }
 
@@ -180,18 +281,18 @@ impl ProviderQuota {
         if raw > 0.0 && actual > 0.0 {
             let seen = (actual / raw).clamp(0.25, 4.0);
             self.ratio += (seen - self.ratio) * LEARNING;
+            self.high = seen.max(self.high + (self.ratio - self.high) * LEARNING);
         }
     }
 
     /// Until when, and why, a call of `cost` must wait for the provider's own windows.
     pub fn held(&self, now: Instant, cost: f64) -> Option<(Instant, Held)> {
-        let requests = self
-            .requests
-            .and_then(|w| w.holds_until(now, 1.0))
+        let live = |w: &Option<Window>| w.as_ref().filter(|w| w.live(now)).cloned();
+        let requests = live(&self.requests)
+            .and_then(|w| w.ready_at(now, 1.0))
             .map(|at| (at, Held::Requests));
-        let tokens = self
-            .tokens
-            .and_then(|w| w.holds_until(now, cost))
+        let tokens = live(&self.tokens)
+            .and_then(|w| w.ready_at(now, cost))
             .map(|at| (at, Held::Tokens));
         match (requests, tokens) {
             (Some(r), Some(t)) => Some(if r.0 >= t.0 { r } else { t }),
@@ -206,18 +307,81 @@ impl ProviderQuota {
         new
     }
 
-    /// A call of `cost` started: it uses one request and `cost` tokens of the windows.
-    pub fn spend(&mut self, now: Instant, cost: f64) {
+    /// A call of `cost` started: it takes its share of the windows reported so far.
+    /// Its ticket says, when its own report comes, which calls that report knew of.
+    pub fn spend(&mut self, now: Instant, cost: f64) -> u64 {
+        let ticket = self.next_ticket;
+        self.next_ticket += 1;
         for (window, used) in [(&mut self.requests, 1.0), (&mut self.tokens, cost)] {
-            if let Some(w) = window {
-                if w.reset > now {
-                    w.remaining -= used;
-                } else {
-                    *window = None;
-                }
+            match window {
+                Some(w) if w.live(now) => w.bucket.take_amount(now, used),
+                _ => *window = None,
             }
         }
+        if self.requests.is_none() && self.tokens.is_none() {
+            self.since_report.clear();
+            return ticket;
+        }
+        if self.since_report.len() == LEDGER_LIMIT {
+            self.since_report.pop_front();
+        }
+        self.since_report.push_back((ticket, cost));
+        ticket
     }
+
+    /// The last report, for a snapshot: each window's room now, whole window and time
+    /// to its reset.
+    pub fn saved(&self, now: Instant) -> Option<SavedLimits> {
+        let save = |w: &Option<Window>| {
+            w.as_ref().filter(|w| w.live(now)).map(|w| SavedWindow {
+                remaining: w.bucket.tokens(now).max(0.0),
+                whole: w.whole(),
+                reset_in: w.reset.since(now),
+            })
+        };
+        let (requests, tokens) = (save(&self.requests), save(&self.tokens));
+        (requests.is_some() || tokens.is_some()).then_some(SavedLimits { requests, tokens })
+    }
+
+    /// Resumes from a saved report, `elapsed` after it was taken: as a report that
+    /// arrived then, refilled since.
+    pub fn restore(&mut self, now: Instant, saved: &SavedLimits, elapsed: Duration) {
+        let window = |w: &Option<SavedWindow>| {
+            let w = w.as_ref()?;
+            let whole = w.whole.is_finite().then_some(w.whole.max(0.0))?;
+            let remaining = Some(w.remaining.min(whole));
+            let mut restored = Window::from(now, remaining, Some(w.reset_in), (0.0, whole, 0.0))?;
+            let refill = elapsed.as_secs() * restored.bucket.rate();
+            restored.bucket.give(now, refill);
+            let left = w.reset_in.as_micros().saturating_sub(elapsed.as_micros());
+            restored.reset = now + Duration::from_micros(left);
+            Some(restored)
+        };
+        self.requests = window(&saved.requests);
+        self.tokens = window(&saved.tokens);
+        self.since_report.clear();
+        self.reported = self.next_ticket;
+    }
+}
+
+/// A provider's reported window as a snapshot keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SavedWindow {
+    /// Room left at the snapshot.
+    pub remaining: f64,
+    /// The whole window, as far as seen.
+    pub whole: f64,
+    /// Time from the snapshot to its reset.
+    pub reset_in: Duration,
+}
+
+/// A provider's last report as a snapshot keeps it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SavedLimits {
+    /// Its requests window.
+    pub requests: Option<SavedWindow>,
+    /// Its tokens window.
+    pub tokens: Option<SavedWindow>,
 }
 
 #[cfg(test)]
@@ -250,16 +414,21 @@ mod tests {
         assert_eq!(budget.ready_at(at(0.0), 600.0), at(500_000.0));
     }
 
+    fn limits(requests: Option<(f64, f64)>, tokens: Option<(f64, f64)>) -> ReportedLimits {
+        ReportedLimits {
+            requests_remaining: requests.map(|r| r.0),
+            requests_reset: requests.map(|r| Duration::from_millis(r.1)),
+            tokens_remaining: tokens.map(|t| t.0),
+            tokens_reset: tokens.map(|t| Duration::from_millis(t.1)),
+        }
+    }
+
     #[test]
-    fn reported_limits_hold_calls_until_the_reset() {
+    fn reported_limits_hold_calls_until_there_is_room() {
         let mut quota = ProviderQuota::default();
-        let limits = ReportedLimits {
-            requests_remaining: Some(1.0),
-            requests_reset: Some(Duration::from_millis(2000.0)),
-            tokens_remaining: Some(500.0),
-            tokens_reset: Some(Duration::from_millis(1000.0)),
-        };
-        quota.report(at(0.0), &limits);
+        let ticket = quota.spend(at(0.0), 100.0);
+        let report = limits(Some((1.0, 2000.0)), Some((500.0, 1000.0)));
+        quota.report(at(0.0), ticket, 100.0, &report);
         assert_eq!(quota.held(at(0.0), 400.0), None);
         assert_eq!(quota.held(at(0.0), 600.0), Some((at(1000.0), Held::Tokens)));
         quota.spend(at(0.0), 400.0);
@@ -268,6 +437,77 @@ mod tests {
             Some((at(2000.0), Held::Requests))
         );
         assert_eq!(quota.held(at(2000.0), 10.0), None);
+    }
+
+    #[test]
+    fn a_window_refills_in_proportion_until_its_reset() {
+        // 30 a minute: the first report leaves 29, then one says none is left for 60 s.
+        let mut quota = ProviderQuota::default();
+        let first = quota.spend(at(0.0), 0.0);
+        quota.report(at(0.0), first, 0.0, &limits(Some((29.0, 2000.0)), None));
+        let second = quota.spend(at(0.0), 0.0);
+        quota.report(at(300.0), second, 0.0, &limits(Some((0.0, 60_000.0)), None));
+        // Not the whole minute: one request's room comes back every 2 s.
+        assert_eq!(
+            quota.held(at(300.0), 0.0),
+            Some((at(2300.0), Held::Requests))
+        );
+        assert_eq!(quota.held(at(2300.0), 0.0), None);
+    }
+
+    #[test]
+    fn calls_started_after_the_reporting_call_count_against_its_report() {
+        let mut quota = ProviderQuota::default();
+        let first = quota.spend(at(0.0), 0.0);
+        quota.report(at(0.0), first, 0.0, &limits(Some((9.0, 10_000.0)), None));
+        let reporting = quota.spend(at(0.0), 0.0);
+        let later: Vec<u64> = (0..3).map(|_| quota.spend(at(0.0), 0.0)).collect();
+        // The report of `reporting` knew nothing of the three calls after it.
+        quota.report(
+            at(100.0),
+            reporting,
+            0.0,
+            &limits(Some((3.0, 10_000.0)), None),
+        );
+        assert_eq!(
+            quota.held(at(100.0), 0.0).map(|h| h.1),
+            Some(Held::Requests)
+        );
+        // A report older than the one held changes nothing.
+        quota.report(at(200.0), first, 0.0, &limits(Some((9.0, 10_000.0)), None));
+        assert_eq!(
+            quota.held(at(200.0), 0.0).map(|h| h.1),
+            Some(Held::Requests)
+        );
+        // The latest call's report knows them all.
+        let last = *later.last().unwrap();
+        quota.report(at(300.0), last, 0.0, &limits(Some((2.0, 10_000.0)), None));
+        assert_eq!(quota.held(at(300.0), 0.0), None);
+    }
+
+    #[test]
+    fn contradictory_reports_are_clamped_or_ignored() {
+        let mut quota = ProviderQuota::default();
+        let ticket = quota.spend(at(0.0), 0.0);
+        // Remaining that is not a count is ignored.
+        quota.report(
+            at(0.0),
+            ticket,
+            0.0,
+            &limits(Some((f64::NAN, 1000.0)), None),
+        );
+        quota.report(at(0.0), ticket, 0.0, &limits(Some((-3.0, 1000.0)), None));
+        assert_eq!(quota.held(at(0.0), 0.0), None);
+        // A reset years away holds no longer than the longest reset.
+        let years = 3.0e11;
+        quota.report(at(0.0), ticket, 0.0, &limits(Some((0.0, years)), None));
+        let (until, _) = quota.held(at(0.0), 0.0).unwrap();
+        assert!(until <= at(0.0) + MAX_RESET, "{until:?}");
+        // A reset in the past (0) reads as an unknown one: a second, not a stall.
+        let mut quota = ProviderQuota::default();
+        let ticket = quota.spend(at(0.0), 0.0);
+        quota.report(at(0.0), ticket, 0.0, &limits(Some((0.0, 0.0)), None));
+        assert_eq!(quota.held(at(0.0), 0.0), Some((at(1000.0), Held::Requests)));
     }
 
     #[test]
@@ -281,6 +521,18 @@ mod tests {
                     output_tokens: 50.0,
                 },
             );
+        }
+        assert!((quota.cost(100.0) - 200.0).abs() < 1.0);
+        // A call counted higher than the average raises the estimate at once, then it
+        // eases back: an estimate below what the provider counts would be a 429.
+        let usage = |total: f64| Usage {
+            input_tokens: total,
+            output_tokens: 0.0,
+        };
+        quota.learn(100.0, &usage(210.0));
+        assert!((quota.cost(100.0) - 210.0).abs() < 1e-9);
+        for _ in 0..20 {
+            quota.learn(100.0, &usage(200.0));
         }
         assert!((quota.cost(100.0) - 200.0).abs() < 1.0);
     }

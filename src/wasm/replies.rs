@@ -137,6 +137,8 @@ pub fn failure_from(error: JsValue) -> Failure<JsValue> {
         Some("billing") => Some(Quota::Billing),
         _ => None,
     };
+    // Anything but a boolean is ignored.
+    failure.retryable = get(&error, "retryable").as_bool();
     failure.with_cause(error)
 }
 

@@ -5,6 +5,7 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use super::convert::{describe, get};
+use crate::quota::{SavedLimits, SavedWindow};
 use crate::{Duration, Event, ProviderSnapshot, SavedDailyBlock, Snapshot, Stats};
 
 // Counts cross as f64 (exact to 2^53): serde-wasm-bindgen writes a u64 through its own
@@ -59,6 +60,46 @@ struct ProviderView {
     adaptive_ceiling: f64,
     #[serde(skip_serializing_if = "Option::is_none")]
     daily_block: Option<DailyBlockView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    limits: Option<LimitsView>,
+}
+
+/// The limits a provider last reported, as a snapshot keeps them.
+#[derive(Serialize)]
+struct LimitsView {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    requests: Option<WindowView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    tokens: Option<WindowView>,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct WindowView {
+    remaining: f64,
+    whole: f64,
+    reset_ms: f64,
+}
+
+fn window_view(w: &SavedWindow) -> WindowView {
+    WindowView {
+        remaining: w.remaining,
+        whole: w.whole,
+        reset_ms: w.reset_in.as_millis(),
+    }
+}
+
+/// A saved window read back; `None` when absent.
+fn window_from(limits: &JsValue, field: &str) -> Result<Option<SavedWindow>, String> {
+    let value = get(limits, field);
+    if !value.is_object() {
+        return Ok(None);
+    }
+    Ok(Some(SavedWindow {
+        remaining: snapshot_number(&value, "remaining")?,
+        whole: snapshot_number(&value, "whole")?,
+        reset_in: Duration::from_millis(snapshot_number(&value, "resetMs")?.max(0.0)),
+    }))
 }
 
 #[derive(Serialize)]
@@ -87,6 +128,10 @@ pub fn snapshot_object(snapshot: &Snapshot) -> JsValue {
                     blocked_for_ms: b.blocked_for.as_millis(),
                     reset_known: b.reset_known,
                     message: b.message.clone(),
+                }),
+                limits: p.limits.as_ref().map(|l| LimitsView {
+                    requests: l.requests.as_ref().map(window_view),
+                    tokens: l.tokens.as_ref().map(window_view),
                 }),
             })
             .collect(),
@@ -150,7 +195,17 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
         } else {
             None
         };
+        let saved = get(&entry, "limits");
+        let limits = if saved.is_object() {
+            Some(SavedLimits {
+                requests: window_from(&saved, "requests")?,
+                tokens: window_from(&saved, "tokens")?,
+            })
+        } else {
+            None
+        };
         providers.push(ProviderSnapshot {
+            limits,
             provider_id,
             paused_for: Duration::from_millis(snapshot_number(&entry, "pausedForMs")?),
             adaptive_rate,

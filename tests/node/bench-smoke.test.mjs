@@ -27,6 +27,10 @@ const HEADERS = [
   "### 5a. Size",
   "### 5b. Cold start",
   "### 6. Memory",
+  "### 7. Time to the first paragraph",
+  "### 8. Layouts under damaged replies",
+  "### 9. Requests and tokens per minute",
+  "### 10. Sporadic 429s",
 ];
 
 test("bench/run.mjs --smoke exits 0 and prints each workload's table", { timeout: 120_000 }, async () => {

@@ -109,8 +109,10 @@ describe("demo server", () => {
 /**
  * Runs in the page before its own scripts (page.addInitScript): the fake extension API
  * the content script finds as `chrome`, and a recorder of cue arrival times.
- * config: { hold, delayMs: [min, max], failIds, twiceIds, unknownAnswers,
+ * config: { hold, delayMs: [min, max], failIds, twiceIds, unknownAnswers, previews,
  *           disconnectAfterPageAnswers, refuseAfterDisconnect, invalidateAfterPageAnswers }
+ * `previews`: before each answer, a "partial" message with the first half of the
+ * translation (its element is recorded in log.previewSeen), and after it a late one.
  * "Invalidate" plays an extension reload in Chromium: every port drops, runtime.id
  * becomes undefined and connect throws, until revive().
  */
@@ -125,6 +127,7 @@ function installFakeExtension(config) {
     connectsWhileInvalid: 0,
     cueAt: {}, // data-cue -> time it appeared
     cueTranslatedAt: {}, // data-cue -> time its translation appeared
+    previewSeen: {}, // id -> the item's translation element right after its preview
   };
   const open = new Set();
   const held = [];
@@ -159,16 +162,32 @@ function installFakeExtension(config) {
 
   let pageAnswers = 0;
   function schedule(port, flow, item) {
+    const translation = `«${item.text}»`;
+    const partial = translation.slice(0, Math.ceil(translation.length / 2));
+    const preview = () => {
+      if (!port.connected) return;
+      port.onMessage.fire({ type: "partial", id: item.id, text: partial }, port);
+      const out = document.querySelector(`.bp-translation[data-bp-for="${item.id}"]`);
+      log.previewSeen[item.id] = out && {
+        className: out.className,
+        text: out.textContent,
+        fontStyle: getComputedStyle(out).fontStyle,
+        sent: partial,
+      };
+    };
     const deliver = () => {
       if (!port.connected) return; // the background was stopped: the answer is lost
+      if (config.previews) preview();
       const failed = config.failIds?.includes(item.id);
       port.onMessage.fire(
         failed
           ? { type: "failed", id: item.id, code: "provider_error", message: "HTTP 400" }
-          : { type: "translated", id: item.id, translation: `«${item.text}»` },
+          : { type: "translated", id: item.id, translation },
         port,
       );
       log.answered.push(item.id);
+      // A preview that comes after the answer (a late stream value) changes nothing.
+      if (config.previews) port.onMessage.fire({ type: "partial", id: item.id, text: "a late preview" }, port);
       if (config.twiceIds?.includes(item.id)) {
         port.onMessage.fire({ type: "translated", id: item.id, translation: "a second answer" }, port);
         port.onMessage.fire({ type: "failed", id: item.id, code: "timeout", message: "late" }, port);
@@ -275,6 +294,9 @@ function readPage() {
     "data-bp-subtitles-done",
     "data-bp-failed",
     "data-bp-reconnects",
+    "data-bp-previews",
+    "data-bp-page-first-ms",
+    "data-bp-page-mean-ms",
   ]) {
     attrs[name] = root.getAttribute(name);
   }
@@ -565,6 +587,34 @@ describe("content script on the demo page", { skip: browserSkip }, () => {
     assert.ok(firstCueMessage.items.length >= 5, "cues already present at start go in the first message");
     assert.equal(new Set(state.log.answered).size, state.log.answered.length, "no item answered twice");
 
+    assert.deepEqual(console, [], "no console output");
+  });
+
+  test("previews show each paragraph's translation so far, lighter, in the element its answer then takes over", async (t) => {
+    const failIds = ["p2"];
+    const { page, console, inject } = await open(t, { query: "?cueStart=0&cueInterval=15", fake: { previews: true, failIds } });
+    await inject();
+    await page.waitForFunction(allDone, null, { timeout: 15_000, polling: 50 });
+    const state = await page.evaluate(readPage);
+    const ownTexts = await page.evaluate(readOwnTextsAfter);
+
+    // The answers replaced every preview, in place: one element per item, no preview left.
+    assertEveryItemTranslatedOnce(state, ownTexts, { failIds });
+    for (const item of state.items) {
+      const seen = state.log.previewSeen[item.id];
+      assert.ok(seen, `${item.id} had a preview`);
+      assert.equal(seen.className, "bp-translation bp-preview", `${item.id}'s preview is marked as one`);
+      assert.equal(seen.text, seen.sent, `${item.id}'s preview shows the text received so far`);
+      assert.equal(seen.fontStyle, "italic", `${item.id}'s preview is set apart`);
+    }
+    assert.equal(await page.locator(".bp-preview").count(), 0);
+    assert.equal(await page.evaluate(() => getComputedStyle(document.querySelector(".bp-translation:not(.bp-failed)")).fontStyle), "normal");
+    // One preview per item counted: the late ones after each answer were ignored.
+    assert.equal(Number(state.attrs["data-bp-previews"]), state.items.length);
+    // Timing of the page flow: the first translation shown comes no later than the mean.
+    const first = Number(state.attrs["data-bp-page-first-ms"]);
+    const mean = Number(state.attrs["data-bp-page-mean-ms"]);
+    assert.ok(Number.isFinite(first) && Number.isFinite(mean) && first >= 0 && first <= mean, `first ${first}, mean ${mean}`);
     assert.deepEqual(console, [], "no console output");
   });
 

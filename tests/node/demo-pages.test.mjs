@@ -59,8 +59,9 @@ const STATS = {
       pacer: pacerStats({
         items: 40, providerCalls: 10, batchCalls: 8, retries: 2, countMismatches: 1, fallbacks: 1,
         rateLimited: 3, cacheHits: 6, dedupHits: 4, failed: 1, queued: 5, inFlight: 2,
-        succeeded: 32, pending: 7, inputTokens: 12345, outputTokens: 6789,
+        succeeded: 32, pending: 7, inputTokens: 12345, outputTokens: 6789, streamedCalls: 7, earlyResolved: 21,
       }),
+      timing: { pages: 4, firstMsSum: 4200, lastFirstMs: 640, paragraphs: 30, callMsSum: 75000 },
       byProvider: {
         demo: { paragraphs: 30, calls: 6, rateLimited: 0, inputTokens: 9000, outputTokens: 5000 },
         [OPENAI_ID]: { paragraphs: 10, calls: 4, rateLimited: 3, inputTokens: 3345, outputTokens: 1789 },
@@ -434,8 +435,9 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         assert.deepEqual(sent[0], {
           type: "setSettings",
           settings: {
-            page: { rate: 1, capacity: 1, maxInFlight: 3, maxCharactersPerBatch: 900, maxItemsPerBatch: 5, batchDelayMs: 150 },
-            subtitles: { rate: 4, capacity: 8, maxInFlight: 0, maxCharactersPerBatch: 400, maxItemsPerBatch: 6, batchDelayMs: 12.5 },
+            // The switches the fixture leaves out come from the defaults: no streaming, previews on.
+            page: { rate: 1, capacity: 1, maxInFlight: 3, maxCharactersPerBatch: 900, maxItemsPerBatch: 5, batchDelayMs: 150, stream: false, previews: true },
+            subtitles: { rate: 4, capacity: 8, maxInFlight: 0, maxCharactersPerBatch: 400, maxItemsPerBatch: 6, batchDelayMs: 12.5, stream: false, previews: true },
             provider: { kind: "openai", baseUrl: "http://127.0.0.1:8787/v1", apiKey: "sk-new", model: "mock-translator" },
             sourceLang: "en",
             targetLang: "ja",
@@ -443,7 +445,8 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         });
         for (const flow of ["page", "subtitles"]) {
           for (const [field, value] of Object.entries(sent[0].settings[flow])) {
-            assert.equal(typeof value, "number", `${flow}.${field} is sent as a number`);
+            const type = field === "stream" || field === "previews" ? "boolean" : "number";
+            assert.equal(typeof value, type, `${flow}.${field} is sent as a ${type}`);
           }
         }
 
@@ -462,6 +465,47 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         assert.equal(second.settings.provider.kind, "demo");
         assert.equal(second.settings.provider.apiKey, "");
         assert.equal(await page.evaluate(() => globalThis.__fake.apiKey), "sk-new");
+      } finally {
+        await close();
+      }
+    });
+
+    test("each flow has its own Stream replies switch; previews can be chosen only while it is on", async () => {
+      const settings = structuredClone(SETTINGS);
+      settings.page.stream = true;
+      settings.page.previews = false;
+      const { page, close } = await open("options.html", "settingsLoaded", { settings });
+      try {
+        const state = (id) => page.evaluate((x) => {
+          const input = document.getElementById(x);
+          return { type: input.type, checked: input.checked, disabled: input.disabled };
+        }, id);
+        assert.deepEqual(await state("page-stream"), { type: "checkbox", checked: true, disabled: false });
+        assert.deepEqual(await state("page-previews"), { type: "checkbox", checked: false, disabled: false });
+        assert.deepEqual(await state("subtitles-stream"), { type: "checkbox", checked: false, disabled: false });
+        // Previews need a stream: with streaming off the switch keeps its value, disabled.
+        assert.deepEqual(await state("subtitles-previews"), { type: "checkbox", checked: true, disabled: true });
+        assert.match(await page.locator('label[for="page-stream"]').textContent(), /Stream replies/);
+        assert.match(await page.locator('label[for="page-previews"]').textContent(), /previews/i);
+        // Each switch sits in its own flow's card.
+        assert.equal(await page.evaluate(() => document.getElementById("subtitles-stream").closest("#section-subtitles") !== null), true);
+
+        await page.check("#subtitles-stream");
+        assert.equal((await state("subtitles-previews")).disabled, false);
+        await page.check("#page-previews");
+        await page.uncheck("#page-stream");
+        assert.equal((await state("page-previews")).disabled, true);
+        assert.match(await page.locator("#status").textContent(), /not applied yet/i);
+        await page.click("#apply");
+        await page.waitForSelector('#status[data-state="ok"]');
+        const [sent] = await calls(page, "setSettings");
+        assert.deepEqual(
+          { page: [sent.settings.page.stream, sent.settings.page.previews], subtitles: [sent.settings.subtitles.stream, sent.settings.subtitles.previews] },
+          { page: [false, true], subtitles: [true, true] },
+        );
+        // Re-rendered from the answer, the switches keep what was applied.
+        assert.deepEqual(await state("subtitles-stream"), { type: "checkbox", checked: true, disabled: false });
+        assert.deepEqual(await state("page-stream"), { type: "checkbox", checked: false, disabled: false });
       } finally {
         await close();
       }
@@ -585,6 +629,50 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         assert.match(await page.locator("#stats-subtitles").textContent(), /No provider calls yet/);
         assert.match(await page.locator("#stats-page").textContent(), /Current provider: openai:http:\/\/127\.0\.0\.1:8787\/v1/);
         assert.equal(await page.title(), "Statistics — batch-pacer demo");
+      } finally {
+        await close();
+      }
+    });
+
+    test("time to the first paragraph (last page and mean) and the streaming counters", async () => {
+      const { page, close } = await open("stats.html", "statsLoaded");
+      try {
+        assert.equal(await cell(page, "page", "firstParagraph"), "640 ms");
+        assert.equal(await cell(page, "page", "firstParagraphMean"), "1.1 s (4 pages)");
+        assert.equal(await cell(page, "page", "callToParagraph"), "2.5 s");
+        assert.equal(await page.locator('#stats-page [data-headline="firstParagraph"]').textContent(), "640 ms");
+        assert.equal(await cell(page, "page", "streamedCalls"), "7");
+        assert.equal(await cell(page, "page", "earlyResolved"), "21");
+        // No page translated yet: nothing to show, not a zero.
+        assert.equal(await cell(page, "subtitles", "firstParagraph"), "—");
+        assert.equal(await cell(page, "subtitles", "firstParagraphMean"), "—");
+        assert.equal(await cell(page, "subtitles", "callToParagraph"), "—");
+      } finally {
+        await close();
+      }
+    });
+
+    test("at 1,280 px the By provider table stays inside its card, even with a long provider id", async () => {
+      const stats = structuredClone(STATS);
+      const longId = `openai:https://gateway.example-translation-provider.com/v1/projects/${"x".repeat(40)}/chat`;
+      stats.flows.page.byProvider[longId] = { paragraphs: 123456, calls: 98765, rateLimited: 4321, inputTokens: 123456789, outputTokens: 98765432 };
+      const { page, close } = await open("stats.html", "statsLoaded", { stats });
+      try {
+        await page.setViewportSize({ width: 1280, height: 900 });
+        const boxes = await page.evaluate(() => {
+          const card = document.getElementById("stats-page").getBoundingClientRect();
+          const table = document.querySelector("#stats-page .provider-table").getBoundingClientRect();
+          const cells = [...document.querySelectorAll("#stats-page .provider-table th, #stats-page .provider-table td")];
+          return {
+            card: { left: card.left, right: card.right },
+            table: { left: table.left, right: table.right },
+            widestCellRight: Math.max(...cells.map((c) => c.getBoundingClientRect().right)),
+            pageScrolls: document.documentElement.scrollWidth > document.documentElement.clientWidth,
+          };
+        });
+        assert.ok(boxes.table.left >= boxes.card.left && boxes.table.right <= boxes.card.right, JSON.stringify(boxes));
+        assert.ok(boxes.widestCellRight <= boxes.card.right, JSON.stringify(boxes));
+        assert.equal(boxes.pageScrolls, false, "no horizontal scrolling");
       } finally {
         await close();
       }

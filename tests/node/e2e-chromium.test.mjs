@@ -19,6 +19,19 @@ const skip = skipIfMissing(
   ready ? false : "needs /usr/bin/chromium and the built demo (scripts/build-demo.sh)",
 );
 
+// The mock's server-sent events reach the pacer through the package's streaming
+// openAIProvider; those tests run where the packed package has it. (Every test is
+// registered before the first one runs: no await between them.)
+let sseSkip = skip;
+if (!sseSkip) {
+  const { openAIProvider } = await load("extension-demo/vendor/batch-pacer/js/openai.js");
+  try {
+    openAIProvider({ baseUrl: "http://127.0.0.1:1/v1", model: "m", stream: true });
+  } catch {
+    sseSkip = "the packed openAIProvider has no stream option";
+  }
+}
+
 // No cues during tests that only look at the article.
 const ARTICLE_ONLY = "?cueStart=600000";
 const STRICT = { rate: 1, capacity: 1, maxInFlight: 0, maxCharactersPerBatch: 800, maxItemsPerBatch: 4, batchDelayMs: 100 };
@@ -62,7 +75,9 @@ function assertAligned(shown, { allowFailed = false } = {}) {
       assert.match(item.translation, /not translated/);
       continue;
     }
-    assert.equal(item.translation, pseudoTranslate(item.text.trim(), "de"), `${item.id} got another paragraph's translation`);
+    const own = pseudoTranslate(item.text.trim(), "de");
+    const why = item.translation.trim() === own ? "white space around its own translation" : "another paragraph's translation";
+    assert.equal(item.translation, own, `${item.id} got ${why}`);
   }
 }
 
@@ -89,6 +104,7 @@ test("the offline demo provider translates the whole page and its subtitles, eac
     assert.equal(stats.flows.page.pacer.items, done.pageTotal);
     assert.ok(stats.flows.page.pacer.providerCalls * 3 < done.pageTotal, "batching saves calls");
     assert.equal(stats.flows.page.pacer.dedupHits >= 1, true, "the duplicated paragraph shares a call");
+    assert.equal(stats.flows.page.pacer.streamedCalls, 0, "with Stream replies off (the default) no reply is streamed");
     // The offline provider reports usage like a real API: the statistics page shows it,
     // for the flow (the pacer's stats) and for the provider (the demo's own bookkeeping).
     for (const flow of ["page", "subtitles"]) {
@@ -261,3 +277,69 @@ test("a wrong API key fails the page's queue at once, and the options page shows
     await options.waitForSelector("#status[data-state=ok]");
     await options.waitForFunction(() => document.getElementById("provider-blocked").textContent === "", null, { timeout: 10_000 });
   }));
+
+// ----- streamed replies -----
+
+test("Stream replies, switched on for the page only: its paragraphs come from streams, previews give way to answers, each under its own", { skip }, (t) =>
+  withBrowser(t, async (browser) => {
+    // The offline demo provider: with its flow's switch on it returns the reply as a stream.
+    await harness.applySettings(browser, {
+      page: { ...DEFAULTS, stream: true, previews: true },
+      subtitles: { ...DEFAULTS, stream: false },
+    });
+    const page = await openPage(browser, "?cueStart=100&cueInterval=50");
+    const done = await harness.waitTranslated(page, { timeoutMs: 60_000 });
+    assert.equal(done.failed, 0);
+    assertAligned(await harness.translations(page));
+    const { flows } = await harness.getStats(browser);
+    assert.ok(flows.page.pacer.providerCalls > 0);
+    assert.equal(flows.page.pacer.streamedCalls, flows.page.pacer.providerCalls, "every page call was streamed");
+    assert.ok(flows.page.pacer.earlyResolved > 0, "some paragraphs showed before their batch's stream ended");
+    assert.equal(flows.subtitles.pacer.streamedCalls, 0, "the subtitles flow keeps whole replies");
+    assert.ok(flows.subtitles.pacer.providerCalls > 0);
+    // Previews were shown while the replies streamed; every one gave way to its answer.
+    assert.ok(Number(await page.getAttribute("html", "data-bp-previews")) > 0, "previews were shown");
+    assert.equal(await page.locator(".bp-preview").count(), 0);
+    // The statistics page has the page's time to its first paragraph.
+    assert.equal(flows.page.timing.pages, 1);
+    const statsPage = await browser.context.newPage();
+    await statsPage.goto(browser.pageUrl("stats.html"));
+    await statsPage.waitForFunction(() => document.documentElement.dataset.statsLoaded === "1");
+    assert.match(await statsPage.textContent('#stats-page [data-stat="firstParagraph"]'), /^\d[\d.,]* (ms|s)$/);
+    assert.match(await statsPage.textContent('#stats-page [data-stat="firstParagraphMean"]'), /\(1 page\)$/);
+    // Every page paragraph came from a call (no cache yet; a duplicate shares its twin's):
+    // each one's wait since its call started is counted.
+    assert.equal(flows.page.timing.paragraphs, done.pageTotal);
+    assert.match(await statsPage.textContent('#stats-page [data-stat="callToParagraph"]'), /^\d[\d.,]* (ms|s)$/);
+  }));
+
+test("Stream replies with previews off: answers only, no preview ever shown", { skip }, (t) =>
+  withBrowser(t, async (browser) => {
+    await harness.applySettings(browser, { page: { ...DEFAULTS, stream: true, previews: false } });
+    const page = await openPage(browser, ARTICLE_ONLY);
+    await harness.waitTranslated(page, { cues: false, timeoutMs: 60_000 });
+    assertAligned((await harness.translations(page)).filter((p) => p.id.startsWith("p")));
+    const { flows } = await harness.getStats(browser);
+    assert.equal(flows.page.pacer.streamedCalls, flows.page.pacer.providerCalls);
+    assert.equal(await page.getAttribute("html", "data-bp-previews"), "0");
+  }));
+
+for (const think of [false, true]) {
+  test(`Stream replies through the mock's server-sent events${think ? " from a thinking model" : ""}: each paragraph under its own`, { skip: sseSkip }, (t) =>
+    withBrowser(t, async (browser) => {
+      const mock = await withMock(t, { rpm: 0, latency: 50, tokensPerSecond: 400, think });
+      await harness.applySettings(browser, useMock(mock, { page: { ...DEFAULTS, stream: true, previews: true } }));
+      const page = await openPage(browser, ARTICLE_ONLY);
+      const done = await harness.waitTranslated(page, { cues: false, timeoutMs: 120_000 });
+      assert.equal(done.failed, 0);
+      assertAligned((await harness.translations(page)).filter((p) => p.id.startsWith("p")));
+      const { flows } = await harness.getStats(browser);
+      const m = mock.stats();
+      assert.equal(m.streamed, m.ok, "every answer of the mock was a stream");
+      assert.equal(m.thought, think ? m.ok : 0);
+      assert.equal(flows.page.pacer.streamedCalls, flows.page.pacer.providerCalls);
+      // The drafts' markers never count: no batch had to be sent again.
+      assert.equal(flows.page.pacer.countMismatches, 0);
+      assert.ok(flows.page.pacer.earlyResolved > 0, "paragraphs showed before their stream ended");
+    }));
+}

@@ -147,6 +147,24 @@ function translations(driver) {
   return driver.executeScript(readTranslationsInPage);
 }
 
+/** Opens the options page as an extension page and waits for its settings. */
+async function openOptions(driver) {
+  const { By, until } = selenium.webdriver;
+  const optionsUrl = `moz-extension://${ADDON_UUID}/options.html`;
+  await driver.get(optionsUrl);
+  assert.equal(await driver.getCurrentUrl(), optionsUrl);
+  await driver.wait(until.elementLocated(By.css("html[data-settings-loaded='1']")), 10_000);
+}
+
+/** Presses Apply on the options page and expects the background to accept. */
+async function applyOptions(driver) {
+  const { By, until } = selenium.webdriver;
+  await driver.findElement(By.id("apply")).click();
+  await driver.wait(until.elementLocated(By.css("#status[data-state]")), 10_000);
+  const status = await driver.findElement(By.id("status"));
+  assert.equal(await status.getAttribute("data-state"), "ok", await status.getText());
+}
+
 /** Every item shows exactly one translation, its own, and none failed. */
 function assertAligned(shown, translate) {
   for (const item of shown) {
@@ -174,15 +192,12 @@ test("Firefox: the offline demo provider translates the whole page and its 40 su
 
 test("Firefox: set up on the options page, the strict preset meets a 60-per-minute quota with no burst without a 429", { skip, timeout: 75_000 }, (t) =>
   withFirefox(t, async (driver) => {
-    const { By, until, Select } = selenium.webdriver;
+    const { By, Select } = selenium.webdriver;
     const mock = await withMock(t, { rpm: 60, burst: 1 });
 
     // The options page, opened as an extension page: its messages are the ones the
     // background accepts for settings.
-    const optionsUrl = `moz-extension://${ADDON_UUID}/options.html`;
-    await driver.get(optionsUrl);
-    assert.equal(await driver.getCurrentUrl(), optionsUrl);
-    await driver.wait(until.elementLocated(By.css("html[data-settings-loaded='1']")), 10_000);
+    await openOptions(driver);
     await new Select(await driver.findElement(By.id("provider-kind"))).selectByValue("openai");
     for (const [id, value] of [["provider-baseUrl", mock.url], ["provider-model", "mock-translator"]]) {
       const input = await driver.findElement(By.id(id));
@@ -192,10 +207,7 @@ test("Firefox: set up on the options page, the strict preset meets a 60-per-minu
     await new Select(await driver.findElement(By.id("page-preset"))).selectByValue("strictFreeTier");
     assert.equal(await driver.findElement(By.id("page-rate")).getAttribute("value"), "1");
     assert.equal(await driver.findElement(By.id("page-capacity")).getAttribute("value"), "1");
-    await driver.findElement(By.id("apply")).click();
-    await driver.wait(until.elementLocated(By.css("#status[data-state]")), 10_000);
-    const status = await driver.findElement(By.id("status"));
-    assert.equal(await status.getAttribute("data-state"), "ok", await status.getText());
+    await applyOptions(driver);
 
     await driver.get(`${site.url}?cueStart=600000`);
     const done = await waitTranslated(driver, { cues: false, timeoutMs: 50_000 });
@@ -221,4 +233,29 @@ test("Firefox: set up on the options page, the strict preset meets a 60-per-minu
       assert.equal(item.translation, pseudoTranslate(item.text.trim(), "de"));
       assert.equal(reversePseudoTranslation(item.translation), item.text.trim());
     }
+  }));
+
+test("Firefox: Stream replies ticked on the options page: the page's paragraphs come from streamed replies, previews give way to answers", { skip, timeout: 75_000 }, (t) =>
+  withFirefox(t, async (driver) => {
+    const { By } = selenium.webdriver;
+    await openOptions(driver);
+    const stream = await driver.findElement(By.id("page-stream"));
+    const previews = await driver.findElement(By.id("page-previews"));
+    assert.equal(await stream.isSelected(), false, "off by default");
+    assert.equal(await previews.isEnabled(), false, "previews wait for streaming");
+    await stream.click();
+    assert.equal(await previews.isEnabled(), true);
+    assert.equal(await previews.isSelected(), true, "previews on by default");
+    await applyOptions(driver);
+
+    // The offline demo provider streams its reply when the flow's switch is on.
+    await driver.get(`${site.url}?cueStart=600000`);
+    const done = await waitTranslated(driver, { cues: false, timeoutMs: 50_000 });
+    assert.equal(done.failed, 0);
+    const paragraphs = (await translations(driver)).filter((item) => item.id.startsWith("p"));
+    assert.ok(paragraphs.length > 50, `only ${paragraphs.length} paragraphs found`);
+    assertAligned(paragraphs, (text) => pseudoTranslate(text, "de"));
+    const shownPreviews = await driver.executeScript(() => Number(document.documentElement.dataset.bpPreviews));
+    assert.ok(shownPreviews > 0, "previews were shown while the replies streamed");
+    assert.equal(await driver.executeScript(() => document.querySelectorAll(".bp-preview").length), 0);
   }));

@@ -487,3 +487,191 @@ describe("markers layout", () => {
     });
   }
 });
+
+// The streaming tests of the package's openAIProvider run where it has `stream`.
+const { openAIProvider: repoProvider } = await import(pathToFileURL(join(repo, "js/openai.js")).href);
+let streamingProvider = "openAIProvider has no stream option in this build";
+try {
+  repoProvider({ baseUrl: "http://127.0.0.1:1/v1", model: "m", stream: true });
+  streamingProvider = false;
+} catch {
+  // left skipped: the reason above says why
+}
+
+describe("streams and thinking", () => {
+  const texts = ["Alpha one", "Beta two", "Gamma three"];
+  // Marker numbers as the pacer gives them: labels to copy, not a count.
+  const numbers = [21, 58, 95];
+  const marked = (list) => list.map((x, i) => `<s${numbers[i]}>${x}</s${numbers[i]}>`).join("\n");
+  const system = `${SYSTEM_SINGLE}\n\nThe text holds 3 segments, each between its own pair of markers, from <s21>…</s21> to <s95>…</s95>.`;
+  const answer = marked(texts.map((x) => pseudoTranslate(x, "de")));
+
+  /**
+   * POSTs one chat with `stream: true` and reads the server-sent events as they come:
+   * `{ status, type, events (parsed data values, "[DONE]" as is), reads (the events each
+   * network read completed) }`.
+   */
+  async function streamChat(mock, { user, streamOptions, headers = {} }) {
+    const response = await fetch(`${mock.url}/chat/completions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json", ...headers },
+      body: JSON.stringify({
+        model: "mock-translator",
+        stream: true,
+        ...(streamOptions ? { stream_options: streamOptions } : {}),
+        messages: [{ role: "system", content: system }, { role: "user", content: user }],
+      }),
+    });
+    const events = [];
+    const reads = [];
+    const decoder = new TextDecoder();
+    let buffer = "";
+    for await (const bytes of response.body) {
+      buffer += decoder.decode(bytes, { stream: true });
+      const blocks = buffer.split("\n\n");
+      buffer = blocks.pop();
+      const got = blocks.map((block) => {
+        assert.match(block, /^data: /, "every event is one data line");
+        const data = block.slice("data: ".length);
+        return data === "[DONE]" ? data : JSON.parse(data);
+      });
+      events.push(...got);
+      if (got.length > 0) reads.push(got);
+    }
+    assert.equal(buffer, "", "the stream ends after a whole event");
+    return { status: response.status, type: response.headers.get("content-type"), events, reads };
+  }
+
+  const contentOf = (events) => events.filter((e) => e !== "[DONE]").map((e) => e.choices[0]?.delta?.content ?? "").join("");
+
+  test("stream: true answers OpenAI-style events, token by token, then finish_reason and [DONE]", async (t) => {
+    const mock = await start(t);
+    const { status, type, events } = await streamChat(mock, { user: marked(texts) });
+    assert.equal(status, 200);
+    assert.match(type, /^text\/event-stream/);
+    assert.equal(events.at(-1), "[DONE]");
+    const chunks = events.slice(0, -1);
+    for (const chunk of chunks) assert.equal(chunk.object, "chat.completion.chunk");
+    assert.deepEqual(chunks[0].choices[0].delta, { role: "assistant", content: "" });
+    const last = chunks.at(-1);
+    assert.deepEqual(last.choices[0], { index: 0, delta: {}, finish_reason: "stop" });
+    const tokens = chunks.slice(1, -1).map((c) => c.choices[0].delta.content);
+    assert.ok(tokens.every((tok) => tok.length >= 1 && tok.length <= 4), "about 4 characters a token");
+    assert.equal(tokens.length, Math.ceil(answer.length / 4));
+    assert.equal(tokens.join(""), answer, "joined, the tokens are the whole reply");
+    assert.ok(chunks.every((c) => c.usage === undefined), "no usage chunk unless asked");
+    assert.equal(mock.stats().streamed, 1);
+    assert.equal(mock.stats().ok, 1);
+    assert.equal(mock.stats().inFlight, 0);
+  });
+
+  test("stream_options.include_usage adds a usage chunk before [DONE]", async (t) => {
+    const mock = await start(t);
+    const { events } = await streamChat(mock, { user: marked(texts), streamOptions: { include_usage: true } });
+    const usage = events.at(-2);
+    assert.deepEqual(usage.choices, []);
+    assert.equal(usage.usage.completion_tokens, Math.ceil(answer.length / 4));
+    assert.equal(usage.usage.total_tokens, usage.usage.prompt_tokens + usage.usage.completion_tokens);
+    assert.equal(events.at(-3).choices[0].finish_reason, "stop", "the usage chunk comes after the last choice");
+  });
+
+  test("with a writing speed the tokens leave one by one: the first arrives before the last is written", async (t) => {
+    const mock = await start(t, { tokensPerSecond: 200 });
+    const { events, reads } = await streamChat(mock, { user: marked(texts) });
+    assert.equal(contentOf(events), answer);
+    assert.ok(reads.length > 1, `the reply came in ${reads.length} network reads`);
+    assert.ok(reads[0].every((e) => e !== "[DONE]"), "the first read holds no end");
+    // A stream and a whole reply carry the same text.
+    assert.equal((await chat(mock, { system, user: marked(texts) })).content, answer);
+  });
+
+  test("think writes a <think> draft holding the batch's markers around the wrong texts, then the answer", async (t) => {
+    const mock = await start(t, { think: true });
+    const whole = (await chat(mock, { system, user: marked(texts) })).content;
+    const { events } = await streamChat(mock, { user: marked(texts) });
+    for (const content of [whole, contentOf(events)]) {
+      const match = /^<think>\n([\s\S]*?)\n<\/think>\n([\s\S]*)$/.exec(content);
+      assert.ok(match, `a draft, then the answer: ${JSON.stringify(content.slice(0, 80))}`);
+      const [, draft, after] = match;
+      assert.equal(after, answer);
+      const draftPairs = [...draft.matchAll(/<s(\d+)>([\s\S]*?)<\/s\1>/g)].map((m) => [Number(m[1]), m[2]]);
+      assert.deepEqual(draftPairs.map(([number]) => number), numbers, "the draft holds every pair of the batch");
+      // Each draft pair holds another segment's translation: read as the reply, it would misplace them all.
+      draftPairs.forEach(([number, text]) => {
+        const own = texts[numbers.indexOf(number)];
+        assert.notEqual(reversePseudoTranslation(text), own);
+        assert.ok(texts.includes(reversePseudoTranslation(text)), "a translation of the batch, only under the wrong number");
+      });
+    }
+    assert.equal(mock.stats().thought, 2);
+  });
+
+  test("the x-mock-think header asks for a draft per request; a single text's draft holds no markers", async (t) => {
+    const mock = await start(t);
+    const plain = await chat(mock, { system: SYSTEM_SINGLE, user: "Hello" });
+    assert.equal(plain.content, "[de] hELLO");
+    const thought = await chat(mock, { system: SYSTEM_SINGLE, user: "Hello", headers: { "x-mock-think": "1" } });
+    assert.match(thought.content, /^<think>\n[^<]*\n<\/think>\n\[de\] hELLO$/);
+    assert.equal(mock.stats().thought, 1);
+  });
+
+  test("a stream that the client drops is stopped and counted out of flight", async (t) => {
+    const mock = await start(t, { tokensPerSecond: 50 });
+    const controller = new AbortController();
+    const response = await fetch(`${mock.url}/chat/completions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ model: "m", stream: true, messages: [{ role: "system", content: system }, { role: "user", content: marked(texts) }] }),
+      signal: controller.signal,
+    });
+    const reader = response.body.getReader();
+    await reader.read(); // the first token is there
+    controller.abort();
+    await assert.rejects(reader.read());
+    for (let i = 0; i < 100 && mock.stats().inFlight > 0; i++) await new Promise((r) => setTimeout(r, 10));
+    assert.equal(mock.stats().inFlight, 0);
+  });
+
+  // The package's streaming openAIProvider against the mock's events, a thinking model
+  // included: the drafts' markers never place a paragraph, and paragraphs resolve from
+  // the stream before it ends.
+  for (const think of [false, true]) {
+    test(`BatchPacer + openAIProvider({ stream: true })${think ? ", a thinking model" : ""}: every paragraph its own, some before the stream ends`, { skip: streamingProvider }, async (t) => {
+      const { default: init, BatchPacer, openAIProvider } = await import("batch-pacer");
+      await init();
+      const mock = await start(t, { think, tokensPerSecond: 400 });
+      const pacer = new BatchPacer(openAIProvider({ baseUrl: mock.url, apiKey: "", model: "mock-translator", stream: true }), {
+        batchDelayMs: 5,
+        rate: 1000,
+      });
+      t.after(() => pacer.dispose());
+      const paragraphs = Array.from({ length: 12 }, (_, i) => `Paragraph ${i} ${"word ".repeat(4 + (i % 5))}end`);
+      const out = await Promise.all(
+        paragraphs.map((text) => pacer.translate({ text, sourceLang: "en", targetLang: "de", providerId: "mock" })),
+      );
+      assert.deepEqual(out, paragraphs.map((x) => pseudoTranslate(x, "de")));
+      const stats = pacer.stats();
+      // No retry: a thinking model's draft never counts as the reply.
+      assert.equal(stats.retries, 0);
+      assert.equal(stats.countMismatches, 0);
+      assert.ok(stats.batchCalls > 0);
+      assert.equal(stats.streamedCalls, stats.providerCalls);
+      assert.ok(stats.earlyResolved > 0, `earlyResolved ${stats.earlyResolved}`);
+      assert.equal(mock.stats().streamed, stats.providerCalls);
+      assert.equal(mock.stats().thought, think ? stats.providerCalls : 0);
+    });
+  }
+
+  test("stream must be a boolean; tokensPerSecond and think are checked", async (t) => {
+    const mock = await start(t);
+    const response = await fetch(`${mock.url}/chat/completions`, {
+      method: "POST",
+      headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ model: "m", stream: "yes", messages: [{ role: "user", content: "x" }] }),
+    });
+    assert.equal(response.status, 400);
+    assert.equal((await response.json()).error.code, "invalid_stream");
+    await assert.rejects(startMockProvider({ tokensPerSecond: -1 }), /tokensPerSecond/);
+    await assert.rejects(startMockProvider({ think: "yes" }), /think/);
+  });
+});

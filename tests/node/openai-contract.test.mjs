@@ -463,6 +463,33 @@ describe("errors", () => {
     assert.match(err.message, /^OpenAI-compatible API answered 402 Payment Required: the account is out of credit/);
   });
 
+  test("a refusal the API says is final is retryable: false; a context-length error is a 413", async (t) => {
+    const final = [
+      [400, { error: { message: "Your request was rejected as a result of our safety system.", type: "invalid_request_error", code: "content_policy_violation" } }],
+      [400, { error: { message: "The response was filtered due to the prompt triggering content management policy.", type: null, code: "content_filter" } }],
+      [400, { error: { message: "Invalid value for 'messages[1].role'.", type: "invalid_request_error", code: null } }],
+      [500, { error: { message: "The request was refused.", code: "content_filter" } }],
+    ];
+    for (const [status, body] of final) {
+      const err = await errorFor(t, status, body);
+      assert.equal(err.status, status);
+      assert.equal(err.retryable, false, body.error.message);
+    }
+    const tooLong = await errorFor(t, 400, {
+      error: { message: "This model's maximum context length is 8192 tokens.", type: "invalid_request_error", code: "context_length_exceeded" },
+    });
+    assert.equal(tooLong.status, 413, "split, not refused");
+    assert.equal(tooLong.retryable, undefined);
+    for (const [status, body] of [
+      [500, { error: { message: "The server had an error.", type: "server_error" } }],
+      [429, { error: { message: "Rate limit reached for requests", type: "requests" } }],
+      [400, { error: { message: "Bad request" } }],
+    ]) {
+      const err = await errorFor(t, status, body);
+      assert.equal(err.retryable, undefined, `${status}: no claim either way`);
+    }
+  });
+
   test("a 429 carries the x-ratelimit-* headers as limits", async (t) => {
     const err = await errorFor(
       t,

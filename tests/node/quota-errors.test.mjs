@@ -239,3 +239,47 @@ describe("daily quotas", () => {
     assert.equal(called, 1, "only the other provider was called");
   });
 });
+
+describe("retryable: false", () => {
+  test("a call the provider marks retryable: false is never retried, whatever its status", async (t) => {
+    for (const status of [undefined, 500, 503, 413]) {
+      const refusal = Object.assign(httpError(status ?? 500), { retryable: false });
+      if (status === undefined) delete refusal.status;
+      const { clock, calls, send } = setup(t, {
+        answer: async () => {
+          throw refusal;
+        },
+      });
+      const state = send(item("x", { llm: false }));
+      await clock.tickAsync(60_000);
+      assert.equal(calls.length, 1, `status ${status}: one call`);
+      assertPacerError(state.reason, "provider_error");
+      assert.equal(state.reason.status, status);
+      assert.equal(state.reason.cause, refusal);
+    }
+  });
+
+  test("a batch's items are then sent once each alone; a retryable that is not a boolean is ignored", async (t) => {
+    const { clock, calls, send } = setup(t, {
+      answer: async (r) => {
+        if (r.texts.includes("bad")) throw Object.assign(httpError(503), { retryable: false });
+        return faithful(r);
+      },
+    });
+    const states = ["one", "bad", "three"].map((x) => send(item(x)));
+    await clock.tickAsync(60_000);
+    assert.deepEqual(calls.map((c) => c.texts.length), [3, 1, 1, 1], "the batch, then each item once");
+    assert.equal(states[0].value, T("one"));
+    assertPacerError(states[1].reason, "provider_error");
+    assert.equal(states[2].value, T("three"));
+
+    const loose = setup(t, {
+      answer: async () => {
+        throw Object.assign(httpError(503), { retryable: "no" });
+      },
+    });
+    loose.send(item("x", { llm: false }));
+    await loose.clock.tickAsync(60_000);
+    assert.equal(loose.calls.length, 3, "retried like any 503 (maxRetries 2)");
+  });
+});

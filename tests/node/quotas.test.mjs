@@ -60,6 +60,38 @@ describe("tokensPerMinute", () => {
     assert.equal(pacer.options.tokensPerMinute, 1200);
   });
 
+  test("the call dealt by priority from several due batches is the call checked against the budget", async (t) => {
+    // Every text is estimated at 100 tokens: a call of n texts costs 200 n + 140 (a
+    // batch's prompt) or 240 (a single). Batches collect in arrival order; each call
+    // takes the best items of the due batches, so the call that starts may be larger
+    // than the batch whose cost was first checked. Every window must stay within a
+    // minute's worth plus what refilled.
+    const { clock, calls, send } = setup(t, {
+      tokensPerMinute: 6000,
+      estimateTokens: () => 100,
+      maxItemsPerBatch: 6,
+      batchDelayMs: 50,
+    });
+    const states = [];
+    for (let round = 0; round < 8; round++) {
+      for (const [i, priority] of [0, 1, 1, 0, 2, 0, 1].entries()) {
+        states.push(send(item(`r${round} p${priority} #${i} ${"x".repeat(20 + ((round * 7 + i) % 5) * 30)}`, { priority })));
+      }
+      await clock.tickAsync(30 + round * 40);
+    }
+    await clock.tickAsync(600_000);
+    assert.ok(states.every((s) => s.status === "fulfilled"));
+    const cost = (c) => 200 * c.texts.length + (c.texts.length > 1 ? 140 : 40);
+    for (let i = 0; i < calls.length; i++) {
+      let spent = 0;
+      for (let j = i; j < calls.length; j++) {
+        spent += cost(calls[j]);
+        const allowed = 6000 + ((calls[j].at - calls[i].at) / 1000) * 100;
+        assert.ok(spent <= allowed + 1e-6, `${spent} tokens in calls ${i}..${j} ([${calls[i].at}, ${calls[j].at}] ms), at most ${allowed}`);
+      }
+    }
+  });
+
   test("without a token budget the same backlog starts at once (only the request bucket applies)", async (t) => {
     const { clock, calls, send } = setup(t, { rate: 100, capacity: 100, estimateTokens: () => EST });
     sendSingles(send, 30);
@@ -227,7 +259,10 @@ describe("reported limits", () => {
     };
   };
 
-  test("requestsRemaining 0 holds that provider's calls until the reset; other providers go on; a limited event", async (t) => {
+  test("requestsRemaining 0 holds that provider's calls until the window has room again; other providers go on; a limited event", async (t) => {
+    // Nothing left, whole again in 5 s, and one request is all the window is known to
+    // hold (the one just made): room for one more comes back by the reset, one by one
+    // after it, until the report is forgotten one window after its reset.
     const { clock, calls, send, events } = setup(t, {
       answer: limitedReply({ requestsRemaining: 0, requestsResetMs: 5000 }),
     });
@@ -238,23 +273,26 @@ describe("reported limits", () => {
     const b = sendSingles(send, 3, { providerId: "b" });
     const wallBefore = Date.now();
     await clock.tickAsync(4900);
-    assert.deepEqual(startTimes(calls, "a"), [0], "no call to a before its window resets");
+    assert.deepEqual(startTimes(calls, "a"), [0], "no call to a before its window has room");
     assert.ok(b.every((s) => s.status === "fulfilled"), "b goes on");
     assert.ok(a.every((s) => s.status === "pending"), "a's items wait, none rejects");
     await clock.tickAsync(200);
+    assert.deepEqual(startTimes(calls, "a"), [0, 5000], "room for one request by the reset");
+    await clock.tickAsync(5000);
     assert.ok(a.every((s) => s.status === "fulfilled"));
-    assert.ok(startTimes(calls, "a").slice(1).every((at) => at >= 5000), `a's calls at ${startTimes(calls, "a")}`);
+    assert.deepEqual(startTimes(calls, "a").slice(2), [10_000, 10_000], "the report is forgotten a window after its reset");
 
     const limited = events.filter((e) => e.type === "limited");
-    assert.equal(limited.length, 1, "each hold is announced once");
     assert.equal(limited[0].providerId, "a");
     assert.equal(limited[0].reason, "requests");
     assert.ok(limited[0].resetMs > 4900 && limited[0].resetMs <= 5000, `resetMs ${limited[0].resetMs}`);
     // retryAt is wall-clock time (epoch ms): now plus what is left of the window.
     assert.ok(Math.abs(limited[0].retryAt - (wallBefore + limited[0].resetMs)) < 2000, `retryAt ${limited[0].retryAt}`);
+    assert.equal(new Set(limited.map((e) => e.resetMs + e.at)).size, limited.length, "each hold is announced once");
   });
 
-  test("requestsRemaining counts down with each call started meanwhile", async (t) => {
+  test("requestsRemaining counts down with each call started meanwhile, then comes back in proportion", async (t) => {
+    // 2 left of a window of 3, whole again in 5 s: a request's room every 5 s.
     const { clock, calls, send } = setup(t, {
       answer: limitedReply({ requestsRemaining: 2, requestsResetMs: 5000 }),
     });
@@ -262,12 +300,18 @@ describe("reported limits", () => {
     await clock.tickAsync(10);
     sendSingles(send, 4, { providerId: "a" });
     await clock.tickAsync(4000);
-    assert.equal(startTimes(calls, "a").length, 3, "the two requests left, then nothing until the reset");
+    assert.equal(startTimes(calls, "a").length, 3, "the two requests left, then nothing until there is room");
     await clock.tickAsync(2000);
+    assert.equal(startTimes(calls, "a").length, 4, "room for one more 5 s after the report");
+    await clock.tickAsync(5000);
     assert.equal(startTimes(calls, "a").length, 5);
   });
 
   test("tokensRemaining below a call's cost holds it until the token window resets (reason tokens)", async (t) => {
+    // A single text estimated at 100 tokens costs 240 (as much again for the output, 40
+    // of prompt). The window is known only as the 100 tokens left (the reporting call
+    // was sent before any estimate was needed): a call larger than that waits until the
+    // window is whole again.
     const { clock, calls, send, events } = setup(t, {
       estimateTokens: () => 100,
       answer: limitedReply({ tokensRemaining: 100, tokensResetMs: 7000 }),
@@ -283,6 +327,85 @@ describe("reported limits", () => {
     const limited = events.filter((e) => e.type === "limited");
     assert.equal(limited.length, 1);
     assert.equal(limited[0].reason, "tokens");
+  });
+
+  test("a token window refills in proportion: a call waits only for the tokens it lacks", async (t) => {
+    // Estimates are needed from the start (tokensPerMinute), so the reporting call's cost
+    // (240) is known: 100 left of a window of 340, whole again in 7 s, so the 140 tokens
+    // the next call lacks come back in 7 s × 140 / 240.
+    const { clock, calls, send } = setup(t, {
+      estimateTokens: () => 100,
+      tokensPerMinute: 1_000_000,
+      answer: limitedReply({ tokensRemaining: 100, tokensResetMs: 7000 }),
+    });
+    send(item("a0", { providerId: "a", llm: false }));
+    await clock.tickAsync(10);
+    const next = send(item("a1", { providerId: "a", llm: false }));
+    const expected = (7000 * 140) / 240;
+    await clock.tickAsync(expected - 50);
+    assert.equal(next.status, "pending");
+    await clock.tickAsync(100);
+    assert.equal(next.value, "a1");
+    assert.ok(Math.abs(startTimes(calls, "a")[1] - expected) < 5, `started at ${startTimes(calls, "a")[1]} ms`);
+  });
+
+  test("a snapshot keeps the reported limits: a restarted pacer's first burst respects them", async (t) => {
+    // 29 left of a window of 30 after the first call, then 1 left, whole again in 58 s:
+    // one request's room comes back every 2 s.
+    let n = 0;
+    const before = setup(t, {
+      rate: 100,
+      capacity: 100,
+      answer: async (r) => ({ translations: r.text, limits: { requestsRemaining: n++ === 0 ? 29 : 1, requestsResetMs: 58_000 } }),
+    });
+    before.send(item("first", { providerId: "a", llm: false }));
+    await before.clock.tickAsync(10);
+    before.send(item("second", { providerId: "a", llm: false }));
+    await before.clock.tickAsync(10);
+    const snapshot = before.pacer.snapshot();
+    const saved = snapshot.providers.find((p) => p.providerId === "a");
+    assert.equal(saved.limits.requests.whole, 30);
+    assert.ok(Math.abs(saved.limits.requests.remaining - 1) < 0.1, JSON.stringify(saved.limits));
+    assert.ok(saved.limits.requests.resetMs > 57_000 && saved.limits.requests.resetMs <= 58_000);
+
+    const after = setup(t, { rate: 100, capacity: 100, restore: JSON.parse(JSON.stringify(snapshot)) });
+    const states = sendSingles(after.send, 20, { providerId: "a" });
+    await after.clock.tickAsync(100);
+    assert.equal(after.calls.length, 1, "one request's room, not a burst of 20");
+    await after.clock.tickAsync(60_000);
+    assert.ok(states.every((s) => s.status === "fulfilled"));
+    assert.ok(after.calls[1].at >= 1500, `the next one as the window refills: ${after.calls[1].at} ms`);
+  });
+
+  test("a provider reporting on every reply and 429 meets no 429 after its first reply, on the defaults", async (t) => {
+    // 10 requests a minute, a bucket holding a minute's worth, charged on arrival,
+    // reported as x-ratelimit-* say it: what is left, and the time until it is whole.
+    let level = 10;
+    let at = 0;
+    let firstReply = Infinity;
+    const refused = [];
+    const { clock, send } = setup(t, {
+      maxRateLimitRetries: 100,
+      answer: async (r) => {
+        const now = clock.now;
+        level = Math.min(10, level + ((now - at) * 10) / 60_000);
+        at = now;
+        const ok = level >= 1;
+        if (ok) level -= 1;
+        const limits = { requestsRemaining: Math.floor(level), requestsResetMs: Math.ceil(((10 - level) * 60_000) / 10) };
+        await new Promise((resolve) => clock.setTimeout(resolve, 300));
+        if (!ok) {
+          if (now >= firstReply) refused.push(now);
+          throw httpError(429, { retryAfterMs: 6000, limits });
+        }
+        firstReply = Math.min(firstReply, now + 300);
+        return { translations: r.text, limits };
+      },
+    });
+    const states = sendSingles(send, 40, { providerId: "a" });
+    await clock.tickAsync(600_000);
+    assert.ok(states.every((s) => s.status === "fulfilled"), "nothing lost");
+    assert.deepEqual(refused, [], "no 429 once the provider has spoken");
   });
 
   test("limits on a thrown error hold the retry until the reset, not just the backoff", async (t) => {

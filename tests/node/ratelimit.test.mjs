@@ -299,11 +299,11 @@ describe("adaptiveRate", () => {
     assert.equal(calls.length, 2, "burst 1 after the pause: only the retry starts at once");
     await clock.tickAsync(1000);
     const after = calls.filter((c) => c.at >= 1000).map((c) => c.at);
-    // Half of 10/s with burst 1 gives 1 + 5 calls in the first second; the rate may
-    // rise a little with each success, so one more call is tolerated. The full
-    // rate would give 11 (see the next test).
+    // Half of 10/s with burst 1 gives 1 + 5 calls in the first second; the rate rises
+    // 15% with each success up to 3/4 of the ceiling (7.5/s), then 0.5%: 8 calls. The
+    // full rate would give 11 (see the next test).
     const firstSecond = after.filter((at) => at < 2000).length;
-    assert.ok(firstSecond <= 7, `${firstSecond} calls in the first second after the pause`);
+    assert.ok(firstSecond <= 8, `${firstSecond} calls in the first second after the pause`);
     assert.ok(after[1] - after[0] > 150, `second call ${after[1] - after[0]} ms after the first: slower than 10/s`);
     await clock.tickAsync(60_000);
     const all = calls.filter((c) => c.at >= 1000).map((c) => c.at);
@@ -369,9 +369,12 @@ describe("adaptiveRate", () => {
     },
   );
 
-  test("after successes the rate rises back (to null = full rate)", async (t) => {
+  test("after successes the rate rises back gradually, 15% a call then 0.5%, to null = full rate", async (t) => {
+    // One 429 at rate 4 halves the rate to 2 (ceiling 4, nothing proven yet); then every
+    // call is accepted. The README's rule: +15% per accepted call up to 3/4 of the
+    // ceiling (3/s), then +0.5% near the ceiling, back at rate 4 well within the bound.
     let n = 0;
-    const { clock, send, events } = setup(t, {
+    const { clock, calls, send, events } = setup(t, {
       rate: 4,
       capacity: 4,
       answer: async (r) => {
@@ -381,15 +384,33 @@ describe("adaptiveRate", () => {
     });
     send(item("x", { providerId: "a", llm: false }));
     await clock.tickAsync(0);
-    for (let i = 0; i < 400; i++) {
-      send(item(`y${i}`, { providerId: "a", llm: false }));
-      if (i % 4 === 3) await clock.tickAsync(1000);
-    }
+    for (let i = 0; i < 400; i++) send(item(`y${i}`, { providerId: "a", llm: false }));
     await clock.tickAsync(600_000);
-    const rates = events.filter((e) => e.type === "adaptiveRate").map((e) => e.rate);
-    assert.ok(rates.length >= 2, JSON.stringify(rates));
-    assert.equal(rates[rates.length - 1], null, `back to full rate: ${JSON.stringify(rates)}`);
-    for (let i = 1; i < rates.length - 1; i++) assert.ok(rates[i] >= rates[i - 1], `rises gradually: ${JSON.stringify(rates)}`);
+    const rates = events.filter((e) => e.type === "adaptiveRate");
+    assert.deepEqual(rates.map((e) => e.rate), [2, null], "halved once, then back at the full rate");
+    const backAt = rates[1].at;
+    assert.ok(backAt <= 100 + 60_000, `back at full rate after ${backAt} ms`);
+    // The gaps between calls while slowed: each accepted call shortens the next gap.
+    const starts = calls.map((c) => c.at).filter((at) => at >= 100 && at <= backAt);
+    const gaps = starts.slice(1).map((at, i) => at - starts[i]);
+    assert.ok(gaps.length > 40, `${gaps.length} gaps`);
+    assert.ok(Math.abs(starts[0] - 500) <= 2, `first call after the 429 at rate 2 (empty bucket): ${starts[0]} ms`);
+    assert.ok(Math.abs(gaps[0] - 1000 / 2.3) <= 2, `then at 2 × 1.15: ${gaps[0]} ms`);
+    let fast = 0;
+    let slow = 0;
+    for (let i = 1; i < gaps.length; i++) {
+      const growth = gaps[i - 1] / gaps[i];
+      const rate = 1000 / gaps[i - 1];
+      // Gaps are whole microseconds of virtual time, rounded up: a little tolerance.
+      if (rate < 3 - 0.01) {
+        assert.ok(Math.abs(growth - 1.15) < 0.01, `call ${i} at ${rate.toFixed(3)}/s grew ${growth.toFixed(4)}x, not 1.15x`);
+        fast++;
+      } else if (rate > 3 + 0.02) {
+        assert.ok(growth > 1.001 && growth < 1.01, `call ${i} at ${rate.toFixed(3)}/s grew ${growth.toFixed(4)}x, not 1.005x`);
+        slow++;
+      }
+    }
+    assert.ok(fast >= 2 && slow >= 20, `${fast} fast and ${slow} slow steps checked`);
   });
 
   test(

@@ -20,6 +20,12 @@ pub use batch_pacer::{Duration, ErrorCode};
 pub enum Answer {
     /// Answer after `after` with this outcome.
     After(Duration, Result<Reply, Failure<String>>),
+    /// Answer after `after` with this outcome and what the provider reported.
+    Reported(
+        Duration,
+        Result<Reply, Failure<String>>,
+        batch_pacer::Report,
+    ),
     /// Never answer.
     Hang,
     /// Answer with a stream: each value after its delay from the one before; a failure
@@ -343,6 +349,9 @@ fn collect(
         check_layout(&call);
         match provider(&call, now) {
             Answer::After(after, outcome) => time.answer(call.id, after, outcome),
+            Answer::Reported(after, outcome, report) => {
+                time.answer_reported(call.id, after, outcome, report)
+            }
             Answer::Hang => {}
             Answer::Stream(values) => {
                 let mut at = Duration::ZERO;
