@@ -42,6 +42,8 @@
 //!   - `adaptive`: a provider's own rate after 429s, and how it recovers.
 //!   - `estimate`: the script-aware token estimate of a text.
 //!   - `quota`: the token budget, call costs corrected from usage, reported limits.
+//!   - `provider`: what holds one provider back (pause, adaptive rate, daily block,
+//!     reported limits), shared by the pacers of one budget.
 //!   - `budget`: one budget (and provider pacing state) shared by several pacers.
 //!   - `retry`: which failures are retried, backoff, jitter.
 //! - `layout/`: how texts travel in one call and come back:
@@ -64,7 +66,7 @@ pub use contract::{call, item, options, settle, snapshot, stats};
 mod memo;
 pub use memo::{cache, key, store};
 mod pacing;
-pub use pacing::{adaptive, bucket, budget, estimate, quota, retry};
+pub use pacing::{adaptive, bucket, budget, estimate, provider, quota, retry};
 mod layout;
 pub use layout::{alignment, codec, early, markers, proof, stream};
 

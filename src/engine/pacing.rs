@@ -12,26 +12,6 @@ pub(super) struct Provider {
     pub(super) pacing: Rc<RefCell<ProviderPacing>>,
 }
 
-/// What holds a provider back: its 429 pause, its adaptive rate, its spent daily quota
-/// and the limits it reported. One per provider and budget: pacers that share a budget
-/// (see [`crate::budget::SharedBudget`]) share this too.
-#[derive(Debug, Default)]
-pub struct ProviderPacing {
-    pub(super) paused_until: Instant,
-    pub(super) adaptive: Option<AdaptiveRate>,
-    /// Counts 429 episodes. A call remembers the count at its start; a 429 for a call
-    /// that started before the current episode began belongs to that episode and does
-    /// not slow the provider down again (a burst of 429s is one episode).
-    pub(super) episode: u32,
-    /// A spent daily quota: until `until`, every item for the provider rejects without
-    /// a call.
-    pub(super) daily_block: Option<DailyBlock>,
-    /// Its cost model and the limits it reported.
-    pub(super) quota: ProviderQuota,
-    /// Calls accepted in a row at the full rate (before any 429 slowed it down).
-    pub(super) accepted: u32,
-}
-
 impl<C: Clone> Engine<C> {
     pub(super) fn at_call_limit(&self) -> bool {
         self.options.max_in_flight > 0 && self.calls.len() as u64 >= self.options.max_in_flight

@@ -4,15 +4,6 @@
 
 use super::*;
 
-/// What items for a provider whose daily quota is spent reject with, and until when.
-#[derive(Debug)]
-pub(crate) struct DailyBlock {
-    pub(super) until: Instant,
-    /// Whether the provider said when its quota resets.
-    pub(super) reset_known: bool,
-    pub(super) message: String,
-}
-
 /// How long a spent daily quota blocks its provider when the provider did not say when
 /// it resets: long enough not to storm it, short enough to notice the reset soon.
 pub(super) const UNKNOWN_DAILY_RESET: Duration = Duration::from_micros(60 * 60 * 1_000_000);

@@ -5,5 +5,6 @@ pub mod adaptive;
 pub mod bucket;
 pub mod budget;
 pub mod estimate;
+pub mod provider;
 pub mod quota;
 pub mod retry;
