@@ -268,6 +268,7 @@ fn failure(bytes: &mut Bytes) -> Failure<()> {
             cause: None,
             limits: Default::default(),
             quota: None,
+            retryable: None,
         },
         _ => Failure::error(status, retry_after, "HTTP error").with_cause(()),
     }
