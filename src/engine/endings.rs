@@ -3,7 +3,10 @@
 //! `Jobs::end`, tells the cache and the store what they must learn, drops the job from
 //! its group's count, and settles its tickets.
 
-use super::*;
+use super::{Batch, Engine, Group, Job};
+use crate::settle::{PacerFailure, Ticket};
+use crate::slab::Id;
+use crate::text::utf16_len;
 
 /// How a job ends.
 pub(super) enum Ending<C> {

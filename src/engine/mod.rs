@@ -71,7 +71,7 @@ use crate::cache::Lru;
 use crate::call::{Call, CallId, Failure, FailureKind, Layout, Quota, Reply, Report};
 use crate::codec::{self, Mismatch};
 use crate::display::js_number;
-use crate::key::{item_key, Compat, Keyer, ShortKey};
+use crate::key::{item_key, Keyer};
 use crate::markers;
 use crate::options::{OptionValue, Options, SegmentFormat};
 use crate::proof;

@@ -1,6 +1,13 @@
 //! The providers met so far, by index: each one's ready set and pacing state.
 
-use super::*;
+use std::rc::Rc;
+
+use super::pacing::Provider;
+use super::{Engine, Group};
+use crate::budget::SharedBudget;
+use crate::key::{Compat, ShortKey};
+use crate::ready::ReadySet;
+use crate::slab::Id;
 
 impl<C: Clone> Engine<C> {
     /// The group of these fields (created on first use) and the item key of `text` in it.
