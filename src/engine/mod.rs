@@ -484,23 +484,10 @@ impl<C: Clone> Engine<C> {
             return next;
         }
         for provider in &self.providers {
-            if provider.ready.is_empty() {
+            let Some(first) = provider.ready.first() else {
                 continue;
-            }
-            let pacing = provider.pacing.borrow();
-            // A pause another pacer of a shared budget set has no timer of this one's.
-            let mut at = self.request_token_at().max(pacing.paused_until);
-            if let Some(adaptive) = &pacing.adaptive {
-                at = at.max(adaptive.ready_at(self.now));
-            }
-            drop(pacing);
-            if let Some(quota_at) = provider
-                .ready
-                .first()
-                .and_then(|first| self.quota_ready_at(provider, first.2))
-            {
-                at = at.max(quota_at);
-            }
+            };
+            let at = self.ready_at(provider, first.2);
             if at > self.now {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }
