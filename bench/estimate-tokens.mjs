@@ -1,11 +1,11 @@
-// Accuracy of the built-in token estimate (src/estimate.rs) against a real tokenizer:
+// Accuracy of the built-in token estimate (src/pacing/estimate.rs) against a real tokenizer:
 // o200k_base (GPT-4o's encoding, from the gpt-tokenizer devDependency) on the
 // multilingual sample bench/estimate/sample.json, side by side with characters / 4.
 // The Rust estimate runs natively through `cargo run --release --example
 // estimate_tokens` (no wasm build needed).
 //
 //   node bench/estimate-tokens.mjs               # the table
-//   node bench/estimate-tokens.mjs --rust-table  # the subset table for src/estimate.rs's tests
+//   node bench/estimate-tokens.mjs --rust-table  # the subset table for src/pacing/estimate.rs's tests
 //
 // Columns: ratio = median of estimate / true over the language's paragraphs (above 1 is
 // an overestimate), error = median of |estimate / true - 1|, total = sum of estimates /

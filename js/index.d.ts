@@ -845,7 +845,7 @@ export function openAIProvider(
  * Ollama, LM Studio, llama.cpp server, vLLM ...).
  *
  * For a batch, the system message is the translation instruction followed by
- * `request.instructions` (with the older separator layout, rules naming the separator),
+ * `request.instructions` (in either layout; a request without them gets rules of its own),
  * and the user message is `request.text`. The reply is the model's text (or, with
  * `structuredOutput`, the parsed object keyed by id), wrapped as
  * `{ translations, usage, limits }` when the response reports usage or `x-ratelimit-*`

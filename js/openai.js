@@ -85,7 +85,8 @@ const SCHEMA_NAME = "translations";
  * For a batch, the layout follows the request: with `markers` (the default layout) the
  * system message ends with `request.instructions`, the core's own description of how to
  * answer, and the user message is `request.text`; with only a `separator` (the older
- * layout) the system message describes the separator. With `structuredOutput`, the model
+ * layout) too, and the system message describes the separator itself only for a request
+ * without instructions. With `structuredOutput`, the model
  * is asked for a JSON object keyed by id instead, so the marked-string instructions are
  * left out: they would contradict the schema.
  *
@@ -130,19 +131,20 @@ export function buildMessages(request, options = {}) {
       const batch = structuredBatch(texts, ids, markers, request.text);
       parts.push(batch.rules);
       user = batch.user;
-    } else if (markers !== undefined || typeof request.separator !== "string") {
-      // The markers layout, or a request naming no layout: the core's instructions when
-      // it gave them, otherwise a description of the markers in the same spirit.
+    } else {
+      // Either layout: the core's instructions when it gave them (they describe the
+      // layout of this very call), otherwise a description of the layout in the same
+      // spirit.
       const instructions = typeof request.instructions === "string" ? request.instructions.trim() : "";
+      const separated = markers === undefined && typeof request.separator === "string";
+      const separator = separated && request.separator.trim() !== "" ? request.separator : DEFAULT_SEPARATOR;
       if (instructions !== "") parts.push(instructions);
       else if (markers !== undefined) parts.push(markerRules(markers));
-      if (typeof request.text !== "string" && markers !== undefined) {
-        user = texts.map((t, i) => `${markers[i][0]}${t}${markers[i][1]}`).join("\n");
+      else if (separated) parts.push(separatorRules(separator, texts.length));
+      if (typeof request.text !== "string") {
+        if (markers !== undefined) user = texts.map((t, i) => `${markers[i][0]}${t}${markers[i][1]}`).join("\n");
+        else if (separated) user = texts.join(separator);
       }
-    } else {
-      const separator = request.separator.trim() !== "" ? request.separator : DEFAULT_SEPARATOR;
-      parts.push(separatorRules(separator, texts.length));
-      if (typeof request.text !== "string") user = texts.join(separator);
     }
   }
 

@@ -15,66 +15,63 @@
 //!    (after [`Engine::want_previews`]).
 //! 3. Sleep until [`Engine::poll_timeout`], or until a response or a new item arrives.
 //!
-//! The modules, bottom up, one line each:
-//! - `time`: virtual instants and durations in microseconds, saturating arithmetic.
-//! - `display`: numbers and strings written as JavaScript writes them, for messages.
-//! - `options`: the options, their defaults and their validation.
-//! - `settle`: how an item ends (a translation, or an error with a stable code).
-//! - `item`: an item as the caller gives it, its checks and errors.
-//! - `hash`, `slab`, `id_table`, `id_index`, `ready`: the containers the engine is
-//!   built from (a fast hasher, generational slabs, id tables, key indexes, ordered sets).
-//! - `key`: item keys (SHA-256 for the store, keyed SipHash in memory).
-//! - `cache`: the in-memory LRU of translations.
-//! - `store`: the persistent store's lookups and writes.
-//! - `bucket`: the token bucket ("not until T", never a sleep).
-//! - `estimate`: the script-aware token estimate of a text.
-//! - `quota`: the token budget, call costs corrected from usage, reported limits.
-//! - `budget`: one budget (and provider pacing state) shared by several pacers.
-//! - `batch`: batches, their limits and due times.
-//! - `call`: the provider call asked of the driver, and what the driver reports back.
-//! - `markers`: the markers layout (tag choice, layout, instructions, the marker scan).
-//! - `proof`: which translation of a reply provably belongs to which item.
-//! - `stream`: a reply received in pieces: reasoning left out, a cap on its length.
-//! - `early`: which segments the beginning of a streamed reply proves, whatever follows.
-//! - `codec`: the older separator layout (choice, join, tolerant split).
-//! - `alignment`: the separator layout's evidence that a reply is shifted.
-//! - `retry`: which failures are retried, backoff, jitter.
-//! - `stats`: counters, gauges and events.
-//! - `snapshot`: what a restarted pacer resumes from.
-//! - `engine`: the sans-IO pacer composed of its parts (see its own docs).
-//! - `wasm` (wasm32 only): the JS binding, which converts and drives.
+//! The modules, bottom up, grouped by layer in folders (the crate's public paths stay
+//! flat: `batch_pacer::codec`, `batch_pacer::options`, ...):
+//! - `util/`: building blocks with no knowledge of pacing:
+//!   - `time`: virtual instants and durations in microseconds, saturating arithmetic.
+//!   - `text`: text measured as JavaScript measures it (UTF-16 code units).
+//!   - `display`: numbers and strings written as JavaScript writes them, for messages.
+//!   - `hash`: a fast hasher for keys that are already uniformly distributed.
+//!   - `slab`: generational slabs: ids that never meet a later entry.
+//!   - `id_table`: tables by numeric id.
+//!   - `id_index`: indexes from a key word to a slab id.
+//!   - `ready`: ordered sets of due batches.
+//! - `contract/`: the public contract's types:
+//!   - `options`: the options, their defaults and their validation.
+//!   - `settle`: how an item ends (a translation, or an error with a stable code).
+//!   - `item`: an item as the caller gives it, its checks and errors.
+//!   - `call`: the provider call asked of the driver, and what the driver reports back.
+//!   - `stats`: counters, gauges and events.
+//!   - `snapshot`: what a restarted pacer resumes from.
+//! - `memo/`: what is remembered of translations:
+//!   - `key`: item keys (SHA-256 for the store, keyed SipHash in memory).
+//!   - `cache`: the in-memory LRU of translations.
+//!   - `store`: the persistent store's lookups and writes.
+//! - `pacing/`: the rules of how fast calls may go:
+//!   - `bucket`: the token bucket ("not until T", never a sleep).
+//!   - `adaptive`: a provider's own rate after 429s, and how it recovers.
+//!   - `estimate`: the script-aware token estimate of a text.
+//!   - `quota`: the token budget, call costs corrected from usage, reported limits.
+//!   - `provider`: what holds one provider back (pause, adaptive rate, daily block,
+//!     reported limits), shared by the pacers of one budget.
+//!   - `budget`: one budget (and provider pacing state) shared by several pacers.
+//!   - `retry`: which failures are retried, backoff, jitter.
+//! - `layout/`: how texts travel in one call and come back:
+//!   - `markers`: the markers layout (tag choice, layout, instructions, the marker scan).
+//!   - `proof`: which translation of a reply provably belongs to which item.
+//!   - `stream`: a reply received in pieces: reasoning left out, a cap on its length.
+//!   - `early`: which segments the beginning of a streamed reply proves, whatever follows.
+//!   - `codec`: the older separator layout (choice, join, tolerant split).
+//!   - `alignment`: the separator layout's evidence that a reply is shifted.
+//! - `drive`: virtual time for the engine (scheduled answers, the jump to the next
+//!   wake-up), the drive loop of the Rust tests, benches and fuzz targets.
+//! - `engine/`: the sans-IO pacer composed of its parts (see its own docs).
+//! - `wasm/` (wasm32 only): the JS binding, which converts and drives.
 
-pub mod adaptive;
-pub mod alignment;
-pub mod batch;
-pub mod bucket;
-pub mod budget;
-pub mod cache;
-pub mod call;
-pub mod codec;
-mod display;
+mod util;
+pub use util::time;
+use util::{display, hash, id_index, id_table, ready, slab, text};
+mod contract;
+pub use contract::{call, item, options, settle, snapshot, stats};
+mod memo;
+pub use memo::{cache, key, store};
+mod pacing;
+pub use pacing::{adaptive, bucket, budget, estimate, provider, quota, retry};
+mod layout;
+pub use layout::{alignment, codec, early, markers, proof, stream};
+
 pub mod drive;
-pub mod early;
 pub mod engine;
-pub mod estimate;
-mod hash;
-mod id_index;
-mod id_table;
-pub mod item;
-pub mod key;
-pub mod markers;
-pub mod options;
-pub mod proof;
-pub mod quota;
-mod ready;
-pub mod retry;
-pub mod settle;
-mod slab;
-pub mod snapshot;
-pub mod stats;
-pub mod store;
-pub mod stream;
-pub mod time;
 #[cfg(target_arch = "wasm32")]
 pub mod wasm;
 

@@ -32,7 +32,7 @@ impl<C: Clone> Engine<C> {
         let Some(group) = self.groups.get(group_key) else {
             return;
         };
-        let (llm, provider, open) = (group.info.llm, group.provider, group.open);
+        let (llm, provider, open) = (group.info().llm, group.provider(), group.open());
         if travels_alone(llm, member.chars, member.tokens, &self.limits) {
             // Rule 2: an item longer than the limit makes the open batch due at once too,
             // so the earlier items are not left behind it for their whole window.
@@ -56,9 +56,7 @@ impl<C: Clone> Engine<C> {
             self.make_due_now(open_key);
         }
         let batch = self.new_batch(&member, group_key, provider, first_at);
-        if let Some(g) = self.groups.get_mut(group_key) {
-            g.open = Some(batch);
-        }
+        self.groups.set_open(group_key, Some(batch));
         let due_at = self
             .batches
             .get(batch)
@@ -81,16 +79,12 @@ impl<C: Clone> Engine<C> {
         let batch = self
             .batches
             .insert(Batch::new(member, group, provider, first_at));
-        if let Some(job) = self.jobs.get_mut(member.job) {
-            job.batch = batch;
-        }
+        self.jobs.set_batch(member.job, batch);
         batch
     }
 
     pub(super) fn join(&mut self, batch_key: Id<Batch>, member: &Member) {
-        if let Some(job) = self.jobs.get_mut(member.job) {
-            job.batch = batch_key;
-        }
+        self.jobs.set_batch(member.job, batch_key);
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
         };
@@ -176,9 +170,7 @@ impl<C: Clone> Engine<C> {
 
     /// Adds a job to a batch being composed (not in any ready set yet).
     pub(super) fn join_unsent(&mut self, batch_key: Id<Batch>, member: &Member) {
-        if let Some(job) = self.jobs.get_mut(member.job) {
-            job.batch = batch_key;
-        }
+        self.jobs.set_batch(member.job, batch_key);
         if let Some(batch) = self.batches.get_mut(batch_key) {
             batch.push(member);
         }
@@ -197,19 +189,11 @@ impl<C: Clone> Engine<C> {
         // Batches and the jobs inside them are in arrival order: keep it.
         let mut members: Vec<(Member, Id<Group>, Instant)> = Vec::new();
         while let Some(Reverse((_, batch_key))) = open.pop() {
-            let Some(batch) = self.batches.remove(batch_key) else {
+            let Some(batch) = self.drop_unsent(batch_key) else {
                 continue;
             };
-            if batch.state == State::Ready {
-                if let Some(p) = self.providers.get_mut(batch.provider as usize) {
-                    p.ready.remove(&ready_key(batch_key, &batch));
-                }
-            }
-            if let Some(g) = self.groups.get_mut(batch.compat) {
-                g.open = None;
-            }
             for job_key in batch.jobs {
-                if let Some(member) = self.member(job_key) {
+                if let Some(member) = self.jobs.member(job_key) {
                     members.push((member, batch.compat, batch.first_at));
                 }
             }
@@ -217,5 +201,18 @@ impl<C: Clone> Engine<C> {
         for (member, group, first_at) in members {
             self.place(member, group, first_at);
         }
+    }
+
+    /// Removes a batch whose call has not started: out of its provider's ready set, and
+    /// no longer its group's open batch.
+    pub(super) fn drop_unsent(&mut self, batch_key: Id<Batch>) -> Option<Batch> {
+        let batch = self.batches.remove(batch_key)?;
+        if batch.state == State::Ready {
+            if let Some(p) = self.providers.get_mut(batch.provider as usize) {
+                p.ready.remove(&ready_key(batch_key, &batch));
+            }
+        }
+        self.groups.close(batch.compat, batch_key);
+        Some(batch)
     }
 }

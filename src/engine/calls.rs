@@ -4,26 +4,6 @@
 
 use super::*;
 
-#[derive(Debug)]
-pub(super) struct Running {
-    pub(super) batch: Id<Batch>,
-    pub(super) provider: u32,
-    /// The provider's 429 episode when the call started.
-    pub(super) episode: u32,
-    /// The call's timeout (`timeoutMs` when it started) and when it runs out.
-    pub(super) timeout: Option<Duration>,
-    pub(super) deadline: Option<Instant>,
-    /// How to read the reply.
-    pub(super) reading: Reading,
-    /// Its estimated cost before and after the provider's scaling (0 without estimates).
-    pub(super) raw_cost: f64,
-    pub(super) cost: f64,
-    /// The reply received so far, once it streams.
-    pub(super) stream: Option<Box<Streamed>>,
-    /// Its place among the calls to its provider, for the limits the provider reports.
-    pub(super) quota_ticket: u64,
-}
-
 /// How a call's reply is read back onto its items.
 #[derive(Debug)]
 pub(super) enum Reading {
@@ -35,46 +15,6 @@ pub(super) enum Reading {
         separator: String,
         strip_fence: bool,
     },
-}
-
-/// The strings every call of a size or layout repeats, made once: ids and instructions.
-#[derive(Debug, Default)]
-pub(super) struct CallStrings {
-    /// `ids[n]`: the ids of a call of `n` texts.
-    ids: Vec<Rc<[String]>>,
-    /// The last instructions made, with the tag or separator and the count they are for.
-    instructions: Option<(String, usize, Rc<str>)>,
-    /// A single text's (empty) instructions.
-    none: Option<Rc<str>>,
-}
-
-impl CallStrings {
-    /// The ids of a call of `count` texts.
-    fn ids(&mut self, count: usize) -> Rc<[String]> {
-        while self.ids.len() <= count {
-            let n = self.ids.len();
-            self.ids.push(markers::ids(n).into());
-        }
-        self.ids[count].clone()
-    }
-
-    /// The instructions for `count` texts laid out with `key` (a tag or a separator),
-    /// made by `make` only when the last ones were for another layout.
-    fn instructions(&mut self, key: &str, count: usize, make: impl FnOnce() -> String) -> Rc<str> {
-        match &self.instructions {
-            Some((k, c, last)) if k == key && *c == count => last.clone(),
-            _ => {
-                let made: Rc<str> = make().into();
-                self.instructions = Some((key.to_owned(), count, made.clone()));
-                made
-            }
-        }
-    }
-
-    /// A single text's instructions: none.
-    fn none(&mut self) -> Rc<str> {
-        self.none.get_or_insert_with(|| Rc::from("")).clone()
-    }
 }
 
 /// A call's text, its layout and instructions for the provider, and how its reply will
@@ -183,8 +123,7 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.get_mut(batch_key) else {
             return;
         };
-        let id = self.next_call;
-        self.next_call += 1;
+        let id = self.calls.new_id();
         batch.sealed = true;
         batch.state = State::Running(id);
         let attempt = batch.attempts;
@@ -192,15 +131,13 @@ impl<C: Clone> Engine<C> {
         let (group_key, provider) = (batch.compat, batch.provider);
         let mut texts: Vec<String> = Vec::with_capacity(batch.jobs.len());
         for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
-            texts.push(job.text.to_string());
+            texts.push(job.text().to_string());
         }
-        let Some(group) = self.groups.get_mut(group_key) else {
+        self.groups.close(group_key, batch_key);
+        let Some(group) = self.groups.get(group_key) else {
             return;
         };
-        if group.open == Some(batch_key) {
-            group.open = None;
-        }
-        let compat = group.info.clone();
+        let compat = group.info().clone();
         let is_batch = texts.len() > 1;
         let (raw_cost, cost) = match (
             self.batches.get(batch_key),
@@ -220,8 +157,8 @@ impl<C: Clone> Engine<C> {
             .get(provider as usize)
             .map_or(0, |p| p.pacing.borrow_mut().quota.spend(self.now, cost));
         let (text, layout, instructions, reading) =
-            lay_out(self.options.segment_format, &texts, &mut self.call_strings);
-        let ids = self.call_strings.ids(texts.len());
+            lay_out(self.options.segment_format, &texts, self.calls.strings());
+        let ids = self.calls.strings().ids(texts.len());
         self.out.stats.provider_calls += 1;
         self.out.stats.batch_calls += u64::from(is_batch);
         self.out.stats.retries += u64::from(attempt > 0);
@@ -232,7 +169,7 @@ impl<C: Clone> Engine<C> {
         if let Some(deadline) = deadline {
             self.timers.push(deadline, Timer::Deadline(id));
         }
-        self.running.insert(
+        self.calls.insert(
             id,
             Running {
                 batch: batch_key,
@@ -278,7 +215,7 @@ impl<C: Clone> Engine<C> {
         let expected = batch.jobs.len();
         let mut texts: Vec<&str> = Vec::with_capacity(expected);
         for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
-            texts.push(&job.text);
+            texts.push(job.text());
         }
         let read = read_reply(&run.reading, &texts, reply);
         match read {
@@ -330,7 +267,7 @@ impl<C: Clone> Engine<C> {
         let group = batch.compat;
         for (job_key, translation) in proven {
             if let Some(job) = self.jobs.get(job_key) {
-                let (chars, tokens) = (utf16_len(&job.text), f64::from(job.tokens));
+                let (chars, tokens) = (utf16_len(job.text()), f64::from(job.tokens()));
                 if let Some(batch) = self.batches.get_mut(run.batch) {
                     batch.chars = batch.chars.saturating_sub(chars);
                     batch.tokens -= tokens;

@@ -23,7 +23,7 @@ impl<C: Clone> Engine<C> {
         };
         let (group_key, provider) = (batch.compat, batch.provider);
         // Items that never share a call (llm: false) have nothing to deal.
-        if !self.groups.get(group_key).is_some_and(|g| g.info.llm) {
+        if !self.groups.get(group_key).is_some_and(|g| g.info().llm) {
             return chosen;
         }
         let Some(ready) = self.providers.get(provider as usize).map(|p| &p.ready) else {
@@ -35,7 +35,7 @@ impl<C: Clone> Engine<C> {
             .jobs
             .iter()
             .filter_map(|j| self.jobs.get(*j))
-            .map(|j| (Reverse(j.priority), j.seq))
+            .map(|j| (Reverse(j.priority()), j.seq()))
             .max();
         let dealable = |key: &Id<Batch>| {
             self.batches
@@ -73,7 +73,7 @@ impl<C: Clone> Engine<C> {
             let (c, t) = self
                 .jobs
                 .get(job)
-                .map_or((0, 0.0), |j| (utf16_len(&j.text), j.tokens));
+                .map_or((0, 0.0), |j| (utf16_len(j.text()), j.tokens()));
             // Rule 2: the first item that does not fit ends the call (a long one alone).
             let fits = count == 0
                 || (!travels_alone(true, c, t, &self.limits)
@@ -96,7 +96,7 @@ impl<C: Clone> Engine<C> {
         let open_dealt = self
             .groups
             .get(group_key)
-            .is_some_and(|g| g.open.is_some_and(|open| pool.contains(&open)));
+            .is_some_and(|g| g.open().is_some_and(|open| pool.contains(&open)));
         for key in &pool {
             if let Some(batch) = self.batches.remove(*key) {
                 if *key != chosen {
@@ -108,7 +108,7 @@ impl<C: Clone> Engine<C> {
         }
         let mut call: Option<Id<Batch>> = None;
         for (job, first_at) in taken {
-            let Some(member) = self.member(job) else {
+            let Some(member) = self.jobs.member(job) else {
                 continue;
             };
             match call {
@@ -122,7 +122,7 @@ impl<C: Clone> Engine<C> {
         }
         let mut current: Option<Id<Batch>> = None;
         while let Some(Reverse((_, job, first_at))) = rest.pop() {
-            let Some(member) = self.member(job) else {
+            let Some(member) = self.jobs.member(job) else {
                 continue;
             };
             match current {
@@ -139,9 +139,7 @@ impl<C: Clone> Engine<C> {
             self.make_ready(done);
         }
         if open_dealt {
-            if let Some(group) = self.groups.get_mut(group_key) {
-                group.open = current;
-            }
+            self.groups.set_open(group_key, current);
         }
         call.unwrap_or(chosen)
     }
@@ -151,8 +149,8 @@ impl<C: Clone> Engine<C> {
         for key in &batch.jobs {
             if let Some(job) = self.jobs.get(*key) {
                 line.push(Reverse((
-                    Reverse(job.priority),
-                    job.seq,
+                    Reverse(job.priority()),
+                    job.seq(),
                     *key,
                     batch.first_at,
                 )));

@@ -1,8 +1,18 @@
 //! Jobs: one per distinct provider item, shared by identical `translate` calls (dedup)
-//! while queued or running, with the tickets waiting on it. Every way a job ends
-//! (resolved, failed, withdrawn) removes it from both key indexes and its group here.
+//! while queued or running, with the tickets waiting on it.
+//!
+//! The `Jobs` part keeps "a live job is in the key index (unless another job holds its
+//! first word) and each of its counted tickets is in the ticket index; an ended job is in
+//! neither": every way a job ends goes through [`Jobs::end`] (or [`Jobs::end_all`] on
+//! dispose), which returns the job so the engine settles its tickets.
 
-use super::*;
+use super::batch::{Member, Priority};
+use super::Batch;
+use crate::id_index::IdIndex;
+use crate::key::ShortKey;
+use crate::settle::Ticket;
+use crate::slab::{Id, Slab};
+use crate::text::utf16_len;
 
 /// A provider item: one distinct text of one compatibility group, shared by every
 /// identical `translate` call while it is queued or running.
@@ -13,36 +23,36 @@ use super::*;
 /// whichever batch collected them (see `first_call`).
 #[derive(Debug)]
 pub struct Job {
-    pub(super) key: ShortKey,
-    pub(super) text: Box<str>,
-    pub(super) waiters: Waiters,
-    pub(super) batch: Id<Batch>,
+    key: ShortKey,
+    text: Box<str>,
+    waiters: Waiters,
+    batch: Id<Batch>,
     /// Its place in line: the highest priority of its waiters, then its arrival.
-    pub(super) priority: Priority,
-    pub(super) seq: u64,
+    priority: Priority,
+    seq: u64,
     /// Its estimated input tokens (0 without a token budget).
-    pub(super) tokens: f32,
+    tokens: f32,
 }
 
 /// Tickets waiting on a job; one is the common case and needs no allocation.
 #[derive(Debug, Default)]
 pub(super) struct Waiters {
     /// 0 when empty.
-    pub(super) first: Ticket,
+    first: Ticket,
     // A boxed Vec is 8 bytes on every job instead of 24; extra waiters are rare.
     #[allow(clippy::box_collection)]
-    pub(super) more: Option<Box<Vec<Ticket>>>,
+    more: Option<Box<Vec<Ticket>>>,
 }
 
 impl Waiters {
-    pub(super) fn one(ticket: Ticket) -> Waiters {
+    fn one(ticket: Ticket) -> Waiters {
         Waiters {
             first: ticket,
             more: None,
         }
     }
 
-    pub(super) fn push(&mut self, ticket: Ticket) {
+    fn push(&mut self, ticket: Ticket) {
         if self.first == 0 {
             self.first = ticket;
         } else {
@@ -50,11 +60,11 @@ impl Waiters {
         }
     }
 
-    pub(super) fn contains(&self, ticket: Ticket) -> bool {
+    fn contains(&self, ticket: Ticket) -> bool {
         self.first == ticket || self.more.as_ref().is_some_and(|m| m.contains(&ticket))
     }
 
-    pub(super) fn remove(&mut self, ticket: Ticket) {
+    fn remove(&mut self, ticket: Ticket) {
         if self.first == ticket {
             self.first = self.more.as_mut().and_then(|m| m.pop()).unwrap_or(0);
         } else if let Some(more) = &mut self.more {
@@ -62,7 +72,7 @@ impl Waiters {
         }
     }
 
-    pub(super) fn is_empty(&self) -> bool {
+    fn is_empty(&self) -> bool {
         self.first == 0
     }
 
@@ -78,7 +88,7 @@ impl Waiters {
         self.iter().count()
     }
 
-    pub(super) fn take(&mut self) -> Vec<Ticket> {
+    fn take(&mut self) -> Vec<Ticket> {
         let mut all = self.more.take().map_or_else(Vec::new, |m| *m);
         if self.first != 0 {
             all.push(core::mem::take(&mut self.first));
@@ -90,141 +100,225 @@ impl Waiters {
 /// Tickets with this bit come from a counter (immediate answers, dedup joiners); the
 /// others are the bits of the job they wait on, plus one, so finding a job needs no map
 /// and no ticket is 0. Every ticket stays below 2^53: JS holds tickets as numbers.
-pub(super) const COUNTED_TICKET: Ticket = 1 << 52;
+const COUNTED_TICKET: Ticket = 1 << 52;
 
-pub(super) fn job_ticket(job: Id<Job>) -> Ticket {
+fn job_ticket(job: Id<Job>) -> Ticket {
     job.to_bits() + 1
 }
 
-impl<C: Clone> Engine<C> {
+impl Job {
+    /// Its key in its compatibility group.
+    pub(super) fn key(&self) -> ShortKey {
+        self.key
+    }
+
+    /// Its text.
+    pub(super) fn text(&self) -> &str {
+        &self.text
+    }
+
+    /// The batch it is in (`Id::NONE` while its store lookup is under way).
+    pub(super) fn batch(&self) -> Id<Batch> {
+        self.batch
+    }
+
+    /// Its priority: the highest of its waiters'.
+    pub(super) fn priority(&self) -> Priority {
+        self.priority
+    }
+
+    /// Its arrival order.
+    pub(super) fn seq(&self) -> u64 {
+        self.seq
+    }
+
+    /// Its estimated input tokens (0 until estimates are needed).
+    pub(super) fn tokens(&self) -> f32 {
+        self.tokens
+    }
+
+    /// The tickets waiting on it.
+    pub(super) fn waiters(&self) -> &Waiters {
+        &self.waiters
+    }
+
+    /// Takes the tickets waiting on an ended job, to settle.
+    pub(super) fn take_tickets(&mut self) -> Vec<Ticket> {
+        self.waiters.take()
+    }
+}
+
+/// A waiter withdrew from a job (`Jobs::leave`).
+pub(super) struct Left {
+    /// The job it waited on.
+    pub(super) job: Id<Job>,
+    /// The job's batch.
+    pub(super) batch: Id<Batch>,
+    /// Whether nobody waits for the job any more.
+    pub(super) last: bool,
+}
+
+/// The jobs, both key indexes, the ticket counter and the arrival sequence.
+#[derive(Debug)]
+pub(super) struct Jobs {
+    slab: Slab<Job>,
+    /// Jobs by the first word of their key; the job's full key confirms a match.
+    by_key: IdIndex<Job>,
+    /// Jobs by their counted tickets (dedup joiners); a job's own ticket is its id.
+    by_ticket: IdIndex<Job>,
+    next_counted_ticket: Ticket,
+    next_seq: u64,
+}
+
+impl Default for Jobs {
+    fn default() -> Self {
+        Jobs {
+            slab: Slab::default(),
+            by_key: IdIndex::default(),
+            by_ticket: IdIndex::default(),
+            next_counted_ticket: COUNTED_TICKET,
+            next_seq: 0,
+        }
+    }
+}
+
+impl Jobs {
+    /// A ticket that names no job (an item answered at once).
     pub(super) fn counted_ticket(&mut self) -> Ticket {
         self.next_counted_ticket += 1;
         self.next_counted_ticket
     }
 
-    pub(super) fn resolve(&mut self, ticket: Ticket, translation: String) {
-        self.out.settle(ticket, Ok(translation));
+    pub(super) fn get(&self, job: Id<Job>) -> Option<&Job> {
+        self.slab.get(job)
     }
 
-    /// A job's translation is known: every waiter resolves, the cache and store learn it.
-    pub(super) fn resolve_job(&mut self, job_key: Id<Job>, group: Id<Group>, translation: String) {
-        let Some(mut job) = self.jobs.remove(job_key) else {
-            return;
+    /// The job of a store lookup id (a job's full bits), if it is still live.
+    pub(super) fn id_from_full_bits(&self, bits: u64) -> Option<Id<Job>> {
+        self.slab.id_from_full_bits(bits)
+    }
+
+    /// How many distinct keys are queued or running (what `maxQueued` bounds).
+    pub(super) fn distinct(&self) -> usize {
+        self.by_key.len()
+    }
+
+    /// A new ticket waits on the live job of `key`, if there is one (dedup): the job
+    /// takes its priority if higher. The ticket, and the job's batch, whose priority may
+    /// have to rise too.
+    pub(super) fn join_twin(
+        &mut self,
+        key: ShortKey,
+        priority: Priority,
+    ) -> Option<(Ticket, Id<Batch>)> {
+        let job = self.by_key.get(key.0[0])?;
+        let twin = self.slab.get_mut(job).filter(|j| j.key == key)?;
+        twin.priority = twin.priority.max(priority);
+        self.next_counted_ticket += 1;
+        let ticket = self.next_counted_ticket;
+        twin.waiters.push(ticket);
+        let batch = twin.batch;
+        self.by_ticket.insert(ticket, job);
+        Some((ticket, batch))
+    }
+
+    /// A new job for `text` under `key`: its ticket, and its place in a batch.
+    pub(super) fn add(
+        &mut self,
+        key: ShortKey,
+        text: &str,
+        priority: Priority,
+        tokens: f32,
+    ) -> (Ticket, Member) {
+        let seq = self.next_seq;
+        self.next_seq += 1;
+        let ticket = job_ticket(self.slab.next_id());
+        let job = self.slab.insert(Job {
+            key,
+            text: text.into(),
+            waiters: Waiters::one(ticket),
+            // Set when it joins a batch (at once, or after its store lookup).
+            batch: Id::NONE,
+            priority,
+            seq,
+            tokens,
+        });
+        // On the (2^-64) chance that another job shares the first word, this one simply
+        // goes without dedup.
+        self.by_key.insert_if_vacant(key.0[0], job);
+        let member = Member {
+            job,
+            chars: utf16_len(text),
+            tokens,
+            priority,
+            seq,
         };
-        self.forget_job_key(job_key, job.key);
-        self.cache.put(job.key, &translation);
-        if let Some(store) = &mut self.store {
-            store.written(job_key, &translation);
-        }
-        self.after_job_removed(group);
-        for ticket in job.waiters.take() {
-            self.job_by_ticket.remove(ticket);
-            self.resolve(ticket, translation.clone());
+        (ticket, member)
+    }
+
+    /// `job` is now in `batch`.
+    pub(super) fn set_batch(&mut self, job: Id<Job>, batch: Id<Batch>) {
+        if let Some(job) = self.slab.get_mut(job) {
+            job.batch = batch;
         }
     }
 
-    pub(super) fn forget_job_key(&mut self, job: Id<Job>, key: ShortKey) {
-        self.job_by_key.remove_if_leads_to(key.0[0], job);
+    /// Gives every job without an estimate its estimate; whether any changed.
+    pub(super) fn estimate_tokens(&mut self, estimate: impl Fn(&str) -> f32) -> bool {
+        let mut changed = false;
+        for job in self.slab.values_mut() {
+            if job.tokens == 0.0 {
+                job.tokens = estimate(&job.text);
+                changed = true;
+            }
+        }
+        changed
     }
 
-    pub(super) fn after_job_removed(&mut self, group: Id<Group>) {
-        if let Some(g) = self.groups.get_mut(group) {
-            g.jobs -= 1;
-        }
-        self.release_group_if_idle(group);
+    /// The waiter of `ticket` leaves its job (its signal was aborted); `None` when the
+    /// ticket waits on no live job.
+    pub(super) fn leave(&mut self, ticket: Ticket) -> Option<Left> {
+        let job = if ticket & COUNTED_TICKET == 0 {
+            let bits = ticket.checked_sub(1).unwrap_or(u64::MAX);
+            self.slab.id_from_bits(bits).filter(|k| {
+                self.slab
+                    .get(*k)
+                    .is_some_and(|j| j.waiters.contains(ticket))
+            })
+        } else {
+            self.by_ticket.remove(ticket)
+        }?;
+        let j = self.slab.get_mut(job)?;
+        j.waiters.remove(ticket);
+        Some(Left {
+            job,
+            batch: j.batch,
+            last: j.waiters.is_empty(),
+        })
     }
 
-    /// Removes a job nobody waits for from its (not running) batch.
-    pub(super) fn withdraw(&mut self, job_key: Id<Job>) {
-        let Some(job) = self.jobs.remove(job_key) else {
-            return;
-        };
-        self.forget_job_key(job_key, job.key);
-        if let Some(pending) = self.store.as_mut().and_then(|s| s.finish_lookup(job_key)) {
-            // Left while its lookup was under way: it never reached a batch.
-            if let Some(store) = &mut self.store {
-                store.forget(job_key);
-            }
-            self.after_job_removed(pending.group);
-            return;
+    /// Ends `job`, however it ends: it leaves both indexes and is returned with its
+    /// tickets, to settle.
+    pub(super) fn end(&mut self, job: Id<Job>) -> Option<(Job, Vec<Ticket>)> {
+        let mut ended = self.slab.remove(job)?;
+        self.by_key.remove_if_leads_to(ended.key.0[0], job);
+        let tickets = ended.waiters.take();
+        for ticket in &tickets {
+            self.by_ticket.remove(*ticket);
         }
-        if let Some(store) = &mut self.store {
-            store.forget(job_key);
-        }
-        self.out.stats.queued -= 1;
-        let batch_key = job.batch;
-        let Some(batch) = self.batches.get_mut(batch_key) else {
-            return;
-        };
-        let group = batch.compat;
-        {
-            let before = ready_key(batch_key, batch);
-            batch.jobs.retain(|j| *j != job_key);
-            batch.chars = batch.chars.saturating_sub(utf16_len(&job.text));
-            batch.tokens -= f64::from(job.tokens);
-            if batch.jobs.is_empty() {
-                let (state, provider) = (batch.state, batch.provider);
-                self.batches.remove(batch_key);
-                if state == State::Ready {
-                    if let Some(p) = self.providers.get_mut(provider as usize) {
-                        p.ready.remove(&before);
-                    }
-                }
-                if let Some(g) = self.groups.get_mut(group) {
-                    if g.open == Some(batch_key) {
-                        g.open = None;
-                    }
-                }
-            }
-        }
-        self.after_job_removed(group);
+        Some((ended, tickets))
     }
 
-    /// Rejects every waiter of every item of a running batch.
-    pub(super) fn fail(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
-        let Some(batch) = self.batches.remove(batch_key) else {
-            return;
-        };
-        for job_key in batch.jobs {
-            let Some(mut job) = self.jobs.remove(job_key) else {
-                continue;
-            };
-            self.forget_job_key(job_key, job.key);
-            if let Some(store) = &mut self.store {
-                store.forget(job_key);
-            }
-            self.after_job_removed(batch.compat);
-            for ticket in job.waiters.take() {
-                self.job_by_ticket.remove(ticket);
-                self.out.settle(ticket, Err(error.clone()));
-            }
-        }
-    }
-
-    /// Rejects a batch that has not started (see `fail` for a running one).
-    pub(super) fn fail_queued(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
-        let Some(batch) = self.batches.get(batch_key) else {
-            return;
-        };
-        let (state, provider, group) = (batch.state, batch.provider, batch.compat);
-        self.out.stats.queued -= batch.jobs.len() as u64;
-        if state == State::Ready {
-            let key = ready_key(batch_key, batch);
-            if let Some(p) = self.providers.get_mut(provider as usize) {
-                p.ready.remove(&key);
-            }
-        }
-        if let Some(g) = self.groups.get_mut(group) {
-            if g.open == Some(batch_key) {
-                g.open = None;
-            }
-        }
-        self.fail(batch_key, error);
+    /// Ends every job (dispose): the jobs, whose tickets are to settle.
+    pub(super) fn end_all(&mut self) -> Vec<Job> {
+        self.by_key.clear();
+        self.by_ticket.clear();
+        self.slab.drain()
     }
 
     /// A job's place in a batch: its characters, priority and arrival.
     pub(super) fn member(&self, job: Id<Job>) -> Option<Member> {
-        self.jobs.get(job).map(|j| Member {
+        self.slab.get(job).map(|j| Member {
             job,
             chars: utf16_len(&j.text),
             tokens: j.tokens,

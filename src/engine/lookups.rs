@@ -3,6 +3,14 @@
 
 use super::*;
 
+/// A job waiting for its lookup: what it needs to be queued on a miss.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PendingLookup {
+    pub(super) member: Member,
+    pub(super) group: Id<Group>,
+    pub(super) deadline: Option<Instant>,
+}
+
 impl<C: Clone> Engine<C> {
     /// Puts a persistent store behind the LRU: new items are looked up before they are
     /// queued (`poll_lookup`), and every success is written (`poll_store_write`).
@@ -48,18 +56,7 @@ impl<C: Clone> Engine<C> {
         match result {
             LookupResult::Hit(translation) => {
                 self.out.stats.cache_hits += 1;
-                if let Some(mut job) = self.jobs.remove(job_key) {
-                    self.forget_job_key(job_key, job.key);
-                    self.cache.put(job.key, &translation);
-                    if let Some(store) = &mut self.store {
-                        store.forget(job_key);
-                    }
-                    self.after_job_removed(pending.group);
-                    for ticket in job.waiters.take() {
-                        self.job_by_ticket.remove(ticket);
-                        self.resolve(ticket, translation.clone());
-                    }
-                }
+                self.end_job(job_key, pending.group, &Ending::Stored(translation));
             }
             LookupResult::Miss | LookupResult::Failed(_) => {
                 if let LookupResult::Failed(message) = result {
@@ -72,7 +69,7 @@ impl<C: Clone> Engine<C> {
                 // A twin may have raised the job's priority during the lookup.
                 let mut member = pending.member;
                 if let Some(j) = self.jobs.get(job_key) {
-                    member.priority = j.priority;
+                    member.priority = j.priority();
                 }
                 self.place(member, pending.group, self.now);
             }

@@ -11,66 +11,88 @@
 //!
 //! Every input that can start or end work ends in `after_input`: start what may start
 //! (`pacing`), then drop dead timers from the top of the heap (`timers`);
-//! `handle_dispose` ends everything itself and `handle_store_failure` only reports. The parts, in the order an item meets
-//! them: `groups` (compatibility groups), `jobs` (dedup and tickets), `lookups` (the
-//! persistent store), `assembly` (batches and ready sets), `pacing` (bucket, pauses,
-//! adaptive rate), `quotas` (token budget, reported limits, blocks), `dealing` (by
-//! priority), `calls` (composing a call, reading its reply), `retries` (failures),
-//! `timers`, `restart` (snapshot and restore).
+//! `handle_dispose` ends everything itself and `handle_store_failure` only reports.
+//!
+//! Parts that own their state (private fields, so the compiler keeps the boundary) and
+//! the invariant each keeps:
+//! - `jobs::Jobs`: the job slab, both key indexes, tickets and arrival order; a live job
+//!   is in the indexes, an ended one in neither, and every way a job ends goes through
+//!   `Jobs::end` (the engine's side of it is the one `end_job`, in `endings`).
+//! - `groups::Groups`: the group slab, its field index and the keyer; a group lives
+//!   while it has jobs and is found by its fields.
+//! - `running::Calls`: the running calls, call ids and the strings calls repeat; a call
+//!   id is given once, and a call is running until its answer, its timeout or dispose.
+//! - `outbox::Outbox`, `timers::Timers`, and the leaf types `Store`, `Lru`,
+//!   `TokenBucket`, `TokenBudget`, `ReadySet`: each its own state.
+//!
+//! The engine's own files, in the order an item meets them: `providers` (the provider
+//! index), `lookups` (the persistent store), `assembly` (batches and ready sets: "in a
+//! ready set ⇔ ready" is still kept here and in `dealing`, `endings`, `calls` and
+//! `pacing`), `pacing` (bucket, pauses, adaptive rate), `quotas` (token budget,
+//! reported limits, blocks), `dealing` (by priority), `calls` (composing a call, reading
+//! its reply), `streams`, `retries` (failures), `endings` (how a job ends), `timers`,
+//! `restart` (snapshot and restore).
 
 mod assembly;
+mod batch;
 mod calls;
 mod dealing;
+mod endings;
 mod groups;
 mod jobs;
 mod lookups;
 mod outbox;
 mod pacing;
+mod providers;
 mod quotas;
 mod restart;
 mod retries;
+mod running;
 mod streams;
 mod timers;
 
 use assembly::*;
 use calls::*;
-use jobs::*;
+use endings::Ending;
+use jobs::{Jobs, Left};
+use lookups::PendingLookup;
 use outbox::*;
 use pacing::*;
-use quotas::*;
 use retries::*;
+use running::{CallStrings, Calls, Running};
 use streams::*;
 use timers::*;
 
 use crate::adaptive::{AdaptiveRate, Growth};
 use crate::alignment;
-use crate::batch::{travels_alone, utf16_len, Batch, Limits, Member, Priority, State};
 use crate::bucket::TokenBucket;
 use crate::budget::SharedBudget;
 use crate::cache::Lru;
-use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota, Reply, Report};
+use crate::call::{Call, CallId, Failure, FailureKind, Layout, Quota, Reply, Report};
 use crate::codec::{self, Mismatch};
 use crate::display::js_number;
-use crate::id_index::IdIndex;
-use crate::id_table::IdTable;
-use crate::key::{item_key, Compat, Keyer, ShortKey};
+use crate::key::{item_key, Keyer};
 use crate::markers;
 use crate::options::{OptionValue, Options, SegmentFormat};
 use crate::proof;
-use crate::quota::{self, ProviderQuota, TokenBudget};
+use crate::quota::{self, TokenBudget};
 use crate::ready::ReadySet;
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::slab::{Id, Slab};
 use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
 use crate::stats::{BlockReason, Event, RetryReason, Stats};
-use crate::store::{Lookup, LookupId, LookupResult, PendingLookup, Store, StoreWrite};
+use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
+use crate::text::utf16_len;
 use crate::time::{Duration, Instant};
+use batch::{travels_alone, Batch, Limits, Member, Priority, State};
 
+use crate::provider::DailyBlock;
+pub use crate::provider::ProviderPacing;
 use core::cmp::Reverse;
 pub use groups::Group;
+use groups::Groups;
 pub use jobs::Job;
-pub use pacing::ProviderPacing;
 use std::cell::RefCell;
 use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
@@ -87,34 +109,20 @@ pub struct Engine<C> {
     now: Instant,
     bucket: TokenBucket,
     jitter: Jitter,
-    /// In-memory item keys, under a secret derived from the seed.
-    keyer: Keyer,
-    jobs: Slab<Job>,
-    /// Jobs by the first word of their key; the job's full key confirms a match.
-    job_by_key: IdIndex<Job>,
-    job_by_ticket: IdIndex<Job>,
+    jobs: Jobs,
     batches: Slab<Batch>,
-    groups: Slab<Group>,
-    /// Groups by a keyed hash of their encoded fields; the group's own fields confirm a
-    /// match (an id map rather than one keyed by the bytes: its code is in the binary
-    /// already).
-    group_by_fields: IdIndex<Group>,
+    groups: Groups,
     providers: Vec<Provider>,
-    running: IdTable<Running>,
+    /// The running calls, their ids and strings.
+    calls: Calls,
     timers: Timers,
     cache: Lru,
-    next_counted_ticket: Ticket,
-    next_call: CallId,
-    next_seq: u64,
     /// Calls, cancels, settled items, events and statistics for the driver.
     out: Outbox<C>,
-    scratch: Vec<u8>,
     /// The persistent store's bookkeeping, when one is configured.
-    store: Option<Store>,
+    store: Option<Store<Job, PendingLookup>>,
     /// The budget this pacer shares with others, if any.
     shared: Option<SharedBudget>,
-    /// Ids and instructions made once for all calls.
-    call_strings: CallStrings,
     /// The token budget (`tokensPerMinute`), when one is set.
     budget: Option<TokenBudget>,
     /// Whether a provider has reported a token window: item token estimates are needed
@@ -134,24 +142,16 @@ impl<C: Clone> Engine<C> {
             options,
             now,
             jitter: Jitter::new(seed),
-            keyer: Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365),
-            jobs: Slab::default(),
-            job_by_key: IdIndex::default(),
-            job_by_ticket: IdIndex::default(),
+            jobs: Jobs::default(),
             batches: Slab::default(),
-            groups: Slab::default(),
-            group_by_fields: IdIndex::default(),
+            // In-memory item keys, under a secret derived from the seed.
+            groups: Groups::new(Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365)),
             providers: Vec::new(),
-            running: IdTable::default(),
+            calls: Calls::default(),
             timers: Timers::default(),
-            next_counted_ticket: COUNTED_TICKET,
-            next_call: 1,
-            next_seq: 0,
             out: Outbox::default(),
-            scratch: Vec::new(),
             store: None,
             shared: None,
-            call_strings: CallStrings::default(),
             token_windows: false,
             disposed: false,
         }
@@ -165,7 +165,7 @@ impl<C: Clone> Engine<C> {
     /// Counters and gauges.
     pub fn stats(&self) -> Stats {
         let mut stats = self.out.stats.clone();
-        stats.in_flight = self.running.len() as u64;
+        stats.in_flight = self.calls.len() as u64;
         stats
     }
 
@@ -192,54 +192,43 @@ impl<C: Clone> Engine<C> {
         self.validate_unless_disposed(item)?;
         self.advance(now);
         if self.disposed {
-            let ticket = self.counted_ticket();
+            let ticket = self.jobs.counted_ticket();
             self.out.settle_unaccepted(ticket, disposed_error());
             return Ok(ticket);
         }
         self.out.accept();
         if is_blank(item.text) {
-            let ticket = self.counted_ticket();
+            let ticket = self.jobs.counted_ticket();
             self.resolve(ticket, item.text.to_owned());
             return Ok(ticket);
         }
         let (group, key) = self.group_for(&item.compat, item.text);
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
-            let ticket = self.counted_ticket();
+            let ticket = self.jobs.counted_ticket();
             self.out.stats.cache_hits += 1;
             self.resolve(ticket, hit);
-            self.release_group_if_idle(group);
+            self.groups.release_if_idle(group);
             return Ok(ticket);
         }
-        let provider = self.groups.get(group).map_or(0, |g| g.provider);
+        let provider = self.groups.get(group).map_or(0, Group::provider);
         if let Some(error) = self.daily_blocked(provider) {
-            let ticket = self.counted_ticket();
+            let ticket = self.jobs.counted_ticket();
             self.out.settle(ticket, Err(error));
-            self.release_group_if_idle(group);
+            self.groups.release_if_idle(group);
             return Ok(ticket);
         }
         let priority = Priority::new(item.priority);
-        let twin = self
-            .job_by_key
-            .get(key.0[0])
-            .filter(|j| self.jobs.get(*j).is_some_and(|job| job.key == key));
-        if let Some(job) = twin {
-            let ticket = self.counted_ticket();
+        if let Some((ticket, batch)) = self.jobs.join_twin(key, priority) {
             self.out.stats.dedup_hits += 1;
-            self.job_by_ticket.insert(ticket, job);
-            if let Some(j) = self.jobs.get_mut(job) {
-                j.waiters.push(ticket);
-                j.priority = j.priority.max(priority);
-                let batch = j.batch;
-                self.raise_priority(batch, priority);
-            }
+            self.raise_priority(batch, priority);
             self.after_input();
             return Ok(ticket);
         }
-        if self.options.max_queued > 0 && self.job_by_key.len() as u64 >= self.options.max_queued {
+        if self.options.max_queued > 0 && self.jobs.distinct() as u64 >= self.options.max_queued {
             // Not accepted after all: it never counted as an item.
             self.out.unaccept();
-            self.release_group_if_idle(group);
+            self.groups.release_if_idle(group);
             return Err(PacerFailure::new(
                 ErrorCode::QueueFull,
                 format!(
@@ -248,33 +237,10 @@ impl<C: Clone> Engine<C> {
                 ),
             ));
         }
-        let seq = self.next_seq;
-        self.next_seq += 1;
-        let ticket = job_ticket(self.jobs.next_id());
         let tokens = self.input_tokens(item);
-        let job = self.jobs.insert(Job {
-            key,
-            text: item.text.into(),
-            waiters: Waiters::one(ticket),
-            // Set when it joins a batch (at once, or after its store lookup).
-            batch: Id::NONE,
-            priority,
-            seq,
-            tokens,
-        });
-        // On the (2^-64) chance that another job shares the first word, this one simply
-        // goes without dedup.
-        self.job_by_key.insert_if_vacant(key.0[0], job);
-        if let Some(g) = self.groups.get_mut(group) {
-            g.jobs += 1;
-        }
-        let member = Member {
-            job,
-            chars: utf16_len(item.text),
-            tokens,
-            priority,
-            seq,
-        };
+        let (ticket, member) = self.jobs.add(key, item.text, priority, tokens);
+        let job = member.job;
+        self.groups.job_added(group);
         let deadline = self.call_timeout().map(|t| self.now + t);
         match &mut self.store {
             Some(store) => {
@@ -323,7 +289,7 @@ impl<C: Clone> Engine<C> {
         report: Report,
     ) {
         self.advance(now);
-        if let Some(run) = self.running.remove(id) {
+        if let Some(run) = self.calls.remove(id) {
             // A broken stream: what it reported before breaking.
             let report = match run.stream_report() {
                 Some(streamed) if report == Report::default() => streamed.clone(),
@@ -362,7 +328,7 @@ impl<C: Clone> Engine<C> {
     ) -> Result<Ticket, PacerFailure<C>> {
         self.validate_unless_disposed(item)?;
         self.advance(now);
-        let ticket = self.counted_ticket();
+        let ticket = self.jobs.counted_ticket();
         if self.disposed {
             self.out.settle_unaccepted(ticket, disposed_error());
         } else {
@@ -376,28 +342,18 @@ impl<C: Clone> Engine<C> {
     /// now, and leaves its batch unless its call is already running.
     pub fn handle_abort(&mut self, now: Instant, ticket: Ticket) {
         self.advance(now);
-        let job_key = if ticket & COUNTED_TICKET == 0 {
-            let bits = ticket.checked_sub(1).unwrap_or(u64::MAX);
-            self.jobs.id_from_bits(bits).filter(|k| {
-                self.jobs
-                    .get(*k)
-                    .is_some_and(|j| j.waiters.contains(ticket))
-            })
-        } else {
-            self.job_by_ticket.remove(ticket)
-        };
-        let Some(job_key) = job_key else {
+        let Some(Left {
+            job: job_key,
+            batch: batch_key,
+            last,
+        }) = self.jobs.leave(ticket)
+        else {
             return;
         };
         self.out.settle(ticket, Err(aborted_error()));
-        let Some(job) = self.jobs.get_mut(job_key) else {
-            return;
-        };
-        job.waiters.remove(ticket);
-        if !job.waiters.is_empty() {
+        if !last {
             return;
         }
-        let batch_key = job.batch;
         let running = self
             .batches
             .get(batch_key)
@@ -470,23 +426,19 @@ impl<C: Clone> Engine<C> {
             return;
         }
         self.disposed = true;
-        for id in self.running.ids() {
+        for id in self.calls.ids() {
             self.out.cancels.push_back(id);
         }
-        self.running.clear();
-        for job in self.jobs.drain() {
-            let mut waiters = job.waiters;
-            for ticket in waiters.take() {
+        self.calls.clear();
+        for mut job in self.jobs.end_all() {
+            for ticket in job.take_tickets() {
                 self.out.settle(ticket, Err(disposed_error()));
             }
         }
         // Fresh slabs rather than drained ones: nothing is created after dispose, so no
         // old key can meet a new entry (and no per-type drain code is needed).
         self.batches = Slab::default();
-        self.groups = Slab::default();
-        self.group_by_fields.clear();
-        self.job_by_key.clear();
-        self.job_by_ticket.clear();
+        self.groups.clear();
         self.providers.iter_mut().for_each(|p| p.ready.clear());
         // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
         // element type, dropping the old one is not.
@@ -532,23 +484,10 @@ impl<C: Clone> Engine<C> {
             return next;
         }
         for provider in &self.providers {
-            if provider.ready.is_empty() {
+            let Some(first) = provider.ready.first() else {
                 continue;
-            }
-            let pacing = provider.pacing.borrow();
-            // A pause another pacer of a shared budget set has no timer of this one's.
-            let mut at = self.request_token_at().max(pacing.paused_until);
-            if let Some(adaptive) = &pacing.adaptive {
-                at = at.max(adaptive.ready_at(self.now));
-            }
-            drop(pacing);
-            if let Some(quota_at) = provider
-                .ready
-                .first()
-                .and_then(|first| self.quota_ready_at(provider, first.2))
-            {
-                at = at.max(quota_at);
-            }
+            };
+            let at = self.ready_at(provider, first.2);
             if at > self.now {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }

@@ -12,29 +12,9 @@ pub(super) struct Provider {
     pub(super) pacing: Rc<RefCell<ProviderPacing>>,
 }
 
-/// What holds a provider back: its 429 pause, its adaptive rate, its spent daily quota
-/// and the limits it reported. One per provider and budget: pacers that share a budget
-/// (see [`crate::budget::SharedBudget`]) share this too.
-#[derive(Debug, Default)]
-pub struct ProviderPacing {
-    pub(super) paused_until: Instant,
-    pub(super) adaptive: Option<AdaptiveRate>,
-    /// Counts 429 episodes. A call remembers the count at its start; a 429 for a call
-    /// that started before the current episode began belongs to that episode and does
-    /// not slow the provider down again (a burst of 429s is one episode).
-    pub(super) episode: u32,
-    /// A spent daily quota: until `until`, every item for the provider rejects without
-    /// a call.
-    pub(super) daily_block: Option<DailyBlock>,
-    /// Its cost model and the limits it reported.
-    pub(super) quota: ProviderQuota,
-    /// Calls accepted in a row at the full rate (before any 429 slowed it down).
-    pub(super) accepted: u32,
-}
-
 impl<C: Clone> Engine<C> {
     pub(super) fn at_call_limit(&self) -> bool {
-        self.options.max_in_flight > 0 && self.running.len() as u64 >= self.options.max_in_flight
+        self.options.max_in_flight > 0 && self.calls.len() as u64 >= self.options.max_in_flight
     }
 
     /// Whether a request token is there: the pacer's own, and its shared budget's.
@@ -54,6 +34,25 @@ impl<C: Clone> Engine<C> {
             .map_or(own, |b| own.max(b.request_token_at(self.now)))
     }
 
+    /// When `batch`, due for `provider`, may start (`self.now` if it may now): the one
+    /// gate of a call, which `pump` asks before it starts one and `poll_timeout` asks for
+    /// the next wake-up. A request token (the pacer's own and its shared budget's), no
+    /// pause, the provider's adaptive rate, and room for the batch's cost in the token
+    /// budgets and the windows the provider reported.
+    pub(super) fn ready_at(&self, provider: &Provider, batch: Id<Batch>) -> Instant {
+        let pacing = provider.pacing.borrow();
+        // A pause another pacer of a shared budget set has no timer of this one's.
+        let mut at = self.request_token_at().max(pacing.paused_until);
+        if let Some(adaptive) = &pacing.adaptive {
+            at = at.max(adaptive.ready_at(self.now));
+        }
+        drop(pacing);
+        if let Some(quota_at) = self.quota_ready_at(provider, batch) {
+            at = at.max(quota_at);
+        }
+        at
+    }
+
     /// Starts as many calls as tokens, pauses and `maxInFlight` allow, best batch first.
     /// One gate for a call: the best due batch is dealt first (a call takes the best
     /// items of its group's due batches), and the call so made is the one whose cost is
@@ -67,17 +66,9 @@ impl<C: Clone> Engine<C> {
                 .providers
                 .iter()
                 .enumerate()
-                .filter(|(i, p)| {
-                    let pacing = p.pacing.borrow();
-                    !held.contains(i)
-                        && pacing.paused_until <= now
-                        && pacing.adaptive.as_ref().is_none_or(|a| a.has_token(now))
-                })
+                .filter(|(i, _)| !held.contains(i))
                 .filter_map(|(i, p)| p.ready.first().map(|k| (*k, i)))
-                .filter(|(k, i)| {
-                    self.quota_ready_at(&self.providers[*i], k.2)
-                        .is_none_or(|at| at <= now)
-                })
+                .filter(|(k, i)| self.ready_at(&self.providers[*i], k.2) <= now)
                 .min();
             let Some((ready, index)) = best else {
                 self.announce_holds();
@@ -91,10 +82,7 @@ impl<C: Clone> Engine<C> {
             }
             self.providers[index].ready.remove(&ready);
             let call = self.first_call(ready.2);
-            if self
-                .quota_ready_at(&self.providers[index], call)
-                .is_some_and(|at| at > now)
-            {
+            if self.ready_at(&self.providers[index], call) > now {
                 self.make_ready(call);
                 held.push(index);
                 continue;

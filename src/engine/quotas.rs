@@ -4,15 +4,6 @@
 
 use super::*;
 
-/// What items for a provider whose daily quota is spent reject with, and until when.
-#[derive(Debug)]
-pub(crate) struct DailyBlock {
-    pub(super) until: Instant,
-    /// Whether the provider said when its quota resets.
-    pub(super) reset_known: bool,
-    pub(super) message: String,
-}
-
 /// How long a spent daily quota blocks its provider when the provider did not say when
 /// it resets: long enough not to storm it, short enough to notice the reset soon.
 pub(super) const UNKNOWN_DAILY_RESET: Duration = Duration::from_micros(60 * 60 * 1_000_000);
@@ -60,7 +51,7 @@ impl<C: Clone> Engine<C> {
         let context = self
             .groups
             .get(batch.compat)
-            .map_or(0.0, |g| quota::input_tokens(&g.info.context));
+            .map_or(0.0, |g| quota::input_tokens(&g.info().context));
         let raw = quota::raw_cost(batch.tokens, context, batch.jobs.len() > 1);
         (raw, provider.pacing.borrow().quota.cost(raw))
     }
@@ -152,13 +143,9 @@ impl<C: Clone> Engine<C> {
     /// window): the queued items get theirs, and the batches are rebuilt under the token
     /// limit.
     pub(super) fn estimate_queued_tokens(&mut self) {
-        let mut changed = false;
-        for job in self.jobs.values_mut() {
-            if job.tokens == 0.0 {
-                job.tokens = quota::input_tokens(&job.text) as f32;
-                changed = true;
-            }
-        }
+        let changed = self
+            .jobs
+            .estimate_tokens(|text| quota::input_tokens(text) as f32);
         if changed {
             let mut sums: Vec<(Id<Batch>, f64)> = Vec::new();
             for (key, batch) in self.batches.iter() {
@@ -166,7 +153,7 @@ impl<C: Clone> Engine<C> {
                     .jobs
                     .iter()
                     .filter_map(|j| self.jobs.get(*j))
-                    .map(|j| f64::from(j.tokens))
+                    .map(|j| f64::from(j.tokens()))
                     .sum();
                 sums.push((key, sum));
             }

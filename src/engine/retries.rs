@@ -172,7 +172,7 @@ impl<C: Clone> Engine<C> {
         self.out.stats.queued += batch.jobs.len() as u64;
         let half = batch.jobs.len().div_ceil(2);
         for part in batch.jobs.chunks(half) {
-            let mut members = part.iter().filter_map(|j| self.member(*j));
+            let mut members = part.iter().filter_map(|j| self.jobs.member(*j));
             let Some(first) = members.next() else {
                 continue;
             };
@@ -208,7 +208,7 @@ impl<C: Clone> Engine<C> {
             items: batch.jobs.len(),
         });
         for job_key in batch.jobs {
-            let Some(member) = self.member(job_key) else {
+            let Some(member) = self.jobs.member(job_key) else {
                 continue;
             };
             // Each item keeps its batch's place in line.

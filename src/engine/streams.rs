@@ -86,7 +86,7 @@ impl<C: Clone> Engine<C> {
             if changed {
                 self.preview(id, &mut stream);
             }
-            if let Some(run) = self.running.get_mut(id) {
+            if let Some(run) = self.calls.get_mut(id) {
                 run.stream = Some(stream);
             }
             if truncated {
@@ -112,7 +112,7 @@ impl<C: Clone> Engine<C> {
             if !report.limits.is_empty() {
                 stream.report.limits = report.limits;
             }
-            if let Some(run) = self.running.get_mut(id) {
+            if let Some(run) = self.calls.get_mut(id) {
                 run.stream = Some(stream);
             }
         }
@@ -123,7 +123,7 @@ impl<C: Clone> Engine<C> {
     pub fn handle_stream_end(&mut self, now: Instant, id: CallId) {
         self.advance(now);
         if let Some(stream) = self.stream_value(id) {
-            if let Some(run) = self.running.get_mut(id) {
+            if let Some(run) = self.calls.get_mut(id) {
                 run.stream = Some(stream);
             }
             self.end_stream(id);
@@ -145,7 +145,7 @@ impl<C: Clone> Engine<C> {
     /// the call's timeout starts again.
     fn stream_value(&mut self, id: CallId) -> Option<Box<Streamed>> {
         let now = self.now;
-        let run = self.running.get_mut(id)?;
+        let run = self.calls.get_mut(id)?;
         if let Some(timeout) = run.timeout {
             run.deadline = Some(now + timeout);
         }
@@ -158,8 +158,8 @@ impl<C: Clone> Engine<C> {
         let mut texts = Vec::with_capacity(jobs.len());
         let mut sent = 0;
         for job in jobs.iter().filter_map(|j| self.jobs.get(*j)) {
-            sent += job.text.len() + 16;
-            texts.push(job.text.clone());
+            sent += job.text().len() + 16;
+            texts.push(Box::<str>::from(job.text()));
         }
         Some(Box::new(Streamed {
             text: ReplyText::capped(sent),
@@ -174,7 +174,7 @@ impl<C: Clone> Engine<C> {
 
     /// The tag of a running batch in the markers layout; `None` otherwise.
     fn marker_tag(&self, id: CallId) -> Option<String> {
-        match &self.running.get(id)?.reading {
+        match &self.calls.get(id)?.reading {
             Reading::Markers(tag) if !tag.is_empty() => Some(tag.clone()),
             _ => None,
         }
@@ -185,7 +185,7 @@ impl<C: Clone> Engine<C> {
         let Some(tag) = self.marker_tag(id) else {
             return;
         };
-        let Some(batch_key) = self.running.get(id).map(|r| r.batch) else {
+        let Some(batch_key) = self.calls.get(id).map(|r| r.batch) else {
             return;
         };
         let proven: Vec<(usize, String)> = {
@@ -205,8 +205,8 @@ impl<C: Clone> Engine<C> {
             let Some(job) = self.jobs.get(job_key) else {
                 continue;
             };
-            let (chars, tokens) = (utf16_len(&job.text), f64::from(job.tokens));
-            self.out.stats.early_resolved += job.waiters.len() as u64;
+            let (chars, tokens) = (utf16_len(job.text()), f64::from(job.tokens()));
+            self.out.stats.early_resolved += job.waiters().len() as u64;
             let Some(batch) = self.batches.get_mut(batch_key) else {
                 continue;
             };
@@ -253,7 +253,7 @@ impl<C: Clone> Engine<C> {
                 continue;
             };
             let previews = self.out.previews.get_or_insert_with(VecDeque::new);
-            for ticket in job.waiters.iter() {
+            for ticket in job.waiters().iter() {
                 previews.push_back(Preview {
                     ticket,
                     text: text.clone(),
@@ -265,7 +265,7 @@ impl<C: Clone> Engine<C> {
     /// The stream of call `id` ended (or was cut at its cap): proven segments resolve,
     /// missing ones go out again.
     fn end_stream(&mut self, id: CallId) {
-        let Some(mut run) = self.running.remove(id) else {
+        let Some(mut run) = self.calls.remove(id) else {
             return;
         };
         let Some(mut stream) = run.stream.take() else {

@@ -69,7 +69,7 @@ impl<C: Clone> Engine<C> {
                 .batches
                 .get(key)
                 .is_some_and(|b| matches!(b.state, State::Backoff(_))),
-            Timer::Deadline(id) => self.running.contains(id),
+            Timer::Deadline(id) => self.calls.contains(id),
             Timer::Lookup(job) => self
                 .store
                 .as_ref()
@@ -115,14 +115,14 @@ impl<C: Clone> Engine<C> {
                     }
                 }
                 Timer::Deadline(id) => {
-                    let deadline = self.running.get(id).and_then(|r| r.deadline);
+                    let deadline = self.calls.get(id).and_then(|r| r.deadline);
                     if let Some(later) = deadline.filter(|d| *d > self.now) {
                         // A stream value moved the deadline on since this timer was set.
                         self.timers.push(later, Timer::Deadline(id));
                         continue;
                     }
                     let expired = deadline.is_some();
-                    if let Some(run) = expired.then(|| self.running.remove(id)).flatten() {
+                    if let Some(run) = expired.then(|| self.calls.remove(id)).flatten() {
                         self.out.cancels.push_back(id);
                         if let Some(p) = self.providers.get(run.provider as usize) {
                             self.out.events.push_back(Event::Timeout {

@@ -578,6 +578,16 @@ describe("the prompt, as the server receives it", () => {
     assert.deepEqual(messages[1], { role: "user", content: "50%% off\n\nnow" });
   });
 
+  test("batch request in the separator layout: the core's instructions, not the provider's own wording", async (t) => {
+    const texts = ["a", "b", "c"];
+    const instructions = "The text holds 3 segments separated by lines that hold only %%%. Answer in kind.";
+    const request = makeRequest({ texts, separator: "\n\n%%%\n\n", instructions });
+    const [system, user] = await messagesFor(t, request);
+    assert.ok(system.content.includes(instructions), system.content);
+    assert.doesNotMatch(system.content, /consists of 3 segments|exactly 3 translated segments/);
+    assert.equal(user.content, "a\n\n%%%\n\nb\n\n%%%\n\nc");
+  });
+
   test("batch request: separator and count follow the request", async (t) => {
     const texts = ["a", "b", "c", "d"];
     const request = makeRequest({ texts, separator: "\n\n%%%%\n\n" });

@@ -3,6 +3,7 @@
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
+import { readFile } from "node:fs/promises";
 
 import { BatchPacer, DEFAULTS, PacerError } from "batch-pacer";
 import { setup, item, thrown, virtualTime, track } from "./helpers.mjs";
@@ -48,6 +49,34 @@ describe("DEFAULTS and pacer.options", () => {
   test("DEFAULTS holds the contract's default values", () => {
     for (const [name, value] of Object.entries(EXPECTED_DEFAULTS)) {
       assert.equal(DEFAULTS[name], value, name);
+    }
+  });
+
+  test("the installed index.d.ts documents, with @default, exactly the values DEFAULTS holds", async () => {
+    const manifestUrl = new URL(import.meta.resolve("batch-pacer/package.json"));
+    const manifest = JSON.parse(await readFile(manifestUrl, "utf8"));
+    const types = await readFile(new URL(manifest.types, manifestUrl), "utf8");
+    const start = types.indexOf("export interface PacerSettings {");
+    assert.ok(start >= 0, "index.d.ts declares PacerSettings");
+    const body = types.slice(start, types.indexOf("\n}", start));
+    // Each property: the @default tag of its doc comment, its name, and whether it is optional.
+    const documented = new Map();
+    for (const [, doc, name, optional] of body.matchAll(/\/\*\*((?:(?!\*\/)[\s\S])*)\*\/\s*(\w+)(\??):/g)) {
+      const tag = /@default\s+("[^"]*"|[^\s(]+)/.exec(doc);
+      assert.ok(tag, `${name} has a @default tag`);
+      documented.set(name, { value: JSON.parse(tag[1]), optional: optional === "?" });
+    }
+    assert.ok(documented.size >= Object.keys(DEFAULTS).length, "every property of PacerSettings was read");
+    for (const [name, { value, optional }] of documented) {
+      if (optional) {
+        // An addition to the contract (maxQueued): documented, never in DEFAULTS.
+        assert.equal(name in DEFAULTS, false, `${name} is optional and not in DEFAULTS`);
+      } else {
+        assert.equal(value, DEFAULTS[name], `@default of ${name}`);
+      }
+    }
+    for (const name of Object.keys(DEFAULTS)) {
+      assert.equal(documented.get(name)?.optional, false, `DEFAULTS.${name} is a documented setting`);
     }
   });
 

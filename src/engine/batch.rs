@@ -8,7 +8,7 @@
 
 use core::cmp::Ordering;
 
-use crate::engine::{Group, Job};
+use super::{Group, Job};
 use crate::slab::Id;
 use crate::time::{Duration, Instant};
 
@@ -35,19 +35,6 @@ impl Ord for Priority {
     fn cmp(&self, other: &Self) -> Ordering {
         self.0.total_cmp(&other.0)
     }
-}
-
-/// Length in UTF-16 code units, the unit of JS `String.length` and of the character limit.
-pub fn utf16_len(text: &str) -> u64 {
-    if text.is_ascii() {
-        return text.len() as u64;
-    }
-    // One unit per code point (every non-continuation byte), two for 4-byte sequences.
-    let units: usize = text
-        .bytes()
-        .map(|b| usize::from((b & 0xC0) != 0x80) + usize::from(b >= 0xF0))
-        .sum();
-    units as u64
 }
 
 /// The batch limits in force.
@@ -188,17 +175,6 @@ pub fn travels_alone(llm: bool, chars: u64, tokens: f32, limits: &Limits) -> boo
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn utf16_length_matches_js() {
-        assert_eq!(utf16_len("abc"), 3);
-        assert_eq!(utf16_len("héllo"), 5);
-        assert_eq!(utf16_len("日本"), 2);
-        assert_eq!(utf16_len("😀a"), 3);
-        for s in ["", "x😀y日", "\u{10FFFF}"] {
-            assert_eq!(utf16_len(s), s.encode_utf16().count() as u64);
-        }
-    }
 
     #[test]
     fn priorities_order_and_fold_negative_zero() {

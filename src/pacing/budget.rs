@@ -14,7 +14,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::bucket::TokenBucket;
-use crate::engine::ProviderPacing;
+use crate::provider::ProviderPacing;
 use crate::quota::TokenBudget;
 use crate::time::Instant;
 

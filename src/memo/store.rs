@@ -3,12 +3,9 @@
 //! both against the user's `{ get, set }`; a store that fails or hangs only ever costs a
 //! miss.
 
-use crate::batch::Member;
-use crate::engine::{Group, Job};
 use crate::id_table::IdTable;
 use crate::key::to_hex;
 use crate::slab::Id;
-use crate::time::Instant;
 
 /// Identifies a lookup between `poll_lookup` and `handle_lookup`.
 pub type LookupId = u64;
@@ -43,38 +40,44 @@ pub struct StoreWrite {
     pub value: String,
 }
 
-/// A job waiting for its lookup: what it needs to be queued on a miss.
-#[derive(Clone, Copy, Debug)]
-pub struct PendingLookup {
-    pub member: Member,
-    pub group: Id<Group>,
-    pub deadline: Option<Instant>,
-}
-
-/// What is kept for one job: its lookup while under way, its full key until its write.
+/// What is kept for one job: its lookup while under way (`P`, what the job needs to be
+/// queued on a miss), its full key until its write.
 #[derive(Debug)]
-struct JobEntry {
-    pending: Option<PendingLookup>,
+struct JobEntry<P> {
+    pending: Option<P>,
     digest: Option<[u8; 32]>,
 }
 
-impl JobEntry {
+impl<P> JobEntry<P> {
     fn is_spent(&self) -> bool {
         self.pending.is_none() && self.digest.is_none()
     }
 }
 
-/// Lookups under way, full keys of jobs (for their write), and the driver's work.
-#[derive(Debug, Default)]
-pub struct Store {
-    jobs: IdTable<JobEntry>,
+/// Lookups under way, full keys of jobs (for their write), and the driver's work. Jobs
+/// are slab entries of type `J`; `P` is what a job keeps while its lookup is under way.
+#[derive(Debug)]
+pub struct Store<J, P> {
+    jobs: IdTable<JobEntry<P>>,
     lookups: std::collections::VecDeque<Lookup>,
     writes: std::collections::VecDeque<StoreWrite>,
+    job_type: core::marker::PhantomData<fn(Id<J>)>,
 }
 
-impl Store {
+impl<J, P> Default for Store<J, P> {
+    fn default() -> Self {
+        Store {
+            jobs: IdTable::default(),
+            lookups: Default::default(),
+            writes: Default::default(),
+            job_type: core::marker::PhantomData,
+        }
+    }
+}
+
+impl<J, P> Store<J, P> {
     /// Starts the lookup of a new job.
-    pub fn begin(&mut self, job: Id<Job>, digest: &[u8; 32], pending: PendingLookup) {
+    pub fn begin(&mut self, job: Id<J>, digest: &[u8; 32], pending: P) {
         let id = job.to_full_bits();
         self.jobs.insert(
             id,
@@ -90,17 +93,17 @@ impl Store {
     }
 
     /// Ends the lookup of `job`, if it is still under way.
-    pub fn finish_lookup(&mut self, job: Id<Job>) -> Option<PendingLookup> {
+    pub fn finish_lookup(&mut self, job: Id<J>) -> Option<P> {
         self.take(job, |entry| entry.pending.take())
     }
 
     /// The lookup of `job`, if under way (for its deadline).
-    pub fn pending(&self, job: Id<Job>) -> Option<&PendingLookup> {
+    pub fn pending(&self, job: Id<J>) -> Option<&P> {
         self.jobs.get(job.to_full_bits())?.pending.as_ref()
     }
 
     /// Queues the write of a success.
-    pub fn written(&mut self, job: Id<Job>, translation: &str) {
+    pub fn written(&mut self, job: Id<J>, translation: &str) {
         if let Some(digest) = self.take(job, |entry| entry.digest.take()) {
             self.writes.push_back(StoreWrite {
                 key: to_hex(&digest),
@@ -110,15 +113,15 @@ impl Store {
     }
 
     /// Drops what is kept for `job` (it failed or left).
-    pub fn forget(&mut self, job: Id<Job>) {
+    pub fn forget(&mut self, job: Id<J>) {
         self.jobs.remove(job.to_full_bits());
     }
 
     /// Takes one part of the entry of `job`, dropping the entry once nothing is left.
     fn take<T>(
         &mut self,
-        job: Id<Job>,
-        part: impl FnOnce(&mut JobEntry) -> Option<T>,
+        job: Id<J>,
+        part: impl FnOnce(&mut JobEntry<P>) -> Option<T>,
     ) -> Option<T> {
         let id = job.to_full_bits();
         let entry = self.jobs.get_mut(id)?;

@@ -2,7 +2,7 @@
 
 use std::rc::Rc;
 
-use crate::batch::utf16_len;
+use crate::text::utf16_len;
 use crate::time::Duration;
 
 /// Identifies a provider call between `poll_call` and `handle_response`.

@@ -1,0 +1,113 @@
+//! How a job ends, in one place: translated by a call, found in the persistent store,
+//! failed, or withdrawn by its last waiter. Each way leaves the `Jobs` part through
+//! `Jobs::end`, tells the cache and the store what they must learn, drops the job from
+//! its group's count, and settles its tickets.
+
+use super::{Batch, Engine, Group, Job};
+use crate::settle::{PacerFailure, Ticket};
+use crate::slab::Id;
+use crate::text::utf16_len;
+
+/// How a job ends.
+pub(super) enum Ending<C> {
+    /// A call translated it: the cache and the store learn the translation.
+    Translated(String),
+    /// The persistent store had it: the cache learns it, the store has it already.
+    Stored(String),
+    /// It rejects with this error.
+    Failed(PacerFailure<C>),
+    /// Nobody waits for it any more (its tickets settled when they left).
+    Withdrawn,
+}
+
+impl<C: Clone> Engine<C> {
+    /// Ends `job_key` of `group` as `ending` says; the ended job, if it was live.
+    pub(super) fn end_job(
+        &mut self,
+        job_key: Id<Job>,
+        group: Id<Group>,
+        ending: &Ending<C>,
+    ) -> Option<Job> {
+        let (job, tickets) = self.jobs.end(job_key)?;
+        if let Ending::Translated(translation) | Ending::Stored(translation) = ending {
+            self.cache.put(job.key(), translation);
+        }
+        if let Some(store) = &mut self.store {
+            match ending {
+                Ending::Translated(translation) => store.written(job_key, translation),
+                _ => store.forget(job_key),
+            }
+        }
+        self.groups.job_ended(group);
+        for ticket in tickets {
+            let outcome = match ending {
+                Ending::Translated(translation) | Ending::Stored(translation) => {
+                    Ok(translation.clone())
+                }
+                Ending::Failed(error) => Err(error.clone()),
+                // A withdrawn job has no ticket left.
+                Ending::Withdrawn => continue,
+            };
+            self.out.settle(ticket, outcome);
+        }
+        Some(job)
+    }
+
+    pub(super) fn resolve(&mut self, ticket: Ticket, translation: String) {
+        self.out.settle(ticket, Ok(translation));
+    }
+
+    /// A job's translation is known: every waiter resolves, the cache and store learn it.
+    pub(super) fn resolve_job(&mut self, job_key: Id<Job>, group: Id<Group>, translation: String) {
+        self.end_job(job_key, group, &Ending::Translated(translation));
+    }
+
+    /// Removes a job nobody waits for from its (not running) batch.
+    pub(super) fn withdraw(&mut self, job_key: Id<Job>) {
+        let Some(batch_key) = self.jobs.get(job_key).map(Job::batch) else {
+            return;
+        };
+        if let Some(pending) = self.store.as_mut().and_then(|s| s.finish_lookup(job_key)) {
+            // Left while its lookup was under way: it never reached a batch.
+            self.end_job(job_key, pending.group, &Ending::Withdrawn);
+            return;
+        }
+        self.out.stats.queued -= 1;
+        // No batch (never the case outside a lookup) is no group either.
+        let group = self.batches.get(batch_key).map_or(Id::NONE, |b| b.compat);
+        let Some(job) = self.end_job(job_key, group, &Ending::Withdrawn) else {
+            return;
+        };
+        let Some(batch) = self.batches.get_mut(batch_key) else {
+            return;
+        };
+        batch.jobs.retain(|j| *j != job_key);
+        batch.chars = batch.chars.saturating_sub(utf16_len(job.text()));
+        batch.tokens -= f64::from(job.tokens());
+        if batch.jobs.is_empty() {
+            self.drop_unsent(batch_key);
+        }
+    }
+
+    /// Rejects every waiter of every item of a running batch.
+    pub(super) fn fail(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
+        if let Some(batch) = self.batches.remove(batch_key) {
+            self.fail_jobs(batch, error);
+        }
+    }
+
+    /// Rejects a batch that has not started (see `fail` for a running one).
+    pub(super) fn fail_queued(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
+        if let Some(batch) = self.drop_unsent(batch_key) {
+            self.out.stats.queued -= batch.jobs.len() as u64;
+            self.fail_jobs(batch, error);
+        }
+    }
+
+    fn fail_jobs(&mut self, batch: Batch, error: PacerFailure<C>) {
+        let ending = Ending::Failed(error);
+        for job_key in batch.jobs {
+            self.end_job(job_key, batch.compat, &ending);
+        }
+    }
+}

@@ -1,0 +1,148 @@
+//! The `Calls` part: the calls running now, the next call id, and the strings every call
+//! of a size or layout repeats. It keeps "a call id is given once, and a running call is
+//! in the table until its answer, its timeout or dispose takes it out".
+
+use std::rc::Rc;
+
+use super::calls::Reading;
+use super::streams::Streamed;
+use super::Batch;
+use crate::call::CallId;
+use crate::id_table::IdTable;
+use crate::markers;
+use crate::slab::Id;
+use crate::time::{Duration, Instant};
+
+/// A call on its way: what its answer needs to be read and charged.
+#[derive(Debug)]
+pub(super) struct Running {
+    pub(super) batch: Id<Batch>,
+    pub(super) provider: u32,
+    /// The provider's 429 episode when the call started.
+    pub(super) episode: u32,
+    /// The call's timeout (`timeoutMs` when it started) and when it runs out.
+    pub(super) timeout: Option<Duration>,
+    pub(super) deadline: Option<Instant>,
+    /// How to read the reply.
+    pub(super) reading: Reading,
+    /// Its estimated cost before and after the provider's scaling (0 without estimates).
+    pub(super) raw_cost: f64,
+    pub(super) cost: f64,
+    /// The reply received so far, once it streams.
+    pub(super) stream: Option<Box<Streamed>>,
+    /// Its place among the calls to its provider, for the limits the provider reports.
+    pub(super) quota_ticket: u64,
+}
+
+/// The running calls, their ids, and the strings made once for all calls.
+#[derive(Debug)]
+pub(super) struct Calls {
+    running: IdTable<Running>,
+    next: CallId,
+    strings: CallStrings,
+}
+
+impl Default for Calls {
+    fn default() -> Self {
+        Calls {
+            running: IdTable::default(),
+            next: 1,
+            strings: CallStrings::default(),
+        }
+    }
+}
+
+impl Calls {
+    /// The id of the next call to start.
+    pub(super) fn new_id(&mut self) -> CallId {
+        let id = self.next;
+        self.next += 1;
+        id
+    }
+
+    /// Ids and instructions made once for all calls.
+    pub(super) fn strings(&mut self) -> &mut CallStrings {
+        &mut self.strings
+    }
+
+    pub(super) fn insert(&mut self, id: CallId, run: Running) {
+        self.running.insert(id, run);
+    }
+
+    pub(super) fn get(&self, id: CallId) -> Option<&Running> {
+        self.running.get(id)
+    }
+
+    pub(super) fn get_mut(&mut self, id: CallId) -> Option<&mut Running> {
+        self.running.get_mut(id)
+    }
+
+    pub(super) fn contains(&self, id: CallId) -> bool {
+        self.running.contains(id)
+    }
+
+    /// The call ended (answered, timed out): it is no longer running.
+    pub(super) fn remove(&mut self, id: CallId) -> Option<Running> {
+        self.running.remove(id)
+    }
+
+    /// How many calls are running.
+    pub(super) fn len(&self) -> usize {
+        self.running.len()
+    }
+
+    /// The ids of the running calls.
+    pub(super) fn ids(&self) -> impl Iterator<Item = CallId> + '_ {
+        self.running.ids()
+    }
+
+    /// Ends every running call (dispose).
+    pub(super) fn clear(&mut self) {
+        self.running.clear();
+    }
+}
+
+/// The strings every call of a size or layout repeats, made once: ids and instructions.
+#[derive(Debug, Default)]
+pub(super) struct CallStrings {
+    /// `ids[n]`: the ids of a call of `n` texts.
+    ids: Vec<Rc<[String]>>,
+    /// The last instructions made, with the tag or separator and the count they are for.
+    instructions: Option<(String, usize, Rc<str>)>,
+    /// A single text's (empty) instructions.
+    none: Option<Rc<str>>,
+}
+
+impl CallStrings {
+    /// The ids of a call of `count` texts.
+    pub(super) fn ids(&mut self, count: usize) -> Rc<[String]> {
+        while self.ids.len() <= count {
+            let n = self.ids.len();
+            self.ids.push(markers::ids(n).into());
+        }
+        self.ids[count].clone()
+    }
+
+    /// The instructions for `count` texts laid out with `key` (a tag or a separator),
+    /// made by `make` only when the last ones were for another layout.
+    pub(super) fn instructions(
+        &mut self,
+        key: &str,
+        count: usize,
+        make: impl FnOnce() -> String,
+    ) -> Rc<str> {
+        match &self.instructions {
+            Some((k, c, last)) if k == key && *c == count => last.clone(),
+            _ => {
+                let made: Rc<str> = make().into();
+                self.instructions = Some((key.to_owned(), count, made.clone()));
+                made
+            }
+        }
+    }
+
+    /// A single text's instructions: none.
+    pub(super) fn none(&mut self) -> Rc<str> {
+        self.none.get_or_insert_with(|| Rc::from("")).clone()
+    }
+}

@@ -1,0 +1,36 @@
+//! What holds one provider back, whichever pacer calls it: its 429 pause, its adaptive
+//! rate, its spent daily quota and the limits it reported. A leaf of the engine, so that
+//! a budget shared by several pacers can hold it without knowing the engine.
+
+use crate::adaptive::AdaptiveRate;
+use crate::quota::ProviderQuota;
+use crate::time::Instant;
+
+/// What holds a provider back: its 429 pause, its adaptive rate, its spent daily quota
+/// and the limits it reported. One per provider and budget: pacers that share a budget
+/// (see [`SharedBudget`](crate::budget::SharedBudget)) share this too.
+#[derive(Debug, Default)]
+pub struct ProviderPacing {
+    pub(crate) paused_until: Instant,
+    pub(crate) adaptive: Option<AdaptiveRate>,
+    /// Counts 429 episodes. A call remembers the count at its start; a 429 for a call
+    /// that started before the current episode began belongs to that episode and does
+    /// not slow the provider down again (a burst of 429s is one episode).
+    pub(crate) episode: u32,
+    /// A spent daily quota: until `until`, every item for the provider rejects without
+    /// a call.
+    pub(crate) daily_block: Option<DailyBlock>,
+    /// Its cost model and the limits it reported.
+    pub(crate) quota: ProviderQuota,
+    /// Calls accepted in a row at the full rate (before any 429 slowed it down).
+    pub(crate) accepted: u32,
+}
+
+/// What items for a provider whose daily quota is spent reject with, and until when.
+#[derive(Debug)]
+pub(crate) struct DailyBlock {
+    pub(crate) until: Instant,
+    /// Whether the provider said when its quota resets.
+    pub(crate) reset_known: bool,
+    pub(crate) message: String,
+}
