@@ -1,0 +1,175 @@
+//! The proof rule's unit tests: one per rule and per damage form.
+use super::*;
+
+fn marked(reply: &str, texts: &[&str]) -> Vec<Option<String>> {
+    prove(texts, marked_entries(reply, "s"))
+}
+
+fn some(texts: &[&str]) -> Vec<Option<String>> {
+    texts.iter().map(|t| Some((*t).to_owned())).collect()
+}
+
+const FOUR: [&str; 4] = ["one", "two", "three", "four"];
+
+#[test]
+fn a_clean_reply_proves_every_segment() {
+    let reply =
+        "Here you go:\n```\n<s1>A</s1>\r\n<s2> B\n</s2>\n<S3>C</s3>\n< s4 >D</ s4>\n```\nDone.";
+    assert_eq!(marked(reply, &FOUR), some(&["A", "B", "C", "D"]));
+}
+
+#[test]
+fn a_missing_middle_pair_takes_its_neighbours_with_it() {
+    let reply = "<s1>A</s1><s2>B C</s2><s4>D</s4>";
+    assert_eq!(marked(reply, &FOUR), [Some("A".into()), None, None, None]);
+}
+
+#[test]
+fn duplicated_and_out_of_order_pairs_are_missing_with_their_neighbours() {
+    let dup = "<s1>A</s1><s2>B</s2><s2>B2</s2><s3>C</s3><s4>D</s4>";
+    assert_eq!(marked(dup, &FOUR), [None, None, None, Some("D".into())]);
+    // The pair out of order takes its neighbours in the reply (3 and 4) and by id (1
+    // and 3): a merge whose freed id was filled later would look the same.
+    let swapped = "<s1>A</s1><s3>C</s3><s2>B</s2><s4>D</s4>";
+    assert_eq!(marked(swapped, &FOUR), [None, None, None, None]);
+    let filled_later = "<s1>A</s1><s2>B</s2><s3>C D</s3><s5>E</s5><s4></s4>";
+    let five = ["a", "b", "c", "d", "e"];
+    assert_eq!(marked(filled_later, &five)[2], None);
+}
+
+#[test]
+fn an_unknown_id_proves_nothing() {
+    let split = "<s1>A1</s1><s2>A2</s2><s3>B</s3><s4>C</s4><s5>D</s5>";
+    assert_eq!(marked(split, &FOUR), [None, None, None, None]);
+}
+
+#[test]
+fn empty_segments_and_other_sources_are_damage() {
+    let empty = "<s1>A</s1><s2> </s2><s3>C</s3><s4>D</s4>";
+    assert_eq!(marked(empty, &FOUR), [None, None, None, Some("D".into())]);
+    // At the last position, damage is read as a missing last pair (rule 4).
+    let source = "<s1>A</s1><s2>B</s2><s3>C</s3><s4>three</s4>";
+    assert_eq!(marked(source, &FOUR), [None, None, None, None]);
+    let source = "<s1>A</s1><s2>B</s2><s3>four</s3><s4>D</s4>";
+    assert_eq!(marked(source, &FOUR), [Some("A".into()), None, None, None]);
+    // Its own source is a translation (names, code).
+    let own = "<s1>one</s1><s2>B</s2><s3>C</s3><s4>D</s4>";
+    assert_eq!(marked(own, &FOUR), some(&["one", "B", "C", "D"]));
+}
+
+#[test]
+fn broken_markers_are_damage() {
+    let unclosed = "<s1>A</s1><s2>B<s3>C</s3><s4>D</s4>";
+    assert_eq!(
+        marked(unclosed, &FOUR),
+        [None, None, None, Some("D".into())]
+    );
+    let crossed = "<s1>A</s2><s3>C</s3><s4>D</s4>";
+    assert_eq!(marked(crossed, &FOUR), [None, None, None, Some("D".into())]);
+}
+
+#[test]
+fn a_missing_last_pair_trusts_nothing_without_evidence() {
+    // Merge of 2 and 3, renumbered: <s3> holds the fourth translation.
+    let renumbered = "<s1>A</s1><s2>B C</s2><s3>D</s3>";
+    assert_eq!(marked(renumbered, &FOUR), [None, None, None, None]);
+}
+
+#[test]
+fn a_missing_last_pair_trusts_segments_whose_lengths_rule_shifts_out() {
+    let texts = [
+        "a short one",
+        "a much much longer paragraph of text that goes on and on for quite a while",
+        "tiny",
+        "another fairly long paragraph that has plenty of words in it, really",
+        "last",
+    ];
+    let reply = "<s1>ein kurzer</s1>\n<s2>ein viel viel längerer Absatz mit Text, der immer weiter geht, eine ganze Weile</s2>\n<s3>winzig</s3>\n<s4>noch ein ziemlich langer Absatz, der wirklich viele Wörter enthält</s4>";
+    let proven = marked(reply, &texts);
+    assert!(proven[..3].iter().all(Option::is_some), "{proven:?}");
+    // The fourth may hold the fifth's translation too: "last" is too short to tell.
+    assert_eq!(proven[3..], [None, None]);
+    // The same lengths, merged and renumbered: nothing is trusted.
+    let merged = "<s1>ein kurzer ein viel viel längerer Absatz mit Text, der immer weiter geht, eine ganze Weile</s1>\n<s2>winzig</s2>\n<s3>noch ein ziemlich langer Absatz, der wirklich viele Wörter enthält</s3>\n<s4>letzter</s4>";
+    assert!(marked(merged, &texts).iter().all(Option::is_none));
+}
+
+#[test]
+fn a_count_preserving_shift_among_unlike_lengths_proves_nothing() {
+    let texts = [
+        "Hello",
+        "a somewhat longer second paragraph",
+        "third",
+        "and the fourth paragraph of this batch",
+    ];
+    let t = |i: usize| format!("«{}»", texts[i].to_uppercase());
+    let split_drop = format!(
+        "<s1>«HEL</s1><s2>LO»</s2><s3>{}</s3><s4>{}</s4>",
+        t(1),
+        t(2)
+    );
+    assert!(marked(&split_drop, &texts).iter().all(Option::is_none));
+    let split_merge = format!(
+        "<s1>«HEL</s1><s2>LO»</s2><s3>{}</s3><s4>{} {}</s4>",
+        t(1),
+        t(2),
+        t(3)
+    );
+    assert!(marked(&split_merge, &texts).iter().all(Option::is_none));
+    let right = format!(
+        "<s1>{}</s1><s2>{}</s2><s3>{}</s3><s4>{}</s4>",
+        t(0),
+        t(1),
+        t(2),
+        t(3)
+    );
+    assert!(marked(&right, &texts).iter().all(Option::is_some));
+}
+
+#[test]
+fn a_last_segment_that_fits_one_of_two_others_fits() {
+    // Japanese between German paragraphs: ratios 2.0 and 2.75 beside the last's 1.78.
+    let texts = ["Grüße aus Köln", "東京の天気は晴れ", "Ein Fest 🎉 für alle"];
+    let reply = "<s1>«Grüße aus Köln» 🇩🇪 übersetzt</s1><s2>«東京の天気は晴れ» 🇩🇪 übersetzt</s2><s3>«Ein Fest 🎉 für alle» 🇩🇪 übersetzt</s3>";
+    assert!(marked(reply, &texts).iter().all(Option::is_some));
+    // A remark far from both still does not fit.
+    let remark =
+        "<s1>«Grüße aus Köln» 🇩🇪 übersetzt</s1><s2>«東京の天気は晴れ» 🇩🇪 übersetzt</s2><s3>OK</s3>";
+    assert_eq!(marked(remark, &texts)[2], None);
+}
+
+#[test]
+fn short_labels_translated_longer_are_no_evidence_of_a_shift() {
+    let texts = ["OK", "Cancel", "Hi", "Save changes", "Settings"];
+    let reply = "<s1>Einverstanden</s1><s2>Abbrechen</s2><s3>Hallo zusammen</s3><s4>Änderungen speichern</s4><s5>Einstellungen</s5>";
+    assert!(marked(reply, &texts).iter().all(Option::is_some));
+}
+
+#[test]
+fn a_number_found_in_another_paragraphs_segment_is_a_shift() {
+    let texts = ["Chapter 12 begins", "the next part", "page 40 ends"];
+    let reply = "<s1>Kapitel beginnt</s1><s2>12 der nächste Teil</s2><s3>Seite 40 endet</s3>";
+    assert!(marked(reply, &texts).iter().all(Option::is_none));
+}
+
+#[test]
+fn a_repeated_translation_is_a_shift() {
+    let reply = "<s1>A</s1><s2>B</s2><s3>B</s3><s4>D</s4>";
+    assert_eq!(marked(reply, &FOUR), [None, None, None, None]);
+}
+
+#[test]
+fn object_and_array_replies() {
+    let object = vec![
+        ("2".to_owned(), "B".to_owned()),
+        ("1".to_owned(), "A".to_owned()),
+    ];
+    assert_eq!(prove(&["x", "y"], keyed_entries(object)), some(&["A", "B"]));
+    let unknown = vec![
+        ("1".to_owned(), "A".to_owned()),
+        ("translation".to_owned(), "B".to_owned()),
+    ];
+    assert_eq!(prove(&["x", "y"], keyed_entries(unknown)), [None, None]);
+    let listed = listed_entries(vec!["A".into(), "".into(), "C".into()]);
+    assert_eq!(prove(&["x", "y", "z"], listed), [None, None, None]);
+}
