@@ -545,19 +545,10 @@ fuzz_target!(|data: &[u8]| {
         );
     }
     // Later items settle at once with `disposed`.
-    let item = Item {
-        text: "after",
-        compat: Compat {
-            provider_id: "p",
-            source_lang: "en",
-            target_lang: "de",
-            context: "",
-            llm: true,
-        },
-        priority: 0.0,
-        tokens: None,
-    };
-    let ticket = run.engine.handle_translate(run.now, &item).expect("valid");
+    let ticket = run
+        .engine
+        .handle_translate(run.now, &common::item("after", 0.0))
+        .expect("valid");
     let settled = run.engine.poll_settled().expect("settles at once");
     assert_eq!(settled.ticket, ticket);
     assert_eq!(settled.result.map_err(|e| e.code), Err(ErrorCode::Disposed));

@@ -10,8 +10,8 @@
 mod common;
 
 use batch_pacer::options::OPTION_NAMES;
-use batch_pacer::{Compat, Engine, ErrorCode, Instant, Item, OptionValue, Options};
-use common::Bytes;
+use batch_pacer::{Engine, ErrorCode, Instant, OptionValue, Options};
+use common::{item, Bytes};
 use libfuzzer_sys::fuzz_target;
 
 #[derive(Clone, Copy)]
@@ -97,21 +97,6 @@ fn check_number_display(value: &OptionValue) {
         "the message shows {shown:?} for {n:e} ({:#x})",
         n.to_bits()
     );
-}
-
-fn item(text: &str, priority: f64) -> Item<'_> {
-    Item {
-        text,
-        compat: Compat {
-            provider_id: "p",
-            source_lang: "en",
-            target_lang: "de",
-            context: "",
-            llm: true,
-        },
-        priority,
-        tokens: None,
-    }
 }
 
 fuzz_target!(|data: &[u8]| {

@@ -30,9 +30,7 @@ use std::collections::HashMap;
 
 use batch_pacer::drive::{StreamValue, VirtualTime};
 use batch_pacer::options::SegmentFormat;
-use batch_pacer::{
-    Call, Compat, Duration, Engine, Failure, Instant, Item, OptionValue, Options, Reply, Ticket,
-};
+use batch_pacer::{Call, Duration, Engine, Failure, Instant, OptionValue, Options, Reply, Ticket};
 use common::Bytes;
 use libfuzzer_sys::fuzz_target;
 
@@ -282,20 +280,8 @@ fuzz_target!(|data: &[u8]| {
     let mut engine: Engine<()> = Engine::new(options, Instant::ZERO, bytes.u64());
     let mut own: HashMap<Ticket, String> = HashMap::new();
     for text in &texts {
-        let item = Item {
-            text,
-            compat: Compat {
-                provider_id: "p",
-                source_lang: "en",
-                target_lang: "de",
-                context: "",
-                llm: true,
-            },
-            priority: 0.0,
-            tokens: None,
-        };
         let ticket = engine
-            .handle_translate(Instant::ZERO, &item)
+            .handle_translate(Instant::ZERO, &common::item(text, 0.0))
             .expect("a valid item");
         own.insert(ticket, echo(text));
     }

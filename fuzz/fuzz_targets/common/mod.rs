@@ -3,7 +3,23 @@
 #![allow(dead_code)]
 
 use batch_pacer::options::OPTION_NAMES;
-use batch_pacer::OptionValue;
+use batch_pacer::{Compat, Item, OptionValue};
+
+/// An item of the targets' one compatibility group ("p", en → de, an LLM).
+pub fn item(text: &str, priority: f64) -> Item<'_> {
+    Item {
+        text,
+        compat: Compat {
+            provider_id: "p",
+            source_lang: "en",
+            target_lang: "de",
+            context: "",
+            llm: true,
+        },
+        priority,
+        tokens: None,
+    }
+}
 
 /// Whether the known issue `name` is to be skipped: `FUZZ_SKIP_KNOWN` holds a comma
 /// separated list of names (or `all`). By default every property is checked, so a known
