@@ -27,16 +27,18 @@ cargo test
 section "fuzz targets: a short run each (scripts/fuzz.sh --check)"
 FUZZ_SKIP_KNOWN="${FUZZ_SKIP_KNOWN:-fence-wrap}" bash scripts/fuzz.sh --check 15
 
-wasm_tests=(--test wasm_browser --test wasm_service_worker)
 # Each suite is a ~20 MB debug module that the browser fetches and compiles before the
 # first test; on a busy two-CPU machine that alone can pass the runner's default 20 s.
 export WASM_BINDGEN_TEST_TIMEOUT="${WASM_BINDGEN_TEST_TIMEOUT:-120}"
-# A suite whose service worker never started is run once more (scripts/wasm-suite.sh).
+# Each suite runs on its own, so that one whose service worker never started can be run
+# again alone (scripts/wasm-suite.sh) without the page suite's passing lines in its log.
 wasm_suite() { bash scripts/wasm-suite.sh "$@"; }
-section "wasm binding in Chromium (page + service worker)"
-wasm_suite wasm-pack test --headless --chrome --chromedriver "$(command -v chromedriver)" -- "${wasm_tests[@]}"
-section "wasm binding in Firefox ESR (page + service worker)"
-wasm_suite wasm-pack test --headless --firefox --geckodriver "$(command -v geckodriver)" -- "${wasm_tests[@]}"
+for suite in wasm_browser wasm_service_worker; do
+  section "wasm binding in Chromium: $suite"
+  wasm_suite wasm-pack test --headless --chrome --chromedriver "$(command -v chromedriver)" -- --test "$suite"
+  section "wasm binding in Firefox ESR: $suite"
+  wasm_suite wasm-pack test --headless --firefox --geckodriver "$(command -v geckodriver)" -- --test "$suite"
+done
 
 section "the demo extension, built from the packed package"
 bash scripts/build-demo.sh
