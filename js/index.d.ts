@@ -803,7 +803,12 @@ export interface OpenAIProviderStreamEnd {
  */
 export type OpenAIProviderStream = AsyncIterable<string | OpenAIProviderStreamEnd>;
 
-/** The error {@link openAIProvider}'s provider rejects with for an HTTP error status. */
+/**
+ * The error {@link openAIProvider}'s provider rejects with for an HTTP error status. Its
+ * message holds facts only (`OpenAI-compatible API answered <status> <reason>: <the
+ * server's error text>`); what to do about a settings, billing or daily error is said
+ * once, by the pacer, in the `provider_error` and the {@link BlockedEvent}.
+ */
 export interface OpenAIProviderError extends Error {
   /** The HTTP status, on every HTTP error (network errors and aborts have none). */
   status: number;
@@ -817,8 +822,7 @@ export interface OpenAIProviderError extends Error {
   limits?: OpenAIProviderLimits;
   /**
    * `"billing"`: `insufficient_quota` as `error.code` or `error.type` (OpenAI), or a 402
-   * (OpenRouter, DeepSeek); the message says the account is out of credit or at its
-   * spending cap. `"daily"`: a 429 for a per-day quota (a Gemini QuotaFailure whose
+   * (OpenRouter, DeepSeek). `"daily"`: a 429 for a per-day quota (a Gemini QuotaFailure whose
    * `quotaId` contains `PerDay`; OpenAI's and Groq's "requests per day" or "tokens per
    * day"). `"rate"`: any other 429.
    */

@@ -38,17 +38,6 @@ const REASONS = {
   504: "Gateway Timeout",
 };
 
-/** What to do about the statuses that no retry fixes: wrong settings. */
-const SETTINGS_HINTS = {
-  401: "check the API key",
-  403: "check the API key and whether it may use this model",
-  404: "check the model name and the base URL",
-};
-
-const BILLING_HINT =
-  "the account is out of credit or at its spending cap; add credit or raise the cap in the provider's billing settings";
-const DAILY_HINT = "a per-day quota is used up; calls to this provider fail until it resets";
-
 /** Every option `openAIProvider` takes: any other name is a typo, refused. */
 const OPTION_NAMES = [
   "baseUrl",
@@ -666,8 +655,8 @@ function networkError(err, signal, url, redact, secrets) {
 
 /**
  * The error for an HTTP error status, shaped as the pacer reads it: always `status`;
- * `retryAfterMs`, `limits` and `quota` when the response says them; a message that says
- * what to do when the status is one no retry can fix.
+ * `retryAfterMs`, `limits` and `quota` when the response says them; a message with the
+ * status and the server's own words.
  */
 function httpError(response, raw, redact) {
   const status = Number(response.status);
@@ -693,14 +682,10 @@ function apiError(head, status, raw, headers, redact) {
   const body = errorBody(raw);
   const detail = excerpt((body && errorDetail(body)) || raw, redact);
   const quota = quotaOf(status, body);
-  const hint =
-    quota === "billing" ? BILLING_HINT : quota === "daily" ? DAILY_HINT : SETTINGS_HINTS[status];
-  // With a hint, the hint leads (a settings page may show only the start of a message)
-  // and the server's own words follow in parentheses.
-  const message = hint
-    ? `${head}: ${hint}${detail ? ` (${detail})` : ""}`
-    : `${head}${detail ? `: ${detail}` : ""}`;
-  const error = new Error(message);
+  // Facts only (status, quota, the server's own words): what the user should do about a
+  // settings, billing or daily error is written by the pacer, once, in the message it
+  // rejects with, so it is not said twice.
+  const error = new Error(`${head}${detail ? `: ${detail}` : ""}`);
   // A context-length refusal is a 413 by meaning: the pacer splits the batch.
   const meant = contextTooLong(body) ? 413 : status;
   if (meant !== undefined) error.status = meant;
