@@ -239,34 +239,19 @@ function translationSchema(ids) {
 
 /**
  * A structured batch answer: the parsed object keyed by id. Text that is not a JSON
- * object (an endpoint that ignored `response_format`) is returned as it came, for the
- * pacer to read as a marked string: a model that fell back to the markers still proves
- * its segments, and anything else is a mismatch, never a guess.
+ * object as it stands (an endpoint that ignored `response_format`, a model that wrapped
+ * the JSON in a code fence) is returned as it came: the pacer reads every reply, so a
+ * fenced object, values wrapped in their own markers and a model that fell back to the
+ * markers are cleaned up and proven there, for every provider alike.
  */
-function readStructured(content, ids, markers) {
-  // A fence around the whole answer is the one wrapping models add to JSON unasked.
-  const fenced = /^\s*```[a-z]*\s*\n([\s\S]*?)\n\s*```\s*$/i.exec(content);
+function readStructured(content) {
   let parsed;
   try {
-    parsed = JSON.parse(fenced ? fenced[1] : content);
+    parsed = JSON.parse(content);
   } catch {
     return content;
   }
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return content;
-  if (markers !== undefined) {
-    // A model told where each segment stands sometimes copies its markers into the
-    // value; a value wrapped whole in its own id's pair loses them, nothing else does.
-    ids.forEach((id, i) => {
-      const value = parsed[id];
-      if (typeof value !== "string") return;
-      const trimmed = value.trim();
-      const [open, close] = markers[i];
-      if (trimmed.length >= open.length + close.length && trimmed.startsWith(open) && trimmed.endsWith(close)) {
-        parsed[id] = trimmed.slice(open.length, trimmed.length - close.length).trim();
-      }
-    });
-  }
-  return parsed;
+  return parsed === null || typeof parsed !== "object" || Array.isArray(parsed) ? content : parsed;
 }
 
 /**
@@ -468,7 +453,7 @@ export function openAIProvider(options) {
     }
 
     const translations =
-      ids !== undefined ? readStructured(content, ids, readMarkers(request, texts.length)) : content;
+      ids !== undefined ? readStructured(content) : content;
     const usage = readUsage(data?.usage);
     const limits = readLimits(response.headers);
     if (usage === undefined && limits === undefined) return translations;

@@ -648,6 +648,30 @@ describe("driven by BatchPacer", () => {
     for (const x of texts) assert.ok(user.includes(x), `the batch's text holds ${JSON.stringify(x)}`);
   });
 
+  test("structuredOutput: a fenced JSON answer with markers copied into its values resolves each item to its clean translation", async (t) => {
+    await init();
+    const texts = ["one", 'two "quoted"', "three"];
+    const srv = await startServer(t, (r, res) => {
+      // The model copies each segment's markers into its value and fences the JSON.
+      const answer = {};
+      let id = 0;
+      for (const [, open, text, close] of r.json.messages[1].content.matchAll(/(<s\d+>)([\s\S]*?)(<\/s\d+>)/g)) {
+        answer[String(++id)] = `${open}${text.toUpperCase()}${close}`;
+      }
+      sendJson(res, 200, completion("```json\n" + JSON.stringify(answer, null, 2) + "\n```"));
+    });
+    const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, model: "m", structuredOutput: true }), {
+      batchDelayMs: 50,
+      maxItemsPerBatch: 3,
+    });
+    t.after(() => pacer.dispose());
+    const item = (text) => ({ text, sourceLang: "en", targetLang: "de", providerId: "openai" });
+    const results = await Promise.all(texts.map((x) => pacer.translate(item(x))));
+    assert.deepEqual(results, ["ONE", 'TWO "QUOTED"', "THREE"]);
+    assert.equal(srv.requests.length, 1, "one call: every segment proven");
+    assert.ok(srv.requests[0].json.response_format, "a structured answer was asked for");
+  });
+
   test("a 429 with Retry-After pauses the pacer for that long, then the retry succeeds", async (t) => {
     await init();
     let n = 0;
