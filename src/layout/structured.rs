@@ -135,12 +135,18 @@ impl Reader<'_> {
     }
 
     fn hex4(&mut self) -> Option<u32> {
-        let digits = self.text.get(self.at..self.at + 4)?;
+        let digits = self.bytes.get(self.at..self.at + 4)?;
         self.at += 4;
-        if !digits.bytes().all(|b| b.is_ascii_hexdigit()) {
-            return None;
-        }
-        u32::from_str_radix(digits, 16).ok()
+        // By hand: `from_str_radix` brings its error machinery into the .wasm.
+        digits.iter().try_fold(0, |value, &b| {
+            let digit = match b {
+                b'0'..=b'9' => b - b'0',
+                b'a'..=b'f' => b - b'a' + 10,
+                b'A'..=b'F' => b - b'A' + 10,
+                _ => return None,
+            };
+            Some(value * 16 + u32::from(digit))
+        })
     }
 }
 
