@@ -50,7 +50,7 @@ impl ReplyText {
     /// The visible text of a whole string reply, `None` when it holds no reasoning tag
     /// (most replies: no copy is made then).
     pub fn visible(reply: &str) -> Option<String> {
-        if !contains_ignore_case(reply, "<think") && !contains_ignore_case(reply, "</think") {
+        if !has_reasoning_tag(reply) {
             return None;
         }
         let mut text = ReplyText::default();
@@ -143,12 +143,12 @@ impl ReplyText {
     }
 }
 
-/// The byte offset of `needle` (ASCII) in `haystack`, ignoring ASCII case.
+/// The byte offset of `needle` (ASCII, starting with `<`) in `haystack`, ignoring ASCII
+/// case.
 fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
     let (h, n) = (haystack.as_bytes(), needle.as_bytes());
     let mut from = 0;
-    while let Some(offset) = h.get(from..)?.iter().position(|&b| b == b'<') {
-        let start = from + offset;
+    while let Some(start) = find_lt(haystack, from) {
         if h.get(start..start + n.len())
             .is_some_and(|s| s.eq_ignore_ascii_case(n))
         {
@@ -159,8 +159,26 @@ fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
     None
 }
 
-fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
-    find_ignore_case(haystack, needle).is_some()
+/// Whether `reply` holds `<think` or `</think` in any case: one pass over it (not one
+/// per tag), since every whole reply is checked and most hold neither.
+fn has_reasoning_tag(reply: &str) -> bool {
+    let bytes = reply.as_bytes();
+    let mut from = 0;
+    while let Some(start) = find_lt(reply, from) {
+        let rest = bytes.get(start + 1..).unwrap_or_default();
+        let rest = rest.strip_prefix(b"/").unwrap_or(rest);
+        if rest.get(..5).is_some_and(|s| s.eq_ignore_ascii_case(b"think")) {
+            return true;
+        }
+        from = start + 1;
+    }
+    false
+}
+
+/// The offset of the first `<` in `text` at or after `from`.
+fn find_lt(text: &str, from: usize) -> Option<usize> {
+    let at = text.as_bytes().get(from..)?.iter().position(|&b| b == b'<')?;
+    Some(from + at)
 }
 
 /// The length of the longest tail of `text` that is a proper prefix of `tag`.
@@ -194,6 +212,22 @@ mod tests {
         assert_eq!(streamed(&["<th", "ink>dr", "aft</thi", "nk>", "A"]), "A");
         assert_eq!(streamed(&["a <", "b"]), "a <b");
         assert_eq!(streamed(&["A <thi"]), "A <thi");
+    }
+
+    #[test]
+    fn tags_are_found_at_every_offset_of_the_word_scan() {
+        for pad in 0..20 {
+            let text = format!("{}</THINK>x", "a".repeat(pad));
+            assert!(has_reasoning_tag(&text), "{text}");
+            assert_eq!(find_ignore_case(&text, CLOSE), Some(pad), "{text}");
+            assert_eq!(find_lt(&text, 0), Some(pad));
+            assert_eq!(find_lt(&text, pad + 1), None);
+            let plain = format!("{}<thin <b>é<", "b".repeat(pad));
+            assert!(!has_reasoning_tag(&plain), "{plain}");
+            assert_eq!(find_lt(&plain, pad + 1), Some(pad + 6));
+        }
+        assert!(!has_reasoning_tag("<"));
+        assert!(has_reasoning_tag("x<think"));
     }
 
     #[test]
