@@ -18,10 +18,13 @@ extern "C" {
     #[wasm_bindgen(js_name = makeCallHost)]
     fn make_call_host(provider: &Function, input: &JsValue, answer: &Function) -> CallHost;
 
-    /// Starts a provider call. `text` is what the model is sent; `spans` (an array of
+    /// Starts a provider call. The text the model is sent is `bytes` long at `address`
+    /// (read at once, as `input.js`'s `text` reads it, `maybe_last` from
+    /// `input::locate`); `spans` (an array of
     /// the `[start, end)` UTF-16 offsets of each text in `text`, flattened) and `ids` are `undefined`
     /// for a single text (`[text]`, `["1"]`); `layout` is the separator
-    /// string, or the `[open, close]` pairs of the markers, or `undefined` for a single
+    /// string, or the `[open, close]` pairs of the markers (the first as many as there
+    /// are texts; the JS side copies them), or `undefined` for a single
     /// text in the markers format; `compat` is `[providerId, sourceLang, targetLang,
     /// context]`. It never throws: whatever goes wrong comes back as the call's failure.
     #[wasm_bindgen(method, structural)]
@@ -29,7 +32,9 @@ extern "C" {
     fn start(
         this: &CallHost,
         id: f64,
-        text: &str,
+        address: u32,
+        bytes: u32,
+        maybe_last: bool,
         spans: &JsValue,
         ids: &JsValue,
         layout: &JsValue,
@@ -80,8 +85,8 @@ struct Recent {
     separator: Option<(String, JsValue)>,
     /// Ids "1", "2", ... as JS strings.
     ids: Vec<JsValue>,
-    /// The markers of the last tag seen (by its first open marker), as JS strings.
-    markers: Option<(String, Vec<(JsValue, JsValue)>)>,
+    /// The markers of the last tag seen (by its first open marker), as JS arrays.
+    markers: Option<(String, Array)>,
     /// The last instructions.
     instructions: Option<(String, JsValue)>,
     /// `""`, a single text's instructions.
@@ -119,21 +124,19 @@ impl Recent {
         list.into()
     }
 
-    /// A fresh array of fresh `[open, close]` arrays (the strings are shared).
+    /// The `[open, close]` arrays of the tag of `pairs`, at least as many as `pairs`:
+    /// the JS side copies the first ones into the request's own fresh arrays (one
+    /// crossing per call instead of three per pair).
     fn markers(&mut self, pairs: &[(String, String)]) -> JsValue {
         let first = pairs.first().map_or("", |(open, _)| open.as_str());
         let cached = match &mut self.markers {
             Some((key, cached)) if key == first => cached,
-            slot => &mut slot.insert((first.to_owned(), Vec::new())).1,
+            slot => &mut slot.insert((first.to_owned(), Array::new())).1,
         };
-        for (open, close) in &pairs[cached.len().min(pairs.len())..] {
-            cached.push((JsValue::from_str(open), JsValue::from_str(close)));
+        for (open, close) in pairs.iter().skip(cached.length() as usize) {
+            cached.push(&Array::of2(&open.as_str().into(), &close.as_str().into()));
         }
-        let list = Array::new_with_length(pairs.len() as u32);
-        for (i, (open, close)) in cached.iter().take(pairs.len()).enumerate() {
-            list.set(i as u32, Array::of2(open, close).into());
-        }
-        list.into()
+        cached.clone().into()
     }
 
     fn empty(&mut self) -> JsValue {
@@ -213,9 +216,13 @@ impl Calls {
         } else {
             JsValue::UNDEFINED
         };
+        // A single text is most often the item's text, the string last written: no decode.
+        let (address, bytes, maybe_last) = super::input::locate(&call.text);
         self.host.start(
             call.id as f64,
-            &call.text,
+            address,
+            bytes,
+            maybe_last,
             &spans,
             &ids,
             &layout,

@@ -10,7 +10,8 @@ use crate::{Failure, Reply};
 
 #[wasm_bindgen(module = "/src/wasm/input.js")]
 extern "C" {
-    /// `{ write(text) -> bytes, resolve(resolve, address, bytes, maybeLast) }`.
+    /// `{ write(text) -> bytes, text(address, bytes, maybeLast), resolve(resolve, address,
+    /// bytes, maybeLast) }`.
     pub type InputWriter;
 
     #[wasm_bindgen(js_name = makeInput)]
@@ -68,19 +69,26 @@ pub fn take(len: usize) -> Result<String, &'static str> {
     })
 }
 
-/// `resolve(text)`, in one crossing. When `text` is the JS string last written (say, a
-/// reply that is the whole translation of a single item), that string is handed back
-/// instead of a new one decoded from `text`.
+/// Where `text` is in wasm memory, for `input.js`'s `text`: its address, its length in
+/// bytes, and whether it may be the JS string last written (then that string is handed
+/// back instead of one decoded from `text`).
 ///
 /// The buffer always starts with the last string written, so when it starts with `text`
 /// and the JS side confirms that string's length, `text` is that string.
-pub fn resolve(resolve: &Function, text: &str) {
+pub fn locate(text: &str) -> (u32, u32, bool) {
     let len = text.len();
     let maybe_last = len != 0
         && TAKEN.get() == len
         && BUFFER.with(|buffer| buffer.borrow().get(..len) == Some(text.as_bytes()));
-    WRITER
-        .with(|writer| writer.resolve_with(resolve, text.as_ptr() as u32, len as u32, maybe_last));
+    (text.as_ptr() as u32, len as u32, maybe_last)
+}
+
+/// `resolve(text)`, in one crossing. When `text` is the JS string last written (say, a
+/// reply that is the whole translation of a single item), that string is handed back
+/// (see [`locate`]).
+pub fn resolve(resolve: &Function, text: &str) {
+    let (address, bytes, maybe_last) = locate(text);
+    WRITER.with(|writer| writer.resolve_with(resolve, address, bytes, maybe_last));
 }
 
 /// A string reply that the JS side wrote to the buffer (`bytes` long), as the engine's
