@@ -520,12 +520,30 @@ pub(crate) fn char_len(text: &str) -> f64 {
     }
 }
 
-/// The median (the upper one of an even count); an insertion sort, as for the ids.
+/// The median (the upper one of an even count); an insertion sort, as for the ids. The
+/// rules take many medians of a handful of values per reply: up to 16 are sorted on the
+/// stack.
 pub(crate) fn median(values: &[f64]) -> f64 {
-    let mut sorted: Vec<f64> = Vec::with_capacity(values.len());
-    for &v in values {
-        let at = sorted.iter().position(|s| *s > v).unwrap_or(sorted.len());
-        sorted.insert(at, v);
+    let mut small = [0.0f64; 16];
+    let mut large;
+    let sorted: &mut [f64] = match small.get_mut(..values.len()) {
+        Some(small) => {
+            small.copy_from_slice(values);
+            small
+        }
+        None => {
+            large = values.to_vec();
+            &mut large
+        }
+    };
+    for i in 1..sorted.len() {
+        let v = sorted[i];
+        let mut at = i;
+        while at > 0 && sorted[at - 1] > v {
+            sorted[at] = sorted[at - 1];
+            at -= 1;
+        }
+        sorted[at] = v;
     }
     sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }
