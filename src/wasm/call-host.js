@@ -62,7 +62,8 @@ class ProviderRequest {
   constructor(call, text, spans, ids, layout, instructions, isBatch, compat, attempt) {
     this[CALL] = call;
     this.texts = spans === undefined ? [text] : sliceTexts(text, spans);
-    this.ids = ids === undefined ? ["1"] : ids;
+    // The core's shared ids: the request gets its own array of them.
+    this.ids = ids === undefined ? ["1"] : ids.slice(0, this.texts.length);
     // The separator layout sets `separator`; the markers layout sets `markers` for a batch.
     if (typeof layout === "string") this.separator = layout;
     else if (layout !== undefined) this.markers = markerPairs(layout, this.texts.length);

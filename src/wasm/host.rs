@@ -20,13 +20,14 @@ extern "C" {
 
     /// Starts a provider call. The text the model is sent is `bytes` long at `address`
     /// (read at once, as `input.js`'s `text` reads it, `maybe_last` from
-    /// `input::locate`); `spans` (an array of
-    /// the `[start, end)` UTF-16 offsets of each text in `text`, flattened) and `ids` are `undefined`
-    /// for a single text (`[text]`, `["1"]`); `layout` is the separator
-    /// string, or the `[open, close]` pairs of the markers (the first as many as there
-    /// are texts; the JS side copies them), or `undefined` for a single
-    /// text in the markers format; `compat` is `[providerId, sourceLang, targetLang,
-    /// context]`. It never throws: whatever goes wrong comes back as the call's failure.
+    /// `input::locate`); `spans` (an array of the `[start, end)` UTF-16 offsets of each
+    /// text in `text`, flattened) and `ids` (at least as many as there are texts; the JS
+    /// side copies the first ones) are `undefined` for a single text (`[text]`, `["1"]`);
+    /// `layout` is the separator string, or the `[open, close]` pairs of the markers (at
+    /// least as many as there are texts; the JS side copies them), or `undefined` for a
+    /// single text in the markers format; `compat` is `[providerId, sourceLang,
+    /// targetLang, context]`. It never throws: whatever goes wrong comes back as the
+    /// call's failure.
     #[wasm_bindgen(method, structural)]
     #[allow(clippy::too_many_arguments)]
     fn start(
@@ -83,8 +84,8 @@ pub struct Calls {
 struct Recent {
     groups: Vec<(Rc<CompatInfo>, JsValue)>,
     separator: Option<(String, JsValue)>,
-    /// Ids "1", "2", ... as JS strings.
-    ids: Vec<JsValue>,
+    /// Ids "1", "2", ... as a JS array of strings.
+    ids: Array,
     /// The markers of the last tag seen (by its first open marker), as JS arrays.
     markers: Option<(String, Array)>,
     /// The last instructions.
@@ -112,16 +113,13 @@ impl Recent {
         fields
     }
 
-    /// A fresh array of the first `count` ids.
+    /// The ids "1", "2", ..., at least as many as the call has: the JS side copies the
+    /// first ones into the request's own array (one crossing per call).
     fn ids(&mut self, call: &Call) -> JsValue {
-        for id in &call.ids[self.ids.len().min(call.ids.len())..] {
-            self.ids.push(JsValue::from_str(id));
+        for id in call.ids.iter().skip(self.ids.length() as usize) {
+            self.ids.push(&id.as_str().into());
         }
-        let list = Array::new_with_length(call.ids.len() as u32);
-        for (i, id) in self.ids.iter().take(call.ids.len()).enumerate() {
-            list.set(i as u32, id.clone());
-        }
-        list.into()
+        self.ids.clone().into()
     }
 
     /// The `[open, close]` arrays of the tag of `pairs`, at least as many as `pairs`:
