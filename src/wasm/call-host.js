@@ -103,8 +103,8 @@ function sliceTexts(text, spans) {
 
 /**
  * @param {Function} provider the user's provider
- * @param {{ write(text: string): number, text(address: number, bytes: number, maybeLast: boolean): string }} input
- *   the core's input buffer
+ * @param {{ write(text: string): number, text(address: number, bytes: number, maybeLast: boolean): string,
+ *   numbers(address: number, count: number): number[] }} input the core's input buffer
  * @param {(kind: number, id: number, value: unknown) => void} respond the core's handler
  *   of answers: `kind` is REPLY_TEXT (a string reply written to the input buffer, `value`
  *   its length in bytes), REPLY (any other fulfilled value) or FAIL (a failure); for a
@@ -216,9 +216,10 @@ export function makeCallHost(provider, input, respond) {
     // The arguments are those of `start` in host.rs.
     // Never throws (the core calls it without a try/catch wrapper): a throwing provider
     // fails its call.
-    start(id, address, bytes, maybeLast, spans, ids, layout, instructions, isBatch, compat, attempt) {
+    start(id, address, bytes, maybeLast, spansAddress, spanCount, ids, layout, instructions, isBatch, compat, attempt) {
       // Read before any other code runs: the memory is the core's until it returns.
       const text = input.text(address, bytes, maybeLast);
+      const spans = spanCount === 0 ? undefined : input.numbers(spansAddress, spanCount);
       const call = { controller: undefined, cancelled: false, iterator: undefined };
       calls.set(id, call);
       let returned;

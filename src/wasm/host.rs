@@ -20,9 +20,11 @@ extern "C" {
 
     /// Starts a provider call. The text the model is sent is `bytes` long at `address`
     /// (read at once, as `input.js`'s `text` reads it, `maybe_last` from
-    /// `input::locate`); `spans` (an array of the `[start, end)` UTF-16 offsets of each
-    /// text in `text`, flattened) and `ids` (at least as many as there are texts; the JS
-    /// side copies the first ones) are `undefined` for a single text (`[text]`, `["1"]`);
+    /// `input::locate`). For a batch, `spans_address` holds `span_count` u32 numbers, the
+    /// `[start, end)` UTF-16 offsets of each text in the text, flattened (read at once by
+    /// `input.js`'s `numbers`), and `ids` the ids, at least as many as there are texts
+    /// (the JS side copies the first ones); a single text has no spans (`[text]`) and
+    /// `ids` undefined (`["1"]`).
     /// `layout` is the separator string, or the `[open, close]` pairs of the markers (at
     /// least as many as there are texts; the JS side copies them), or `undefined` for a
     /// single text in the markers format; `compat` is `[providerId, sourceLang,
@@ -36,7 +38,8 @@ extern "C" {
         address: u32,
         bytes: u32,
         maybe_last: bool,
-        spans: &JsValue,
+        spans_address: u32,
+        span_count: u32,
         ids: &JsValue,
         layout: &JsValue,
         instructions: &JsValue,
@@ -203,16 +206,11 @@ impl Calls {
             };
             (layout, recent.compat(&call.compat), ids, instructions)
         };
+        // Read from wasm memory by the JS side: one crossing, not one per offset.
         let spans = if batch {
-            // A plain array of numbers: a typed array would bind its whole class.
-            let offsets = call.text_spans();
-            let list = Array::new_with_length(offsets.len() as u32);
-            for (i, offset) in offsets.iter().enumerate() {
-                list.set(i as u32, JsValue::from_f64(f64::from(*offset)));
-            }
-            list.into()
+            call.text_spans()
         } else {
-            JsValue::UNDEFINED
+            Vec::new()
         };
         // A single text is most often the item's text, the string last written: no decode.
         let (address, bytes, maybe_last) = super::input::locate(&call.text);
@@ -221,7 +219,8 @@ impl Calls {
             address,
             bytes,
             maybe_last,
-            &spans,
+            spans.as_ptr() as u32,
+            spans.len() as u32,
             &ids,
             &layout,
             &instructions,

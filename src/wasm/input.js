@@ -20,6 +20,7 @@ export function makeInput(memory, reserve) {
   let view = new Uint8Array(0);
   /** All of wasm memory, made anew once a grown memory has detached it. */
   let memoryBytes = new Uint8Array(0);
+  let memoryWords = new Uint32Array(0);
   // The string last written and its length in bytes: the buffer starts with it.
   let last = "";
   let lastBytes = 0;
@@ -55,6 +56,14 @@ export function makeInput(memory, reserve) {
     },
 
     text,
+
+    /** A plain array of the `count` u32 numbers at `address` (4-byte aligned). */
+    numbers(address, count) {
+      if (memoryWords.buffer !== memory.buffer) memoryWords = new Uint32Array(memory.buffer);
+      const numbers = new Array(count);
+      for (let i = 0; i < count; i++) numbers[i] = memoryWords[(address >>> 2) + i];
+      return numbers;
+    },
 
     /**
      * Resolves with the translation of `bytes` UTF-8 bytes at `address` (see `text`).
