@@ -449,7 +449,10 @@ impl Lengths {
     /// The lengths of the segments before the last, `None` when one of them is missing.
     fn before_last(&self) -> Option<Vec<f64>> {
         let n = self.source.len();
-        self.segment[..n.saturating_sub(1)].iter().copied().collect()
+        self.segment[..n.saturating_sub(1)]
+            .iter()
+            .copied()
+            .collect()
     }
 }
 

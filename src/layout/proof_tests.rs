@@ -180,7 +180,9 @@ fn median_is_the_upper_middle_of_the_sorted_values_on_and_off_the_stack() {
     for len in 0..40 {
         let values: Vec<f64> = (0..len)
             .map(|_| {
-                state = state.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
                 // Few distinct values, so that ties occur.
                 ((state >> 33) % 9) as f64 - 4.0
             })

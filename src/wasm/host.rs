@@ -207,11 +207,7 @@ impl Calls {
             (layout, recent.compat(&call.compat), ids, instructions)
         };
         // Read from wasm memory by the JS side: one crossing, not one per offset.
-        let spans = if batch {
-            call.text_spans()
-        } else {
-            Vec::new()
-        };
+        let spans = if batch { call.text_spans() } else { Vec::new() };
         // A single text is most often the item's text, the string last written: no decode.
         let (address, bytes, maybe_last) = super::input::locate(&call.text);
         self.host.start(

@@ -90,7 +90,9 @@ pub fn locate(text: &str) -> (u32, u32, bool) {
 fn same_bytes(a: &[u8], b: &[u8]) -> bool {
     let word = |chunk: &[u8]| u64::from_le_bytes(chunk.try_into().unwrap_or_default());
     let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
-    a.len() == b.len() && (&mut x).zip(&mut y).all(|(p, q)| word(p) == word(q)) && x.remainder() == y.remainder()
+    a.len() == b.len()
+        && (&mut x).zip(&mut y).all(|(p, q)| word(p) == word(q))
+        && x.remainder() == y.remainder()
 }
 
 /// `resolve(text)`, in one crossing. When `text` is the JS string last written (say, a
