@@ -173,3 +173,23 @@ fn object_and_array_replies() {
     let listed = listed_entries(vec!["A".into(), "".into(), "C".into()]);
     assert_eq!(prove(&["x", "y", "z"], listed), [None, None, None]);
 }
+
+#[test]
+fn median_is_the_upper_middle_of_the_sorted_values_on_and_off_the_stack() {
+    let mut state = 7u64;
+    for len in 0..40 {
+        let values: Vec<f64> = (0..len)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
+                // Few distinct values, so that ties occur.
+                ((state >> 33) % 9) as f64 - 4.0
+            })
+            .collect();
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        let expected = sorted.get(len / 2).copied().unwrap_or(0.0);
+        assert_eq!(median(&values), expected, "{values:?}");
+    }
+}
