@@ -15,7 +15,8 @@
 //!    renumbered after a split: nothing is proven.
 //! 4. A missing *last* pair looks exactly like a merge followed by renumbering (every
 //!    later segment shifted by one id), so the segments before it are trusted only when
-//!    their lengths rule every such shift out (see `trusted_before_missing_last`). A
+//!    their lengths rule every such shift out (see `trusted_before_missing_last`) and
+//!    no number moved into them (`numbers_moved_before_last`). A
 //!    last pair that is damaged or does not fit its source (`fits_last`) is read the same
 //!    way: the model may have filled the freed id with a remark or nothing.
 //! 5. Evidence that text moved across markers that are all in place (a split and a
@@ -226,8 +227,10 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
     if last_suspect {
         missing[n - 1] = true;
     }
-    let trusted = if last_suspect {
+    let trusted = if last_suspect && !numbers_moved_before_last(texts, &segments, &missing) {
         trusted_before_missing_last(&lengths)
+    } else if last_suspect {
+        vec![false; n]
     } else {
         vec![true; n]
     };
@@ -297,6 +300,23 @@ fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>], lengths: &Leng
         }
     }
     n > 1 && crate::alignment::check(texts, &complete).is_err()
+}
+
+/// Rule 4's number evidence: with the last pair missing or suspect, a segment that would
+/// be taken holds a number of another paragraph that its own paragraph lacks, while that
+/// paragraph's segment lacks it (or is missing). Lengths that happen to fit cannot then
+/// vouch for the segments: a drop, a merge and a split together can shift text across
+/// every pair and still leave each length near its source's.
+fn numbers_moved_before_last<S: AsRef<str>>(
+    texts: &[S],
+    segments: &[Option<&str>],
+    missing: &[bool],
+) -> bool {
+    let mut taken: Vec<Option<&str>> = Vec::with_capacity(segments.len());
+    for (segment, &gone) in segments.iter().zip(missing) {
+        taken.push(if gone { None } else { *segment });
+    }
+    crate::alignment::numbers_moved(texts, &taken).is_some()
 }
 
 /// Whether the last pair, when found, holds what a translation of its source would: it
