@@ -120,20 +120,21 @@ pub(super) fn check_aligned(
 
 impl<C: Clone> Engine<C> {
     pub(super) fn start(&mut self, batch_key: Id<Batch>) {
-        let Some(batch) = self.batches.get_mut(batch_key) else {
+        if self.batches.get(batch_key).is_none() {
+            return;
+        }
+        let id = self.calls.new_id();
+        let Some(attempt) = self.batches.start(batch_key, id) else {
             return;
         };
-        let id = self.calls.new_id();
-        batch.sealed = true;
-        batch.state = State::Running(id);
-        let attempt = batch.attempts;
-        batch.attempts += 1;
-        let (group_key, provider) = (batch.compat, batch.provider);
-        let mut texts: Vec<String> = Vec::with_capacity(batch.jobs.len());
-        for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
+        let Some(batch) = self.batches.get(batch_key) else {
+            return;
+        };
+        let (group_key, provider) = (batch.compat(), batch.provider());
+        let mut texts: Vec<String> = Vec::with_capacity(batch.jobs().len());
+        for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
             texts.push(job.text().to_string());
         }
-        self.groups.close(group_key, batch_key);
         let Some(group) = self.groups.get(group_key) else {
             return;
         };
@@ -162,7 +163,6 @@ impl<C: Clone> Engine<C> {
         self.out.stats.provider_calls += 1;
         self.out.stats.batch_calls += u64::from(is_batch);
         self.out.stats.retries += u64::from(attempt > 0);
-        self.out.stats.queued -= texts.len() as u64;
         let timeout =
             (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms));
         let deadline = timeout.map(|t| self.now + t);
@@ -212,9 +212,9 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.get(run.batch) else {
             return;
         };
-        let expected = batch.jobs.len();
+        let expected = batch.jobs().len();
         let mut texts: Vec<&str> = Vec::with_capacity(expected);
-        for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
+        for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
             texts.push(job.text());
         }
         let read = read_reply(&run.reading, &texts, reply);
@@ -241,8 +241,9 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.remove(run.batch) else {
             return;
         };
-        for (job_key, translation) in batch.jobs.into_iter().zip(translations) {
-            self.resolve_job(job_key, batch.compat, translation);
+        let group = batch.compat();
+        for (job_key, translation) in batch.into_jobs().into_iter().zip(translations) {
+            self.resolve_job(job_key, group, translation);
         }
     }
 
@@ -250,29 +251,21 @@ impl<C: Clone> Engine<C> {
     /// out again with the missing ones only, as a count mismatch.
     pub(super) fn accept_proven(&mut self, run: Running, translations: Vec<Option<String>>) {
         self.grow_adaptive_rate(&run);
-        let Some(batch) = self.batches.get_mut(run.batch) else {
+        let Some(batch) = self.batches.get(run.batch) else {
             return;
         };
-        let expected = batch.jobs.len();
+        let expected = batch.jobs().len();
         let mut proven = Vec::new();
-        let mut kept = Vec::with_capacity(expected);
-        for (job_key, translation) in batch.jobs.iter().zip(translations) {
-            match translation {
-                Some(t) => proven.push((*job_key, t)),
-                None => kept.push(*job_key),
+        for (job_key, translation) in batch.jobs().iter().zip(translations) {
+            if let Some(t) = translation {
+                proven.push((*job_key, t));
             }
         }
         let got = proven.len();
-        batch.jobs = kept;
-        let group = batch.compat;
+        let group = batch.compat();
         for (job_key, translation) in proven {
-            if let Some(job) = self.jobs.get(job_key) {
-                let (chars, tokens) = (utf16_len(job.text()), f64::from(job.tokens()));
-                if let Some(batch) = self.batches.get_mut(run.batch) {
-                    batch.chars = batch.chars.saturating_sub(chars);
-                    batch.tokens -= tokens;
-                }
-            }
+            self.batches
+                .leave(run.batch, job_key, self.jobs.get(job_key));
             self.resolve_job(job_key, group, translation);
         }
         self.on_mismatch(run, expected, got);
@@ -283,7 +276,7 @@ impl<C: Clone> Engine<C> {
     pub(super) fn on_mismatch(&mut self, run: Running, expected: usize, got: usize) {
         self.out.stats.count_mismatches += 1;
         let provider_id = self.provider_id(run.provider);
-        let Some(batch) = self.batches.get_mut(run.batch) else {
+        let Some(missing) = self.batches.get(run.batch).map(|b| b.jobs().len()) else {
             return;
         };
         self.out.events.push_back(Event::CountMismatch {
@@ -291,9 +284,9 @@ impl<C: Clone> Engine<C> {
             expected,
             got,
         });
-        let missing = batch.jobs.len();
-        batch.mismatches = batch.mismatches.saturating_add(1);
-        let tries = batch.mismatches;
+        let Some(tries) = self.batches.count_try(run.batch, Try::Mismatch) else {
+            return;
+        };
         if u64::from(tries) <= self.options.max_batch_retries {
             let delay = backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter);
             self.retry_after(run.batch, delay, RetryReason::CountMismatch);

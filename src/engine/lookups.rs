@@ -65,7 +65,6 @@ impl<C: Clone> Engine<C> {
                         message,
                     });
                 }
-                self.out.stats.queued += 1;
                 // A twin may have raised the job's priority during the lookup.
                 let mut member = pending.member;
                 if let Some(j) = self.jobs.get(job_key) {

@@ -34,7 +34,7 @@
 //! `restart` (snapshot and restore).
 
 mod assembly;
-mod batch;
+mod batches;
 mod calls;
 mod dealing;
 mod endings;
@@ -43,6 +43,7 @@ mod jobs;
 mod lookups;
 mod outbox;
 mod pacing;
+mod priority;
 mod providers;
 mod quotas;
 mod restart;
@@ -51,7 +52,6 @@ mod running;
 mod streams;
 mod timers;
 
-use assembly::*;
 use calls::*;
 use endings::Ending;
 use jobs::{Jobs, Left};
@@ -76,16 +76,15 @@ use crate::markers;
 use crate::options::{OptionValue, Options, SegmentFormat};
 use crate::proof;
 use crate::quota::{self, TokenBudget};
-use crate::ready::ReadySet;
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
-use crate::slab::{Id, Slab};
+use crate::slab::Id;
 use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
 use crate::stats::{BlockReason, Event, RetryReason, Stats};
 use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
-use crate::text::utf16_len;
 use crate::time::{Duration, Instant};
-use batch::{travels_alone, Batch, Limits, Member, Priority, State};
+use batches::{limits_of, Batch, Batches, Member, State, Try};
+use priority::Priority;
 
 use crate::provider::DailyBlock;
 pub use crate::provider::ProviderPacing;
@@ -105,12 +104,12 @@ pub use crate::item::{disposed_error, invalid_input, is_blank, Item};
 #[derive(Debug)]
 pub struct Engine<C> {
     options: Options,
-    limits: Limits,
     now: Instant,
     bucket: TokenBucket,
     jitter: Jitter,
     jobs: Jobs,
-    batches: Slab<Batch>,
+    /// The batches, the providers' ready sets, each group's open batch.
+    batches: Batches,
     groups: Groups,
     providers: Vec<Provider>,
     /// The running calls, their ids and strings.
@@ -135,7 +134,7 @@ impl<C: Clone> Engine<C> {
     /// A pacer with these options at time `now`; `seed` drives backoff jitter.
     pub fn new(options: Options, now: Instant, seed: u64) -> Self {
         Engine {
-            limits: limits_of(&options),
+            batches: Batches::new(limits_of(&options)),
             bucket: TokenBucket::full(options.rate, options.capacity, now),
             budget: TokenBudget::new(options.tokens_per_minute, now),
             cache: Lru::new(usize::try_from(options.cache_entries).unwrap_or(usize::MAX)),
@@ -143,7 +142,6 @@ impl<C: Clone> Engine<C> {
             now,
             jitter: Jitter::new(seed),
             jobs: Jobs::default(),
-            batches: Slab::default(),
             // In-memory item keys, under a secret derived from the seed.
             groups: Groups::new(Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365)),
             providers: Vec::new(),
@@ -166,6 +164,7 @@ impl<C: Clone> Engine<C> {
     pub fn stats(&self) -> Stats {
         let mut stats = self.out.stats.clone();
         stats.in_flight = self.calls.len() as u64;
+        stats.queued = self.batches.unsent();
         stats
     }
 
@@ -221,7 +220,7 @@ impl<C: Clone> Engine<C> {
         let priority = Priority::new(item.priority);
         if let Some((ticket, batch)) = self.jobs.join_twin(key, priority) {
             self.out.stats.dedup_hits += 1;
-            self.raise_priority(batch, priority);
+            self.batches.raise_priority(batch, priority);
             self.after_input();
             return Ok(ticket);
         }
@@ -259,10 +258,7 @@ impl<C: Clone> Engine<C> {
                     self.timers.push(deadline, Timer::Lookup(job));
                 }
             }
-            None => {
-                self.out.stats.queued += 1;
-                self.place(member, group, now);
-            }
+            None => self.place(member, group, now),
         }
         self.after_input();
         Ok(ticket)
@@ -357,7 +353,7 @@ impl<C: Clone> Engine<C> {
         let running = self
             .batches
             .get(batch_key)
-            .is_some_and(|b| matches!(b.state, State::Running(_)));
+            .is_some_and(|b| matches!(b.state(), State::Running(_)));
         if !running {
             self.withdraw(job_key);
         }
@@ -394,14 +390,9 @@ impl<C: Clone> Engine<C> {
         }
         self.cache
             .set_capacity(usize::try_from(next.cache_entries).unwrap_or(usize::MAX));
-        let limits = limits_of(&next);
-        let regroup = limits.max_items != self.limits.max_items
-            || limits.max_chars != self.limits.max_chars
-            || limits.delay != self.limits.delay
-            || limits.max_tokens != self.limits.max_tokens;
+        let regroup = self.batches.set_limits(limits_of(&next));
         let per_minute = next.tokens_per_minute;
         self.options = next;
-        self.limits = limits;
         match &mut self.budget {
             Some(budget) if per_minute > 0.0 => budget.set_per_minute(self.now, per_minute),
             _ => {
@@ -435,11 +426,8 @@ impl<C: Clone> Engine<C> {
                 self.out.settle(ticket, Err(disposed_error()));
             }
         }
-        // Fresh slabs rather than drained ones: nothing is created after dispose, so no
-        // old key can meet a new entry (and no per-type drain code is needed).
-        self.batches = Slab::default();
+        self.batches.clear();
         self.groups.clear();
-        self.providers.iter_mut().for_each(|p| p.ready.clear());
         // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
         // element type, dropping the old one is not.
         self.timers = Timers::default();
@@ -447,7 +435,6 @@ impl<C: Clone> Engine<C> {
         if let Some(store) = &mut self.store {
             store.clear();
         }
-        self.out.stats.queued = 0;
     }
 
     /// The next provider call to start.
@@ -483,8 +470,8 @@ impl<C: Clone> Engine<C> {
         if self.disposed || self.at_call_limit() {
             return next;
         }
-        for provider in &self.providers {
-            let Some(first) = provider.ready.first() else {
+        for (index, provider) in self.providers.iter().enumerate() {
+            let Some(first) = self.batches.first_ready(index as u32) else {
                 continue;
             };
             let at = self.ready_at(provider, first.2);

@@ -3,12 +3,11 @@
 
 use super::*;
 
-/// A provider as this engine sees it: its due batches, and its pacing state, which
-/// pacers that share a budget also share.
+/// A provider as this engine sees it: its id, and its pacing state, which pacers that
+/// share a budget also share.
 #[derive(Debug)]
 pub(super) struct Provider {
     pub(super) id: Rc<str>,
-    pub(super) ready: ReadySet<ReadyKey>,
     pub(super) pacing: Rc<RefCell<ProviderPacing>>,
 }
 
@@ -62,12 +61,9 @@ impl<C: Clone> Engine<C> {
         let mut held: Vec<usize> = Vec::new();
         while !self.disposed && !self.at_call_limit() && self.has_request_token() {
             let now = self.now;
-            let best = self
-                .providers
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !held.contains(i))
-                .filter_map(|(i, p)| p.ready.first().map(|k| (*k, i)))
+            let best = (0..self.providers.len())
+                .filter(|i| !held.contains(i))
+                .filter_map(|i| self.batches.first_ready(i as u32).map(|k| (k, i)))
                 .filter(|(k, i)| self.ready_at(&self.providers[*i], k.2) <= now)
                 .min();
             let Some((ready, index)) = best else {
@@ -77,13 +73,12 @@ impl<C: Clone> Engine<C> {
             // Items that reached a batch while the daily block held (after a store
             // lookup) reject without a call, like every other item for the provider.
             if let Some(error) = self.daily_blocked(index as u32) {
-                self.fail_queued(ready.2, error);
+                self.fail(ready.2, error);
                 continue;
             }
-            self.providers[index].ready.remove(&ready);
+            // Dealt, the call's batch is due in its provider's ready set until it starts.
             let call = self.first_call(ready.2);
             if self.ready_at(&self.providers[index], call) > now {
-                self.make_ready(call);
                 held.push(index);
                 continue;
             }

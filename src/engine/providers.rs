@@ -1,4 +1,4 @@
-//! The providers met so far, by index: each one's ready set and pacing state.
+//! The providers met so far, by index: each one's id and pacing state.
 
 use std::rc::Rc;
 
@@ -6,7 +6,6 @@ use super::pacing::Provider;
 use super::{Engine, Group};
 use crate::budget::SharedBudget;
 use crate::key::{Compat, ShortKey};
-use crate::ready::ReadySet;
 use crate::slab::Id;
 
 impl<C: Clone> Engine<C> {
@@ -37,10 +36,6 @@ fn provider_index(providers: &mut Vec<Provider>, shared: Option<&SharedBudget>, 
         Some(budget) => budget.provider(&id),
         None => Rc::default(),
     };
-    providers.push(Provider {
-        id,
-        ready: ReadySet::default(),
-        pacing,
-    });
+    providers.push(Provider { id, pacing });
     index
 }

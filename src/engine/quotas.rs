@@ -50,9 +50,9 @@ impl<C: Clone> Engine<C> {
         }
         let context = self
             .groups
-            .get(batch.compat)
+            .get(batch.compat())
             .map_or(0.0, |g| quota::input_tokens(&g.info().context));
-        let raw = quota::raw_cost(batch.tokens, context, batch.jobs.len() > 1);
+        let raw = quota::raw_cost(batch.tokens(), context, batch.jobs().len() > 1);
         (raw, provider.pacing.borrow().quota.cost(raw))
     }
 
@@ -84,7 +84,7 @@ impl<C: Clone> Engine<C> {
         let now = self.now;
         for index in 0..self.providers.len() {
             let provider = &self.providers[index];
-            let Some(first) = provider.ready.first() else {
+            let Some(first) = self.batches.first_ready(index as u32) else {
                 continue;
             };
             let Some(batch) = self.batches.get(first.2) else {
@@ -147,21 +147,7 @@ impl<C: Clone> Engine<C> {
             .jobs
             .estimate_tokens(|text| quota::input_tokens(text) as f32);
         if changed {
-            let mut sums: Vec<(Id<Batch>, f64)> = Vec::new();
-            for (key, batch) in self.batches.iter() {
-                let sum = batch
-                    .jobs
-                    .iter()
-                    .filter_map(|j| self.jobs.get(*j))
-                    .map(|j| f64::from(j.tokens()))
-                    .sum();
-                sums.push((key, sum));
-            }
-            for (key, sum) in sums {
-                if let Some(batch) = self.batches.get_mut(key) {
-                    batch.tokens = sum;
-                }
-            }
+            self.batches.sum_tokens(&self.jobs);
         }
     }
 
@@ -208,15 +194,10 @@ impl<C: Clone> Engine<C> {
             message: error.message.clone(),
             until: error.retry_in,
         });
-        let mut queued: Vec<Id<Batch>> = Vec::new();
-        for (key, batch) in self.batches.iter() {
-            if batch.provider == run.provider && !matches!(batch.state, State::Running(_)) {
-                queued.push(key);
-            }
-        }
+        let queued = self.batches.unsent_of(run.provider);
         self.fail(run.batch, error.clone());
         for key in queued {
-            self.fail_queued(key, error.clone());
+            self.fail(key, error.clone());
         }
     }
 

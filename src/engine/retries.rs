@@ -68,14 +68,16 @@ impl<C: Clone> Engine<C> {
             self.not_retryable(run, failure, class);
             return;
         }
-        let Some(batch) = self.batches.get_mut(run.batch) else {
+        if self.batches.get(run.batch).is_none() {
             return;
-        };
+        }
         match class {
             FailureClass::RateLimited => {
                 self.out.stats.rate_limited += 1;
-                batch.rate_limits = batch.rate_limits.saturating_add(1);
-                let tries = batch.rate_limits;
+                let tries = self
+                    .batches
+                    .count_try(run.batch, Try::RateLimit)
+                    .unwrap_or(1);
                 if too_long {
                     // A daily quota: pausing every queued item for hours would only hide it.
                     self.fail(run.batch, final_error(failure, true));
@@ -93,8 +95,7 @@ impl<C: Clone> Engine<C> {
                 }
             }
             FailureClass::Transient => {
-                batch.errors = batch.errors.saturating_add(1);
-                let tries = batch.errors;
+                let tries = self.batches.count_try(run.batch, Try::Error).unwrap_or(1);
                 if too_long || u64::from(tries) > self.options.max_retries {
                     self.fail(run.batch, final_error(failure, too_long));
                     return;
@@ -118,7 +119,7 @@ impl<C: Clone> Engine<C> {
             let pause = failure.retry_after.unwrap_or_else(|| self.base_delay());
             self.pause_provider(&run, pause.min(MAX_RETRY_AFTER), failure.retry_after);
         }
-        let items = self.batches.get(run.batch).map_or(0, |b| b.jobs.len());
+        let items = self.batches.get(run.batch).map_or(0, |b| b.jobs().len());
         if items > 1 && self.options.fallback_to_individual {
             self.fall_back(run.batch);
         } else {
@@ -138,17 +139,15 @@ impl<C: Clone> Engine<C> {
         reason: RetryReason,
     ) {
         let now = self.now;
-        let Some(batch) = self.batches.get_mut(batch_key) else {
+        let Some(batch) = self.batches.get(batch_key) else {
             return;
         };
-        self.out.stats.queued += batch.jobs.len() as u64;
-        let attempt = batch.attempts;
-        let provider = batch.provider;
+        let (attempt, provider) = (batch.attempts(), batch.provider());
         if delay == Duration::ZERO {
-            self.make_ready(batch_key);
+            self.batches.make_ready(batch_key);
         } else {
             let until = now + delay;
-            batch.state = State::Backoff(until);
+            self.batches.back_off(batch_key, until);
             self.timers.push(until, Timer::Backoff(batch_key));
         }
         let provider_id = self.provider_id(provider);
@@ -163,35 +162,23 @@ impl<C: Clone> Engine<C> {
     /// A 413 (the request is too large for the model or the quota): the batch goes out
     /// again as two halves, each taking a token; a single item cannot be split.
     pub(super) fn split_in_halves(&mut self, batch_key: Id<Batch>) -> bool {
-        if self.batches.get(batch_key).is_none_or(|b| b.jobs.len() < 2) {
+        if self
+            .batches
+            .get(batch_key)
+            .is_none_or(|b| b.jobs().len() < 2)
+        {
             return false;
         }
         let Some(batch) = self.batches.remove(batch_key) else {
             return false;
         };
-        self.out.stats.queued += batch.jobs.len() as u64;
-        let half = batch.jobs.len().div_ceil(2);
-        for part in batch.jobs.chunks(half) {
-            let mut members = part.iter().filter_map(|j| self.jobs.member(*j));
-            let Some(first) = members.next() else {
-                continue;
-            };
-            let rest: Vec<Member> = members.collect();
-            let key = self.new_batch(&first, batch.compat, batch.provider, batch.first_at);
-            for member in &rest {
-                self.join_unsent(key, member);
+        let half = batch.jobs().len().div_ceil(2);
+        for part in batch.jobs().chunks(half) {
+            let members: Vec<Member> = part.iter().filter_map(|j| self.jobs.member(*j)).collect();
+            // Still the same texts: the halves keep the batch's tries and place in line.
+            if let Some(half) = Batch::resent(&batch, &members, true) {
+                self.batches.insert_due(half, &mut self.jobs);
             }
-            if let Some(b) = self.batches.get_mut(key) {
-                // Still the same texts: the halves keep the batch's tries and place in line.
-                b.sealed = true;
-                b.attempts = batch.attempts;
-                b.mismatches = batch.mismatches;
-                b.errors = batch.errors;
-                b.rate_limits = batch.rate_limits;
-                b.priority = batch.priority;
-                b.seq = batch.seq;
-            }
-            self.make_ready(key);
         }
         true
     }
@@ -202,26 +189,18 @@ impl<C: Clone> Engine<C> {
             return;
         };
         self.out.stats.fallbacks += 1;
-        self.out.stats.queued += batch.jobs.len() as u64;
         self.out.events.push_back(Event::Fallback {
-            provider_id: self.provider_id(batch.provider),
-            items: batch.jobs.len(),
+            provider_id: self.provider_id(batch.provider()),
+            items: batch.jobs().len(),
         });
-        for job_key in batch.jobs {
-            let Some(member) = self.jobs.member(job_key) else {
+        for job_key in batch.jobs() {
+            let Some(member) = self.jobs.member(*job_key) else {
                 continue;
             };
             // Each item keeps its batch's place in line.
-            let member = Member {
-                priority: batch.priority,
-                seq: batch.seq,
-                ..member
-            };
-            let single = self.new_batch(&member, batch.compat, batch.provider, batch.first_at);
-            if let Some(b) = self.batches.get_mut(single) {
-                b.sealed = true;
+            if let Some(single) = Batch::resent(&batch, &[member], false) {
+                self.batches.insert_due(single, &mut self.jobs);
             }
-            self.make_ready(single);
         }
     }
 }

@@ -66,8 +66,8 @@ impl Running {
     }
 
     /// How many items the call's batch still holds.
-    pub(super) fn batch_len(&self, batches: &Slab<Batch>) -> usize {
-        batches.get(self.batch).map_or(0, |b| b.jobs.len())
+    pub(super) fn batch_len(&self, batches: &Batches) -> usize {
+        batches.get(self.batch).map_or(0, |b| b.jobs().len())
     }
 }
 
@@ -154,7 +154,7 @@ impl<C: Clone> Engine<C> {
         }
         let batch = self.batches.get(run.batch)?;
         self.out.stats.streamed_calls += 1;
-        let jobs = batch.jobs.clone();
+        let jobs = batch.jobs().to_vec();
         let mut texts = Vec::with_capacity(jobs.len());
         let mut sent = 0;
         for job in jobs.iter().filter_map(|j| self.jobs.get(*j)) {
@@ -205,15 +205,11 @@ impl<C: Clone> Engine<C> {
             let Some(job) = self.jobs.get(job_key) else {
                 continue;
             };
-            let (chars, tokens) = (utf16_len(job.text()), f64::from(job.tokens()));
             self.out.stats.early_resolved += job.waiters().len() as u64;
-            let Some(batch) = self.batches.get_mut(batch_key) else {
+            let Some(group) = self.batches.get(batch_key).map(Batch::compat) else {
                 continue;
             };
-            batch.jobs.retain(|j| *j != job_key);
-            batch.chars = batch.chars.saturating_sub(chars);
-            batch.tokens -= tokens;
-            let group = batch.compat;
+            self.batches.leave(batch_key, job_key, Some(job));
             self.resolve_job(job_key, group, translation);
         }
     }
@@ -294,8 +290,8 @@ impl<C: Clone> Engine<C> {
             return;
         };
         // The items still open, in call order, with what the whole reply proves of them.
-        let mut translations = Vec::with_capacity(batch.jobs.len());
-        for job in &batch.jobs {
+        let mut translations = Vec::with_capacity(batch.jobs().len());
+        for job in batch.jobs() {
             let at = stream.jobs.iter().position(|j| j == job);
             translations.push(at.and_then(|i| proven.get_mut(i)?.take()));
         }
@@ -322,7 +318,7 @@ impl<C: Clone> Engine<C> {
             && self
                 .batches
                 .get(run.batch)
-                .is_some_and(|b| b.jobs.is_empty());
+                .is_some_and(|b| b.jobs().is_empty());
         if empty {
             self.batches.remove(run.batch);
         }

@@ -64,11 +64,11 @@ impl<C: Clone> Engine<C> {
             Timer::Due(key) => self
                 .batches
                 .get(key)
-                .is_some_and(|b| b.state == State::Collecting),
+                .is_some_and(|b| b.state() == State::Collecting),
             Timer::Backoff(key) => self
                 .batches
                 .get(key)
-                .is_some_and(|b| matches!(b.state, State::Backoff(_))),
+                .is_some_and(|b| matches!(b.state(), State::Backoff(_))),
             Timer::Deadline(id) => self.calls.contains(id),
             Timer::Lookup(job) => self
                 .store
@@ -98,22 +98,8 @@ impl<C: Clone> Engine<C> {
                 continue;
             }
             match timer {
-                Timer::Due(key) => {
-                    let due = self.batches.get(key).is_some_and(|b| {
-                        b.state == State::Collecting && b.due_at(&self.limits) <= self.now
-                    });
-                    if due {
-                        self.make_ready(key);
-                    }
-                }
-                Timer::Backoff(key) => {
-                    let over = self.batches.get(key).is_some_and(
-                        |b| matches!(b.state, State::Backoff(until) if until <= self.now),
-                    );
-                    if over {
-                        self.make_ready(key);
-                    }
-                }
+                Timer::Due(key) => self.batches.window_closed(key, self.now),
+                Timer::Backoff(key) => self.batches.backoff_over(key, self.now),
                 Timer::Deadline(id) => {
                     let deadline = self.calls.get(id).and_then(|r| r.deadline);
                     if let Some(later) = deadline.filter(|d| *d > self.now) {
