@@ -119,7 +119,8 @@ pub(super) fn check_aligned(
 }
 
 impl<C: Clone> Engine<C> {
-    pub(super) fn start(&mut self, batch_key: Id<Batch>) {
+    /// Starts the call of `batch_key`, charged `charge`.
+    pub(super) fn start(&mut self, batch_key: Id<Batch>, charge: Charge) {
         if self.batches.get(batch_key).is_none() {
             return;
         }
@@ -140,23 +141,6 @@ impl<C: Clone> Engine<C> {
         };
         let compat = group.info().clone();
         let is_batch = texts.len() > 1;
-        let (raw_cost, cost) = match (
-            self.batches.get(batch_key),
-            self.providers.get(provider as usize),
-        ) {
-            (Some(batch), Some(p)) => self.batch_cost(p, batch),
-            _ => (0.0, 0.0),
-        };
-        if let Some(budget) = &mut self.budget {
-            budget.spend(self.now, cost);
-        }
-        if let Some(shared) = &self.shared {
-            shared.spend_tokens(self.now, cost);
-        }
-        let quota_ticket = self
-            .providers
-            .get(provider as usize)
-            .map_or(0, |p| p.pacing.borrow_mut().quota.spend(self.now, cost));
         let (text, layout, instructions, reading) =
             lay_out(self.options.segment_format, &texts, self.calls.strings());
         let ids = self.calls.strings().ids(texts.len());
@@ -174,17 +158,11 @@ impl<C: Clone> Engine<C> {
             Running {
                 batch: batch_key,
                 provider,
-                episode: self
-                    .providers
-                    .get(provider as usize)
-                    .map_or(0, |p| p.pacing.borrow().episode),
+                charge,
                 timeout,
                 deadline,
                 reading,
-                raw_cost,
-                cost,
                 stream: None,
-                quota_ticket,
             },
         );
         self.out.calls.push_back(Call {
@@ -275,7 +253,7 @@ impl<C: Clone> Engine<C> {
     /// ones already resolved): the rest are retried, then sent one by one.
     pub(super) fn on_mismatch(&mut self, run: Running, expected: usize, got: usize) {
         self.out.stats.count_mismatches += 1;
-        let provider_id = self.provider_id(run.provider);
+        let provider_id = self.pacer.provider_id(run.provider);
         let Some(missing) = self.batches.get(run.batch).map(|b| b.jobs().len()) else {
             return;
         };

@@ -42,9 +42,9 @@ mod groups;
 mod jobs;
 mod lookups;
 mod outbox;
+mod pacer;
 mod pacing;
 mod priority;
-mod providers;
 mod quotas;
 mod restart;
 mod retries;
@@ -57,15 +57,13 @@ use endings::Ending;
 use jobs::{Jobs, Left};
 use lookups::PendingLookup;
 use outbox::*;
-use pacing::*;
+use pacer::{Charge, Pacer};
 use retries::*;
 use running::{CallStrings, Calls, Running};
 use streams::*;
 use timers::*;
 
-use crate::adaptive::{AdaptiveRate, Growth};
 use crate::alignment;
-use crate::bucket::TokenBucket;
 use crate::budget::SharedBudget;
 use crate::cache::Lru;
 use crate::call::{Call, CallId, Failure, FailureKind, Layout, Quota, Reply, Report};
@@ -75,11 +73,10 @@ use crate::key::{item_key, Keyer};
 use crate::markers;
 use crate::options::{OptionValue, Options, SegmentFormat};
 use crate::proof;
-use crate::quota::{self, TokenBudget};
+use crate::quota;
 use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::slab::Id;
-use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
 use crate::stats::{BlockReason, Event, RetryReason, Stats};
 use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
 use crate::time::{Duration, Instant};
@@ -92,7 +89,6 @@ use core::cmp::Reverse;
 pub use groups::Group;
 use groups::Groups;
 pub use jobs::Job;
-use std::cell::RefCell;
 use std::collections::{BinaryHeap, VecDeque};
 use std::rc::Rc;
 pub use streams::Preview;
@@ -105,13 +101,13 @@ pub use crate::item::{disposed_error, invalid_input, is_blank, Item};
 pub struct Engine<C> {
     options: Options,
     now: Instant,
-    bucket: TokenBucket,
     jitter: Jitter,
+    /// The request bucket, the token budgets and each provider's pacing state.
+    pacer: Pacer,
     jobs: Jobs,
     /// The batches, the providers' ready sets, each group's open batch.
     batches: Batches,
     groups: Groups,
-    providers: Vec<Provider>,
     /// The running calls, their ids and strings.
     calls: Calls,
     timers: Timers,
@@ -120,13 +116,6 @@ pub struct Engine<C> {
     out: Outbox<C>,
     /// The persistent store's bookkeeping, when one is configured.
     store: Option<Store<Job, PendingLookup>>,
-    /// The budget this pacer shares with others, if any.
-    shared: Option<SharedBudget>,
-    /// The token budget (`tokensPerMinute`), when one is set.
-    budget: Option<TokenBudget>,
-    /// Whether a provider has reported a token window: item token estimates are needed
-    /// then, budget or not.
-    token_windows: bool,
     disposed: bool,
 }
 
@@ -135,8 +124,7 @@ impl<C: Clone> Engine<C> {
     pub fn new(options: Options, now: Instant, seed: u64) -> Self {
         Engine {
             batches: Batches::new(limits_of(&options)),
-            bucket: TokenBucket::full(options.rate, options.capacity, now),
-            budget: TokenBudget::new(options.tokens_per_minute, now),
+            pacer: Pacer::new(&options, now),
             cache: Lru::new(usize::try_from(options.cache_entries).unwrap_or(usize::MAX)),
             options,
             now,
@@ -144,13 +132,10 @@ impl<C: Clone> Engine<C> {
             jobs: Jobs::default(),
             // In-memory item keys, under a secret derived from the seed.
             groups: Groups::new(Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365)),
-            providers: Vec::new(),
             calls: Calls::default(),
             timers: Timers::default(),
             out: Outbox::default(),
             store: None,
-            shared: None,
-            token_windows: false,
             disposed: false,
         }
     }
@@ -171,7 +156,7 @@ impl<C: Clone> Engine<C> {
     /// Shares `budget` with the other pacers given it. Call it before the first item:
     /// providers met before keep their own pacing state.
     pub fn share_budget(&mut self, budget: SharedBudget) {
-        self.shared = Some(budget);
+        self.pacer.share(budget);
     }
 
     /// Whether `handle_dispose` was called.
@@ -201,7 +186,10 @@ impl<C: Clone> Engine<C> {
             self.resolve(ticket, item.text.to_owned());
             return Ok(ticket);
         }
-        let (group, key) = self.group_for(&item.compat, item.text);
+        let pacer = &mut self.pacer;
+        let (group, key) = self
+            .groups
+            .group_for(&item.compat, item.text, |id| pacer.provider_for(id));
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
             let ticket = self.jobs.counted_ticket();
@@ -211,7 +199,7 @@ impl<C: Clone> Engine<C> {
             return Ok(ticket);
         }
         let provider = self.groups.get(group).map_or(0, Group::provider);
-        if let Some(error) = self.daily_blocked(provider) {
+        if let Some(error) = self.pacer.daily_blocked(provider, self.now) {
             let ticket = self.jobs.counted_ticket();
             self.out.settle(ticket, Err(error));
             self.groups.release_if_idle(group);
@@ -371,37 +359,13 @@ impl<C: Clone> Engine<C> {
             .patched(patch)
             .map_err(|e| PacerFailure::invalid_option(e.option, e.message))?;
         self.advance(now);
-        self.bucket.set_rate(self.now, next.rate);
-        self.bucket.set_capacity(self.now, next.capacity);
-        for provider in &self.providers {
-            let mut pacing = provider.pacing.borrow_mut();
-            let paused_until = pacing.paused_until;
-            if !next.adaptive_rate {
-                pacing.adaptive = None;
-            } else if let Some(adaptive) = &mut pacing.adaptive {
-                // At the new rate already: its burst is still earned back, not given.
-                adaptive.rate_changed(
-                    self.now,
-                    next.rate,
-                    next.capacity,
-                    self.now.max(paused_until),
-                );
-            }
-        }
+        let estimates_needed = self.pacer.set_options(self.now, &next);
         self.cache
             .set_capacity(usize::try_from(next.cache_entries).unwrap_or(usize::MAX));
         let regroup = self.batches.set_limits(limits_of(&next));
-        let per_minute = next.tokens_per_minute;
         self.options = next;
-        match &mut self.budget {
-            Some(budget) if per_minute > 0.0 => budget.set_per_minute(self.now, per_minute),
-            _ => {
-                let had_estimates = self.wants_token_estimates();
-                self.budget = TokenBudget::new(per_minute, self.now);
-                if self.budget.is_some() && !had_estimates {
-                    self.estimate_queued_tokens();
-                }
-            }
+        if estimates_needed {
+            self.estimate_queued_tokens();
         }
         if regroup {
             self.regroup_open_batches();
@@ -470,11 +434,11 @@ impl<C: Clone> Engine<C> {
         if self.disposed || self.at_call_limit() {
             return next;
         }
-        for (index, provider) in self.providers.iter().enumerate() {
-            let Some(first) = self.batches.first_ready(index as u32) else {
+        for index in 0..self.pacer.provider_count() as u32 {
+            let Some(first) = self.batches.first_ready(index) else {
                 continue;
             };
-            let at = self.ready_at(provider, first.2);
+            let at = self.ready_at(index, first.2);
             if at > self.now {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }

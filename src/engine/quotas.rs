@@ -22,12 +22,7 @@ impl<C: Clone> Engine<C> {
     /// Whether items need token estimates (a token budget, or a provider that reports
     /// its token window): the driver then passes the user's `estimateTokens`, if any.
     pub fn wants_token_estimates(&self) -> bool {
-        self.budget.is_some()
-            || self.token_windows
-            || self
-                .shared
-                .as_ref()
-                .is_some_and(SharedBudget::counts_tokens)
+        self.pacer.wants_token_estimates()
     }
 
     /// An item's estimated input tokens, when they are needed.
@@ -42,62 +37,21 @@ impl<C: Clone> Engine<C> {
         tokens as f32
     }
 
-    /// The raw estimate and the provider's cost of sending `batch` (0 when no estimates
-    /// are needed).
-    pub(super) fn batch_cost(&self, provider: &Provider, batch: &Batch) -> (f64, f64) {
-        if !self.wants_token_estimates() {
-            return (0.0, 0.0);
-        }
-        let context = self
-            .groups
-            .get(batch.compat())
-            .map_or(0.0, |g| quota::input_tokens(&g.info().context));
-        let raw = quota::raw_cost(batch.tokens(), context, batch.jobs().len() > 1);
-        (raw, provider.pacing.borrow().quota.cost(raw))
-    }
-
-    /// When the token budget and the provider's reported limits let `batch` start, if
-    /// not now.
-    pub(super) fn quota_ready_at(&self, provider: &Provider, batch: Id<Batch>) -> Option<Instant> {
-        let pacing = provider.pacing.borrow();
-        if !self.wants_token_estimates() && pacing.quota.held(self.now, 0.0).is_none() {
-            return None;
-        }
-        let batch = self.batches.get(batch)?;
-        let (_, cost) = self.batch_cost(provider, batch);
-        let held = pacing.quota.held(self.now, cost).map(|(at, _)| at);
-        let own = self
-            .budget
-            .as_ref()
-            .map(|b| b.ready_at(self.now, cost))
-            .filter(|at| *at > self.now);
-        let shared = self
-            .shared
-            .as_ref()
-            .and_then(|b| b.tokens_ready_at(self.now, cost));
-        [held, own, shared].into_iter().flatten().max()
-    }
-
     /// A `limited` event for each provider whose reported limits hold its due work, once
     /// per hold.
     pub(super) fn announce_holds(&mut self) {
         let now = self.now;
-        for index in 0..self.providers.len() {
-            let provider = &self.providers[index];
-            let Some(first) = self.batches.first_ready(index as u32) else {
+        for index in 0..self.pacer.provider_count() as u32 {
+            let Some(first) = self.batches.first_ready(index) else {
                 continue;
             };
-            let Some(batch) = self.batches.get(first.2) else {
+            if self.batches.get(first.2).is_none() {
                 continue;
-            };
-            let (_, cost) = self.batch_cost(provider, batch);
-            let mut pacing = provider.pacing.borrow_mut();
-            let Some((until, why)) = pacing.quota.held(now, cost) else {
-                continue;
-            };
-            if pacing.quota.announce(until) {
+            }
+            let (_, cost) = self.call_cost(index, first.2);
+            if let Some((until, why)) = self.pacer.new_hold(index, cost, now) {
                 self.out.events.push_back(Event::Limited {
-                    provider_id: provider.id.clone(),
+                    provider_id: self.pacer.provider_id(index),
                     reason: why,
                     wait: until.since(now),
                 });
@@ -113,28 +67,19 @@ impl<C: Clone> Engine<C> {
         report: &Report,
         failure: Option<&Failure<C>>,
     ) {
-        let now = self.now;
-        let Some(provider) = self.providers.get(run.provider as usize) else {
+        let limits = failure.map_or(&report.limits, |f| &f.limits);
+        let usage = report.usage.as_ref();
+        let Some(first_window) =
+            self.pacer
+                .take_report(run.provider, &run.charge, usage, limits, self.now)
+        else {
             return;
         };
-        let mut pacing = provider.pacing.borrow_mut();
-        if let Some(usage) = report.usage {
+        if let Some(usage) = usage {
             self.out.stats.input_tokens += usage.input_tokens as u64;
             self.out.stats.output_tokens += usage.output_tokens as u64;
-            let actual = usage.input_tokens + usage.output_tokens;
-            if let Some(budget) = &mut self.budget {
-                budget.correct(now, run.cost, actual);
-            }
-            if let Some(shared) = &self.shared {
-                shared.correct_tokens(now, run.cost, actual);
-            }
-            pacing.quota.learn(run.raw_cost, &usage);
         }
-        let limits = failure.map_or(&report.limits, |f| &f.limits);
-        pacing.quota.report(now, run.quota_ticket, run.cost, limits);
-        drop(pacing);
-        if limits.tokens_remaining.is_some() && !self.token_windows {
-            self.token_windows = true;
+        if first_window {
             self.estimate_queued_tokens();
         }
     }
@@ -178,17 +123,16 @@ impl<C: Clone> Engine<C> {
             ),
         };
         error.retry_in = until.flatten();
-        if let (Some(retry_after), Some(provider)) =
-            (until, self.providers.get(run.provider as usize))
-        {
-            provider.pacing.borrow_mut().daily_block = Some(DailyBlock {
+        if let Some(retry_after) = until {
+            let block = DailyBlock {
                 until: now + retry_after.unwrap_or(UNKNOWN_DAILY_RESET),
                 reset_known: retry_after.is_some(),
                 message: error.message.clone(),
-            });
+            };
+            self.pacer.block_daily(run.provider, block);
         }
         self.out.events.push_back(Event::Blocked {
-            provider_id: self.provider_id(run.provider),
+            provider_id: self.pacer.provider_id(run.provider),
             reason,
             status: error.status,
             message: error.message.clone(),
@@ -199,15 +143,5 @@ impl<C: Clone> Engine<C> {
         for key in queued {
             self.fail(key, error.clone());
         }
-    }
-
-    /// The daily block's error for items of provider `index`, while it holds.
-    pub(super) fn daily_blocked(&self, index: u32) -> Option<PacerFailure<C>> {
-        let pacing = self.providers.get(index as usize)?.pacing.borrow();
-        let block = pacing.daily_block.as_ref().filter(|b| b.until > self.now)?;
-        let mut error = PacerFailure::new(ErrorCode::ProviderError, block.message.clone());
-        error.status = Some(429);
-        error.retry_in = block.reset_known.then(|| block.until.since(self.now));
-        Some(error)
     }
 }

@@ -150,7 +150,7 @@ impl<C: Clone> Engine<C> {
             self.batches.back_off(batch_key, until);
             self.timers.push(until, Timer::Backoff(batch_key));
         }
-        let provider_id = self.provider_id(provider);
+        let provider_id = self.pacer.provider_id(provider);
         self.out.events.push_back(Event::Retry {
             provider_id,
             reason,
@@ -190,7 +190,7 @@ impl<C: Clone> Engine<C> {
         };
         self.out.stats.fallbacks += 1;
         self.out.events.push_back(Event::Fallback {
-            provider_id: self.provider_id(batch.provider()),
+            provider_id: self.pacer.provider_id(batch.provider()),
             items: batch.jobs().len(),
         });
         for job_key in batch.jobs() {

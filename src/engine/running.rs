@@ -5,6 +5,7 @@
 use std::rc::Rc;
 
 use super::calls::Reading;
+use super::pacer::Charge;
 use super::streams::Streamed;
 use super::Batch;
 use crate::call::CallId;
@@ -18,20 +19,16 @@ use crate::time::{Duration, Instant};
 pub(super) struct Running {
     pub(super) batch: Id<Batch>,
     pub(super) provider: u32,
-    /// The provider's 429 episode when the call started.
-    pub(super) episode: u32,
+    /// What it was charged (its estimated cost, its place among the provider's calls,
+    /// the provider's 429 episode when it started).
+    pub(super) charge: Charge,
     /// The call's timeout (`timeoutMs` when it started) and when it runs out.
     pub(super) timeout: Option<Duration>,
     pub(super) deadline: Option<Instant>,
     /// How to read the reply.
     pub(super) reading: Reading,
-    /// Its estimated cost before and after the provider's scaling (0 without estimates).
-    pub(super) raw_cost: f64,
-    pub(super) cost: f64,
     /// The reply received so far, once it streams.
     pub(super) stream: Option<Box<Streamed>>,
-    /// Its place among the calls to its provider, for the limits the provider reports.
-    pub(super) quota_ticket: u64,
 }
 
 /// The running calls, their ids, and the strings made once for all calls.

@@ -76,10 +76,7 @@ impl<C: Clone> Engine<C> {
                 .is_some_and(|s| s.pending(job).is_some()),
             // A pause made longer has a timer of its own: the shorter one's end is no
             // longer anyone's.
-            Timer::PauseEnd(until) => self
-                .providers
-                .iter()
-                .any(|p| p.pacing.borrow().paused_until == until),
+            Timer::PauseEnd(until) => self.pacer.pause_ends_at(until),
         }
     }
 
@@ -110,9 +107,9 @@ impl<C: Clone> Engine<C> {
                     let expired = deadline.is_some();
                     if let Some(run) = expired.then(|| self.calls.remove(id)).flatten() {
                         self.out.cancels.push_back(id);
-                        if let Some(p) = self.providers.get(run.provider as usize) {
+                        if (run.provider as usize) < self.pacer.provider_count() {
                             self.out.events.push_back(Event::Timeout {
-                                provider_id: p.id.clone(),
+                                provider_id: self.pacer.provider_id(run.provider),
                             });
                         }
                         // The call's own timeout: `setOptions` may have changed the option since.
