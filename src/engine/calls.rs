@@ -2,7 +2,25 @@
 //! reading its reply back onto the items: proven translations resolve at once, the
 //! rest go out again as a count mismatch (partial acceptance).
 
-use super::*;
+use std::rc::Rc;
+
+use super::batches::{Batch, Try};
+use super::pacer::Charge;
+use super::running::{CallStrings, Running};
+use super::streams::visible_reply;
+use super::timers::Timer;
+use super::Engine;
+use crate::alignment;
+use crate::call::{Call, Layout, Reply};
+use crate::codec::{self, Mismatch};
+use crate::markers;
+use crate::options::SegmentFormat;
+use crate::proof;
+use crate::retry::backoff;
+use crate::settle::{ErrorCode, PacerFailure};
+use crate::slab::Id;
+use crate::stats::{Event, RetryReason};
+use crate::time::Duration;
 
 /// How a call's reply is read back onto its items.
 #[derive(Debug)]

@@ -1,7 +1,13 @@
 //! The persistent store's flow: a new item is looked up before it is queued (no token
 //! held); a hit settles it, a miss or a failure queues it, every success is written.
 
-use super::*;
+use super::batches::Member;
+use super::endings::Ending;
+use super::{Engine, Group, Job};
+use crate::slab::Id;
+use crate::stats::Event;
+use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
+use crate::time::Instant;
 
 /// A job waiting for its lookup: what it needs to be queued on a miss.
 #[derive(Clone, Copy, Debug)]

@@ -52,49 +52,35 @@ mod running;
 mod streams;
 mod timers;
 
-use calls::*;
-use endings::Ending;
+use std::collections::VecDeque;
+
+use batches::{limits_of, Batch, Batches, State};
+use groups::Groups;
 use jobs::{Jobs, Left};
 use lookups::PendingLookup;
-use outbox::*;
-use pacer::{Charge, Pacer};
-use retries::*;
-use running::{CallStrings, Calls, Running};
-use streams::*;
-use timers::*;
+use outbox::Outbox;
+use pacer::Pacer;
+use priority::Priority;
+use running::Calls;
+use timers::{Timer, Timers};
 
-use crate::alignment;
 use crate::budget::SharedBudget;
 use crate::cache::Lru;
-use crate::call::{Call, CallId, Failure, FailureKind, Layout, Quota, Reply, Report};
-use crate::codec::{self, Mismatch};
-use crate::display::js_number;
-use crate::key::{item_key, Keyer};
-use crate::markers;
-use crate::options::{OptionValue, Options, SegmentFormat};
-use crate::proof;
-use crate::quota;
-use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
-use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
-use crate::slab::Id;
-use crate::stats::{BlockReason, Event, RetryReason, Stats};
-use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
-use crate::time::{Duration, Instant};
-use batches::{limits_of, Batch, Batches, Member, State, Try};
-use priority::Priority;
-
-use crate::provider::DailyBlock;
-pub use crate::provider::ProviderPacing;
-use core::cmp::Reverse;
-pub use groups::Group;
-use groups::Groups;
-pub use jobs::Job;
-use std::collections::{BinaryHeap, VecDeque};
-use std::rc::Rc;
-pub use streams::Preview;
-
+use crate::call::{Call, CallId, Failure, Reply, Report};
 use crate::item::{aborted_error, validate};
+use crate::key::{item_key, Keyer};
+use crate::options::{OptionValue, Options};
+use crate::retry::Jitter;
+use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
+use crate::stats::{Event, Stats};
+use crate::store::Store;
+use crate::time::Instant;
+
 pub use crate::item::{disposed_error, invalid_input, is_blank, Item};
+pub use crate::provider::ProviderPacing;
+pub use groups::Group;
+pub use jobs::Job;
+pub use streams::Preview;
 
 /// The sans-IO pacer. `C` is the driver's error type, returned as `cause`.
 #[derive(Debug)]

@@ -2,7 +2,12 @@
 //! events, and the statistics. Settling an item goes through [`Outbox::settle`], which
 //! keeps `items == succeeded + failed + aborted + disposed + pending` in one place.
 
-use super::*;
+use std::collections::VecDeque;
+
+use super::streams::Preview;
+use crate::call::{Call, CallId};
+use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
+use crate::stats::{Event, Stats};
 
 /// The engine's outputs and counters.
 #[derive(Debug)]

@@ -398,15 +398,15 @@ impl Pacer {
             let p = provider.pacing.borrow();
             // A recovering provider is saved too, at the full rate (see `restore`).
             let adaptive = p.adaptive.as_ref();
-            let daily_block = p
-                .daily_block
-                .as_ref()
-                .filter(|b| b.until > now)
-                .map(|b| SavedDailyBlock {
-                    blocked_for: b.until.since(now),
-                    reset_known: b.reset_known,
-                    message: b.message.clone(),
-                });
+            let daily_block =
+                p.daily_block
+                    .as_ref()
+                    .filter(|b| b.until > now)
+                    .map(|b| SavedDailyBlock {
+                        blocked_for: b.until.since(now),
+                        reset_known: b.reset_known,
+                        message: b.message.clone(),
+                    });
             let limits = p.quota.saved(now);
             if p.paused_until > now
                 || adaptive.is_some()

@@ -83,9 +83,9 @@ impl<C: Clone> Engine<C> {
         pause: Duration,
         retry_after: Option<Duration>,
     ) {
-        let Some(paused) = self
-            .pacer
-            .pause(run.provider, &run.charge, pause, self.now, &self.options)
+        let Some(paused) =
+            self.pacer
+                .pause(run.provider, &run.charge, pause, self.now, &self.options)
         else {
             return;
         };
@@ -109,7 +109,10 @@ impl<C: Clone> Engine<C> {
     /// A call to the provider was accepted: its slowed rate grows back (see
     /// [`Pacer::grow`](super::pacer::Pacer::grow)).
     pub(super) fn grow_adaptive_rate(&mut self, run: &Running) {
-        if self.pacer.grow(run.provider, &run.charge, self.now, &self.options) {
+        if self
+            .pacer
+            .grow(run.provider, &run.charge, self.now, &self.options)
+        {
             self.out.events.push_back(Event::AdaptiveRate {
                 provider_id: self.pacer.provider_id(run.provider),
                 rate: None,

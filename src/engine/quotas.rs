@@ -2,7 +2,15 @@
 //! provider reported about itself (held calls, `limited`), and the blocks that reject a
 //! provider's queue at once (settings and billing errors, a spent daily quota).
 
-use super::*;
+use super::retries::final_error;
+use super::running::Running;
+use super::Engine;
+use crate::call::{Failure, Report};
+use crate::item::Item;
+use crate::provider::DailyBlock;
+use crate::quota;
+use crate::stats::{BlockReason, Event};
+use crate::time::Duration;
 
 /// How long a spent daily quota blocks its provider when the provider did not say when
 /// it resets: long enough not to storm it, short enough to notice the reset soon.

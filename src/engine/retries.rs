@@ -1,7 +1,16 @@
 //! Failed calls: which are retried and after how long (backoff, Retry-After, 429s on
 //! their own budget), a 413 split in halves, a batch sent one by one, final errors.
 
-use super::*;
+use super::batches::{Batch, Member, Try};
+use super::running::Running;
+use super::timers::Timer;
+use super::Engine;
+use crate::call::{Failure, FailureKind, Quota};
+use crate::retry::{backoff, classify, FailureClass, MAX_RETRY_AFTER};
+use crate::settle::{ErrorCode, PacerFailure};
+use crate::slab::Id;
+use crate::stats::{BlockReason, Event, RetryReason};
+use crate::time::Duration;
 
 /// The error an item ends with when its call failed for good.
 pub(super) fn final_error<C>(failure: Failure<C>, retry_after_too_long: bool) -> PacerFailure<C> {

@@ -4,9 +4,19 @@
 //! between two values). In the markers layout, items whose segments the reply so far
 //! proves (`early`) resolve at once; the rest is read as a whole reply at the end.
 
-use super::*;
+use std::collections::VecDeque;
+
+use super::batches::{Batch, Batches};
+use super::calls::Reading;
+use super::running::Running;
+use super::{Engine, Job};
+use crate::call::{CallId, Failure, Reply, Report};
 use crate::early;
+use crate::proof;
+use crate::settle::Ticket;
+use crate::slab::Id;
 use crate::stream::ReplyText;
+use crate::time::Instant;
 
 /// A running call's streamed reply.
 #[derive(Debug)]

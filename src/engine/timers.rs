@@ -1,7 +1,17 @@
 //! Wake-ups: one heap of timers (batch due, backoff over, call deadline, store lookup
 //! deadline, pause end), each checked for liveness when it fires.
 
-use super::*;
+use core::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::batches::{Batch, State};
+use super::{Engine, Job};
+use crate::call::{CallId, Failure, FailureKind};
+use crate::display::js_number;
+use crate::slab::Id;
+use crate::stats::Event;
+use crate::store::LookupResult;
+use crate::time::{Duration, Instant};
 
 /// What a wake-up is for.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
