@@ -162,9 +162,9 @@ impl<C: Clone> Engine<C> {
         let (text, layout, instructions, reading) =
             lay_out(self.options.segment_format, &texts, self.calls.strings());
         let ids = self.calls.strings().ids(texts.len());
-        self.out.stats.provider_calls += 1;
-        self.out.stats.batch_calls += u64::from(is_batch);
-        self.out.stats.retries += u64::from(attempt > 0);
+        self.out.counters().provider_calls += 1;
+        self.out.counters().batch_calls += u64::from(is_batch);
+        self.out.counters().retries += u64::from(attempt > 0);
         let timeout =
             (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms));
         let deadline = timeout.map(|t| self.now + t);
@@ -183,7 +183,7 @@ impl<C: Clone> Engine<C> {
                 stream: None,
             },
         );
-        self.out.calls.push_back(Call {
+        self.out.call(Call {
             id,
             ids,
             texts,
@@ -270,12 +270,12 @@ impl<C: Clone> Engine<C> {
     /// The reply did not prove every item of the batch (`got` of `expected`, the proven
     /// ones already resolved): the rest are retried, then sent one by one.
     pub(super) fn on_mismatch(&mut self, run: Running, expected: usize, got: usize) {
-        self.out.stats.count_mismatches += 1;
+        self.out.counters().count_mismatches += 1;
         let provider_id = self.pacer.provider_id(run.provider);
         let Some(missing) = self.batches.get(run.batch).map(|b| b.jobs().len()) else {
             return;
         };
-        self.out.events.push_back(Event::CountMismatch {
+        self.out.event(Event::CountMismatch {
             provider_id: provider_id.clone(),
             expected,
             got,

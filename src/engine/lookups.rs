@@ -36,7 +36,7 @@ impl<C: Clone> Engine<C> {
 
     /// Reports a failed `store.set`; it changes nothing but the events.
     pub fn handle_store_failure(&mut self, message: String) {
-        self.out.events.push_back(Event::CacheError {
+        self.out.event(Event::CacheError {
             operation: "set",
             message,
         });
@@ -61,12 +61,12 @@ impl<C: Clone> Engine<C> {
         };
         match result {
             LookupResult::Hit(translation) => {
-                self.out.stats.cache_hits += 1;
+                self.out.counters().cache_hits += 1;
                 self.end_job(job_key, pending.group, &Ending::Stored(translation));
             }
             LookupResult::Miss | LookupResult::Failed(_) => {
                 if let LookupResult::Failed(message) = result {
-                    self.out.events.push_back(Event::CacheError {
+                    self.out.event(Event::CacheError {
                         operation: "get",
                         message,
                     });

@@ -52,8 +52,6 @@ mod running;
 mod streams;
 mod timers;
 
-use std::collections::VecDeque;
-
 use batches::{limits_of, Batch, Batches, State};
 use groups::Groups;
 use jobs::{Jobs, Left};
@@ -133,7 +131,7 @@ impl<C: Clone> Engine<C> {
 
     /// Counters and gauges.
     pub fn stats(&self) -> Stats {
-        let mut stats = self.out.stats.clone();
+        let mut stats = self.out.stats().clone();
         stats.in_flight = self.calls.len() as u64;
         stats.queued = self.batches.unsent();
         stats
@@ -179,7 +177,7 @@ impl<C: Clone> Engine<C> {
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
             let ticket = self.jobs.counted_ticket();
-            self.out.stats.cache_hits += 1;
+            self.out.counters().cache_hits += 1;
             self.resolve(ticket, hit);
             self.groups.release_if_idle(group);
             return Ok(ticket);
@@ -193,7 +191,7 @@ impl<C: Clone> Engine<C> {
         }
         let priority = Priority::new(item.priority);
         if let Some((ticket, batch)) = self.jobs.join_twin(key, priority) {
-            self.out.stats.dedup_hits += 1;
+            self.out.counters().dedup_hits += 1;
             self.batches.raise_priority(batch, priority);
             self.after_input();
             return Ok(ticket);
@@ -368,7 +366,7 @@ impl<C: Clone> Engine<C> {
         }
         self.disposed = true;
         for id in self.calls.ids() {
-            self.out.cancels.push_back(id);
+            self.out.cancel(id);
         }
         self.calls.clear();
         for mut job in self.jobs.end_all() {
@@ -381,7 +379,7 @@ impl<C: Clone> Engine<C> {
         // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
         // element type, dropping the old one is not.
         self.timers = Timers::default();
-        self.out.calls = VecDeque::new();
+        self.out.drop_calls();
         if let Some(store) = &mut self.store {
             store.clear();
         }
@@ -389,12 +387,12 @@ impl<C: Clone> Engine<C> {
 
     /// The next provider call to start.
     pub fn poll_call(&mut self) -> Option<Call> {
-        self.out.calls.pop_front()
+        self.out.next_call()
     }
 
     /// The next call whose signal must be aborted (timed out, or the pacer was disposed).
     pub fn poll_cancel(&mut self) -> Option<CallId> {
-        self.out.cancels.pop_front()
+        self.out.next_cancel()
     }
 
     /// The next item that ended.
@@ -405,12 +403,12 @@ impl<C: Clone> Engine<C> {
     /// The driver found no unsettled promise for a settlement: its item had settled
     /// before. The settlement is dropped; `stats().duplicate_settlements` counts it.
     pub fn note_duplicate_settlement(&mut self) {
-        self.out.stats.duplicate_settlements += 1;
+        self.out.counters().duplicate_settlements += 1;
     }
 
     /// The next notable event.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.out.events.pop_front()
+        self.out.next_event()
     }
 
     /// When to call `handle_timeout` next; `None` when only a response or a new item

@@ -93,13 +93,13 @@ impl<C: Clone> Engine<C> {
             self.timers.push(until, Timer::PauseEnd(until));
         }
         let provider_id = self.pacer.provider_id(run.provider);
-        self.out.events.push_back(Event::RateLimited {
+        self.out.event(Event::RateLimited {
             provider_id: provider_id.clone(),
             retry_after,
             paused_for: pause,
         });
         if let Some(rate) = paused.slowed_to {
-            self.out.events.push_back(Event::AdaptiveRate {
+            self.out.event(Event::AdaptiveRate {
                 provider_id,
                 rate: Some(rate),
             });
@@ -113,7 +113,7 @@ impl<C: Clone> Engine<C> {
             .pacer
             .grow(run.provider, &run.charge, self.now, &self.options)
         {
-            self.out.events.push_back(Event::AdaptiveRate {
+            self.out.event(Event::AdaptiveRate {
                 provider_id: self.pacer.provider_id(run.provider),
                 rate: None,
             });

@@ -58,7 +58,7 @@ impl<C: Clone> Engine<C> {
             }
             let (_, cost) = self.call_cost(index, first.2);
             if let Some((until, why)) = self.pacer.new_hold(index, cost, now) {
-                self.out.events.push_back(Event::Limited {
+                self.out.event(Event::Limited {
                     provider_id: self.pacer.provider_id(index),
                     reason: why,
                     wait: until.since(now),
@@ -84,8 +84,8 @@ impl<C: Clone> Engine<C> {
             return;
         };
         if let Some(usage) = usage {
-            self.out.stats.input_tokens += usage.input_tokens as u64;
-            self.out.stats.output_tokens += usage.output_tokens as u64;
+            self.out.counters().input_tokens += usage.input_tokens as u64;
+            self.out.counters().output_tokens += usage.output_tokens as u64;
         }
         if first_window {
             self.estimate_queued_tokens();
@@ -139,7 +139,7 @@ impl<C: Clone> Engine<C> {
             };
             self.pacer.block_daily(run.provider, block);
         }
-        self.out.events.push_back(Event::Blocked {
+        self.out.event(Event::Blocked {
             provider_id: self.pacer.provider_id(run.provider),
             reason,
             status: error.status,

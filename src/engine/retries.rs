@@ -67,7 +67,7 @@ impl<C: Clone> Engine<C> {
             };
             if let Some(reason) = reason {
                 if class == FailureClass::RateLimited {
-                    self.out.stats.rate_limited += 1;
+                    self.out.counters().rate_limited += 1;
                 }
                 self.block_provider(run, failure, reason);
                 return;
@@ -82,7 +82,7 @@ impl<C: Clone> Engine<C> {
         }
         match class {
             FailureClass::RateLimited => {
-                self.out.stats.rate_limited += 1;
+                self.out.counters().rate_limited += 1;
                 let tries = self
                     .batches
                     .count_try(run.batch, Try::RateLimit)
@@ -124,7 +124,7 @@ impl<C: Clone> Engine<C> {
     /// A 429 still pauses and slows the provider down: it is over its quota all the same.
     fn not_retryable(&mut self, run: Running, failure: Failure<C>, class: FailureClass) {
         if class == FailureClass::RateLimited {
-            self.out.stats.rate_limited += 1;
+            self.out.counters().rate_limited += 1;
             let pause = failure.retry_after.unwrap_or_else(|| self.base_delay());
             self.pause_provider(&run, pause.min(MAX_RETRY_AFTER), failure.retry_after);
         }
@@ -160,7 +160,7 @@ impl<C: Clone> Engine<C> {
             self.timers.push(until, Timer::Backoff(batch_key));
         }
         let provider_id = self.pacer.provider_id(provider);
-        self.out.events.push_back(Event::Retry {
+        self.out.event(Event::Retry {
             provider_id,
             reason,
             attempt,
@@ -197,8 +197,8 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.remove(batch_key) else {
             return;
         };
-        self.out.stats.fallbacks += 1;
-        self.out.events.push_back(Event::Fallback {
+        self.out.counters().fallbacks += 1;
+        self.out.event(Event::Fallback {
             provider_id: self.pacer.provider_id(batch.provider()),
             items: batch.jobs().len(),
         });

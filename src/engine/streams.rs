@@ -4,8 +4,6 @@
 //! between two values). In the markers layout, items whose segments the reply so far
 //! proves (`early`) resolve at once; the rest is read as a whole reply at the end.
 
-use std::collections::VecDeque;
-
 use super::batches::{Batch, Batches};
 use super::calls::Reading;
 use super::running::Running;
@@ -102,10 +100,8 @@ impl<C: Clone> Engine<C> {
             if truncated {
                 // Far longer than the batch could need: cut and read as it stands. Its
                 // items settle now, so this value's previews are moot.
-                if let Some(previews) = &mut self.out.previews {
-                    previews.clear();
-                }
-                self.out.cancels.push_back(id);
+                self.out.clear_previews();
+                self.out.cancel(id);
                 self.end_stream(id);
             }
         }
@@ -143,12 +139,12 @@ impl<C: Clone> Engine<C> {
 
     /// Asks for previews (`poll_preview`); without this call none are made.
     pub fn want_previews(&mut self) {
-        self.out.previews.get_or_insert_with(VecDeque::new);
+        self.out.want_previews();
     }
 
     /// The next preview of an item's translation.
     pub fn poll_preview(&mut self) -> Option<Preview> {
-        self.out.previews.as_mut()?.pop_front()
+        self.out.next_preview()
     }
 
     /// Takes call `id`'s stream state out (made on its first value), counting the value:
@@ -163,7 +159,7 @@ impl<C: Clone> Engine<C> {
             return Some(stream);
         }
         let batch = self.batches.get(run.batch)?;
-        self.out.stats.streamed_calls += 1;
+        self.out.counters().streamed_calls += 1;
         let jobs = batch.jobs().to_vec();
         let mut texts = Vec::with_capacity(jobs.len());
         let mut sent = 0;
@@ -215,7 +211,7 @@ impl<C: Clone> Engine<C> {
             let Some(job) = self.jobs.get(job_key) else {
                 continue;
             };
-            self.out.stats.early_resolved += job.waiters().len() as u64;
+            self.out.counters().early_resolved += job.waiters().len() as u64;
             let Some(group) = self.batches.get(batch_key).map(Batch::compat) else {
                 continue;
             };
@@ -227,7 +223,7 @@ impl<C: Clone> Engine<C> {
     /// Previews of the segment being written (and of one that closed with this value),
     /// while everything before it in the reply is in order.
     fn preview(&mut self, id: CallId, stream: &mut Streamed) {
-        if self.out.previews.is_none() {
+        if !self.out.wants_previews() {
             return;
         }
         let mut shown: Vec<(usize, String)> = Vec::new();
@@ -258,9 +254,8 @@ impl<C: Clone> Engine<C> {
             let Some(job) = self.jobs.get(stream.jobs[i]) else {
                 continue;
             };
-            let previews = self.out.previews.get_or_insert_with(VecDeque::new);
             for ticket in job.waiters().iter() {
-                previews.push_back(Preview {
+                self.out.preview(Preview {
                     ticket,
                     text: text.clone(),
                 });

@@ -116,9 +116,9 @@ impl<C: Clone> Engine<C> {
                     }
                     let expired = deadline.is_some();
                     if let Some(run) = expired.then(|| self.calls.remove(id)).flatten() {
-                        self.out.cancels.push_back(id);
+                        self.out.cancel(id);
                         if (run.provider as usize) < self.pacer.provider_count() {
-                            self.out.events.push_back(Event::Timeout {
+                            self.out.event(Event::Timeout {
                                 provider_id: self.pacer.provider_id(run.provider),
                             });
                         }
