@@ -30,16 +30,7 @@ impl<C: Clone> Engine<C> {
 
     /// Rebuilds every batch that has not started, under the limits now in force.
     pub(super) fn regroup_open_batches(&mut self) {
-        // Batches and the jobs inside them are in arrival order: keep it.
-        let mut members: Vec<(Member, Id<Group>, Instant)> = Vec::new();
-        for batch in self.batches.take_unstarted() {
-            for job_key in batch.jobs() {
-                if let Some(member) = self.jobs.member(*job_key) {
-                    members.push((member, batch.compat(), batch.first_at()));
-                }
-            }
-        }
-        for (member, group, first_at) in members {
+        for (member, group, first_at) in self.batches.take_unstarted(&self.jobs) {
             self.place(member, group, first_at);
         }
     }

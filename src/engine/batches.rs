@@ -152,13 +152,20 @@ impl Batch {
     fn due_at(&self, limits: &Limits) -> Instant {
         self.first_at + limits.delay
     }
-    /// A batch sent again (sealed, in its batch's place in line) with `members`, in this
-    /// order; `keep_tries`: the same texts again, so it keeps the batch's tries.
-    pub(super) fn resent(from: &Batch, members: &[Member], keep_tries: bool) -> Option<Self> {
-        let (first, rest) = members.split_first()?;
-        let mut batch = Batch::new(first, from.compat, from.provider, from.first_at);
-        for member in rest {
-            batch.push(member);
+    /// A batch sent again (sealed, in its batch's place in line) with the live jobs of
+    /// `part`, in this order; `keep_tries`: the same texts again, so it keeps the
+    /// batch's tries.
+    pub(super) fn resent(
+        from: &Batch,
+        part: &[Id<Job>],
+        jobs: &Jobs,
+        keep_tries: bool,
+    ) -> Option<Self> {
+        let mut members = part.iter().filter_map(|j| jobs.member(*j));
+        let first = members.next()?;
+        let mut batch = Batch::new(&first, from.compat, from.provider, from.first_at);
+        for member in members {
+            batch.push(&member);
         }
         batch.sealed = true;
         batch.priority = from.priority;
@@ -343,8 +350,8 @@ impl Batches {
     /// `batch` is the one open to `group`'s new items (or none is).
     pub(super) fn set_open(&mut self, group: Id<Group>, batch: Option<Id<Batch>>) {
         let slot = group.slot();
-        if self.open.len() <= slot {
-            self.open.resize(slot + 1, None);
+        while self.open.len() <= slot {
+            self.open.push(None);
         }
         self.open[slot] = batch;
     }
@@ -386,8 +393,8 @@ impl Batches {
 
     fn ready_set(&mut self, provider: u32) -> &mut ReadySet<ReadyKey> {
         let index = provider as usize;
-        if self.ready.len() <= index {
-            self.ready.resize_with(index + 1, ReadySet::default);
+        while self.ready.len() <= index {
+            self.ready.push(ReadySet::default());
         }
         &mut self.ready[index]
     }
@@ -652,9 +659,9 @@ impl Batches {
         unsent
     }
 
-    /// Takes out every batch that never started (to regroup under new limits), by
-    /// arrival of their first item.
-    pub(super) fn take_unstarted(&mut self) -> Vec<Batch> {
+    /// Takes out every batch that never started (to regroup under new limits): their
+    /// live jobs, each with its batch's group and collection start, in arrival order.
+    pub(super) fn take_unstarted(&mut self, jobs: &Jobs) -> Vec<(Member, Id<Group>, Instant)> {
         // Batches by their first item's arrival: a heap rather than a sort (less code in
         // the .wasm), filled by pushes (a collect would add the heap's bulk rebuild).
         let mut open: BinaryHeap<Reverse<(u64, Id<Batch>)>> = BinaryHeap::new();
@@ -663,13 +670,19 @@ impl Batches {
                 open.push(Reverse((batch.seq, key)));
             }
         }
-        let mut taken = Vec::with_capacity(open.len());
+        // Batches and the jobs inside them are in arrival order: keep it.
+        let mut members = Vec::new();
         while let Some(Reverse((_, key))) = open.pop() {
-            if let Some(batch) = self.remove(key) {
-                taken.push(batch);
+            let Some(batch) = self.remove(key) else {
+                continue;
+            };
+            for job in batch.jobs {
+                if let Some(member) = jobs.member(job) {
+                    members.push((member, batch.compat, batch.first_at));
+                }
             }
         }
-        taken
+        members
     }
 }
 

@@ -14,7 +14,18 @@
 //! `handle_dispose` ends everything itself and `handle_store_failure` only reports.
 //!
 //! Parts that own their state (private fields, so the compiler keeps the boundary) and
-//! the invariant each keeps:
+//! the invariant each keeps; the engine hands a part the others it needs as arguments
+//! (disjoint borrows of its fields), never itself:
+//! - `batches::Batches`: the batch slab (and each batch's fields), the ready set per
+//!   provider, each group's open batch, the unsent count and the limits. A batch is in
+//!   its provider's ready set exactly while `Ready` (every state change goes through one
+//!   method, dealing included: the call's batch stays due until `Batches::start` marks it
+//!   running), a batch's sums are those of its items, and `stats.queued` is its count.
+//! - `pacer::Pacer`: the request bucket, the token budget, the shared budget and each
+//!   provider's id and pacing state (`ProviderPacing`, shared through an `Rc<RefCell<…>>`
+//!   with the other pacers of a shared budget; no borrow leaves the part). One gate,
+//!   `Pacer::ready_at(provider, cost, now)`, asked by `pump` and `poll_timeout`; one
+//!   charge, `Pacer::take`, for everything a call costs.
 //! - `jobs::Jobs`: the job slab, both key indexes, tickets and arrival order; a live job
 //!   is in the indexes, an ended one in neither, and every way a job ends goes through
 //!   `Jobs::end` (the engine's side of it is the one `end_job`, in `endings`).
@@ -22,16 +33,18 @@
 //!   while it has jobs and is found by its fields.
 //! - `running::Calls`: the running calls, call ids and the strings calls repeat; a call
 //!   id is given once, and a call is running until its answer, its timeout or dispose.
-//! - `outbox::Outbox`, `timers::Timers`, and the leaf types `Store`, `Lru`,
-//!   `TokenBucket`, `TokenBudget`, `ReadySet`: each its own state.
+//! - `outbox::Outbox`: the outputs in order and the statistics; every settlement goes
+//!   through `Outbox::settle`, so the item counters add up.
+//! - `timers::Timers`, and the leaf types `Store`, `Lru`, `TokenBucket`, `TokenBudget`,
+//!   `ReadySet`: each its own state.
 //!
-//! The engine's own files, in the order an item meets them: `providers` (the provider
-//! index), `lookups` (the persistent store), `assembly` (batches and ready sets: "in a
-//! ready set ⇔ ready" is still kept here and in `dealing`, `endings`, `calls` and
-//! `pacing`), `pacing` (bucket, pauses, adaptive rate), `quotas` (token budget,
-//! reported limits, blocks), `dealing` (by priority), `calls` (composing a call, reading
-//! its reply), `streams`, `retries` (failures), `endings` (how a job ends), `timers`,
-//! `restart` (snapshot and restore).
+//! `Engine` keeps the options, the time, the jitter and the parts, and the orchestration,
+//! in these files, in the order an item meets them: `assembly` (where a new item goes,
+//! the rebuild under new limits), `lookups` (the persistent store), `pacing` (dispatch:
+//! the gate asked per provider, a 429's pause and rate), `quotas` (token estimates,
+//! reported usage, blocks), `dealing` (a call takes the best items of its group's due
+//! batches), `calls` (composing a call, reading its reply), `streams`, `retries`
+//! (failures), `endings` (how a job ends), `timers`, `restart` (snapshot and restore).
 
 mod assembly;
 mod batches;

@@ -1,7 +1,7 @@
 //! Failed calls: which are retried and after how long (backoff, Retry-After, 429s on
 //! their own budget), a 413 split in halves, a batch sent one by one, final errors.
 
-use super::batches::{Batch, Member, Try};
+use super::batches::{Batch, Try};
 use super::running::Running;
 use super::timers::Timer;
 use super::Engine;
@@ -183,9 +183,8 @@ impl<C: Clone> Engine<C> {
         };
         let half = batch.jobs().len().div_ceil(2);
         for part in batch.jobs().chunks(half) {
-            let members: Vec<Member> = part.iter().filter_map(|j| self.jobs.member(*j)).collect();
             // Still the same texts: the halves keep the batch's tries and place in line.
-            if let Some(half) = Batch::resent(&batch, &members, true) {
+            if let Some(half) = Batch::resent(&batch, part, &self.jobs, true) {
                 self.batches.insert_due(half, &mut self.jobs);
             }
         }
@@ -203,11 +202,9 @@ impl<C: Clone> Engine<C> {
             items: batch.jobs().len(),
         });
         for job_key in batch.jobs() {
-            let Some(member) = self.jobs.member(*job_key) else {
-                continue;
-            };
             // Each item keeps its batch's place in line.
-            if let Some(single) = Batch::resent(&batch, &[member], false) {
+            let alone = core::slice::from_ref(job_key);
+            if let Some(single) = Batch::resent(&batch, alone, &self.jobs, false) {
                 self.batches.insert_due(single, &mut self.jobs);
             }
         }
