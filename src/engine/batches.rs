@@ -691,3 +691,7 @@ impl Batches {
 pub(super) fn travels_alone(llm: bool, chars: u64, tokens: f32, limits: &Limits) -> bool {
     !llm || chars > limits.max_chars || f64::from(tokens) > limits.max_tokens
 }
+
+#[cfg(test)]
+#[path = "batches_tests.rs"]
+mod tests;
