@@ -173,15 +173,7 @@ impl<C: Clone> Engine<C> {
         }
         self.calls.insert(
             id,
-            Running {
-                batch: batch_key,
-                provider,
-                charge,
-                timeout,
-                deadline,
-                reading,
-                stream: None,
-            },
+            Running::new(batch_key, provider, charge, timeout, deadline, reading),
         );
         self.out.call(Call {
             id,
@@ -205,7 +197,7 @@ impl<C: Clone> Engine<C> {
             },
             other => other,
         };
-        let Some(batch) = self.batches.get(run.batch) else {
+        let Some(batch) = self.batches.get(run.batch()) else {
             return;
         };
         let expected = batch.jobs().len();
@@ -213,7 +205,7 @@ impl<C: Clone> Engine<C> {
         for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
             texts.push(job.text());
         }
-        let read = read_reply(&run.reading, &texts, reply);
+        let read = read_reply(run.reading(), &texts, reply);
         match read {
             Ok(translations) if translations.iter().all(Option::is_some) => {
                 self.succeed(run, translations.into_iter().flatten().collect())
@@ -234,7 +226,7 @@ impl<C: Clone> Engine<C> {
 
     pub(super) fn succeed(&mut self, run: Running, translations: Vec<String>) {
         self.grow_adaptive_rate(&run);
-        let Some(batch) = self.batches.remove(run.batch) else {
+        let Some(batch) = self.batches.remove(run.batch()) else {
             return;
         };
         let group = batch.compat();
@@ -247,7 +239,7 @@ impl<C: Clone> Engine<C> {
     /// out again with the missing ones only, as a count mismatch.
     pub(super) fn accept_proven(&mut self, run: Running, translations: Vec<Option<String>>) {
         self.grow_adaptive_rate(&run);
-        let Some(batch) = self.batches.get(run.batch) else {
+        let Some(batch) = self.batches.get(run.batch()) else {
             return;
         };
         let expected = batch.jobs().len();
@@ -261,7 +253,7 @@ impl<C: Clone> Engine<C> {
         let group = batch.compat();
         for (job_key, translation) in proven {
             self.batches
-                .leave(run.batch, job_key, self.jobs.get(job_key));
+                .leave(run.batch(), job_key, self.jobs.get(job_key));
             self.resolve_job(job_key, group, translation);
         }
         self.on_mismatch(run, expected, got);
@@ -271,8 +263,8 @@ impl<C: Clone> Engine<C> {
     /// ones already resolved): the rest are retried, then sent one by one.
     pub(super) fn on_mismatch(&mut self, run: Running, expected: usize, got: usize) {
         self.out.counters().count_mismatches += 1;
-        let provider_id = self.pacer.provider_id(run.provider);
-        let Some(missing) = self.batches.get(run.batch).map(|b| b.jobs().len()) else {
+        let provider_id = self.pacer.provider_id(run.provider());
+        let Some(missing) = self.batches.get(run.batch()).map(|b| b.jobs().len()) else {
             return;
         };
         self.out.event(Event::CountMismatch {
@@ -280,20 +272,20 @@ impl<C: Clone> Engine<C> {
             expected,
             got,
         });
-        let Some(tries) = self.batches.count_try(run.batch, Try::Mismatch) else {
+        let Some(tries) = self.batches.count_try(run.batch(), Try::Mismatch) else {
             return;
         };
         if u64::from(tries) <= self.options.max_batch_retries {
             let delay = backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter);
-            self.retry_after(run.batch, delay, RetryReason::CountMismatch);
+            self.retry_after(run.batch(), delay, RetryReason::CountMismatch);
         } else if missing > 1 && self.options.fallback_to_individual {
-            self.fall_back(run.batch);
+            self.fall_back(run.batch());
         } else {
             let message = format!(
                 "the provider's reply did not prove the translation of {missing} of {expected} texts, on {tries} tries"
             );
             self.fail(
-                run.batch,
+                run.batch(),
                 PacerFailure::new(ErrorCode::CountMismatch, message),
             );
         }

@@ -85,14 +85,14 @@ impl<C: Clone> Engine<C> {
     ) {
         let Some(paused) =
             self.pacer
-                .pause(run.provider, &run.charge, pause, self.now, &self.options)
+                .pause(run.provider(), run.charge(), pause, self.now, &self.options)
         else {
             return;
         };
         if let Some(until) = paused.pause_end {
             self.timers.push(until, Timer::PauseEnd(until));
         }
-        let provider_id = self.pacer.provider_id(run.provider);
+        let provider_id = self.pacer.provider_id(run.provider());
         self.out.event(Event::RateLimited {
             provider_id: provider_id.clone(),
             retry_after,
@@ -111,10 +111,10 @@ impl<C: Clone> Engine<C> {
     pub(super) fn grow_adaptive_rate(&mut self, run: &Running) {
         if self
             .pacer
-            .grow(run.provider, &run.charge, self.now, &self.options)
+            .grow(run.provider(), run.charge(), self.now, &self.options)
         {
             self.out.event(Event::AdaptiveRate {
-                provider_id: self.pacer.provider_id(run.provider),
+                provider_id: self.pacer.provider_id(run.provider()),
                 rate: None,
             });
         }

@@ -79,7 +79,7 @@ impl<C: Clone> Engine<C> {
         let usage = report.usage.as_ref();
         let Some(first_window) =
             self.pacer
-                .take_report(run.provider, &run.charge, usage, limits, self.now)
+                .take_report(run.provider(), run.charge(), usage, limits, self.now)
         else {
             return;
         };
@@ -137,17 +137,17 @@ impl<C: Clone> Engine<C> {
                 reset_known: retry_after.is_some(),
                 message: error.message.clone(),
             };
-            self.pacer.block_daily(run.provider, block);
+            self.pacer.block_daily(run.provider(), block);
         }
         self.out.event(Event::Blocked {
-            provider_id: self.pacer.provider_id(run.provider),
+            provider_id: self.pacer.provider_id(run.provider()),
             reason,
             status: error.status,
             message: error.message.clone(),
             until: error.retry_in,
         });
-        let queued = self.batches.unsent_of(run.provider);
-        self.fail(run.batch, error.clone());
+        let queued = self.batches.unsent_of(run.provider());
+        self.fail(run.batch(), error.clone());
         for key in queued {
             self.fail(key, error.clone());
         }

@@ -54,7 +54,7 @@ impl<C: Clone> Engine<C> {
         };
         let too_long = failure.retry_after.is_some_and(|r| r > MAX_RETRY_AFTER);
         let final_by_provider = failure.retryable == Some(false);
-        if failure.status == Some(413) && !final_by_provider && self.split_in_halves(run.batch) {
+        if failure.status == Some(413) && !final_by_provider && self.split_in_halves(run.batch()) {
             return;
         }
         if failure.kind == FailureKind::Error {
@@ -77,7 +77,7 @@ impl<C: Clone> Engine<C> {
             self.not_retryable(run, failure, class);
             return;
         }
-        if self.batches.get(run.batch).is_none() {
+        if self.batches.get(run.batch()).is_none() {
             return;
         }
         match class {
@@ -85,11 +85,11 @@ impl<C: Clone> Engine<C> {
                 self.out.counters().rate_limited += 1;
                 let tries = self
                     .batches
-                    .count_try(run.batch, Try::RateLimit)
+                    .count_try(run.batch(), Try::RateLimit)
                     .unwrap_or(1);
                 if too_long {
                     // A daily quota: pausing every queued item for hours would only hide it.
-                    self.fail(run.batch, final_error(failure, true));
+                    self.fail(run.batch(), final_error(failure, true));
                     return;
                 }
                 let delay = failure.retry_after.unwrap_or_else(|| {
@@ -98,23 +98,23 @@ impl<C: Clone> Engine<C> {
                 // The provider is over its quota whether or not this call may retry.
                 self.pause_provider(&run, delay, failure.retry_after);
                 if u64::from(tries) > self.options.max_rate_limit_retries {
-                    self.fail(run.batch, final_error(failure, false));
+                    self.fail(run.batch(), final_error(failure, false));
                 } else {
-                    self.retry_after(run.batch, Duration::ZERO, RetryReason::RateLimited);
+                    self.retry_after(run.batch(), Duration::ZERO, RetryReason::RateLimited);
                 }
             }
             FailureClass::Transient => {
-                let tries = self.batches.count_try(run.batch, Try::Error).unwrap_or(1);
+                let tries = self.batches.count_try(run.batch(), Try::Error).unwrap_or(1);
                 if too_long || u64::from(tries) > self.options.max_retries {
-                    self.fail(run.batch, final_error(failure, too_long));
+                    self.fail(run.batch(), final_error(failure, too_long));
                     return;
                 }
                 let delay = failure.retry_after.unwrap_or_else(|| {
                     backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter)
                 });
-                self.retry_after(run.batch, delay, RetryReason::Error);
+                self.retry_after(run.batch(), delay, RetryReason::Error);
             }
-            FailureClass::Final => self.fail(run.batch, final_error(failure, false)),
+            FailureClass::Final => self.fail(run.batch(), final_error(failure, false)),
         }
     }
 
@@ -128,11 +128,11 @@ impl<C: Clone> Engine<C> {
             let pause = failure.retry_after.unwrap_or_else(|| self.base_delay());
             self.pause_provider(&run, pause.min(MAX_RETRY_AFTER), failure.retry_after);
         }
-        let items = self.batches.get(run.batch).map_or(0, |b| b.jobs().len());
+        let items = self.batches.get(run.batch()).map_or(0, |b| b.jobs().len());
         if items > 1 && self.options.fallback_to_individual {
-            self.fall_back(run.batch);
+            self.fall_back(run.batch());
         } else {
-            self.fail(run.batch, final_error(failure, false));
+            self.fail(run.batch(), final_error(failure, false));
         }
     }
 

@@ -70,12 +70,12 @@ fn left_empty<C>() -> Failure<C> {
 impl Running {
     /// What the call's stream reported so far, if it streamed.
     pub(super) fn stream_report(&self) -> Option<&Report> {
-        self.stream.as_ref().map(|s| &s.report)
+        self.stream().map(|s| &s.report)
     }
 
     /// How many items the call's batch still holds.
     pub(super) fn batch_len(&self, batches: &Batches) -> usize {
-        batches.get(self.batch).map_or(0, |b| b.jobs().len())
+        batches.get(self.batch()).map_or(0, |b| b.jobs().len())
     }
 }
 
@@ -95,7 +95,7 @@ impl<C: Clone> Engine<C> {
                 self.preview(id, &mut stream);
             }
             if let Some(run) = self.calls.get_mut(id) {
-                run.stream = Some(stream);
+                run.put_stream(stream);
             }
             if truncated {
                 // Far longer than the batch could need: cut and read as it stands. Its
@@ -119,7 +119,7 @@ impl<C: Clone> Engine<C> {
                 stream.report.limits = report.limits;
             }
             if let Some(run) = self.calls.get_mut(id) {
-                run.stream = Some(stream);
+                run.put_stream(stream);
             }
         }
         self.after_input();
@@ -130,7 +130,7 @@ impl<C: Clone> Engine<C> {
         self.advance(now);
         if let Some(stream) = self.stream_value(id) {
             if let Some(run) = self.calls.get_mut(id) {
-                run.stream = Some(stream);
+                run.put_stream(stream);
             }
             self.end_stream(id);
         }
@@ -152,13 +152,11 @@ impl<C: Clone> Engine<C> {
     fn stream_value(&mut self, id: CallId) -> Option<Box<Streamed>> {
         let now = self.now;
         let run = self.calls.get_mut(id)?;
-        if let Some(timeout) = run.timeout {
-            run.deadline = Some(now + timeout);
-        }
-        if let Some(stream) = run.stream.take() {
+        run.restart_deadline(now);
+        if let Some(stream) = run.take_stream() {
             return Some(stream);
         }
-        let batch = self.batches.get(run.batch)?;
+        let batch = self.batches.get(run.batch())?;
         self.out.counters().streamed_calls += 1;
         let jobs = batch.jobs().to_vec();
         let mut texts = Vec::with_capacity(jobs.len());
@@ -180,7 +178,7 @@ impl<C: Clone> Engine<C> {
 
     /// The tag of a running batch in the markers layout; `None` otherwise.
     fn marker_tag(&self, id: CallId) -> Option<String> {
-        match &self.calls.get(id)?.reading {
+        match self.calls.get(id)?.reading() {
             Reading::Markers(tag) if !tag.is_empty() => Some(tag.clone()),
             _ => None,
         }
@@ -191,7 +189,7 @@ impl<C: Clone> Engine<C> {
         let Some(tag) = self.marker_tag(id) else {
             return;
         };
-        let Some(batch_key) = self.calls.get(id).map(|r| r.batch) else {
+        let Some(batch_key) = self.calls.get(id).map(Running::batch) else {
             return;
         };
         let proven: Vec<(usize, String)> = {
@@ -269,7 +267,7 @@ impl<C: Clone> Engine<C> {
         let Some(mut run) = self.calls.remove(id) else {
             return;
         };
-        let Some(mut stream) = run.stream.take() else {
+        let Some(mut stream) = run.take_stream() else {
             return;
         };
         stream.text.finish();
@@ -283,7 +281,7 @@ impl<C: Clone> Engine<C> {
             }
             text = text.trim().to_owned();
         }
-        let Reading::Markers(tag) = &run.reading else {
+        let Reading::Markers(tag) = run.reading() else {
             return self.on_reply(run, Reply::Text(text));
         };
         if tag.is_empty() || stream.texts.len() <= 1 {
@@ -291,7 +289,7 @@ impl<C: Clone> Engine<C> {
         }
         let entries = proof::by_index(proof::marked_entries(&text, tag));
         let mut proven = proof::prove(&stream.texts, entries);
-        let Some(batch) = self.batches.get(run.batch) else {
+        let Some(batch) = self.batches.get(run.batch()) else {
             return;
         };
         // The items still open, in call order, with what the whole reply proves of them.
@@ -302,7 +300,7 @@ impl<C: Clone> Engine<C> {
         }
         let early = stream.resolved.iter().filter(|r| **r).count();
         if translations.is_empty() {
-            self.batches.remove(run.batch);
+            self.batches.remove(run.batch());
             self.grow_adaptive_rate(&run);
         } else if translations.iter().all(Option::is_some) {
             self.succeed(run, translations.into_iter().flatten().collect());
@@ -319,13 +317,13 @@ impl<C: Clone> Engine<C> {
     /// A streamed call broke after its reply had resolved every item: nothing is left
     /// to retry.
     pub(super) fn resolved_before_failure(&mut self, run: &Running) -> bool {
-        let empty = run.stream.is_some()
+        let empty = run.stream().is_some()
             && self
                 .batches
-                .get(run.batch)
+                .get(run.batch())
                 .is_some_and(|b| b.jobs().is_empty());
         if empty {
-            self.batches.remove(run.batch);
+            self.batches.remove(run.batch());
         }
         empty
     }

@@ -5,6 +5,7 @@ use core::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::batches::{Batch, State};
+use super::running::Running;
 use super::{Engine, Job};
 use crate::call::{CallId, Failure, FailureKind};
 use crate::display::js_number;
@@ -108,7 +109,7 @@ impl<C: Clone> Engine<C> {
                 Timer::Due(key) => self.batches.window_closed(key, self.now),
                 Timer::Backoff(key) => self.batches.backoff_over(key, self.now),
                 Timer::Deadline(id) => {
-                    let deadline = self.calls.get(id).and_then(|r| r.deadline);
+                    let deadline = self.calls.get(id).and_then(Running::deadline);
                     if let Some(later) = deadline.filter(|d| *d > self.now) {
                         // A stream value moved the deadline on since this timer was set.
                         self.timers.push(later, Timer::Deadline(id));
@@ -117,14 +118,14 @@ impl<C: Clone> Engine<C> {
                     let expired = deadline.is_some();
                     if let Some(run) = expired.then(|| self.calls.remove(id)).flatten() {
                         self.out.cancel(id);
-                        if (run.provider as usize) < self.pacer.provider_count() {
+                        if (run.provider() as usize) < self.pacer.provider_count() {
                             self.out.event(Event::Timeout {
-                                provider_id: self.pacer.provider_id(run.provider),
+                                provider_id: self.pacer.provider_id(run.provider()),
                             });
                         }
                         // The call's own timeout: `setOptions` may have changed the option since.
-                        let timeout_ms = js_number(run.timeout.map_or(0.0, Duration::as_millis));
-                        let message = if run.stream.is_some() {
+                        let timeout_ms = js_number(run.timeout().map_or(0.0, Duration::as_millis));
+                        let message = if run.stream().is_some() {
                             format!("provider stream sent no value for {timeout_ms} ms")
                         } else {
                             format!("provider call timed out after {timeout_ms} ms")
