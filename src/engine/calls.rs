@@ -2,7 +2,25 @@
 //! reading its reply back onto the items: proven translations resolve at once, the
 //! rest go out again as a count mismatch (partial acceptance).
 
-use super::*;
+use std::rc::Rc;
+
+use super::batches::{Batch, Try};
+use super::pacer::Charge;
+use super::running::{CallStrings, Running};
+use super::streams::visible_reply;
+use super::timers::Timer;
+use super::Engine;
+use crate::alignment;
+use crate::call::{Call, Layout, Reply};
+use crate::codec::{self, Mismatch};
+use crate::markers;
+use crate::options::SegmentFormat;
+use crate::proof;
+use crate::retry::backoff;
+use crate::settle::{ErrorCode, PacerFailure};
+use crate::slab::Id;
+use crate::stats::{Event, RetryReason};
+use crate::time::Duration;
 
 /// How a call's reply is read back onto its items.
 #[derive(Debug)]
@@ -130,50 +148,34 @@ pub(super) fn check_aligned(
 }
 
 impl<C: Clone> Engine<C> {
-    pub(super) fn start(&mut self, batch_key: Id<Batch>) {
-        let Some(batch) = self.batches.get_mut(batch_key) else {
+    /// Starts the call of `batch_key`, charged `charge`.
+    pub(super) fn start(&mut self, batch_key: Id<Batch>, charge: Charge) {
+        if self.batches.get(batch_key).is_none() {
+            return;
+        }
+        let id = self.calls.new_id();
+        let Some(attempt) = self.batches.start(batch_key, id) else {
             return;
         };
-        let id = self.calls.new_id();
-        batch.sealed = true;
-        batch.state = State::Running(id);
-        let attempt = batch.attempts;
-        batch.attempts += 1;
-        let (group_key, provider) = (batch.compat, batch.provider);
-        let mut texts: Vec<String> = Vec::with_capacity(batch.jobs.len());
-        for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
+        let Some(batch) = self.batches.get(batch_key) else {
+            return;
+        };
+        let (group_key, provider) = (batch.compat(), batch.provider());
+        let mut texts: Vec<String> = Vec::with_capacity(batch.jobs().len());
+        for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
             texts.push(job.text().to_string());
         }
-        self.groups.close(group_key, batch_key);
         let Some(group) = self.groups.get(group_key) else {
             return;
         };
         let compat = group.info().clone();
         let is_batch = texts.len() > 1;
-        let (raw_cost, cost) = match (
-            self.batches.get(batch_key),
-            self.providers.get(provider as usize),
-        ) {
-            (Some(batch), Some(p)) => self.batch_cost(p, batch),
-            _ => (0.0, 0.0),
-        };
-        if let Some(budget) = &mut self.budget {
-            budget.spend(self.now, cost);
-        }
-        if let Some(shared) = &self.shared {
-            shared.spend_tokens(self.now, cost);
-        }
-        let quota_ticket = self
-            .providers
-            .get(provider as usize)
-            .map_or(0, |p| p.pacing.borrow_mut().quota.spend(self.now, cost));
         let (text, layout, instructions, reading) =
             lay_out(self.options.segment_format, &texts, self.calls.strings());
         let ids = self.calls.strings().ids(texts.len());
-        self.out.stats.provider_calls += 1;
-        self.out.stats.batch_calls += u64::from(is_batch);
-        self.out.stats.retries += u64::from(attempt > 0);
-        self.out.stats.queued -= texts.len() as u64;
+        self.out.counters().provider_calls += 1;
+        self.out.counters().batch_calls += u64::from(is_batch);
+        self.out.counters().retries += u64::from(attempt > 0);
         let timeout =
             (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms));
         let deadline = timeout.map(|t| self.now + t);
@@ -182,23 +184,9 @@ impl<C: Clone> Engine<C> {
         }
         self.calls.insert(
             id,
-            Running {
-                batch: batch_key,
-                provider,
-                episode: self
-                    .providers
-                    .get(provider as usize)
-                    .map_or(0, |p| p.pacing.borrow().episode),
-                timeout,
-                deadline,
-                reading,
-                raw_cost,
-                cost,
-                stream: None,
-                quota_ticket,
-            },
+            Running::new(batch_key, provider, charge, timeout, deadline, reading),
         );
-        self.out.calls.push_back(Call {
+        self.out.call(Call {
             id,
             ids,
             texts,
@@ -220,15 +208,15 @@ impl<C: Clone> Engine<C> {
             },
             other => other,
         };
-        let Some(batch) = self.batches.get(run.batch) else {
+        let Some(batch) = self.batches.get(run.batch()) else {
             return;
         };
-        let expected = batch.jobs.len();
+        let expected = batch.jobs().len();
         let mut texts: Vec<&str> = Vec::with_capacity(expected);
-        for job in batch.jobs.iter().filter_map(|j| self.jobs.get(*j)) {
+        for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
             texts.push(job.text());
         }
-        let read = read_reply(&run.reading, &texts, reply);
+        let read = read_reply(run.reading(), &texts, reply);
         match read {
             Ok(translations) if translations.iter().all(Option::is_some) => {
                 self.succeed(run, translations.into_iter().flatten().collect())
@@ -249,11 +237,12 @@ impl<C: Clone> Engine<C> {
 
     pub(super) fn succeed(&mut self, run: Running, translations: Vec<String>) {
         self.grow_adaptive_rate(&run);
-        let Some(batch) = self.batches.remove(run.batch) else {
+        let Some(batch) = self.batches.remove(run.batch()) else {
             return;
         };
-        for (job_key, translation) in batch.jobs.into_iter().zip(translations) {
-            self.resolve_job(job_key, batch.compat, translation);
+        let group = batch.compat();
+        for (job_key, translation) in batch.into_jobs().into_iter().zip(translations) {
+            self.resolve_job(job_key, group, translation);
         }
     }
 
@@ -261,29 +250,21 @@ impl<C: Clone> Engine<C> {
     /// out again with the missing ones only, as a count mismatch.
     pub(super) fn accept_proven(&mut self, run: Running, translations: Vec<Option<String>>) {
         self.grow_adaptive_rate(&run);
-        let Some(batch) = self.batches.get_mut(run.batch) else {
+        let Some(batch) = self.batches.get(run.batch()) else {
             return;
         };
-        let expected = batch.jobs.len();
+        let expected = batch.jobs().len();
         let mut proven = Vec::new();
-        let mut kept = Vec::with_capacity(expected);
-        for (job_key, translation) in batch.jobs.iter().zip(translations) {
-            match translation {
-                Some(t) => proven.push((*job_key, t)),
-                None => kept.push(*job_key),
+        for (job_key, translation) in batch.jobs().iter().zip(translations) {
+            if let Some(t) = translation {
+                proven.push((*job_key, t));
             }
         }
         let got = proven.len();
-        batch.jobs = kept;
-        let group = batch.compat;
+        let group = batch.compat();
         for (job_key, translation) in proven {
-            if let Some(job) = self.jobs.get(job_key) {
-                let (chars, tokens) = (utf16_len(job.text()), f64::from(job.tokens()));
-                if let Some(batch) = self.batches.get_mut(run.batch) {
-                    batch.chars = batch.chars.saturating_sub(chars);
-                    batch.tokens -= tokens;
-                }
-            }
+            self.batches
+                .leave(run.batch(), job_key, self.jobs.get(job_key));
             self.resolve_job(job_key, group, translation);
         }
         self.on_mismatch(run, expected, got);
@@ -292,30 +273,30 @@ impl<C: Clone> Engine<C> {
     /// The reply did not prove every item of the batch (`got` of `expected`, the proven
     /// ones already resolved): the rest are retried, then sent one by one.
     pub(super) fn on_mismatch(&mut self, run: Running, expected: usize, got: usize) {
-        self.out.stats.count_mismatches += 1;
-        let provider_id = self.provider_id(run.provider);
-        let Some(batch) = self.batches.get_mut(run.batch) else {
+        self.out.counters().count_mismatches += 1;
+        let provider_id = self.pacer.provider_id(run.provider());
+        let Some(missing) = self.batches.get(run.batch()).map(|b| b.jobs().len()) else {
             return;
         };
-        self.out.events.push_back(Event::CountMismatch {
+        self.out.event(Event::CountMismatch {
             provider_id: provider_id.clone(),
             expected,
             got,
         });
-        let missing = batch.jobs.len();
-        batch.mismatches = batch.mismatches.saturating_add(1);
-        let tries = batch.mismatches;
+        let Some(tries) = self.batches.count_try(run.batch(), Try::Mismatch) else {
+            return;
+        };
         if u64::from(tries) <= self.options.max_batch_retries {
             let delay = backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter);
-            self.retry_after(run.batch, delay, RetryReason::CountMismatch);
+            self.retry_after(run.batch(), delay, RetryReason::CountMismatch);
         } else if missing > 1 && self.options.fallback_to_individual {
-            self.fall_back(run.batch);
+            self.fall_back(run.batch());
         } else {
             let message = format!(
                 "the provider's reply did not prove the translation of {missing} of {expected} texts, on {tries} tries"
             );
             self.fail(
-                run.batch,
+                run.batch(),
                 PacerFailure::new(ErrorCode::CountMismatch, message),
             );
         }

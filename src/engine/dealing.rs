@@ -2,7 +2,15 @@
 //! priority first, first come first served among equals), not just the batch that
 //! happened to be first in line.
 
-use super::*;
+use core::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::batches::{travels_alone, Batch};
+use super::priority::Priority;
+use super::{Engine, Job};
+use crate::slab::Id;
+use crate::text::utf16_len;
+use crate::time::Instant;
 
 /// An item's place in line when a group's due items are dealt again (`first_call`):
 /// priority, arrival, its job, and the start of its batch's collection window.
@@ -18,29 +26,33 @@ impl<C: Clone> Engine<C> {
     /// did not take go back into due batches in arrival order. A batch still collecting,
     /// and a batch being retried, keep their items.
     pub(super) fn first_call(&mut self, chosen: Id<Batch>) -> Id<Batch> {
-        let Some(batch) = self.batches.get(chosen).filter(|b| !b.sealed) else {
+        let Some(batch) = self.batches.get(chosen).filter(|b| !b.sealed()) else {
             return chosen;
         };
-        let (group_key, provider) = (batch.compat, batch.provider);
+        let (group_key, provider) = (batch.compat(), batch.provider());
         // Items that never share a call (llm: false) have nothing to deal.
         if !self.groups.get(group_key).is_some_and(|g| g.info().llm) {
             return chosen;
         }
-        let Some(ready) = self.providers.get(provider as usize).map(|p| &p.ready) else {
+        let Some(ready) = self.batches.ready(provider) else {
             return chosen;
         };
+        let limits = *self.batches.limits();
         // A batch's ready key (its best priority, its first arrival) is never behind any
         // of its items, and the provider's due batches are in that order.
         let last_in_chosen = batch
-            .jobs
+            .jobs()
             .iter()
             .filter_map(|j| self.jobs.get(*j))
             .map(|j| (Reverse(j.priority()), j.seq()))
             .max();
+        // `chosen` is still in the ready set (first in line): it is not one of the others.
         let dealable = |key: &Id<Batch>| {
-            self.batches
-                .get(*key)
-                .is_some_and(|b| b.compat == group_key && !b.sealed)
+            *key != chosen
+                && self
+                    .batches
+                    .get(*key)
+                    .is_some_and(|b| b.compat() == group_key && !b.sealed())
         };
         let any_ahead = ready
             .iter()
@@ -76,11 +88,11 @@ impl<C: Clone> Engine<C> {
                 .map_or((0, 0.0), |j| (utf16_len(j.text()), j.tokens()));
             // Rule 2: the first item that does not fit ends the call (a long one alone).
             let fits = count == 0
-                || (!travels_alone(true, c, t, &self.limits)
-                    && !travels_alone(true, chars, tokens as f32, &self.limits)
-                    && count < self.limits.max_items
-                    && chars.saturating_add(c) <= self.limits.max_chars
-                    && tokens + f64::from(t) <= self.limits.max_tokens);
+                || (!travels_alone(true, c, t, &limits)
+                    && !travels_alone(true, chars, tokens as f32, &limits)
+                    && count < limits.max_items
+                    && chars.saturating_add(c) <= limits.max_chars
+                    && tokens + f64::from(t) <= limits.max_tokens);
             if !fits {
                 break;
             }
@@ -94,65 +106,58 @@ impl<C: Clone> Engine<C> {
             return chosen;
         }
         let open_dealt = self
-            .groups
-            .get(group_key)
-            .is_some_and(|g| g.open().is_some_and(|open| pool.contains(&open)));
+            .batches
+            .open(group_key)
+            .is_some_and(|open| pool.contains(&open));
         for key in &pool {
-            if let Some(batch) = self.batches.remove(*key) {
-                if *key != chosen {
-                    if let Some(p) = self.providers.get_mut(batch.provider as usize) {
-                        p.ready.remove(&ready_key(*key, &batch));
-                    }
-                }
-            }
+            self.batches.remove(*key);
         }
-        let mut call: Option<Id<Batch>> = None;
+        let mut call: Option<Batch> = None;
         for (job, first_at) in taken {
             let Some(member) = self.jobs.member(job) else {
                 continue;
             };
-            match call {
-                None => call = Some(self.new_due_batch(&member, group_key, provider, first_at)),
-                Some(c) => self.join_unsent(c, &member),
+            match &mut call {
+                None => call = Some(Batch::new(&member, group_key, provider, first_at)),
+                Some(c) => c.push(&member),
             }
         }
+        let call = call.map(|c| self.batches.insert_due(c, &mut self.jobs));
         let mut rest: BinaryHeap<Reverse<(u64, Id<Job>, Instant)>> = BinaryHeap::new();
         while let Some(Reverse((_, seq, job, first_at))) = line.pop() {
             rest.push(Reverse((seq, job, first_at)));
         }
-        let mut current: Option<Id<Batch>> = None;
+        let mut current: Option<Batch> = None;
         while let Some(Reverse((_, job, first_at))) = rest.pop() {
             let Some(member) = self.jobs.member(job) else {
                 continue;
             };
-            match current {
-                Some(c) if self.may_join(c, &member) => self.join_unsent(c, &member),
+            match &mut current {
+                Some(c) if c.admits(&member, &limits) => c.push(&member),
                 _ => {
-                    if let Some(done) = current {
-                        self.make_ready(done);
+                    if let Some(done) = current.take() {
+                        self.batches.insert_due(done, &mut self.jobs);
                     }
-                    current = Some(self.new_due_batch(&member, group_key, provider, first_at));
+                    current = Some(Batch::new(&member, group_key, provider, first_at));
                 }
             }
         }
-        if let Some(done) = current {
-            self.make_ready(done);
-        }
+        let current = current.map(|done| self.batches.insert_due(done, &mut self.jobs));
         if open_dealt {
-            self.groups.set_open(group_key, current);
+            self.batches.set_open(group_key, current);
         }
         call.unwrap_or(chosen)
     }
 
     /// Puts the items of `batch` in `line`, by priority then arrival.
     pub(super) fn line_up(&self, batch: &Batch, line: &mut BinaryHeap<Reverse<InLine>>) {
-        for key in &batch.jobs {
+        for key in batch.jobs() {
             if let Some(job) = self.jobs.get(*key) {
                 line.push(Reverse((
                     Reverse(job.priority()),
                     job.seq(),
                     *key,
-                    batch.first_at,
+                    batch.first_at(),
                 )));
             }
         }

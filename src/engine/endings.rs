@@ -6,7 +6,6 @@
 use super::{Batch, Engine, Group, Job};
 use crate::settle::{PacerFailure, Ticket};
 use crate::slab::Id;
-use crate::text::utf16_len;
 
 /// How a job ends.
 pub(super) enum Ending<C> {
@@ -72,42 +71,25 @@ impl<C: Clone> Engine<C> {
             self.end_job(job_key, pending.group, &Ending::Withdrawn);
             return;
         }
-        self.out.stats.queued -= 1;
         // No batch (never the case outside a lookup) is no group either.
-        let group = self.batches.get(batch_key).map_or(Id::NONE, |b| b.compat);
+        let group = self.batches.get(batch_key).map_or(Id::NONE, Batch::compat);
         let Some(job) = self.end_job(job_key, group, &Ending::Withdrawn) else {
             return;
         };
-        let Some(batch) = self.batches.get_mut(batch_key) else {
+        if self.batches.leave(batch_key, job_key, Some(&job)) {
+            self.batches.remove(batch_key);
+        }
+    }
+
+    /// Rejects every waiter of every item of a batch, running or not.
+    pub(super) fn fail(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
+        let Some(batch) = self.batches.remove(batch_key) else {
             return;
         };
-        batch.jobs.retain(|j| *j != job_key);
-        batch.chars = batch.chars.saturating_sub(utf16_len(job.text()));
-        batch.tokens -= f64::from(job.tokens());
-        if batch.jobs.is_empty() {
-            self.drop_unsent(batch_key);
-        }
-    }
-
-    /// Rejects every waiter of every item of a running batch.
-    pub(super) fn fail(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
-        if let Some(batch) = self.batches.remove(batch_key) {
-            self.fail_jobs(batch, error);
-        }
-    }
-
-    /// Rejects a batch that has not started (see `fail` for a running one).
-    pub(super) fn fail_queued(&mut self, batch_key: Id<Batch>, error: PacerFailure<C>) {
-        if let Some(batch) = self.drop_unsent(batch_key) {
-            self.out.stats.queued -= batch.jobs.len() as u64;
-            self.fail_jobs(batch, error);
-        }
-    }
-
-    fn fail_jobs(&mut self, batch: Batch, error: PacerFailure<C>) {
         let ending = Ending::Failed(error);
-        for job_key in batch.jobs {
-            self.end_job(job_key, batch.compat, &ending);
+        let group = batch.compat();
+        for job_key in batch.into_jobs() {
+            self.end_job(job_key, group, &ending);
         }
     }
 }

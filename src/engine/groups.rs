@@ -9,14 +9,13 @@
 
 use std::rc::Rc;
 
-use super::Batch;
 use crate::call::CompatInfo;
 use crate::id_index::IdIndex;
 use crate::key::{Compat, Keyer, ShortKey};
 use crate::slab::{Id, Slab};
 
-/// A compatibility group: its shared fields, a keyer primed with them, and the
-/// batch still open to new items.
+/// A compatibility group: its shared fields and a keyer primed with them (its batch
+/// still open to new items is the `Batches` part's).
 #[derive(Debug)]
 pub struct Group {
     info: Rc<CompatInfo>,
@@ -26,7 +25,6 @@ pub struct Group {
     /// For in-memory keys.
     keyer: Keyer,
     provider: u32,
-    open: Option<Id<Batch>>,
     jobs: u64,
 }
 
@@ -39,11 +37,6 @@ impl Group {
     /// The provider its calls go to.
     pub(super) fn provider(&self) -> u32 {
         self.provider
-    }
-
-    /// The batch still open to its new items.
-    pub(super) fn open(&self) -> Option<Id<Batch>> {
-        self.open
     }
 }
 
@@ -109,7 +102,6 @@ impl Groups {
             encoded,
             fields_word,
             provider,
-            open: None,
             jobs: 0,
         });
         // On the (2^-64) chance that another live group shares the word, this one simply
@@ -139,22 +131,6 @@ impl Groups {
         if idle {
             if let Some(g) = self.slab.remove(group) {
                 self.by_fields.remove_if_leads_to(g.fields_word, group);
-            }
-        }
-    }
-
-    /// `batch` is the one open to `group`'s new items (or none is).
-    pub(super) fn set_open(&mut self, group: Id<Group>, batch: Option<Id<Batch>>) {
-        if let Some(g) = self.slab.get_mut(group) {
-            g.open = batch;
-        }
-    }
-
-    /// `batch` takes no more items: if it was `group`'s open batch, none is.
-    pub(super) fn close(&mut self, group: Id<Group>, batch: Id<Batch>) {
-        if let Some(g) = self.slab.get_mut(group) {
-            if g.open == Some(batch) {
-                g.open = None;
             }
         }
     }

@@ -6,7 +6,8 @@
 //! neither": every way a job ends goes through [`Jobs::end`] (or [`Jobs::end_all`] on
 //! dispose), which returns the job so the engine settles its tickets.
 
-use super::batch::{Member, Priority};
+use super::batches::Member;
+use super::priority::Priority;
 use super::Batch;
 use crate::id_index::IdIndex;
 use crate::key::ShortKey;

@@ -1,7 +1,13 @@
 //! The persistent store's flow: a new item is looked up before it is queued (no token
 //! held); a hit settles it, a miss or a failure queues it, every success is written.
 
-use super::*;
+use super::batches::Member;
+use super::endings::Ending;
+use super::{Engine, Group, Job};
+use crate::slab::Id;
+use crate::stats::Event;
+use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
+use crate::time::Instant;
 
 /// A job waiting for its lookup: what it needs to be queued on a miss.
 #[derive(Clone, Copy, Debug)]
@@ -30,7 +36,7 @@ impl<C: Clone> Engine<C> {
 
     /// Reports a failed `store.set`; it changes nothing but the events.
     pub fn handle_store_failure(&mut self, message: String) {
-        self.out.events.push_back(Event::CacheError {
+        self.out.event(Event::CacheError {
             operation: "set",
             message,
         });
@@ -55,17 +61,16 @@ impl<C: Clone> Engine<C> {
         };
         match result {
             LookupResult::Hit(translation) => {
-                self.out.stats.cache_hits += 1;
+                self.out.counters().cache_hits += 1;
                 self.end_job(job_key, pending.group, &Ending::Stored(translation));
             }
             LookupResult::Miss | LookupResult::Failed(_) => {
                 if let LookupResult::Failed(message) = result {
-                    self.out.events.push_back(Event::CacheError {
+                    self.out.event(Event::CacheError {
                         operation: "get",
                         message,
                     });
                 }
-                self.out.stats.queued += 1;
                 // A twin may have raised the job's priority during the lookup.
                 let mut member = pending.member;
                 if let Some(j) = self.jobs.get(job_key) {

@@ -14,7 +14,18 @@
 //! `handle_dispose` ends everything itself and `handle_store_failure` only reports.
 //!
 //! Parts that own their state (private fields, so the compiler keeps the boundary) and
-//! the invariant each keeps:
+//! the invariant each keeps; the engine hands a part the others it needs as arguments
+//! (disjoint borrows of its fields), never itself:
+//! - `batches::Batches`: the batch slab (and each batch's fields), the ready set per
+//!   provider, each group's open batch, the unsent count and the limits. A batch is in
+//!   its provider's ready set exactly while `Ready` (every state change goes through one
+//!   method, dealing included: the call's batch stays due until `Batches::start` marks it
+//!   running), a batch's sums are those of its items, and `stats.queued` is its count.
+//! - `pacer::Pacer`: the request bucket, the token budget, the shared budget and each
+//!   provider's id and pacing state (`ProviderPacing`, shared through an `Rc<RefCell<…>>`
+//!   with the other pacers of a shared budget; no borrow leaves the part). One gate,
+//!   `Pacer::ready_at(provider, cost, now)`, asked by `pump` and `poll_timeout`; one
+//!   charge, `Pacer::take`, for everything a call costs.
 //! - `jobs::Jobs`: the job slab, both key indexes, tickets and arrival order; a live job
 //!   is in the indexes, an ended one in neither, and every way a job ends goes through
 //!   `Jobs::end` (the engine's side of it is the one `end_job`, in `endings`).
@@ -22,19 +33,21 @@
 //!   while it has jobs and is found by its fields.
 //! - `running::Calls`: the running calls, call ids and the strings calls repeat; a call
 //!   id is given once, and a call is running until its answer, its timeout or dispose.
-//! - `outbox::Outbox`, `timers::Timers`, and the leaf types `Store`, `Lru`,
-//!   `TokenBucket`, `TokenBudget`, `ReadySet`: each its own state.
+//! - `outbox::Outbox`: the outputs in order and the statistics; every settlement goes
+//!   through `Outbox::settle`, so the item counters add up.
+//! - `timers::Timers`, and the leaf types `Store`, `Lru`, `TokenBucket`, `TokenBudget`,
+//!   `ReadySet`: each its own state.
 //!
-//! The engine's own files, in the order an item meets them: `providers` (the provider
-//! index), `lookups` (the persistent store), `assembly` (batches and ready sets: "in a
-//! ready set ⇔ ready" is still kept here and in `dealing`, `endings`, `calls` and
-//! `pacing`), `pacing` (bucket, pauses, adaptive rate), `quotas` (token budget,
-//! reported limits, blocks), `dealing` (by priority), `calls` (composing a call, reading
-//! its reply), `streams`, `retries` (failures), `endings` (how a job ends), `timers`,
-//! `restart` (snapshot and restore).
+//! `Engine` keeps the options, the time, the jitter and the parts, and the orchestration,
+//! in these files, in the order an item meets them: `assembly` (where a new item goes,
+//! the rebuild under new limits), `lookups` (the persistent store), `pacing` (dispatch:
+//! the gate asked per provider, a 429's pause and rate), `quotas` (token estimates,
+//! reported usage, blocks), `dealing` (a call takes the best items of its group's due
+//! batches), `calls` (composing a call, reading its reply), `streams`, `retries`
+//! (failures), `endings` (how a job ends), `timers`, `restart` (snapshot and restore).
 
 mod assembly;
-mod batch;
+mod batches;
 mod calls;
 mod dealing;
 mod endings;
@@ -42,8 +55,9 @@ mod groups;
 mod jobs;
 mod lookups;
 mod outbox;
+mod pacer;
 mod pacing;
-mod providers;
+mod priority;
 mod quotas;
 mod restart;
 mod retries;
@@ -51,68 +65,46 @@ mod running;
 mod streams;
 mod timers;
 
-use assembly::*;
-use calls::*;
-use endings::Ending;
+use batches::{limits_of, Batch, Batches, State};
+use groups::Groups;
 use jobs::{Jobs, Left};
 use lookups::PendingLookup;
-use outbox::*;
-use pacing::*;
-use retries::*;
-use running::{CallStrings, Calls, Running};
-use streams::*;
-use timers::*;
+use outbox::Outbox;
+use pacer::Pacer;
+use priority::Priority;
+use running::Calls;
+use timers::{Timer, Timers};
 
-use crate::adaptive::{AdaptiveRate, Growth};
-use crate::alignment;
-use crate::bucket::TokenBucket;
 use crate::budget::SharedBudget;
 use crate::cache::Lru;
-use crate::call::{Call, CallId, Failure, FailureKind, Layout, Quota, Reply, Report};
-use crate::codec::{self, Mismatch};
-use crate::display::js_number;
-use crate::key::{item_key, Keyer};
-use crate::markers;
-use crate::options::{OptionValue, Options, SegmentFormat};
-use crate::proof;
-use crate::quota::{self, TokenBudget};
-use crate::ready::ReadySet;
-use crate::retry::{backoff, classify, FailureClass, Jitter, MAX_RETRY_AFTER};
-use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
-use crate::slab::{Id, Slab};
-use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
-use crate::stats::{BlockReason, Event, RetryReason, Stats};
-use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
-use crate::text::utf16_len;
-use crate::time::{Duration, Instant};
-use batch::{travels_alone, Batch, Limits, Member, Priority, State};
-
-use crate::provider::DailyBlock;
-pub use crate::provider::ProviderPacing;
-use core::cmp::Reverse;
-pub use groups::Group;
-use groups::Groups;
-pub use jobs::Job;
-use std::cell::RefCell;
-use std::collections::{BinaryHeap, VecDeque};
-use std::rc::Rc;
-pub use streams::Preview;
-
+use crate::call::{Call, CallId, Failure, Reply, Report};
 use crate::item::{aborted_error, validate};
+use crate::key::{item_key, Keyer};
+use crate::options::{OptionValue, Options};
+use crate::retry::Jitter;
+use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
+use crate::stats::{Event, Stats};
+use crate::store::Store;
+use crate::time::Instant;
+
 pub use crate::item::{disposed_error, invalid_input, is_blank, Item};
+pub use crate::provider::ProviderPacing;
+pub use groups::Group;
+pub use jobs::Job;
+pub use streams::Preview;
 
 /// The sans-IO pacer. `C` is the driver's error type, returned as `cause`.
 #[derive(Debug)]
 pub struct Engine<C> {
     options: Options,
-    limits: Limits,
     now: Instant,
-    bucket: TokenBucket,
     jitter: Jitter,
+    /// The request bucket, the token budgets and each provider's pacing state.
+    pacer: Pacer,
     jobs: Jobs,
-    batches: Slab<Batch>,
+    /// The batches, the providers' ready sets, each group's open batch.
+    batches: Batches,
     groups: Groups,
-    providers: Vec<Provider>,
     /// The running calls, their ids and strings.
     calls: Calls,
     timers: Timers,
@@ -121,13 +113,6 @@ pub struct Engine<C> {
     out: Outbox<C>,
     /// The persistent store's bookkeeping, when one is configured.
     store: Option<Store<Job, PendingLookup>>,
-    /// The budget this pacer shares with others, if any.
-    shared: Option<SharedBudget>,
-    /// The token budget (`tokensPerMinute`), when one is set.
-    budget: Option<TokenBudget>,
-    /// Whether a provider has reported a token window: item token estimates are needed
-    /// then, budget or not.
-    token_windows: bool,
     disposed: bool,
 }
 
@@ -135,24 +120,19 @@ impl<C: Clone> Engine<C> {
     /// A pacer with these options at time `now`; `seed` drives backoff jitter.
     pub fn new(options: Options, now: Instant, seed: u64) -> Self {
         Engine {
-            limits: limits_of(&options),
-            bucket: TokenBucket::full(options.rate, options.capacity, now),
-            budget: TokenBudget::new(options.tokens_per_minute, now),
+            batches: Batches::new(limits_of(&options)),
+            pacer: Pacer::new(&options, now),
             cache: Lru::new(usize::try_from(options.cache_entries).unwrap_or(usize::MAX)),
             options,
             now,
             jitter: Jitter::new(seed),
             jobs: Jobs::default(),
-            batches: Slab::default(),
             // In-memory item keys, under a secret derived from the seed.
             groups: Groups::new(Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365)),
-            providers: Vec::new(),
             calls: Calls::default(),
             timers: Timers::default(),
             out: Outbox::default(),
             store: None,
-            shared: None,
-            token_windows: false,
             disposed: false,
         }
     }
@@ -164,15 +144,16 @@ impl<C: Clone> Engine<C> {
 
     /// Counters and gauges.
     pub fn stats(&self) -> Stats {
-        let mut stats = self.out.stats.clone();
+        let mut stats = self.out.stats().clone();
         stats.in_flight = self.calls.len() as u64;
+        stats.queued = self.batches.unsent();
         stats
     }
 
     /// Shares `budget` with the other pacers given it. Call it before the first item:
     /// providers met before keep their own pacing state.
     pub fn share_budget(&mut self, budget: SharedBudget) {
-        self.shared = Some(budget);
+        self.pacer.share(budget);
     }
 
     /// Whether `handle_dispose` was called.
@@ -202,17 +183,20 @@ impl<C: Clone> Engine<C> {
             self.resolve(ticket, item.text.to_owned());
             return Ok(ticket);
         }
-        let (group, key) = self.group_for(&item.compat, item.text);
+        let pacer = &mut self.pacer;
+        let (group, key) = self
+            .groups
+            .group_for(&item.compat, item.text, |id| pacer.provider_for(id));
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
             let ticket = self.jobs.counted_ticket();
-            self.out.stats.cache_hits += 1;
+            self.out.counters().cache_hits += 1;
             self.resolve(ticket, hit);
             self.groups.release_if_idle(group);
             return Ok(ticket);
         }
         let provider = self.groups.get(group).map_or(0, Group::provider);
-        if let Some(error) = self.daily_blocked(provider) {
+        if let Some(error) = self.pacer.daily_blocked(provider, self.now) {
             let ticket = self.jobs.counted_ticket();
             self.out.settle(ticket, Err(error));
             self.groups.release_if_idle(group);
@@ -220,8 +204,8 @@ impl<C: Clone> Engine<C> {
         }
         let priority = Priority::new(item.priority);
         if let Some((ticket, batch)) = self.jobs.join_twin(key, priority) {
-            self.out.stats.dedup_hits += 1;
-            self.raise_priority(batch, priority);
+            self.out.counters().dedup_hits += 1;
+            self.batches.raise_priority(batch, priority);
             self.after_input();
             return Ok(ticket);
         }
@@ -259,10 +243,7 @@ impl<C: Clone> Engine<C> {
                     self.timers.push(deadline, Timer::Lookup(job));
                 }
             }
-            None => {
-                self.out.stats.queued += 1;
-                self.place(member, group, now);
-            }
+            None => self.place(member, group, now),
         }
         self.after_input();
         Ok(ticket)
@@ -357,7 +338,7 @@ impl<C: Clone> Engine<C> {
         let running = self
             .batches
             .get(batch_key)
-            .is_some_and(|b| matches!(b.state, State::Running(_)));
+            .is_some_and(|b| matches!(b.state(), State::Running(_)));
         if !running {
             self.withdraw(job_key);
         }
@@ -375,42 +356,13 @@ impl<C: Clone> Engine<C> {
             .patched(patch)
             .map_err(|e| PacerFailure::invalid_option(e.option, e.message))?;
         self.advance(now);
-        self.bucket.set_rate(self.now, next.rate);
-        self.bucket.set_capacity(self.now, next.capacity);
-        for provider in &self.providers {
-            let mut pacing = provider.pacing.borrow_mut();
-            let paused_until = pacing.paused_until;
-            if !next.adaptive_rate {
-                pacing.adaptive = None;
-            } else if let Some(adaptive) = &mut pacing.adaptive {
-                // At the new rate already: its burst is still earned back, not given.
-                adaptive.rate_changed(
-                    self.now,
-                    next.rate,
-                    next.capacity,
-                    self.now.max(paused_until),
-                );
-            }
-        }
+        let estimates_needed = self.pacer.set_options(self.now, &next);
         self.cache
             .set_capacity(usize::try_from(next.cache_entries).unwrap_or(usize::MAX));
-        let limits = limits_of(&next);
-        let regroup = limits.max_items != self.limits.max_items
-            || limits.max_chars != self.limits.max_chars
-            || limits.delay != self.limits.delay
-            || limits.max_tokens != self.limits.max_tokens;
-        let per_minute = next.tokens_per_minute;
+        let regroup = self.batches.set_limits(limits_of(&next));
         self.options = next;
-        self.limits = limits;
-        match &mut self.budget {
-            Some(budget) if per_minute > 0.0 => budget.set_per_minute(self.now, per_minute),
-            _ => {
-                let had_estimates = self.wants_token_estimates();
-                self.budget = TokenBudget::new(per_minute, self.now);
-                if self.budget.is_some() && !had_estimates {
-                    self.estimate_queued_tokens();
-                }
-            }
+        if estimates_needed {
+            self.estimate_queued_tokens();
         }
         if regroup {
             self.regroup_open_batches();
@@ -427,7 +379,7 @@ impl<C: Clone> Engine<C> {
         }
         self.disposed = true;
         for id in self.calls.ids() {
-            self.out.cancels.push_back(id);
+            self.out.cancel(id);
         }
         self.calls.clear();
         for mut job in self.jobs.end_all() {
@@ -435,29 +387,25 @@ impl<C: Clone> Engine<C> {
                 self.out.settle(ticket, Err(disposed_error()));
             }
         }
-        // Fresh slabs rather than drained ones: nothing is created after dispose, so no
-        // old key can meet a new entry (and no per-type drain code is needed).
-        self.batches = Slab::default();
+        self.batches.clear();
         self.groups.clear();
-        self.providers.iter_mut().for_each(|p| p.ready.clear());
         // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
         // element type, dropping the old one is not.
         self.timers = Timers::default();
-        self.out.calls = VecDeque::new();
+        self.out.drop_calls();
         if let Some(store) = &mut self.store {
             store.clear();
         }
-        self.out.stats.queued = 0;
     }
 
     /// The next provider call to start.
     pub fn poll_call(&mut self) -> Option<Call> {
-        self.out.calls.pop_front()
+        self.out.next_call()
     }
 
     /// The next call whose signal must be aborted (timed out, or the pacer was disposed).
     pub fn poll_cancel(&mut self) -> Option<CallId> {
-        self.out.cancels.pop_front()
+        self.out.next_cancel()
     }
 
     /// The next item that ended.
@@ -468,12 +416,12 @@ impl<C: Clone> Engine<C> {
     /// The driver found no unsettled promise for a settlement: its item had settled
     /// before. The settlement is dropped; `stats().duplicate_settlements` counts it.
     pub fn note_duplicate_settlement(&mut self) {
-        self.out.stats.duplicate_settlements += 1;
+        self.out.counters().duplicate_settlements += 1;
     }
 
     /// The next notable event.
     pub fn poll_event(&mut self) -> Option<Event> {
-        self.out.events.pop_front()
+        self.out.next_event()
     }
 
     /// When to call `handle_timeout` next; `None` when only a response or a new item
@@ -483,11 +431,11 @@ impl<C: Clone> Engine<C> {
         if self.disposed || self.at_call_limit() {
             return next;
         }
-        for provider in &self.providers {
-            let Some(first) = provider.ready.first() else {
+        for index in 0..self.pacer.provider_count() as u32 {
+            let Some(first) = self.batches.first_ready(index) else {
                 continue;
             };
-            let at = self.ready_at(provider, first.2);
+            let at = self.ready_at(index, first.2);
             if at > self.now {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }

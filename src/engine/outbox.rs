@@ -2,18 +2,23 @@
 //! events, and the statistics. Settling an item goes through [`Outbox::settle`], which
 //! keeps `items == succeeded + failed + aborted + disposed + pending` in one place.
 
-use super::*;
+use std::collections::VecDeque;
+
+use super::streams::Preview;
+use crate::call::{Call, CallId};
+use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
+use crate::stats::{Event, Stats};
 
 /// The engine's outputs and counters.
 #[derive(Debug)]
 pub(super) struct Outbox<C> {
-    pub(super) calls: VecDeque<Call>,
-    pub(super) cancels: VecDeque<CallId>,
+    calls: VecDeque<Call>,
+    cancels: VecDeque<CallId>,
     settled: VecDeque<Settled<C>>,
-    pub(super) events: VecDeque<Event>,
-    pub(super) stats: Stats,
+    events: VecDeque<Event>,
+    stats: Stats,
     /// Previews of streamed translations; `None` until the driver asks for them.
-    pub(super) previews: Option<VecDeque<Preview>>,
+    previews: Option<VecDeque<Preview>>,
 }
 
 impl<C> Default for Outbox<C> {
@@ -30,6 +35,82 @@ impl<C> Default for Outbox<C> {
 }
 
 impl<C> Outbox<C> {
+    /// A call to start.
+    pub(super) fn call(&mut self, call: Call) {
+        self.calls.push_back(call);
+    }
+
+    /// The next call to start.
+    pub(super) fn next_call(&mut self) -> Option<Call> {
+        self.calls.pop_front()
+    }
+
+    /// Drops the calls not yet started (dispose).
+    pub(super) fn drop_calls(&mut self) {
+        // Replaced rather than cleared: `clear` is code of its own per element type.
+        self.calls = VecDeque::new();
+    }
+
+    /// A call whose signal is to abort.
+    pub(super) fn cancel(&mut self, id: CallId) {
+        self.cancels.push_back(id);
+    }
+
+    /// The next call whose signal is to abort.
+    pub(super) fn next_cancel(&mut self) -> Option<CallId> {
+        self.cancels.pop_front()
+    }
+
+    /// A notable event.
+    pub(super) fn event(&mut self, event: Event) {
+        self.events.push_back(event);
+    }
+
+    /// The next notable event.
+    pub(super) fn next_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// The statistics so far.
+    pub(super) fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// The counters the engine's flows count (calls, retries, hits, tokens); the item
+    /// counters are this part's own (`accept`, `settle`).
+    pub(super) fn counters(&mut self) -> &mut Stats {
+        &mut self.stats
+    }
+
+    /// Previews are wanted from now on.
+    pub(super) fn want_previews(&mut self) {
+        self.previews.get_or_insert_with(VecDeque::new);
+    }
+
+    /// Whether previews are wanted.
+    pub(super) fn wants_previews(&self) -> bool {
+        self.previews.is_some()
+    }
+
+    /// A preview, if previews are wanted.
+    pub(super) fn preview(&mut self, preview: Preview) {
+        if let Some(previews) = &mut self.previews {
+            previews.push_back(preview);
+        }
+    }
+
+    /// The next preview.
+    pub(super) fn next_preview(&mut self) -> Option<Preview> {
+        self.previews.as_mut()?.pop_front()
+    }
+
+    /// Drops the previews not yet taken (their items settle now).
+    pub(super) fn clear_previews(&mut self) {
+        if let Some(previews) = &mut self.previews {
+            previews.clear();
+        }
+    }
+
     /// A `translate` call was accepted: it counts as an item until it settles.
     pub(super) fn accept(&mut self) {
         self.stats.items += 1;

@@ -1,56 +1,43 @@
-//! Pacing: which due batch starts next (token bucket, `maxInFlight`, 429 pauses), and
-//! each provider's own slowed-down rate after a 429 (rule 6) and its recovery.
+//! Dispatch: which due batch starts next (the `Pacer` part's gate, `maxInFlight`), and
+//! what a 429 or an accepted call tells the `Pacer` of a provider's rate (rule 6).
 
-use super::*;
-
-/// A provider as this engine sees it: its due batches, and its pacing state, which
-/// pacers that share a budget also share.
-#[derive(Debug)]
-pub(super) struct Provider {
-    pub(super) id: Rc<str>,
-    pub(super) ready: ReadySet<ReadyKey>,
-    pub(super) pacing: Rc<RefCell<ProviderPacing>>,
-}
+use super::batches::Batch;
+use super::running::Running;
+use super::timers::Timer;
+use super::Engine;
+use crate::quota;
+use crate::slab::Id;
+use crate::stats::Event;
+use crate::time::{Duration, Instant};
 
 impl<C: Clone> Engine<C> {
     pub(super) fn at_call_limit(&self) -> bool {
         self.options.max_in_flight > 0 && self.calls.len() as u64 >= self.options.max_in_flight
     }
 
-    /// Whether a request token is there: the pacer's own, and its shared budget's.
-    fn has_request_token(&self) -> bool {
-        self.bucket.has_token(self.now)
-            && self
-                .shared
-                .as_ref()
-                .is_none_or(|b| b.has_request_token(self.now))
+    /// The raw estimate and the provider's cost of sending `batch` (0 when no estimates
+    /// are needed).
+    pub(super) fn call_cost(&self, provider: u32, batch: Id<Batch>) -> (f64, f64) {
+        if !self.pacer.wants_token_estimates() {
+            return (0.0, 0.0);
+        }
+        let Some(batch) = self.batches.get(batch) else {
+            return (0.0, 0.0);
+        };
+        let context = self
+            .groups
+            .get(batch.compat())
+            .map_or(0.0, |g| quota::input_tokens(&g.info().context));
+        let raw = quota::raw_cost(batch.tokens(), context, batch.jobs().len() > 1);
+        (raw, self.pacer.cost(provider, raw))
     }
 
-    /// When a request token will be there.
-    pub(super) fn request_token_at(&self) -> Instant {
-        let own = self.bucket.ready_at(self.now);
-        self.shared
-            .as_ref()
-            .map_or(own, |b| own.max(b.request_token_at(self.now)))
-    }
-
-    /// When `batch`, due for `provider`, may start (`self.now` if it may now): the one
-    /// gate of a call, which `pump` asks before it starts one and `poll_timeout` asks for
-    /// the next wake-up. A request token (the pacer's own and its shared budget's), no
-    /// pause, the provider's adaptive rate, and room for the batch's cost in the token
-    /// budgets and the windows the provider reported.
-    pub(super) fn ready_at(&self, provider: &Provider, batch: Id<Batch>) -> Instant {
-        let pacing = provider.pacing.borrow();
-        // A pause another pacer of a shared budget set has no timer of this one's.
-        let mut at = self.request_token_at().max(pacing.paused_until);
-        if let Some(adaptive) = &pacing.adaptive {
-            at = at.max(adaptive.ready_at(self.now));
-        }
-        drop(pacing);
-        if let Some(quota_at) = self.quota_ready_at(provider, batch) {
-            at = at.max(quota_at);
-        }
-        at
+    /// When `batch`, due for `provider`, may start (`self.now` if it may now): the
+    /// `Pacer`'s one gate for its cost, which `pump` asks before it starts a call and
+    /// `poll_timeout` asks for the next wake-up.
+    pub(super) fn ready_at(&self, provider: u32, batch: Id<Batch>) -> Instant {
+        let (_, cost) = self.call_cost(provider, batch);
+        self.pacer.ready_at(provider, cost, self.now)
     }
 
     /// Starts as many calls as tokens, pauses and `maxInFlight` allow, best batch first.
@@ -59,16 +46,13 @@ impl<C: Clone> Engine<C> {
     /// checked against every budget that applies; a call that does not fit goes back in
     /// line and its provider waits.
     pub(super) fn pump(&mut self) {
-        let mut held: Vec<usize> = Vec::new();
-        while !self.disposed && !self.at_call_limit() && self.has_request_token() {
+        let mut held: Vec<u32> = Vec::new();
+        while !self.disposed && !self.at_call_limit() && self.pacer.has_request_token(self.now) {
             let now = self.now;
-            let best = self
-                .providers
-                .iter()
-                .enumerate()
-                .filter(|(i, _)| !held.contains(i))
-                .filter_map(|(i, p)| p.ready.first().map(|k| (*k, i)))
-                .filter(|(k, i)| self.ready_at(&self.providers[*i], k.2) <= now)
+            let best = (0..self.pacer.provider_count() as u32)
+                .filter(|i| !held.contains(i))
+                .filter_map(|i| self.batches.first_ready(i).map(|k| (k, i)))
+                .filter(|(k, i)| self.ready_at(*i, k.2) <= now)
                 .min();
             let Some((ready, index)) = best else {
                 self.announce_holds();
@@ -76,32 +60,19 @@ impl<C: Clone> Engine<C> {
             };
             // Items that reached a batch while the daily block held (after a store
             // lookup) reject without a call, like every other item for the provider.
-            if let Some(error) = self.daily_blocked(index as u32) {
-                self.fail_queued(ready.2, error);
+            if let Some(error) = self.pacer.daily_blocked(index, now) {
+                self.fail(ready.2, error);
                 continue;
             }
-            self.providers[index].ready.remove(&ready);
+            // Dealt, the call's batch is due in its provider's ready set until it starts.
             let call = self.first_call(ready.2);
-            if self.ready_at(&self.providers[index], call) > now {
-                self.make_ready(call);
+            let cost = self.call_cost(index, call);
+            if self.pacer.ready_at(index, cost.1, now) > now {
                 held.push(index);
                 continue;
             }
-            let capacity = self.options.capacity;
-            let mut pacing = self.providers[index].pacing.borrow_mut();
-            if pacing
-                .adaptive
-                .as_mut()
-                .is_some_and(|a| a.take(now, capacity))
-            {
-                pacing.adaptive = None;
-            }
-            drop(pacing);
-            self.bucket.try_take(now);
-            if let Some(shared) = &self.shared {
-                shared.take_request_token(now);
-            }
-            self.start(call);
+            let charge = self.pacer.take(index, cost, now, &self.options);
+            self.start(call, charge);
         }
     }
 
@@ -112,75 +83,40 @@ impl<C: Clone> Engine<C> {
         pause: Duration,
         retry_after: Option<Duration>,
     ) {
-        let now = self.now;
-        let adaptive_on = self.options.adaptive_rate;
-        let (rate, capacity) = (self.options.rate, self.options.capacity);
-        let Some(provider) = self.providers.get(run.provider as usize) else {
+        let Some(paused) =
+            self.pacer
+                .pause(run.provider(), run.charge(), pause, self.now, &self.options)
+        else {
             return;
         };
-        let mut pacing = provider.pacing.borrow_mut();
-        let until = now + pause;
-        if until > pacing.paused_until {
-            pacing.paused_until = until;
+        if let Some(until) = paused.pause_end {
             self.timers.push(until, Timer::PauseEnd(until));
         }
-        self.out.events.push_back(Event::RateLimited {
-            provider_id: provider.id.clone(),
+        let provider_id = self.pacer.provider_id(run.provider());
+        self.out.event(Event::RateLimited {
+            provider_id: provider_id.clone(),
             retry_after,
             paused_for: pause,
         });
-        let paused_until = pacing.paused_until;
-        if let Some(adaptive) = pacing.adaptive.as_mut() {
-            adaptive.pause(now, capacity, paused_until);
-        }
-        if run.episode != pacing.episode {
-            return;
-        }
-        pacing.episode = pacing.episode.wrapping_add(1);
-        let accepted = std::mem::take(&mut pacing.accepted);
-        if adaptive_on {
-            let slowed = AdaptiveRate::after_429(
-                pacing.adaptive.as_ref(),
-                rate,
-                accepted,
-                now,
-                paused_until,
-            );
-            self.out.events.push_back(Event::AdaptiveRate {
-                provider_id: provider.id.clone(),
-                rate: Some(slowed.rate()),
+        if let Some(rate) = paused.slowed_to {
+            self.out.event(Event::AdaptiveRate {
+                provider_id,
+                rate: Some(rate),
             });
-            pacing.adaptive = Some(slowed);
         }
     }
 
     /// A call to the provider was accepted: its slowed rate grows back (see
-    /// [`AdaptiveRate::grow`]). A call that started before the current 429 episode says
-    /// nothing of the rate since: like its 429 would, its success belongs to the past.
+    /// [`Pacer::grow`](super::pacer::Pacer::grow)).
     pub(super) fn grow_adaptive_rate(&mut self, run: &Running) {
-        let (now, rate, capacity) = (self.now, self.options.rate, self.options.capacity);
-        let Some(provider) = self.providers.get(run.provider as usize) else {
-            return;
-        };
-        let mut pacing = provider.pacing.borrow_mut();
-        if run.episode != pacing.episode {
-            return;
-        }
-        let Some(adaptive) = pacing.adaptive.as_mut() else {
-            pacing.accepted = pacing.accepted.saturating_add(1);
-            return;
-        };
-        if adaptive.grow(now, rate, capacity) == Growth::Full {
-            self.out.events.push_back(Event::AdaptiveRate {
-                provider_id: provider.id.clone(),
+        if self
+            .pacer
+            .grow(run.provider(), run.charge(), self.now, &self.options)
+        {
+            self.out.event(Event::AdaptiveRate {
+                provider_id: self.pacer.provider_id(run.provider()),
                 rate: None,
             });
         }
-    }
-
-    pub(super) fn provider_id(&self, index: u32) -> Rc<str> {
-        self.providers
-            .get(index as usize)
-            .map_or_else(|| Rc::from(""), |p| p.id.clone())
     }
 }

@@ -2,7 +2,15 @@
 //! provider reported about itself (held calls, `limited`), and the blocks that reject a
 //! provider's queue at once (settings and billing errors, a spent daily quota).
 
-use super::*;
+use super::retries::final_error;
+use super::running::Running;
+use super::Engine;
+use crate::call::{Failure, Report};
+use crate::item::Item;
+use crate::provider::DailyBlock;
+use crate::quota;
+use crate::stats::{BlockReason, Event};
+use crate::time::Duration;
 
 /// How long a spent daily quota blocks its provider when the provider did not say when
 /// it resets: long enough not to storm it, short enough to notice the reset soon.
@@ -22,12 +30,7 @@ impl<C: Clone> Engine<C> {
     /// Whether items need token estimates (a token budget, or a provider that reports
     /// its token window): the driver then passes the user's `estimateTokens`, if any.
     pub fn wants_token_estimates(&self) -> bool {
-        self.budget.is_some()
-            || self.token_windows
-            || self
-                .shared
-                .as_ref()
-                .is_some_and(SharedBudget::counts_tokens)
+        self.pacer.wants_token_estimates()
     }
 
     /// An item's estimated input tokens, when they are needed.
@@ -42,62 +45,21 @@ impl<C: Clone> Engine<C> {
         tokens as f32
     }
 
-    /// The raw estimate and the provider's cost of sending `batch` (0 when no estimates
-    /// are needed).
-    pub(super) fn batch_cost(&self, provider: &Provider, batch: &Batch) -> (f64, f64) {
-        if !self.wants_token_estimates() {
-            return (0.0, 0.0);
-        }
-        let context = self
-            .groups
-            .get(batch.compat)
-            .map_or(0.0, |g| quota::input_tokens(&g.info().context));
-        let raw = quota::raw_cost(batch.tokens, context, batch.jobs.len() > 1);
-        (raw, provider.pacing.borrow().quota.cost(raw))
-    }
-
-    /// When the token budget and the provider's reported limits let `batch` start, if
-    /// not now.
-    pub(super) fn quota_ready_at(&self, provider: &Provider, batch: Id<Batch>) -> Option<Instant> {
-        let pacing = provider.pacing.borrow();
-        if !self.wants_token_estimates() && pacing.quota.held(self.now, 0.0).is_none() {
-            return None;
-        }
-        let batch = self.batches.get(batch)?;
-        let (_, cost) = self.batch_cost(provider, batch);
-        let held = pacing.quota.held(self.now, cost).map(|(at, _)| at);
-        let own = self
-            .budget
-            .as_ref()
-            .map(|b| b.ready_at(self.now, cost))
-            .filter(|at| *at > self.now);
-        let shared = self
-            .shared
-            .as_ref()
-            .and_then(|b| b.tokens_ready_at(self.now, cost));
-        [held, own, shared].into_iter().flatten().max()
-    }
-
     /// A `limited` event for each provider whose reported limits hold its due work, once
     /// per hold.
     pub(super) fn announce_holds(&mut self) {
         let now = self.now;
-        for index in 0..self.providers.len() {
-            let provider = &self.providers[index];
-            let Some(first) = provider.ready.first() else {
+        for index in 0..self.pacer.provider_count() as u32 {
+            let Some(first) = self.batches.first_ready(index) else {
                 continue;
             };
-            let Some(batch) = self.batches.get(first.2) else {
+            if self.batches.get(first.2).is_none() {
                 continue;
-            };
-            let (_, cost) = self.batch_cost(provider, batch);
-            let mut pacing = provider.pacing.borrow_mut();
-            let Some((until, why)) = pacing.quota.held(now, cost) else {
-                continue;
-            };
-            if pacing.quota.announce(until) {
-                self.out.events.push_back(Event::Limited {
-                    provider_id: provider.id.clone(),
+            }
+            let (_, cost) = self.call_cost(index, first.2);
+            if let Some((until, why)) = self.pacer.new_hold(index, cost, now) {
+                self.out.event(Event::Limited {
+                    provider_id: self.pacer.provider_id(index),
                     reason: why,
                     wait: until.since(now),
                 });
@@ -113,28 +75,19 @@ impl<C: Clone> Engine<C> {
         report: &Report,
         failure: Option<&Failure<C>>,
     ) {
-        let now = self.now;
-        let Some(provider) = self.providers.get(run.provider as usize) else {
+        let limits = failure.map_or(&report.limits, |f| &f.limits);
+        let usage = report.usage.as_ref();
+        let Some(first_window) =
+            self.pacer
+                .take_report(run.provider(), run.charge(), usage, limits, self.now)
+        else {
             return;
         };
-        let mut pacing = provider.pacing.borrow_mut();
-        if let Some(usage) = report.usage {
-            self.out.stats.input_tokens += usage.input_tokens as u64;
-            self.out.stats.output_tokens += usage.output_tokens as u64;
-            let actual = usage.input_tokens + usage.output_tokens;
-            if let Some(budget) = &mut self.budget {
-                budget.correct(now, run.cost, actual);
-            }
-            if let Some(shared) = &self.shared {
-                shared.correct_tokens(now, run.cost, actual);
-            }
-            pacing.quota.learn(run.raw_cost, &usage);
+        if let Some(usage) = usage {
+            self.out.counters().input_tokens += usage.input_tokens as u64;
+            self.out.counters().output_tokens += usage.output_tokens as u64;
         }
-        let limits = failure.map_or(&report.limits, |f| &f.limits);
-        pacing.quota.report(now, run.quota_ticket, run.cost, limits);
-        drop(pacing);
-        if limits.tokens_remaining.is_some() && !self.token_windows {
-            self.token_windows = true;
+        if first_window {
             self.estimate_queued_tokens();
         }
     }
@@ -147,21 +100,7 @@ impl<C: Clone> Engine<C> {
             .jobs
             .estimate_tokens(|text| quota::input_tokens(text) as f32);
         if changed {
-            let mut sums: Vec<(Id<Batch>, f64)> = Vec::new();
-            for (key, batch) in self.batches.iter() {
-                let sum = batch
-                    .jobs
-                    .iter()
-                    .filter_map(|j| self.jobs.get(*j))
-                    .map(|j| f64::from(j.tokens()))
-                    .sum();
-                sums.push((key, sum));
-            }
-            for (key, sum) in sums {
-                if let Some(batch) = self.batches.get_mut(key) {
-                    batch.tokens = sum;
-                }
-            }
+            self.batches.sum_tokens(&self.jobs);
         }
     }
 
@@ -192,41 +131,25 @@ impl<C: Clone> Engine<C> {
             ),
         };
         error.retry_in = until.flatten();
-        if let (Some(retry_after), Some(provider)) =
-            (until, self.providers.get(run.provider as usize))
-        {
-            provider.pacing.borrow_mut().daily_block = Some(DailyBlock {
+        if let Some(retry_after) = until {
+            let block = DailyBlock {
                 until: now + retry_after.unwrap_or(UNKNOWN_DAILY_RESET),
                 reset_known: retry_after.is_some(),
                 message: error.message.clone(),
-            });
+            };
+            self.pacer.block_daily(run.provider(), block);
         }
-        self.out.events.push_back(Event::Blocked {
-            provider_id: self.provider_id(run.provider),
+        self.out.event(Event::Blocked {
+            provider_id: self.pacer.provider_id(run.provider()),
             reason,
             status: error.status,
             message: error.message.clone(),
             until: error.retry_in,
         });
-        let mut queued: Vec<Id<Batch>> = Vec::new();
-        for (key, batch) in self.batches.iter() {
-            if batch.provider == run.provider && !matches!(batch.state, State::Running(_)) {
-                queued.push(key);
-            }
-        }
-        self.fail(run.batch, error.clone());
+        let queued = self.batches.unsent_of(run.provider());
+        self.fail(run.batch(), error.clone());
         for key in queued {
-            self.fail_queued(key, error.clone());
+            self.fail(key, error.clone());
         }
-    }
-
-    /// The daily block's error for items of provider `index`, while it holds.
-    pub(super) fn daily_blocked(&self, index: u32) -> Option<PacerFailure<C>> {
-        let pacing = self.providers.get(index as usize)?.pacing.borrow();
-        let block = pacing.daily_block.as_ref().filter(|b| b.until > self.now)?;
-        let mut error = PacerFailure::new(ErrorCode::ProviderError, block.message.clone());
-        error.status = Some(429);
-        error.retry_in = block.reset_known.then(|| block.until.since(self.now));
-        Some(error)
     }
 }

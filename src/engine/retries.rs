@@ -1,7 +1,16 @@
 //! Failed calls: which are retried and after how long (backoff, Retry-After, 429s on
 //! their own budget), a 413 split in halves, a batch sent one by one, final errors.
 
-use super::*;
+use super::batches::{Batch, Try};
+use super::running::Running;
+use super::timers::Timer;
+use super::Engine;
+use crate::call::{Failure, FailureKind, Quota};
+use crate::retry::{backoff, classify, FailureClass, MAX_RETRY_AFTER};
+use crate::settle::{ErrorCode, PacerFailure};
+use crate::slab::Id;
+use crate::stats::{BlockReason, Event, RetryReason};
+use crate::time::Duration;
 
 /// The error an item ends with when its call failed for good.
 pub(super) fn final_error<C>(failure: Failure<C>, retry_after_too_long: bool) -> PacerFailure<C> {
@@ -45,7 +54,7 @@ impl<C: Clone> Engine<C> {
         };
         let too_long = failure.retry_after.is_some_and(|r| r > MAX_RETRY_AFTER);
         let final_by_provider = failure.retryable == Some(false);
-        if failure.status == Some(413) && !final_by_provider && self.split_in_halves(run.batch) {
+        if failure.status == Some(413) && !final_by_provider && self.split_in_halves(run.batch()) {
             return;
         }
         if failure.kind == FailureKind::Error {
@@ -58,7 +67,7 @@ impl<C: Clone> Engine<C> {
             };
             if let Some(reason) = reason {
                 if class == FailureClass::RateLimited {
-                    self.out.stats.rate_limited += 1;
+                    self.out.counters().rate_limited += 1;
                 }
                 self.block_provider(run, failure, reason);
                 return;
@@ -68,17 +77,19 @@ impl<C: Clone> Engine<C> {
             self.not_retryable(run, failure, class);
             return;
         }
-        let Some(batch) = self.batches.get_mut(run.batch) else {
+        if self.batches.get(run.batch()).is_none() {
             return;
-        };
+        }
         match class {
             FailureClass::RateLimited => {
-                self.out.stats.rate_limited += 1;
-                batch.rate_limits = batch.rate_limits.saturating_add(1);
-                let tries = batch.rate_limits;
+                self.out.counters().rate_limited += 1;
+                let tries = self
+                    .batches
+                    .count_try(run.batch(), Try::RateLimit)
+                    .unwrap_or(1);
                 if too_long {
                     // A daily quota: pausing every queued item for hours would only hide it.
-                    self.fail(run.batch, final_error(failure, true));
+                    self.fail(run.batch(), final_error(failure, true));
                     return;
                 }
                 let delay = failure.retry_after.unwrap_or_else(|| {
@@ -87,24 +98,23 @@ impl<C: Clone> Engine<C> {
                 // The provider is over its quota whether or not this call may retry.
                 self.pause_provider(&run, delay, failure.retry_after);
                 if u64::from(tries) > self.options.max_rate_limit_retries {
-                    self.fail(run.batch, final_error(failure, false));
+                    self.fail(run.batch(), final_error(failure, false));
                 } else {
-                    self.retry_after(run.batch, Duration::ZERO, RetryReason::RateLimited);
+                    self.retry_after(run.batch(), Duration::ZERO, RetryReason::RateLimited);
                 }
             }
             FailureClass::Transient => {
-                batch.errors = batch.errors.saturating_add(1);
-                let tries = batch.errors;
+                let tries = self.batches.count_try(run.batch(), Try::Error).unwrap_or(1);
                 if too_long || u64::from(tries) > self.options.max_retries {
-                    self.fail(run.batch, final_error(failure, too_long));
+                    self.fail(run.batch(), final_error(failure, too_long));
                     return;
                 }
                 let delay = failure.retry_after.unwrap_or_else(|| {
                     backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter)
                 });
-                self.retry_after(run.batch, delay, RetryReason::Error);
+                self.retry_after(run.batch(), delay, RetryReason::Error);
             }
-            FailureClass::Final => self.fail(run.batch, final_error(failure, false)),
+            FailureClass::Final => self.fail(run.batch(), final_error(failure, false)),
         }
     }
 
@@ -114,15 +124,15 @@ impl<C: Clone> Engine<C> {
     /// A 429 still pauses and slows the provider down: it is over its quota all the same.
     fn not_retryable(&mut self, run: Running, failure: Failure<C>, class: FailureClass) {
         if class == FailureClass::RateLimited {
-            self.out.stats.rate_limited += 1;
+            self.out.counters().rate_limited += 1;
             let pause = failure.retry_after.unwrap_or_else(|| self.base_delay());
             self.pause_provider(&run, pause.min(MAX_RETRY_AFTER), failure.retry_after);
         }
-        let items = self.batches.get(run.batch).map_or(0, |b| b.jobs.len());
+        let items = self.batches.get(run.batch()).map_or(0, |b| b.jobs().len());
         if items > 1 && self.options.fallback_to_individual {
-            self.fall_back(run.batch);
+            self.fall_back(run.batch());
         } else {
-            self.fail(run.batch, final_error(failure, false));
+            self.fail(run.batch(), final_error(failure, false));
         }
     }
 
@@ -138,21 +148,19 @@ impl<C: Clone> Engine<C> {
         reason: RetryReason,
     ) {
         let now = self.now;
-        let Some(batch) = self.batches.get_mut(batch_key) else {
+        let Some(batch) = self.batches.get(batch_key) else {
             return;
         };
-        self.out.stats.queued += batch.jobs.len() as u64;
-        let attempt = batch.attempts;
-        let provider = batch.provider;
+        let (attempt, provider) = (batch.attempts(), batch.provider());
         if delay == Duration::ZERO {
-            self.make_ready(batch_key);
+            self.batches.make_ready(batch_key);
         } else {
             let until = now + delay;
-            batch.state = State::Backoff(until);
+            self.batches.back_off(batch_key, until);
             self.timers.push(until, Timer::Backoff(batch_key));
         }
-        let provider_id = self.provider_id(provider);
-        self.out.events.push_back(Event::Retry {
+        let provider_id = self.pacer.provider_id(provider);
+        self.out.event(Event::Retry {
             provider_id,
             reason,
             attempt,
@@ -163,35 +171,22 @@ impl<C: Clone> Engine<C> {
     /// A 413 (the request is too large for the model or the quota): the batch goes out
     /// again as two halves, each taking a token; a single item cannot be split.
     pub(super) fn split_in_halves(&mut self, batch_key: Id<Batch>) -> bool {
-        if self.batches.get(batch_key).is_none_or(|b| b.jobs.len() < 2) {
+        if self
+            .batches
+            .get(batch_key)
+            .is_none_or(|b| b.jobs().len() < 2)
+        {
             return false;
         }
         let Some(batch) = self.batches.remove(batch_key) else {
             return false;
         };
-        self.out.stats.queued += batch.jobs.len() as u64;
-        let half = batch.jobs.len().div_ceil(2);
-        for part in batch.jobs.chunks(half) {
-            let mut members = part.iter().filter_map(|j| self.jobs.member(*j));
-            let Some(first) = members.next() else {
-                continue;
-            };
-            let rest: Vec<Member> = members.collect();
-            let key = self.new_batch(&first, batch.compat, batch.provider, batch.first_at);
-            for member in &rest {
-                self.join_unsent(key, member);
+        let half = batch.jobs().len().div_ceil(2);
+        for part in batch.jobs().chunks(half) {
+            // Still the same texts: the halves keep the batch's tries and place in line.
+            if let Some(half) = Batch::resent(&batch, part, &self.jobs, true) {
+                self.batches.insert_due(half, &mut self.jobs);
             }
-            if let Some(b) = self.batches.get_mut(key) {
-                // Still the same texts: the halves keep the batch's tries and place in line.
-                b.sealed = true;
-                b.attempts = batch.attempts;
-                b.mismatches = batch.mismatches;
-                b.errors = batch.errors;
-                b.rate_limits = batch.rate_limits;
-                b.priority = batch.priority;
-                b.seq = batch.seq;
-            }
-            self.make_ready(key);
         }
         true
     }
@@ -201,27 +196,17 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.remove(batch_key) else {
             return;
         };
-        self.out.stats.fallbacks += 1;
-        self.out.stats.queued += batch.jobs.len() as u64;
-        self.out.events.push_back(Event::Fallback {
-            provider_id: self.provider_id(batch.provider),
-            items: batch.jobs.len(),
+        self.out.counters().fallbacks += 1;
+        self.out.event(Event::Fallback {
+            provider_id: self.pacer.provider_id(batch.provider()),
+            items: batch.jobs().len(),
         });
-        for job_key in batch.jobs {
-            let Some(member) = self.jobs.member(job_key) else {
-                continue;
-            };
+        for job_key in batch.jobs() {
             // Each item keeps its batch's place in line.
-            let member = Member {
-                priority: batch.priority,
-                seq: batch.seq,
-                ..member
-            };
-            let single = self.new_batch(&member, batch.compat, batch.provider, batch.first_at);
-            if let Some(b) = self.batches.get_mut(single) {
-                b.sealed = true;
+            let alone = core::slice::from_ref(job_key);
+            if let Some(single) = Batch::resent(&batch, alone, &self.jobs, false) {
+                self.batches.insert_due(single, &mut self.jobs);
             }
-            self.make_ready(single);
         }
     }
 }

@@ -5,6 +5,7 @@
 use std::rc::Rc;
 
 use super::calls::Reading;
+use super::pacer::Charge;
 use super::streams::Streamed;
 use super::Batch;
 use crate::call::CallId;
@@ -16,22 +17,93 @@ use crate::time::{Duration, Instant};
 /// A call on its way: what its answer needs to be read and charged.
 #[derive(Debug)]
 pub(super) struct Running {
-    pub(super) batch: Id<Batch>,
-    pub(super) provider: u32,
-    /// The provider's 429 episode when the call started.
-    pub(super) episode: u32,
+    batch: Id<Batch>,
+    provider: u32,
+    /// What it was charged (its estimated cost, its place among the provider's calls,
+    /// the provider's 429 episode when it started).
+    charge: Charge,
     /// The call's timeout (`timeoutMs` when it started) and when it runs out.
-    pub(super) timeout: Option<Duration>,
-    pub(super) deadline: Option<Instant>,
+    timeout: Option<Duration>,
+    deadline: Option<Instant>,
     /// How to read the reply.
-    pub(super) reading: Reading,
-    /// Its estimated cost before and after the provider's scaling (0 without estimates).
-    pub(super) raw_cost: f64,
-    pub(super) cost: f64,
+    reading: Reading,
     /// The reply received so far, once it streams.
-    pub(super) stream: Option<Box<Streamed>>,
-    /// Its place among the calls to its provider, for the limits the provider reports.
-    pub(super) quota_ticket: u64,
+    stream: Option<Box<Streamed>>,
+}
+
+impl Running {
+    /// A call of `batch` to `provider` that started now, charged `charge`, out of time
+    /// at `deadline` (after `timeout`), its reply to read as `reading` says.
+    pub(super) fn new(
+        batch: Id<Batch>,
+        provider: u32,
+        charge: Charge,
+        timeout: Option<Duration>,
+        deadline: Option<Instant>,
+        reading: Reading,
+    ) -> Self {
+        Running {
+            batch,
+            provider,
+            charge,
+            timeout,
+            deadline,
+            reading,
+            stream: None,
+        }
+    }
+
+    /// The batch it sends.
+    pub(super) fn batch(&self) -> Id<Batch> {
+        self.batch
+    }
+
+    /// The provider it calls.
+    pub(super) fn provider(&self) -> u32 {
+        self.provider
+    }
+
+    /// What it was charged.
+    pub(super) fn charge(&self) -> &Charge {
+        &self.charge
+    }
+
+    /// Its timeout (`timeoutMs` when it started).
+    pub(super) fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// When it runs out of time.
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// A value of its stream came at `now`: its timeout starts again.
+    pub(super) fn restart_deadline(&mut self, now: Instant) {
+        if let Some(timeout) = self.timeout {
+            self.deadline = Some(now + timeout);
+        }
+    }
+
+    /// How to read its reply.
+    pub(super) fn reading(&self) -> &Reading {
+        &self.reading
+    }
+
+    /// Its reply so far, once it streams.
+    pub(super) fn stream(&self) -> Option<&Streamed> {
+        self.stream.as_deref()
+    }
+
+    /// Takes its stream state out (to add a value to it, or to read it at the end).
+    pub(super) fn take_stream(&mut self) -> Option<Box<Streamed>> {
+        self.stream.take()
+    }
+
+    /// Puts its stream state back.
+    pub(super) fn put_stream(&mut self, stream: Box<Streamed>) {
+        self.stream = Some(stream);
+    }
 }
 
 /// The running calls, their ids, and the strings made once for all calls.

@@ -4,9 +4,17 @@
 //! between two values). In the markers layout, items whose segments the reply so far
 //! proves (`early`) resolve at once; the rest is read as a whole reply at the end.
 
-use super::*;
+use super::batches::{Batch, Batches};
+use super::calls::Reading;
+use super::running::Running;
+use super::{Engine, Job};
+use crate::call::{CallId, Failure, Reply, Report};
 use crate::early;
+use crate::proof;
+use crate::settle::Ticket;
+use crate::slab::Id;
 use crate::stream::ReplyText;
+use crate::time::Instant;
 
 /// A running call's streamed reply.
 #[derive(Debug)]
@@ -62,12 +70,12 @@ fn left_empty<C>() -> Failure<C> {
 impl Running {
     /// What the call's stream reported so far, if it streamed.
     pub(super) fn stream_report(&self) -> Option<&Report> {
-        self.stream.as_ref().map(|s| &s.report)
+        self.stream().map(|s| &s.report)
     }
 
     /// How many items the call's batch still holds.
-    pub(super) fn batch_len(&self, batches: &Slab<Batch>) -> usize {
-        batches.get(self.batch).map_or(0, |b| b.jobs.len())
+    pub(super) fn batch_len(&self, batches: &Batches) -> usize {
+        batches.get(self.batch()).map_or(0, |b| b.jobs().len())
     }
 }
 
@@ -87,15 +95,13 @@ impl<C: Clone> Engine<C> {
                 self.preview(id, &mut stream);
             }
             if let Some(run) = self.calls.get_mut(id) {
-                run.stream = Some(stream);
+                run.put_stream(stream);
             }
             if truncated {
                 // Far longer than the batch could need: cut and read as it stands. Its
                 // items settle now, so this value's previews are moot.
-                if let Some(previews) = &mut self.out.previews {
-                    previews.clear();
-                }
-                self.out.cancels.push_back(id);
+                self.out.clear_previews();
+                self.out.cancel(id);
                 self.end_stream(id);
             }
         }
@@ -113,7 +119,7 @@ impl<C: Clone> Engine<C> {
                 stream.report.limits = report.limits;
             }
             if let Some(run) = self.calls.get_mut(id) {
-                run.stream = Some(stream);
+                run.put_stream(stream);
             }
         }
         self.after_input();
@@ -124,7 +130,7 @@ impl<C: Clone> Engine<C> {
         self.advance(now);
         if let Some(stream) = self.stream_value(id) {
             if let Some(run) = self.calls.get_mut(id) {
-                run.stream = Some(stream);
+                run.put_stream(stream);
             }
             self.end_stream(id);
         }
@@ -133,12 +139,12 @@ impl<C: Clone> Engine<C> {
 
     /// Asks for previews (`poll_preview`); without this call none are made.
     pub fn want_previews(&mut self) {
-        self.out.previews.get_or_insert_with(VecDeque::new);
+        self.out.want_previews();
     }
 
     /// The next preview of an item's translation.
     pub fn poll_preview(&mut self) -> Option<Preview> {
-        self.out.previews.as_mut()?.pop_front()
+        self.out.next_preview()
     }
 
     /// Takes call `id`'s stream state out (made on its first value), counting the value:
@@ -146,15 +152,13 @@ impl<C: Clone> Engine<C> {
     fn stream_value(&mut self, id: CallId) -> Option<Box<Streamed>> {
         let now = self.now;
         let run = self.calls.get_mut(id)?;
-        if let Some(timeout) = run.timeout {
-            run.deadline = Some(now + timeout);
-        }
-        if let Some(stream) = run.stream.take() {
+        run.restart_deadline(now);
+        if let Some(stream) = run.take_stream() {
             return Some(stream);
         }
-        let batch = self.batches.get(run.batch)?;
-        self.out.stats.streamed_calls += 1;
-        let jobs = batch.jobs.clone();
+        let batch = self.batches.get(run.batch())?;
+        self.out.counters().streamed_calls += 1;
+        let jobs = batch.jobs().to_vec();
         let mut texts = Vec::with_capacity(jobs.len());
         let mut sent = 0;
         for job in jobs.iter().filter_map(|j| self.jobs.get(*j)) {
@@ -174,7 +178,7 @@ impl<C: Clone> Engine<C> {
 
     /// The tag of a running batch in the markers layout; `None` otherwise.
     fn marker_tag(&self, id: CallId) -> Option<String> {
-        match &self.calls.get(id)?.reading {
+        match self.calls.get(id)?.reading() {
             Reading::Markers(tag) if !tag.is_empty() => Some(tag.clone()),
             _ => None,
         }
@@ -185,7 +189,7 @@ impl<C: Clone> Engine<C> {
         let Some(tag) = self.marker_tag(id) else {
             return;
         };
-        let Some(batch_key) = self.calls.get(id).map(|r| r.batch) else {
+        let Some(batch_key) = self.calls.get(id).map(Running::batch) else {
             return;
         };
         let proven: Vec<(usize, String)> = {
@@ -205,15 +209,11 @@ impl<C: Clone> Engine<C> {
             let Some(job) = self.jobs.get(job_key) else {
                 continue;
             };
-            let (chars, tokens) = (utf16_len(job.text()), f64::from(job.tokens()));
-            self.out.stats.early_resolved += job.waiters().len() as u64;
-            let Some(batch) = self.batches.get_mut(batch_key) else {
+            self.out.counters().early_resolved += job.waiters().len() as u64;
+            let Some(group) = self.batches.get(batch_key).map(Batch::compat) else {
                 continue;
             };
-            batch.jobs.retain(|j| *j != job_key);
-            batch.chars = batch.chars.saturating_sub(chars);
-            batch.tokens -= tokens;
-            let group = batch.compat;
+            self.batches.leave(batch_key, job_key, Some(job));
             self.resolve_job(job_key, group, translation);
         }
     }
@@ -221,7 +221,7 @@ impl<C: Clone> Engine<C> {
     /// Previews of the segment being written (and of one that closed with this value),
     /// while everything before it in the reply is in order.
     fn preview(&mut self, id: CallId, stream: &mut Streamed) {
-        if self.out.previews.is_none() {
+        if !self.out.wants_previews() {
             return;
         }
         let mut shown: Vec<(usize, String)> = Vec::new();
@@ -252,9 +252,8 @@ impl<C: Clone> Engine<C> {
             let Some(job) = self.jobs.get(stream.jobs[i]) else {
                 continue;
             };
-            let previews = self.out.previews.get_or_insert_with(VecDeque::new);
             for ticket in job.waiters().iter() {
-                previews.push_back(Preview {
+                self.out.preview(Preview {
                     ticket,
                     text: text.clone(),
                 });
@@ -268,7 +267,7 @@ impl<C: Clone> Engine<C> {
         let Some(mut run) = self.calls.remove(id) else {
             return;
         };
-        let Some(mut stream) = run.stream.take() else {
+        let Some(mut stream) = run.take_stream() else {
             return;
         };
         stream.text.finish();
@@ -282,7 +281,7 @@ impl<C: Clone> Engine<C> {
             }
             text = text.trim().to_owned();
         }
-        let Reading::Markers(tag) = &run.reading else {
+        let Reading::Markers(tag) = run.reading() else {
             return self.on_reply(run, Reply::Text(text));
         };
         if tag.is_empty() || stream.texts.len() <= 1 {
@@ -290,18 +289,18 @@ impl<C: Clone> Engine<C> {
         }
         let entries = proof::by_index(proof::marked_entries(&text, tag));
         let mut proven = proof::prove(&stream.texts, entries);
-        let Some(batch) = self.batches.get(run.batch) else {
+        let Some(batch) = self.batches.get(run.batch()) else {
             return;
         };
         // The items still open, in call order, with what the whole reply proves of them.
-        let mut translations = Vec::with_capacity(batch.jobs.len());
-        for job in &batch.jobs {
+        let mut translations = Vec::with_capacity(batch.jobs().len());
+        for job in batch.jobs() {
             let at = stream.jobs.iter().position(|j| j == job);
             translations.push(at.and_then(|i| proven.get_mut(i)?.take()));
         }
         let early = stream.resolved.iter().filter(|r| **r).count();
         if translations.is_empty() {
-            self.batches.remove(run.batch);
+            self.batches.remove(run.batch());
             self.grow_adaptive_rate(&run);
         } else if translations.iter().all(Option::is_some) {
             self.succeed(run, translations.into_iter().flatten().collect());
@@ -318,13 +317,13 @@ impl<C: Clone> Engine<C> {
     /// A streamed call broke after its reply had resolved every item: nothing is left
     /// to retry.
     pub(super) fn resolved_before_failure(&mut self, run: &Running) -> bool {
-        let empty = run.stream.is_some()
+        let empty = run.stream().is_some()
             && self
                 .batches
-                .get(run.batch)
-                .is_some_and(|b| b.jobs.is_empty());
+                .get(run.batch())
+                .is_some_and(|b| b.jobs().is_empty());
         if empty {
-            self.batches.remove(run.batch);
+            self.batches.remove(run.batch());
         }
         empty
     }

@@ -1,7 +1,18 @@
 //! Wake-ups: one heap of timers (batch due, backoff over, call deadline, store lookup
 //! deadline, pause end), each checked for liveness when it fires.
 
-use super::*;
+use core::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::batches::{Batch, State};
+use super::running::Running;
+use super::{Engine, Job};
+use crate::call::{CallId, Failure, FailureKind};
+use crate::display::js_number;
+use crate::slab::Id;
+use crate::stats::Event;
+use crate::store::LookupResult;
+use crate::time::{Duration, Instant};
 
 /// What a wake-up is for.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -64,11 +75,11 @@ impl<C: Clone> Engine<C> {
             Timer::Due(key) => self
                 .batches
                 .get(key)
-                .is_some_and(|b| b.state == State::Collecting),
+                .is_some_and(|b| b.state() == State::Collecting),
             Timer::Backoff(key) => self
                 .batches
                 .get(key)
-                .is_some_and(|b| matches!(b.state, State::Backoff(_))),
+                .is_some_and(|b| matches!(b.state(), State::Backoff(_))),
             Timer::Deadline(id) => self.calls.contains(id),
             Timer::Lookup(job) => self
                 .store
@@ -76,10 +87,7 @@ impl<C: Clone> Engine<C> {
                 .is_some_and(|s| s.pending(job).is_some()),
             // A pause made longer has a timer of its own: the shorter one's end is no
             // longer anyone's.
-            Timer::PauseEnd(until) => self
-                .providers
-                .iter()
-                .any(|p| p.pacing.borrow().paused_until == until),
+            Timer::PauseEnd(until) => self.pacer.pause_ends_at(until),
         }
     }
 
@@ -98,24 +106,10 @@ impl<C: Clone> Engine<C> {
                 continue;
             }
             match timer {
-                Timer::Due(key) => {
-                    let due = self.batches.get(key).is_some_and(|b| {
-                        b.state == State::Collecting && b.due_at(&self.limits) <= self.now
-                    });
-                    if due {
-                        self.make_ready(key);
-                    }
-                }
-                Timer::Backoff(key) => {
-                    let over = self.batches.get(key).is_some_and(
-                        |b| matches!(b.state, State::Backoff(until) if until <= self.now),
-                    );
-                    if over {
-                        self.make_ready(key);
-                    }
-                }
+                Timer::Due(key) => self.batches.window_closed(key, self.now),
+                Timer::Backoff(key) => self.batches.backoff_over(key, self.now),
                 Timer::Deadline(id) => {
-                    let deadline = self.calls.get(id).and_then(|r| r.deadline);
+                    let deadline = self.calls.get(id).and_then(Running::deadline);
                     if let Some(later) = deadline.filter(|d| *d > self.now) {
                         // A stream value moved the deadline on since this timer was set.
                         self.timers.push(later, Timer::Deadline(id));
@@ -123,15 +117,15 @@ impl<C: Clone> Engine<C> {
                     }
                     let expired = deadline.is_some();
                     if let Some(run) = expired.then(|| self.calls.remove(id)).flatten() {
-                        self.out.cancels.push_back(id);
-                        if let Some(p) = self.providers.get(run.provider as usize) {
-                            self.out.events.push_back(Event::Timeout {
-                                provider_id: p.id.clone(),
+                        self.out.cancel(id);
+                        if (run.provider() as usize) < self.pacer.provider_count() {
+                            self.out.event(Event::Timeout {
+                                provider_id: self.pacer.provider_id(run.provider()),
                             });
                         }
                         // The call's own timeout: `setOptions` may have changed the option since.
-                        let timeout_ms = js_number(run.timeout.map_or(0.0, Duration::as_millis));
-                        let message = if run.stream.is_some() {
+                        let timeout_ms = js_number(run.timeout().map_or(0.0, Duration::as_millis));
+                        let message = if run.stream().is_some() {
                             format!("provider stream sent no value for {timeout_ms} ms")
                         } else {
                             format!("provider call timed out after {timeout_ms} ms")

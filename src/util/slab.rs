@@ -89,6 +89,12 @@ impl<T> Id<T> {
     /// An id no slab ever issues (it would need 2^32 slots): "no such entry".
     pub const NONE: Id<T> = id(u32::MAX, u32::MAX);
 
+    /// Its slot: an index for tables kept beside the slab (the slot is reused, so such
+    /// a table confirms the whole id of what it finds).
+    pub fn slot(self) -> usize {
+        self.index as usize
+    }
+
     /// The key as one number below 2^52, so that it survives the trip through a JS
     /// number (tickets are): the index, and the generation's low 20 bits above it. A
     /// slot reused 2^20 times gives the same bits again: only for ids that are looked

@@ -1,0 +1,697 @@
+//! Batches: which items travel together, when a batch is due, and the providers' ready
+//! sets of due batches.
+//!
+//! A batch collects compatible items until it is *due* (full by items or characters, or
+//! `batchDelayMs` after its first item), then waits for a token. It stays open to
+//! late-arriving compatible items until its call starts (late binding): at a slow rate
+//! this gives fuller batches rather than more of them.
+//!
+//! The `Batches` part keeps, in its methods alone: "a batch is in its provider's ready set
+//! ⇔ it is ready" (every state change goes through `set_state`), each group's open batch,
+//! each batch's character and token sums, and the count of items in batches whose call is
+//! not running (`stats.queued`).
+
+use core::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+use super::jobs::{Job, Jobs};
+use super::priority::Priority;
+use super::timers::{Timer, Timers};
+use super::Group;
+use crate::options::Options;
+use crate::quota;
+use crate::ready::ReadySet;
+use crate::slab::{Id, Slab};
+use crate::text::utf16_len;
+use crate::time::{Duration, Instant};
+
+/// The batch limits in force.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Limits {
+    /// Most items in one LLM batch.
+    pub(super) max_items: usize,
+    /// Most characters in one LLM batch.
+    pub(super) max_chars: u64,
+    /// Collection window from a batch's first item.
+    pub(super) delay: Duration,
+    /// Most estimated input tokens in one LLM batch (what the token budget can hold);
+    /// infinite without a token budget.
+    pub(super) max_tokens: f64,
+}
+
+/// Where a batch is in its life.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum State {
+    /// Collecting items, not yet due.
+    Collecting,
+    /// Due: waiting for a token (and still taking items if not sealed).
+    Ready,
+    /// Waiting out a retry backoff until the given instant.
+    Backoff(Instant),
+    /// A provider call with this id is running.
+    Running(u64),
+}
+
+/// What a batch needs to know of an item joining it.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Member {
+    /// The item's job.
+    pub(super) job: Id<Job>,
+    /// Its characters.
+    pub(super) chars: u64,
+    /// Its estimated input tokens (0 without a token budget).
+    pub(super) tokens: f32,
+    /// Its priority.
+    pub(super) priority: Priority,
+    /// Its arrival order.
+    pub(super) seq: u64,
+}
+
+/// A unit of dispatch: one provider call's worth of items.
+#[derive(Debug)]
+pub(super) struct Batch {
+    /// The items, in arrival order.
+    jobs: Vec<Id<Job>>,
+    /// Their total characters.
+    chars: u64,
+    /// Their total estimated input tokens.
+    tokens: f64,
+    /// Arrival of the first item (start of the collection window).
+    first_at: Instant,
+    /// Highest priority of its items.
+    priority: Priority,
+    /// Arrival order of its first item: FIFO among equal priorities.
+    seq: u64,
+    /// The compatibility group it belongs to.
+    compat: Id<Group>,
+    /// The provider it calls (index into the engine's providers).
+    provider: u32,
+    /// Sealed batches take no more items (their first call has started).
+    sealed: bool,
+    /// Life-cycle state.
+    state: State,
+    /// Calls started so far (the next call's `attempt`).
+    attempts: u32,
+    /// Replies with the wrong count so far.
+    mismatches: u16,
+    /// Transient failures so far.
+    errors: u16,
+    /// 429 answers so far.
+    rate_limits: u16,
+}
+
+impl Batch {
+    /// A batch holding one item.
+    pub(super) fn new(first: &Member, compat: Id<Group>, provider: u32, first_at: Instant) -> Self {
+        Batch {
+            jobs: vec![first.job],
+            chars: first.chars,
+            tokens: f64::from(first.tokens),
+            first_at,
+            priority: first.priority,
+            seq: first.seq,
+            compat,
+            provider,
+            sealed: false,
+            state: State::Collecting,
+            attempts: 0,
+            mismatches: 0,
+            errors: 0,
+            rate_limits: 0,
+        }
+    }
+
+    /// Whether an item of `chars` characters and `tokens` tokens may join without
+    /// breaking a limit.
+    fn accepts(&self, chars: u64, tokens: f32, limits: &Limits) -> bool {
+        !self.sealed
+            && self.jobs.len() < limits.max_items
+            && self.chars.saturating_add(chars) <= limits.max_chars
+            && self.tokens + f64::from(tokens) <= limits.max_tokens
+    }
+
+    /// Adds an item; the batch takes the highest priority of its items.
+    pub(super) fn push(&mut self, member: &Member) {
+        self.jobs.push(member.job);
+        self.chars = self.chars.saturating_add(member.chars);
+        self.tokens += f64::from(member.tokens);
+        self.priority = self.priority.max(member.priority);
+        // An item may arrive out of line (after a store lookup, or regrouped): the key
+        // stays ahead of every item.
+        self.seq = self.seq.min(member.seq);
+    }
+
+    /// Due by size: it holds the most items, or its characters reached the limit.
+    fn is_full(&self, limits: &Limits) -> bool {
+        self.jobs.len() >= limits.max_items
+            || self.chars >= limits.max_chars
+            || self.tokens >= limits.max_tokens
+    }
+
+    /// When the collection window closes.
+    fn due_at(&self, limits: &Limits) -> Instant {
+        self.first_at + limits.delay
+    }
+    /// A batch sent again (sealed, in its batch's place in line) with the live jobs of
+    /// `part`, in this order; `keep_tries`: the same texts again, so it keeps the
+    /// batch's tries.
+    pub(super) fn resent(
+        from: &Batch,
+        part: &[Id<Job>],
+        jobs: &Jobs,
+        keep_tries: bool,
+    ) -> Option<Self> {
+        let mut members = part.iter().filter_map(|j| jobs.member(*j));
+        let first = members.next()?;
+        let mut batch = Batch::new(&first, from.compat, from.provider, from.first_at);
+        for member in members {
+            batch.push(&member);
+        }
+        batch.sealed = true;
+        batch.priority = from.priority;
+        batch.seq = from.seq;
+        if keep_tries {
+            batch.attempts = from.attempts;
+            batch.mismatches = from.mismatches;
+            batch.errors = from.errors;
+            batch.rate_limits = from.rate_limits;
+        }
+        Some(batch)
+    }
+
+    /// Whether `member` may join it (rule 2).
+    pub(super) fn admits(&self, member: &Member, limits: &Limits) -> bool {
+        !travels_alone(true, member.chars, member.tokens, limits)
+            && self.accepts(member.chars, member.tokens, limits)
+    }
+
+    /// The items, in arrival order.
+    pub(super) fn jobs(&self) -> &[Id<Job>] {
+        &self.jobs
+    }
+
+    /// The items, the batch gone.
+    pub(super) fn into_jobs(self) -> Vec<Id<Job>> {
+        self.jobs
+    }
+
+    /// Their total estimated input tokens.
+    pub(super) fn tokens(&self) -> f64 {
+        self.tokens
+    }
+
+    /// Arrival of the first item.
+    pub(super) fn first_at(&self) -> Instant {
+        self.first_at
+    }
+
+    /// The compatibility group it belongs to.
+    pub(super) fn compat(&self) -> Id<Group> {
+        self.compat
+    }
+
+    /// The provider it calls.
+    pub(super) fn provider(&self) -> u32 {
+        self.provider
+    }
+
+    /// Whether it takes no more items.
+    pub(super) fn sealed(&self) -> bool {
+        self.sealed
+    }
+
+    /// Where it is in its life.
+    pub(super) fn state(&self) -> State {
+        self.state
+    }
+
+    /// Calls started so far (the next call's `attempt`).
+    pub(super) fn attempts(&self) -> u32 {
+        self.attempts
+    }
+}
+
+/// Order of due batches: highest priority first, then first come, first served.
+pub(super) type ReadyKey = (Reverse<Priority>, u64, Id<Batch>);
+
+fn ready_key(key: Id<Batch>, batch: &Batch) -> ReadyKey {
+    (Reverse(batch.priority), batch.seq, key)
+}
+
+fn is_running(state: State) -> bool {
+    matches!(state, State::Running(_))
+}
+
+/// The batch limits the options set.
+pub(super) fn limits_of(options: &Options) -> Limits {
+    let max_tokens = if options.tokens_per_minute > 0.0 {
+        quota::max_batch_input(options.tokens_per_minute)
+    } else {
+        f64::INFINITY
+    };
+    Limits {
+        max_items: usize::try_from(options.max_items_per_batch).unwrap_or(usize::MAX),
+        max_chars: options.max_characters_per_batch,
+        delay: Duration::from_millis(options.batch_delay_ms),
+        max_tokens,
+    }
+}
+
+/// The tries a batch counts, each against its own budget.
+#[derive(Copy, Clone, Debug)]
+pub(super) enum Try {
+    /// A reply with the wrong count.
+    Mismatch,
+    /// A transient failure.
+    Error,
+    /// A 429 answer.
+    RateLimit,
+}
+
+/// Where a new item goes: its group, the group's provider, and whether it may share a
+/// call at all.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Home {
+    pub(super) group: Id<Group>,
+    pub(super) provider: u32,
+    pub(super) llm: bool,
+}
+
+/// Every batch, the due ones of each provider in dispatch order, and each group's batch
+/// still open to new items.
+#[derive(Debug)]
+pub(super) struct Batches {
+    slab: Slab<Batch>,
+    /// Due batches, by provider index: exactly the batches whose state is `Ready`.
+    ready: Vec<ReadySet<ReadyKey>>,
+    /// The batch open to each group's new items, by group slot (the batch's own group
+    /// confirms it: slots are reused).
+    open: Vec<Option<Id<Batch>>>,
+    /// Items in batches whose call is not running.
+    unsent: u64,
+    limits: Limits,
+}
+
+impl Batches {
+    /// No batch yet, under these limits.
+    pub(super) fn new(limits: Limits) -> Self {
+        Batches {
+            slab: Slab::default(),
+            ready: Vec::new(),
+            open: Vec::new(),
+            unsent: 0,
+            limits,
+        }
+    }
+
+    /// The limits in force.
+    pub(super) fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// Sets the limits; whether they changed (the unsent batches are then to regroup).
+    pub(super) fn set_limits(&mut self, limits: Limits) -> bool {
+        let changed = limits.max_items != self.limits.max_items
+            || limits.max_chars != self.limits.max_chars
+            || limits.delay != self.limits.delay
+            || limits.max_tokens != self.limits.max_tokens;
+        self.limits = limits;
+        changed
+    }
+
+    pub(super) fn get(&self, key: Id<Batch>) -> Option<&Batch> {
+        self.slab.get(key)
+    }
+
+    /// How many items wait in batches whose call is not running.
+    pub(super) fn unsent(&self) -> u64 {
+        self.unsent
+    }
+
+    /// The due batches of `provider`, best first.
+    pub(super) fn ready(&self, provider: u32) -> Option<&ReadySet<ReadyKey>> {
+        self.ready.get(provider as usize)
+    }
+
+    /// The best due batch of `provider`.
+    pub(super) fn first_ready(&self, provider: u32) -> Option<ReadyKey> {
+        self.ready(provider)?.first().copied()
+    }
+
+    /// The batch open to `group`'s new items.
+    pub(super) fn open(&self, group: Id<Group>) -> Option<Id<Batch>> {
+        let open = (*self.open.get(group.slot())?)?;
+        self.slab
+            .get(open)
+            .is_some_and(|b| b.compat == group)
+            .then_some(open)
+    }
+
+    /// `batch` is the one open to `group`'s new items (or none is).
+    pub(super) fn set_open(&mut self, group: Id<Group>, batch: Option<Id<Batch>>) {
+        let slot = group.slot();
+        while self.open.len() <= slot {
+            self.open.push(None);
+        }
+        self.open[slot] = batch;
+    }
+
+    /// `batch` takes no more items: if it was `group`'s open batch, none is.
+    fn close(&mut self, group: Id<Group>, batch: Id<Batch>) {
+        if let Some(open) = self.open.get_mut(group.slot()) {
+            if *open == Some(batch) {
+                *open = None;
+            }
+        }
+    }
+
+    /// Adds `batch`, its items now in it.
+    fn insert(&mut self, batch: Batch, jobs: &mut Jobs) -> Id<Batch> {
+        let state = batch.state;
+        let key = self.slab.insert(batch);
+        let Some(batch) = self.slab.get(key) else {
+            return key;
+        };
+        for job in &batch.jobs {
+            jobs.set_batch(*job, key);
+        }
+        if !is_running(state) {
+            self.unsent += batch.jobs.len() as u64;
+        }
+        if state == State::Ready {
+            let entry = ready_key(key, batch);
+            self.ready_set(batch.provider).insert(entry);
+        }
+        key
+    }
+
+    /// Adds `batch` (made by dealing, a split or a fall-back) as due.
+    pub(super) fn insert_due(&mut self, mut batch: Batch, jobs: &mut Jobs) -> Id<Batch> {
+        batch.state = State::Ready;
+        self.insert(batch, jobs)
+    }
+
+    fn ready_set(&mut self, provider: u32) -> &mut ReadySet<ReadyKey> {
+        let index = provider as usize;
+        while self.ready.len() <= index {
+            self.ready.push(ReadySet::default());
+        }
+        &mut self.ready[index]
+    }
+
+    /// Moves a batch to `state`: in its provider's ready set while `Ready`, its items
+    /// counted as unsent while not `Running`.
+    fn set_state(&mut self, key: Id<Batch>, state: State) {
+        let Some(batch) = self.slab.get_mut(key) else {
+            return;
+        };
+        let was = batch.state;
+        if was == state {
+            return;
+        }
+        batch.state = state;
+        let (entry, provider, items) = (ready_key(key, batch), batch.provider, batch.jobs.len());
+        if was == State::Ready {
+            if let Some(set) = self.ready.get_mut(provider as usize) {
+                set.remove(&entry);
+            }
+        }
+        match (is_running(was), is_running(state)) {
+            (true, false) => self.unsent += items as u64,
+            (false, true) => self.unsent -= items as u64,
+            _ => {}
+        }
+        if state == State::Ready {
+            self.ready_set(provider).insert(entry);
+        }
+    }
+
+    /// The batch is due: it waits for a token in its provider's ready set.
+    pub(super) fn make_ready(&mut self, key: Id<Batch>) {
+        self.set_state(key, State::Ready);
+    }
+
+    /// Makes a batch that is still collecting due at once (rule 2).
+    fn make_due_now(&mut self, key: Id<Batch>) {
+        if self
+            .slab
+            .get(key)
+            .is_some_and(|b| b.state == State::Collecting)
+        {
+            self.make_ready(key);
+        }
+    }
+
+    /// A collecting batch's window may have closed at `now`.
+    pub(super) fn window_closed(&mut self, key: Id<Batch>, now: Instant) {
+        let limits = self.limits;
+        let due = self
+            .slab
+            .get(key)
+            .is_some_and(|b| b.state == State::Collecting && b.due_at(&limits) <= now);
+        if due {
+            self.make_ready(key);
+        }
+    }
+
+    /// A batch's backoff may be over at `now`.
+    pub(super) fn backoff_over(&mut self, key: Id<Batch>, now: Instant) {
+        let over = self
+            .slab
+            .get(key)
+            .is_some_and(|b| matches!(b.state, State::Backoff(until) if until <= now));
+        if over {
+            self.make_ready(key);
+        }
+    }
+
+    /// The batch waits out a retry backoff until `until`.
+    pub(super) fn back_off(&mut self, key: Id<Batch>, until: Instant) {
+        self.set_state(key, State::Backoff(until));
+    }
+
+    /// Call `call` starts with the batch: out of its ready set, sealed, no longer open;
+    /// its attempt number (the calls started before).
+    pub(super) fn start(&mut self, key: Id<Batch>, call: u64) -> Option<u32> {
+        self.set_state(key, State::Running(call));
+        let batch = self.slab.get_mut(key)?;
+        batch.sealed = true;
+        let attempt = batch.attempts;
+        batch.attempts += 1;
+        let group = batch.compat;
+        self.close(group, key);
+        Some(attempt)
+    }
+
+    /// Removes a batch, whatever its state: out of its provider's ready set, and no
+    /// longer its group's open batch.
+    pub(super) fn remove(&mut self, key: Id<Batch>) -> Option<Batch> {
+        let batch = self.slab.remove(key)?;
+        if batch.state == State::Ready {
+            if let Some(set) = self.ready.get_mut(batch.provider as usize) {
+                set.remove(&ready_key(key, &batch));
+            }
+        }
+        if !is_running(batch.state) {
+            self.unsent -= batch.jobs.len() as u64;
+        }
+        self.close(batch.compat, key);
+        Some(batch)
+    }
+
+    /// Drops everything (dispose).
+    pub(super) fn clear(&mut self) {
+        // A fresh slab rather than a drained one: nothing is created after dispose, so no
+        // old key can meet a new entry (and no per-type drain code is needed).
+        self.slab = Slab::default();
+        self.ready.iter_mut().for_each(ReadySet::clear);
+        self.open.clear();
+        self.unsent = 0;
+    }
+
+    /// Puts a new job into its group's open batch, or starts a new batch (rule 2).
+    pub(super) fn place(
+        &mut self,
+        member: Member,
+        home: Home,
+        first_at: Instant,
+        now: Instant,
+        jobs: &mut Jobs,
+        timers: &mut Timers,
+    ) {
+        let Home {
+            group,
+            provider,
+            llm,
+        } = home;
+        let open = self.open(group);
+        if travels_alone(llm, member.chars, member.tokens, &self.limits) {
+            // Rule 2: an item longer than the limit makes the open batch due at once too,
+            // so the earlier items are not left behind it for their whole window.
+            if let Some(open_key) = open.filter(|_| llm) {
+                self.make_due_now(open_key);
+            }
+            let batch = self.insert(Batch::new(&member, group, provider, first_at), jobs);
+            self.make_ready(batch);
+            return;
+        }
+        if let Some(open_key) = open {
+            let fits = self
+                .slab
+                .get(open_key)
+                .is_some_and(|b| b.accepts(member.chars, member.tokens, &self.limits));
+            if fits {
+                self.join(open_key, &member, jobs);
+                return;
+            }
+            // The item would break a limit: the open batch is due now, the item starts the next.
+            self.make_due_now(open_key);
+        }
+        let batch = self.insert(Batch::new(&member, group, provider, first_at), jobs);
+        self.set_open(group, Some(batch));
+        let due_at = self
+            .slab
+            .get(batch)
+            .map(|b| (b.is_full(&self.limits), b.due_at(&self.limits)));
+        match due_at {
+            Some((true, _)) => self.make_ready(batch),
+            Some((false, at)) if at <= now => self.make_ready(batch),
+            Some((false, at)) => timers.push(at, Timer::Due(batch)),
+            None => {}
+        }
+    }
+
+    fn join(&mut self, key: Id<Batch>, member: &Member, jobs: &mut Jobs) {
+        jobs.set_batch(member.job, key);
+        let Some(batch) = self.slab.get_mut(key) else {
+            return;
+        };
+        let before = ready_key(key, batch);
+        batch.push(member);
+        if !is_running(batch.state) {
+            self.unsent += 1;
+        }
+        let after = ready_key(key, batch);
+        let (state, full, provider) = (batch.state, batch.is_full(&self.limits), batch.provider);
+        match state {
+            State::Collecting if full => self.make_ready(key),
+            State::Ready if before != after => self.rekey(provider, &before, after),
+            _ => {}
+        }
+    }
+
+    /// A due batch's place in line changed.
+    fn rekey(&mut self, provider: u32, before: &ReadyKey, after: ReadyKey) {
+        if let Some(set) = self.ready.get_mut(provider as usize) {
+            set.remove(before);
+            set.insert(after);
+        }
+    }
+
+    /// A twin of one of its items came with a higher priority.
+    pub(super) fn raise_priority(&mut self, key: Id<Batch>, priority: Priority) {
+        let Some(batch) = self.slab.get_mut(key) else {
+            return;
+        };
+        if priority <= batch.priority {
+            return;
+        }
+        let before = ready_key(key, batch);
+        batch.priority = priority;
+        let after = ready_key(key, batch);
+        if batch.state == State::Ready {
+            let provider = batch.provider;
+            self.rekey(provider, &before, after);
+        }
+    }
+
+    /// `job_key` leaves batch `key` (withdrawn, or resolved before its call's end);
+    /// `job`, when still known, gives what it added to the sums. Whether the batch is
+    /// left empty.
+    pub(super) fn leave(&mut self, key: Id<Batch>, job_key: Id<Job>, job: Option<&Job>) -> bool {
+        let Some(batch) = self.slab.get_mut(key) else {
+            return false;
+        };
+        let before = batch.jobs.len();
+        batch.jobs.retain(|j| *j != job_key);
+        if let Some(job) = job {
+            batch.chars = batch.chars.saturating_sub(utf16_len(job.text()));
+            batch.tokens -= f64::from(job.tokens());
+        }
+        if !is_running(batch.state) {
+            self.unsent -= (before - batch.jobs.len()) as u64;
+        }
+        batch.jobs.is_empty()
+    }
+
+    /// Counts one more try of this kind for the batch; the count so far.
+    pub(super) fn count_try(&mut self, key: Id<Batch>, kind: Try) -> Option<u16> {
+        let batch = self.slab.get_mut(key)?;
+        let count = match kind {
+            Try::Mismatch => &mut batch.mismatches,
+            Try::Error => &mut batch.errors,
+            Try::RateLimit => &mut batch.rate_limits,
+        };
+        *count = count.saturating_add(1);
+        Some(*count)
+    }
+
+    /// Token estimates became known: every batch's token sum again.
+    pub(super) fn sum_tokens(&mut self, jobs: &Jobs) {
+        for batch in self.slab.values_mut() {
+            batch.tokens = batch
+                .jobs
+                .iter()
+                .filter_map(|j| jobs.get(*j))
+                .map(|j| f64::from(j.tokens()))
+                .sum();
+        }
+    }
+
+    /// The batches of `provider` whose call is not running.
+    pub(super) fn unsent_of(&self, provider: u32) -> Vec<Id<Batch>> {
+        let mut unsent = Vec::new();
+        for (key, batch) in self.slab.iter() {
+            if batch.provider == provider && !is_running(batch.state) {
+                unsent.push(key);
+            }
+        }
+        unsent
+    }
+
+    /// Takes out every batch that never started (to regroup under new limits): their
+    /// live jobs, each with its batch's group and collection start, in arrival order.
+    pub(super) fn take_unstarted(&mut self, jobs: &Jobs) -> Vec<(Member, Id<Group>, Instant)> {
+        // Batches by their first item's arrival: a heap rather than a sort (less code in
+        // the .wasm), filled by pushes (a collect would add the heap's bulk rebuild).
+        let mut open: BinaryHeap<Reverse<(u64, Id<Batch>)>> = BinaryHeap::new();
+        for (key, batch) in self.slab.iter() {
+            if !batch.sealed && matches!(batch.state, State::Collecting | State::Ready) {
+                open.push(Reverse((batch.seq, key)));
+            }
+        }
+        // Batches and the jobs inside them are in arrival order: keep it.
+        let mut members = Vec::new();
+        while let Some(Reverse((_, key))) = open.pop() {
+            let Some(batch) = self.remove(key) else {
+                continue;
+            };
+            for job in batch.jobs {
+                if let Some(member) = jobs.member(job) {
+                    members.push((member, batch.compat, batch.first_at));
+                }
+            }
+        }
+        members
+    }
+}
+
+/// Whether an item must travel alone: non-LLM items never batch, and an item longer than
+/// the character limit, or costing more than the token budget can hold, cannot share.
+pub(super) fn travels_alone(llm: bool, chars: u64, tokens: f32, limits: &Limits) -> bool {
+    !llm || chars > limits.max_chars || f64::from(tokens) > limits.max_tokens
+}
+
+#[cfg(test)]
+#[path = "batches_tests.rs"]
+mod tests;

@@ -1,0 +1,509 @@
+//! The `Pacer` part: the request bucket, the token budget, the budget shared with other
+//! pacers, and each provider's pacing state (its 429 pause and episode, adaptive rate,
+//! reported limits, daily block).
+//!
+//! It keeps "a call starts only when every budget that applies holds it, and a call that
+//! starts is charged to all of them": one gate, [`Pacer::ready_at`], which dispatch asks
+//! before a call and `poll_timeout` asks for the next wake-up, and one charge,
+//! [`Pacer::take`]. A provider's pacing state is behind an `Rc<RefCell<…>>` because the
+//! pacers of a shared budget share it; no borrow of it leaves this file.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use crate::adaptive::{AdaptiveRate, Growth};
+use crate::bucket::TokenBucket;
+use crate::budget::SharedBudget;
+use crate::call::{ReportedLimits, Usage};
+use crate::options::Options;
+use crate::provider::{DailyBlock, ProviderPacing};
+use crate::quota::{Held, TokenBudget};
+use crate::settle::{ErrorCode, PacerFailure};
+use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
+use crate::time::{Duration, Instant};
+
+/// A provider as this engine sees it: its id, and its pacing state, which pacers that
+/// share a budget also share.
+#[derive(Debug)]
+struct Provider {
+    id: Rc<str>,
+    pacing: Rc<RefCell<ProviderPacing>>,
+}
+
+/// What a started call was charged, handed back when its answer reports what it cost.
+#[derive(Copy, Clone, Debug, Default)]
+pub(super) struct Charge {
+    /// Its estimated cost before and after the provider's scaling (0 without estimates).
+    raw_cost: f64,
+    cost: f64,
+    /// Its place among the calls to its provider, for the limits the provider reports.
+    quota_ticket: u64,
+    /// The provider's 429 episode when the call started.
+    episode: u32,
+}
+
+/// What a 429 changed: the end of a longer pause (a wake-up to set), and the slowed
+/// rate if this 429 began a new episode.
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Paused {
+    pub(super) pause_end: Option<Instant>,
+    pub(super) slowed_to: Option<f64>,
+}
+
+/// The budgets a call must fit, and the providers' pacing state by provider index.
+#[derive(Debug)]
+pub(super) struct Pacer {
+    bucket: TokenBucket,
+    /// The token budget (`tokensPerMinute`), when one is set.
+    budget: Option<TokenBudget>,
+    /// The budget this pacer shares with others, if any.
+    shared: Option<SharedBudget>,
+    /// Whether a provider has reported a token window: item token estimates are needed
+    /// then, budget or not.
+    token_windows: bool,
+    providers: Vec<Provider>,
+}
+
+impl Pacer {
+    /// Full buckets under these options at `now`.
+    pub(super) fn new(options: &Options, now: Instant) -> Self {
+        Pacer {
+            bucket: TokenBucket::full(options.rate, options.capacity, now),
+            budget: TokenBudget::new(options.tokens_per_minute, now),
+            shared: None,
+            token_windows: false,
+            providers: Vec::new(),
+        }
+    }
+
+    /// Shares `budget` with the other pacers given it (providers met before keep their
+    /// own pacing state).
+    pub(super) fn share(&mut self, budget: SharedBudget) {
+        self.shared = Some(budget);
+    }
+
+    /// The index of provider `id`, added on first use. A scan rather than a map: there
+    /// are a handful of providers, every dispatch already walks them all, and this runs
+    /// only when a compatibility group is created.
+    pub(super) fn provider_for(&mut self, id: &str) -> u32 {
+        if let Some(index) = self.providers.iter().position(|p| &*p.id == id) {
+            return index as u32;
+        }
+        let index = self.providers.len() as u32;
+        let id: Rc<str> = id.into();
+        let pacing = match &self.shared {
+            Some(budget) => budget.provider(&id),
+            None => Rc::default(),
+        };
+        self.providers.push(Provider { id, pacing });
+        index
+    }
+
+    /// How many providers were met.
+    pub(super) fn provider_count(&self) -> usize {
+        self.providers.len()
+    }
+
+    /// The id of provider `index`.
+    pub(super) fn provider_id(&self, index: u32) -> Rc<str> {
+        self.providers
+            .get(index as usize)
+            .map_or_else(|| Rc::from(""), |p| p.id.clone())
+    }
+
+    /// Whether items need token estimates (a token budget, a provider that reports its
+    /// token window, or a shared budget that counts tokens).
+    pub(super) fn wants_token_estimates(&self) -> bool {
+        self.budget.is_some()
+            || self.token_windows
+            || self
+                .shared
+                .as_ref()
+                .is_some_and(SharedBudget::counts_tokens)
+    }
+
+    /// A call's cost to `provider` for `raw` estimated tokens (its own scaling, learnt
+    /// from the usage it reported).
+    pub(super) fn cost(&self, provider: u32, raw: f64) -> f64 {
+        self.providers
+            .get(provider as usize)
+            .map_or(0.0, |p| p.pacing.borrow().quota.cost(raw))
+    }
+
+    /// Whether a request token is there: the pacer's own, and its shared budget's.
+    pub(super) fn has_request_token(&self, now: Instant) -> bool {
+        self.bucket.has_token(now)
+            && self
+                .shared
+                .as_ref()
+                .is_none_or(|b| b.has_request_token(now))
+    }
+
+    /// When a request token will be there.
+    fn request_token_at(&self, now: Instant) -> Instant {
+        let own = self.bucket.ready_at(now);
+        self.shared
+            .as_ref()
+            .map_or(own, |b| own.max(b.request_token_at(now)))
+    }
+
+    /// When a call of `cost` to `provider` may start (`now` if it may now): the one gate
+    /// of a call. A request token (the pacer's own and its shared budget's), no pause,
+    /// the provider's adaptive rate, and room for the cost in the token budgets and the
+    /// windows the provider reported.
+    pub(super) fn ready_at(&self, provider: u32, cost: f64, now: Instant) -> Instant {
+        let mut at = self.request_token_at(now);
+        let Some(provider) = self.providers.get(provider as usize) else {
+            return at;
+        };
+        let pacing = provider.pacing.borrow();
+        // A pause another pacer of a shared budget set has no timer of this one's.
+        at = at.max(pacing.paused_until);
+        if let Some(adaptive) = &pacing.adaptive {
+            at = at.max(adaptive.ready_at(now));
+        }
+        if !self.wants_token_estimates() && pacing.quota.held(now, 0.0).is_none() {
+            return at;
+        }
+        let held = pacing.quota.held(now, cost).map(|(until, _)| until);
+        let own = self
+            .budget
+            .as_ref()
+            .map(|b| b.ready_at(now, cost))
+            .filter(|until| *until > now);
+        let shared = self
+            .shared
+            .as_ref()
+            .and_then(|b| b.tokens_ready_at(now, cost));
+        [held, own, shared]
+            .into_iter()
+            .flatten()
+            .fold(at, Instant::max)
+    }
+
+    /// Charges a call of `raw_cost` (`cost` after the provider's scaling) that starts
+    /// now: a request token (the adaptive rate's too), the token budgets, and the
+    /// provider's reported windows.
+    pub(super) fn take(
+        &mut self,
+        provider: u32,
+        (raw_cost, cost): (f64, f64),
+        now: Instant,
+        options: &Options,
+    ) -> Charge {
+        self.bucket.try_take(now);
+        if let Some(budget) = &mut self.budget {
+            budget.spend(now, cost);
+        }
+        if let Some(shared) = &self.shared {
+            shared.take_request_token(now);
+            shared.spend_tokens(now, cost);
+        }
+        let mut charge = Charge {
+            raw_cost,
+            cost,
+            ..Charge::default()
+        };
+        if let Some(provider) = self.providers.get(provider as usize) {
+            let mut pacing = provider.pacing.borrow_mut();
+            if pacing
+                .adaptive
+                .as_mut()
+                .is_some_and(|a| a.take(now, options.capacity))
+            {
+                pacing.adaptive = None;
+            }
+            charge.quota_ticket = pacing.quota.spend(now, cost);
+            charge.episode = pacing.episode;
+        }
+        charge
+    }
+
+    /// Rule 6: a 429 pauses every call to the provider for `pause`, and slows it down
+    /// once per 429 episode (the episode of the call it answered is `charge`'s).
+    pub(super) fn pause(
+        &mut self,
+        provider: u32,
+        charge: &Charge,
+        pause: Duration,
+        now: Instant,
+        options: &Options,
+    ) -> Option<Paused> {
+        let provider = self.providers.get(provider as usize)?;
+        let mut pacing = provider.pacing.borrow_mut();
+        let until = now + pause;
+        let mut paused = Paused {
+            pause_end: None,
+            slowed_to: None,
+        };
+        if until > pacing.paused_until {
+            pacing.paused_until = until;
+            paused.pause_end = Some(until);
+        }
+        let paused_until = pacing.paused_until;
+        if let Some(adaptive) = pacing.adaptive.as_mut() {
+            adaptive.pause(now, options.capacity, paused_until);
+        }
+        if charge.episode != pacing.episode {
+            return Some(paused);
+        }
+        pacing.episode = pacing.episode.wrapping_add(1);
+        let accepted = std::mem::take(&mut pacing.accepted);
+        if options.adaptive_rate {
+            let slowed = AdaptiveRate::after_429(
+                pacing.adaptive.as_ref(),
+                options.rate,
+                accepted,
+                now,
+                paused_until,
+            );
+            paused.slowed_to = Some(slowed.rate());
+            pacing.adaptive = Some(slowed);
+        }
+        Some(paused)
+    }
+
+    /// A call to the provider was accepted: its slowed rate grows back (see
+    /// [`AdaptiveRate::grow`]); whether it is back at the full rate. A call that started
+    /// before the current 429 episode says nothing of the rate since: like its 429
+    /// would, its success belongs to the past.
+    pub(super) fn grow(
+        &mut self,
+        provider: u32,
+        charge: &Charge,
+        now: Instant,
+        options: &Options,
+    ) -> bool {
+        let Some(provider) = self.providers.get(provider as usize) else {
+            return false;
+        };
+        let mut pacing = provider.pacing.borrow_mut();
+        if charge.episode != pacing.episode {
+            return false;
+        }
+        let Some(adaptive) = pacing.adaptive.as_mut() else {
+            pacing.accepted = pacing.accepted.saturating_add(1);
+            return false;
+        };
+        adaptive.grow(now, options.rate, options.capacity) == Growth::Full
+    }
+
+    /// Takes in what the provider reported about a call charged `charge`: usage corrects
+    /// the budgets and the provider's estimates, limits hold its later calls. `None` for
+    /// an unknown provider; else whether token estimates just became needed (the first
+    /// token window a provider reported).
+    pub(super) fn take_report(
+        &mut self,
+        provider: u32,
+        charge: &Charge,
+        usage: Option<&Usage>,
+        limits: &ReportedLimits,
+        now: Instant,
+    ) -> Option<bool> {
+        let provider = self.providers.get(provider as usize)?;
+        let mut pacing = provider.pacing.borrow_mut();
+        if let Some(usage) = usage {
+            let actual = usage.input_tokens + usage.output_tokens;
+            if let Some(budget) = &mut self.budget {
+                budget.correct(now, charge.cost, actual);
+            }
+            if let Some(shared) = &self.shared {
+                shared.correct_tokens(now, charge.cost, actual);
+            }
+            pacing.quota.learn(charge.raw_cost, usage);
+        }
+        pacing
+            .quota
+            .report(now, charge.quota_ticket, charge.cost, limits);
+        drop(pacing);
+        let first_window = limits.tokens_remaining.is_some() && !self.token_windows;
+        self.token_windows |= first_window;
+        Some(first_window)
+    }
+
+    /// Whether the provider's reported limits hold a call of `cost`, and until when and
+    /// why, the first time this hold is asked about (a `limited` event is due then).
+    pub(super) fn new_hold(
+        &mut self,
+        provider: u32,
+        cost: f64,
+        now: Instant,
+    ) -> Option<(Instant, Held)> {
+        let provider = self.providers.get(provider as usize)?;
+        let mut pacing = provider.pacing.borrow_mut();
+        let (until, why) = pacing.quota.held(now, cost)?;
+        pacing.quota.announce(until).then_some((until, why))
+    }
+
+    /// The provider's daily quota is spent: its items reject until `block.until`.
+    pub(super) fn block_daily(&mut self, provider: u32, block: DailyBlock) {
+        if let Some(provider) = self.providers.get(provider as usize) {
+            provider.pacing.borrow_mut().daily_block = Some(block);
+        }
+    }
+
+    /// The daily block's error for items of `provider`, while it holds.
+    pub(super) fn daily_blocked<C>(&self, provider: u32, now: Instant) -> Option<PacerFailure<C>> {
+        let pacing = self.providers.get(provider as usize)?.pacing.borrow();
+        let block = pacing.daily_block.as_ref().filter(|b| b.until > now)?;
+        let mut error = PacerFailure::new(ErrorCode::ProviderError, block.message.clone());
+        error.status = Some(429);
+        error.retry_in = block.reset_known.then(|| block.until.since(now));
+        Some(error)
+    }
+
+    /// Whether a pause ending at `until` is still some provider's (a pause made longer
+    /// has a wake-up of its own).
+    pub(super) fn pause_ends_at(&self, until: Instant) -> bool {
+        self.providers
+            .iter()
+            .any(|p| p.pacing.borrow().paused_until == until)
+    }
+
+    /// New options at `now`: rates, burst, adaptive rates and the token budget. Whether
+    /// token estimates just became needed (a budget was set).
+    pub(super) fn set_options(&mut self, now: Instant, next: &Options) -> bool {
+        self.bucket.set_rate(now, next.rate);
+        self.bucket.set_capacity(now, next.capacity);
+        for provider in &self.providers {
+            let mut pacing = provider.pacing.borrow_mut();
+            let paused_until = pacing.paused_until;
+            if !next.adaptive_rate {
+                pacing.adaptive = None;
+            } else if let Some(adaptive) = &mut pacing.adaptive {
+                // At the new rate already: its burst is still earned back, not given.
+                adaptive.rate_changed(now, next.rate, next.capacity, now.max(paused_until));
+            }
+        }
+        let per_minute = next.tokens_per_minute;
+        match &mut self.budget {
+            Some(budget) if per_minute > 0.0 => {
+                budget.set_per_minute(now, per_minute);
+                false
+            }
+            _ => {
+                let had_estimates = self.wants_token_estimates();
+                self.budget = TokenBudget::new(per_minute, now);
+                self.budget.is_some() && !had_estimates
+            }
+        }
+    }
+
+    /// What a restarted pacer resumes from (see [`Pacer::restore`]).
+    pub(super) fn snapshot(&self, now: Instant, wall_ms: f64) -> Snapshot {
+        // Pushes rather than a filtered `collect` (as for the texts of a batch): the
+        // collect of an iterator of unknown length is much more code in the .wasm.
+        let mut providers = Vec::new();
+        for provider in &self.providers {
+            let p = provider.pacing.borrow();
+            // A recovering provider is saved too, at the full rate (see `restore`).
+            let adaptive = p.adaptive.as_ref();
+            let daily_block =
+                p.daily_block
+                    .as_ref()
+                    .filter(|b| b.until > now)
+                    .map(|b| SavedDailyBlock {
+                        blocked_for: b.until.since(now),
+                        reset_known: b.reset_known,
+                        message: b.message.clone(),
+                    });
+            let limits = p.quota.saved(now);
+            if p.paused_until > now
+                || adaptive.is_some()
+                || daily_block.is_some()
+                || limits.is_some()
+            {
+                providers.push(ProviderSnapshot {
+                    provider_id: provider.id.to_string(),
+                    paused_for: p.paused_until.since(now),
+                    adaptive_rate: adaptive.map(AdaptiveRate::rate),
+                    adaptive_ceiling: adaptive.map_or(0.0, AdaptiveRate::ceiling),
+                    daily_block,
+                    limits,
+                });
+            }
+        }
+        Snapshot {
+            wall_time_ms: wall_ms,
+            tokens: self.bucket.tokens(now),
+            providers,
+        }
+    }
+
+    /// Resumes from a snapshot taken `elapsed` ago: tokens earned meanwhile are added (up
+    /// to `capacity`), what is left of each pause still holds, adaptive rates return.
+    /// The ends of the pauses restored, to wake up at.
+    pub(super) fn restore(
+        &mut self,
+        snapshot: &Snapshot,
+        elapsed: Duration,
+        now: Instant,
+        options: &Options,
+    ) -> Vec<Instant> {
+        let (rate, capacity) = (options.rate, options.capacity);
+        let earned = elapsed.as_secs() * rate;
+        self.bucket = TokenBucket::with_tokens(rate, capacity, snapshot.tokens + earned, now);
+        let mut pause_ends = Vec::new();
+        for saved in &snapshot.providers {
+            let index = self.provider_for(&saved.provider_id);
+            let Some(provider) = self.providers.get(index as usize) else {
+                continue;
+            };
+            let mut provider = provider.pacing.borrow_mut();
+            if let Some(block) = saved
+                .daily_block
+                .as_ref()
+                .filter(|b| b.blocked_for > elapsed)
+            {
+                provider.daily_block = Some(DailyBlock {
+                    until: now
+                        + Duration::from_micros(
+                            block.blocked_for.as_micros() - elapsed.as_micros(),
+                        ),
+                    reset_known: block.reset_known,
+                    message: block.message.clone(),
+                });
+            }
+            if saved.paused_for > elapsed {
+                let until =
+                    now + Duration::from_micros(saved.paused_for.as_micros() - elapsed.as_micros());
+                provider.paused_until = until;
+                provider.episode = provider.episode.wrapping_add(1);
+                pause_ends.push(until);
+            }
+            if let Some(limits) = &saved.limits {
+                // A restarted worker's first burst respects what the provider reported.
+                provider.quota.restore(now, limits, elapsed);
+            }
+            let Some(adaptive_rate) = saved.adaptive_rate else {
+                continue;
+            };
+            let ceiling = saved.adaptive_ceiling;
+            provider.adaptive = Some(if adaptive_rate < rate {
+                let tokens = (elapsed.as_secs() * adaptive_rate).min(1.0);
+                AdaptiveRate::restored(
+                    adaptive_rate,
+                    tokens,
+                    ceiling,
+                    now,
+                    now.max(provider.paused_until),
+                )
+            } else {
+                // Back at the full rate: the burst it earned before the restart is not
+                // known, so it counts from an empty bucket, earning nothing while paused.
+                let earning = elapsed
+                    .as_micros()
+                    .saturating_sub(saved.paused_for.as_micros());
+                let tokens = Duration::from_micros(earning).as_secs() * rate;
+                AdaptiveRate::recovering(
+                    rate,
+                    capacity,
+                    tokens,
+                    ceiling,
+                    now.max(provider.paused_until),
+                )
+            });
+        }
+        pause_ends
+    }
+}
