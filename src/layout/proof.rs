@@ -15,12 +15,13 @@
 //!    renumbered after a split: nothing is proven.
 //! 4. A missing *last* pair looks exactly like a merge followed by renumbering (every
 //!    later segment shifted by one id), so the segments before it are trusted only when
-//!    their lengths rule every such shift out (see `trusted_before_missing_last`) and
-//!    no number moved into them (`numbers_moved_before_last`). A
+//!    their lengths rule every such shift out (see `trusted_before_missing_last`). A
 //!    last pair that is damaged or does not fit its source (`fits_last`) is read the same
 //!    way: the model may have filled the freed id with a remark or nothing.
 //! 5. Evidence that text moved across markers that are all in place (a split and a
-//!    merge that keep the count) proves nothing at all (see `shifted`).
+//!    merge that keep the count) proves nothing at all (see `shifted`), and so does a
+//!    segment about to be taken that holds another paragraph's number
+//!    (`numbers_moved_into_taken`).
 //!
 //! A false alarm costs one smaller call; a guess could put one paragraph's translation
 //! under another, which this never does.
@@ -227,15 +228,19 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
     if last_suspect {
         missing[n - 1] = true;
     }
-    let trusted = if last_suspect && !numbers_moved_before_last(texts, &segments, &missing) {
+    let trusted = if last_suspect {
         trusted_before_missing_last(&lengths)
-    } else if last_suspect {
-        vec![false; n]
     } else {
         vec![true; n]
     };
+    let taken: Vec<bool> = (0..n)
+        .map(|i| !missing[i] && (i == n - 1 || trusted[i]))
+        .collect();
+    if numbers_moved_into_taken(texts, &segments, &taken) {
+        return proven;
+    }
     let mut take_from: Vec<Option<usize>> = vec![None; entries.len()];
-    for i in (0..n).filter(|&i| !missing[i] && (i == n - 1 || trusted[i])) {
+    for i in (0..n).filter(|&i| taken[i]) {
         if let Some(p) = undamaged[i] {
             take_from[p] = Some(i);
         }
@@ -302,21 +307,25 @@ fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>], lengths: &Leng
     n > 1 && crate::alignment::check(texts, &complete).is_err()
 }
 
-/// Rule 4's number evidence: with the last pair missing or suspect, a segment that would
-/// be taken holds a number of another paragraph that its own paragraph lacks, while that
-/// paragraph's segment lacks it (or is missing). Lengths that happen to fit cannot then
-/// vouch for the segments: a drop, a merge and a split together can shift text across
-/// every pair and still leave each length near its source's.
-fn numbers_moved_before_last<S: AsRef<str>>(
+/// Rule 5's number evidence, wherever segments are missing: a segment about to be taken
+/// holds a number of another paragraph that its own paragraph lacks, while that
+/// paragraph's segment lacks it or is missing. Lengths cannot see a short paragraph merged
+/// into a long one, nor a drop, a merge and a split together that leave every length
+/// near its source's; the number can.
+fn numbers_moved_into_taken<S: AsRef<str>>(
     texts: &[S],
     segments: &[Option<&str>],
-    missing: &[bool],
+    taken: &[bool],
 ) -> bool {
-    let mut taken: Vec<Option<&str>> = Vec::with_capacity(segments.len());
-    for (segment, &gone) in segments.iter().zip(missing) {
-        taken.push(if gone { None } else { *segment });
+    if taken.iter().all(|&take| take) && segments.iter().all(Option::is_some) {
+        // Every segment there and taken: `shifted` has read their numbers already.
+        return false;
     }
-    crate::alignment::numbers_moved(texts, &taken).is_some()
+    let mut kept: Vec<Option<&str>> = Vec::with_capacity(segments.len());
+    for (segment, &take) in segments.iter().zip(taken) {
+        kept.push(if take { *segment } else { None });
+    }
+    crate::alignment::numbers_moved(texts, &kept).is_some()
 }
 
 /// Whether the last pair, when found, holds what a translation of its source would: it

@@ -195,7 +195,7 @@ fn median_is_the_upper_middle_of_the_sorted_values_on_and_off_the_stack() {
 }
 
 #[test]
-fn a_drop_merge_and_split_under_a_missing_last_pair_is_read_by_numbers_too() {
+fn a_drop_merge_and_split_before_a_missing_last_pair_is_read_by_numbers() {
     // Found by the `replies` fuzz target: paragraph 1 dropped, 2 and 3 merged, 4 split in
     // two, the numbers then copied in order and the last pair left out. Every length
     // stays near enough its source's for rule 4's length evidence to vouch for the first
@@ -223,4 +223,27 @@ fn a_drop_merge_and_split_under_a_missing_last_pair_is_read_by_numbers_too() {
     let read = marked(faithful, &texts);
     assert_eq!(read[4], None);
     assert_eq!(read[0].as_deref(), Some("«0 paragraph Hi»"));
+}
+
+#[test]
+fn a_short_paragraph_merged_into_a_long_one_is_read_by_numbers() {
+    // Found by the `replies` fuzz target: the first pair repeated and the third left out
+    // (damage that takes their neighbours), then 4 and 5 merged into the fifth pair and
+    // the freed last number filled with a remark. The short sixth paragraph barely changes
+    // the merged pair's length, but its number is in the fifth paragraph's segment and
+    // not in its own.
+    let texts = [
+        "0 paragraph 12 apples",
+        "1 paragraph Hello",
+        "2 paragraph ",
+        "3 paragraph Überall & <s1> tags",
+        "4 paragraph Überall & <s1> tags",
+        "5 paragraph ",
+    ];
+    let reply = "<t1></t1>\n<t1>h 12 apples»</t1>\n<t2>«1 paragraph Hello» «2 paragraph»</t2>\n\
+                 <t4>«3 paragraph Überall & <s1> tags»</t4>\n\
+                 <t5>«4 paragraph Überall & <s1> tags» «5 paragraph»</t5>\n<t6>I hope this helps!</t6>";
+    let read = prove(&texts, marked_entries(reply, "t"));
+    assert_eq!(read[4], None);
+    assert_eq!(read, vec![None; 6]);
 }
