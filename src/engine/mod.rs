@@ -79,7 +79,7 @@ use crate::budget::SharedBudget;
 use crate::cache::Lru;
 use crate::call::{Call, CallId, Failure, Reply, Report};
 use crate::item::{aborted_error, validate};
-use crate::key::{item_key, Keyer};
+use crate::key::{item_key, Compat, Keyer};
 use crate::options::{OptionValue, Options};
 use crate::retry::Jitter;
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
@@ -170,6 +170,59 @@ impl<C: Clone> Engine<C> {
         now: Instant,
         item: &Item<'_>,
     ) -> Result<Ticket, PacerFailure<C>> {
+        self.accept_item(now, item, None)
+    }
+
+    /// Registers a combination of compatibility fields for [`Engine::handle_submit`];
+    /// returns its id (never 0). The fields are checked when an item uses them, like
+    /// those of `handle_translate`.
+    pub fn register_compat(&mut self, compat: &Compat<'_>) -> u32 {
+        self.groups.register(compat)
+    }
+
+    /// Forgets every combination registered by [`Engine::register_compat`].
+    pub fn clear_compats(&mut self) {
+        self.groups.clear_registered();
+    }
+
+    /// `handle_translate` for an item of `text` whose other fields are those registered
+    /// under `compat`: its fields are neither encoded nor hashed again.
+    pub fn handle_submit(
+        &mut self,
+        now: Instant,
+        compat: u32,
+        text: &str,
+        priority: f64,
+        tokens: Option<f64>,
+    ) -> Result<Ticket, PacerFailure<C>> {
+        let info = self.groups.registered(compat).cloned().ok_or_else(|| {
+            PacerFailure::new(
+                ErrorCode::InvalidInput,
+                format!("compat must be an id returned by registerCompat (got {compat})"),
+            )
+        })?;
+        let item = Item {
+            text,
+            compat: Compat {
+                provider_id: &info.provider_id,
+                source_lang: &info.source_lang,
+                target_lang: &info.target_lang,
+                context: &info.context,
+                llm: info.llm,
+            },
+            priority,
+            tokens,
+        };
+        self.accept_item(now, &item, Some(compat))
+    }
+
+    /// Accepts `item`, registered under `entry` if given.
+    fn accept_item(
+        &mut self,
+        now: Instant,
+        item: &Item<'_>,
+        entry: Option<u32>,
+    ) -> Result<Ticket, PacerFailure<C>> {
         self.validate_unless_disposed(item)?;
         self.advance(now);
         if self.disposed {
@@ -186,7 +239,7 @@ impl<C: Clone> Engine<C> {
         let pacer = &mut self.pacer;
         let (group, key) = self
             .groups
-            .group_for(&item.compat, item.text, |id| pacer.provider_for(id));
+            .group_for(&item.compat, entry, item.text, |id| pacer.provider_for(id));
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
             let ticket = self.jobs.counted_ticket();
