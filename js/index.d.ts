@@ -635,6 +635,12 @@ export interface ProviderStreamReport {
  * - an array with one string per text, in order (a wrong length is a count mismatch);
  * - an object with one string per id (`{ "1": "…", "2": "…" }`), as structured outputs give.
  *
+ * The pacer cleans up a structured answer handed on as the model wrote it: a batch's
+ * string that is a JSON object whose keys are all the call's ids and whose values are all
+ * strings, alone or in a code fence, is read as such an object; a value of an object or
+ * array wrapped whole in the markers of its own id or position (`"<s21>Hola</s21>"`)
+ * loses them. A value holding any other marker is left for the proof to judge.
+ *
  * A translation resolves its item only when the reply proves it belongs there; the
  * missing ones are sent again as a smaller batch (see the README's "Segment identity").
  */
@@ -705,10 +711,11 @@ export interface OpenAIProviderConfig {
    * vLLM). The prompt then asks for that object instead of the marked layout of
    * `request.instructions`; the user message stays `request.text` (with the older
    * separator layout, a JSON object of id to text). The provider returns the parsed
-   * object; a value wrapped whole in its own id's markers loses them; a reply that is not
-   * a JSON object (also inside a code fence) is returned as the raw string, which the
-   * pacer reads as a marked string: proven segments are kept, the rest is a count
-   * mismatch. Single requests are sent without a schema. Cannot be combined with `stream`.
+   * object; a reply that is not a JSON object as it stands is returned as the raw
+   * string, which the pacer reads like any provider's (see {@link ProviderTranslations}):
+   * a fenced JSON object by id, anything else as a marked string (proven segments are
+   * kept, the rest is a count mismatch); markers copied into the values are removed by
+   * the pacer. Single requests are sent without a schema. Cannot be combined with `stream`.
    * @default false
    */
   structuredOutput?: boolean | undefined;
@@ -803,7 +810,12 @@ export interface OpenAIProviderStreamEnd {
  */
 export type OpenAIProviderStream = AsyncIterable<string | OpenAIProviderStreamEnd>;
 
-/** The error {@link openAIProvider}'s provider rejects with for an HTTP error status. */
+/**
+ * The error {@link openAIProvider}'s provider rejects with for an HTTP error status. Its
+ * message holds facts only (`OpenAI-compatible API answered <status> <reason>: <the
+ * server's error text>`); what to do about a settings, billing or daily error is said
+ * once, by the pacer, in the `provider_error` and the {@link BlockedEvent}.
+ */
 export interface OpenAIProviderError extends Error {
   /** The HTTP status, on every HTTP error (network errors and aborts have none). */
   status: number;
@@ -817,8 +829,7 @@ export interface OpenAIProviderError extends Error {
   limits?: OpenAIProviderLimits;
   /**
    * `"billing"`: `insufficient_quota` as `error.code` or `error.type` (OpenAI), or a 402
-   * (OpenRouter, DeepSeek); the message says the account is out of credit or at its
-   * spending cap. `"daily"`: a 429 for a per-day quota (a Gemini QuotaFailure whose
+   * (OpenRouter, DeepSeek). `"daily"`: a 429 for a per-day quota (a Gemini QuotaFailure whose
    * `quotaId` contains `PerDay`; OpenAI's and Groq's "requests per day" or "tokens per
    * day"). `"rate"`: any other 429.
    */

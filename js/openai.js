@@ -38,17 +38,6 @@ const REASONS = {
   504: "Gateway Timeout",
 };
 
-/** What to do about the statuses that no retry fixes: wrong settings. */
-const SETTINGS_HINTS = {
-  401: "check the API key",
-  403: "check the API key and whether it may use this model",
-  404: "check the model name and the base URL",
-};
-
-const BILLING_HINT =
-  "the account is out of credit or at its spending cap; add credit or raise the cap in the provider's billing settings";
-const DAILY_HINT = "a per-day quota is used up; calls to this provider fail until it resets";
-
 /** Every option `openAIProvider` takes: any other name is a typo, refused. */
 const OPTION_NAMES = [
   "baseUrl",
@@ -250,34 +239,19 @@ function translationSchema(ids) {
 
 /**
  * A structured batch answer: the parsed object keyed by id. Text that is not a JSON
- * object (an endpoint that ignored `response_format`) is returned as it came, for the
- * pacer to read as a marked string: a model that fell back to the markers still proves
- * its segments, and anything else is a mismatch, never a guess.
+ * object as it stands (an endpoint that ignored `response_format`, a model that wrapped
+ * the JSON in a code fence) is returned as it came: the pacer reads every reply, so a
+ * fenced object, values wrapped in their own markers and a model that fell back to the
+ * markers are cleaned up and proven there, for every provider alike.
  */
-function readStructured(content, ids, markers) {
-  // A fence around the whole answer is the one wrapping models add to JSON unasked.
-  const fenced = /^\s*```[a-z]*\s*\n([\s\S]*?)\n\s*```\s*$/i.exec(content);
+function readStructured(content) {
   let parsed;
   try {
-    parsed = JSON.parse(fenced ? fenced[1] : content);
+    parsed = JSON.parse(content);
   } catch {
     return content;
   }
-  if (parsed === null || typeof parsed !== "object" || Array.isArray(parsed)) return content;
-  if (markers !== undefined) {
-    // A model told where each segment stands sometimes copies its markers into the
-    // value; a value wrapped whole in its own id's pair loses them, nothing else does.
-    ids.forEach((id, i) => {
-      const value = parsed[id];
-      if (typeof value !== "string") return;
-      const trimmed = value.trim();
-      const [open, close] = markers[i];
-      if (trimmed.length >= open.length + close.length && trimmed.startsWith(open) && trimmed.endsWith(close)) {
-        parsed[id] = trimmed.slice(open.length, trimmed.length - close.length).trim();
-      }
-    });
-  }
-  return parsed;
+  return parsed === null || typeof parsed !== "object" || Array.isArray(parsed) ? content : parsed;
 }
 
 /**
@@ -479,7 +453,7 @@ export function openAIProvider(options) {
     }
 
     const translations =
-      ids !== undefined ? readStructured(content, ids, readMarkers(request, texts.length)) : content;
+      ids !== undefined ? readStructured(content) : content;
     const usage = readUsage(data?.usage);
     const limits = readLimits(response.headers);
     if (usage === undefined && limits === undefined) return translations;
@@ -666,8 +640,8 @@ function networkError(err, signal, url, redact, secrets) {
 
 /**
  * The error for an HTTP error status, shaped as the pacer reads it: always `status`;
- * `retryAfterMs`, `limits` and `quota` when the response says them; a message that says
- * what to do when the status is one no retry can fix.
+ * `retryAfterMs`, `limits` and `quota` when the response says them; a message with the
+ * status and the server's own words.
  */
 function httpError(response, raw, redact) {
   const status = Number(response.status);
@@ -693,14 +667,10 @@ function apiError(head, status, raw, headers, redact) {
   const body = errorBody(raw);
   const detail = excerpt((body && errorDetail(body)) || raw, redact);
   const quota = quotaOf(status, body);
-  const hint =
-    quota === "billing" ? BILLING_HINT : quota === "daily" ? DAILY_HINT : SETTINGS_HINTS[status];
-  // With a hint, the hint leads (a settings page may show only the start of a message)
-  // and the server's own words follow in parentheses.
-  const message = hint
-    ? `${head}: ${hint}${detail ? ` (${detail})` : ""}`
-    : `${head}${detail ? `: ${detail}` : ""}`;
-  const error = new Error(message);
+  // Facts only (status, quota, the server's own words): what the user should do about a
+  // settings, billing or daily error is written by the pacer, once, in the message it
+  // rejects with, so it is not said twice.
+  const error = new Error(`${head}${detail ? `: ${detail}` : ""}`);
   // A context-length refusal is a 413 by meaning: the pacer splits the batch.
   const meant = contextTooLong(body) ? 413 : status;
   if (meant !== undefined) error.status = meant;

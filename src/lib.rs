@@ -49,6 +49,8 @@
 //! - `layout/`: how texts travel in one call and come back:
 //!   - `markers`: the markers layout (tag choice, layout, instructions, the marker scan).
 //!   - `proof`: which translation of a reply provably belongs to which item.
+//!   - `copied_markers`: a value of an object or array reply unwrapped from its own pair.
+//!   - `structured`: a JSON object answer that came as text (maybe in a code fence).
 //!   - `stream`: a reply received in pieces: reasoning left out, a cap on its length.
 //!   - `early`: which segments the beginning of a streamed reply proves, whatever follows.
 //!   - `codec`: the older separator layout (choice, join, tolerant split).
@@ -68,7 +70,7 @@ pub use memo::{cache, key, store};
 mod pacing;
 pub use pacing::{adaptive, bucket, budget, estimate, provider, quota, retry};
 mod layout;
-pub use layout::{alignment, codec, early, markers, proof, stream};
+pub use layout::{alignment, codec, copied_markers, early, markers, proof, stream, structured};
 
 pub mod drive;
 pub mod engine;

@@ -167,6 +167,57 @@ fn object_replies_keyed_by_id_and_wrapped_arrays_resolve() {
 }
 
 #[test]
+fn a_fenced_json_answer_with_its_own_markers_in_the_values_resolves_clean() {
+    // The model's text as it came: a JSON object in a fence, each value still wrapped in
+    // its segment's markers, one with an escaped quote.
+    let mut sim = Sim::new(marker_options(&[]), |call: &Call, _| {
+        let mut json = String::from("```json\n{");
+        for (i, (id, text)) in call.ids.iter().zip(&call.texts).enumerate() {
+            let (open, close) = &call.markers()[i];
+            let comma = if i == 0 { "" } else { ", " };
+            json.push_str(&format!(
+                "{comma}\"{id}\": \"{open}{} \\\"ok\\\"{close}\"",
+                echo(text)
+            ));
+        }
+        json.push_str("}\n```");
+        Answer::After(Duration::from_millis(1.0), Ok(Reply::Text(json)))
+    });
+    let tickets: Vec<_> = FOUR.iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    for (t, text) in tickets.iter().zip(FOUR) {
+        assert_eq!(sim.ok(*t), format!("{} \"ok\"", echo(text)));
+    }
+    assert_eq!(sim.calls.len(), 1);
+}
+
+#[test]
+fn array_values_lose_only_the_markers_of_their_own_position() {
+    let mut sim = Sim::new(marker_options(&[]), |call: &Call, _| {
+        // On the first try the first two values carry each other's pairs.
+        let texts = (0..call.texts.len())
+            .map(|i| match (call.attempt, i) {
+                (0, 0) => 1,
+                (0, 1) => 0,
+                _ => i,
+            })
+            .map(|j| {
+                let (open, close) = &call.markers()[j];
+                format!("{open}{}{close}", echo(&call.texts[j]))
+            })
+            .collect();
+        Answer::After(Duration::from_millis(1.0), Ok(Reply::Texts(texts)))
+    });
+    let tickets: Vec<_> = FOUR.iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    // No item ever takes the other's translation; after the retry each has its own.
+    for (t, text) in tickets.iter().zip(FOUR) {
+        assert_eq!(sim.ok(*t), echo(text));
+    }
+    assert!(sim.calls.len() > 1, "the crossed values were not accepted");
+}
+
+#[test]
 fn an_array_of_the_wrong_length_is_a_count_mismatch_for_the_whole_batch() {
     let mut sim = Sim::new(marker_options(&[]), |call: &Call, _| {
         let mut texts: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();

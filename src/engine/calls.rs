@@ -94,14 +94,25 @@ pub(super) fn read_reply(
 ) -> Result<Vec<Option<String>>, Mismatch> {
     let expected = texts.len();
     let all = |segments: Vec<String>| segments.into_iter().map(Some).collect();
+    let reply = match reply {
+        Reply::Text(text) if expected > 1 => {
+            crate::structured::keyed(text, expected).map_or_else(Reply::Text, Reply::Keyed)
+        }
+        other => other,
+    };
     match (reading, reply) {
         (_, Reply::Text(text)) if expected == 1 => Ok(vec![Some(text)]),
+        (Reading::Markers(tag), Reply::Keyed(pairs)) => {
+            let pairs = crate::copied_markers::unwrap_keyed(pairs, tag, expected);
+            Ok(proof::prove(texts, proof::keyed_entries(pairs)))
+        }
         (_, Reply::Keyed(pairs)) => Ok(proof::prove(texts, proof::keyed_entries(pairs))),
         (Reading::Markers(tag), Reply::Text(text)) => Ok(proof::prove(
             texts,
             proof::by_index(proof::marked_entries(&text, tag)),
         )),
-        (Reading::Markers(_), Reply::Texts(segments)) if segments.len() == expected => {
+        (Reading::Markers(tag), Reply::Texts(segments)) if segments.len() == expected => {
+            let segments = crate::copied_markers::unwrap_listed(segments, tag);
             Ok(proof::prove(texts, proof::listed_entries(segments)))
         }
         (Reading::Markers(_), Reply::Texts(segments)) => Err(Mismatch::Count {

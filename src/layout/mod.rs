@@ -4,7 +4,9 @@
 
 pub mod alignment;
 pub mod codec;
+pub mod copied_markers;
 pub mod early;
 pub mod markers;
 pub mod proof;
 pub mod stream;
+pub mod structured;

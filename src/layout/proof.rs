@@ -15,7 +15,8 @@
 //!    renumbered after a split: nothing is proven.
 //! 4. A missing *last* pair looks exactly like a merge followed by renumbering (every
 //!    later segment shifted by one id), so the segments before it are trusted only when
-//!    their lengths rule every such shift out (see `trusted_before_missing_last`). A
+//!    their lengths rule every such shift out (see `trusted_before_missing_last`) and
+//!    no number moved into them (`numbers_moved_before_last`). A
 //!    last pair that is damaged or does not fit its source (`fits_last`) is read the same
 //!    way: the model may have filled the freed id with a remark or nothing.
 //! 5. Evidence that text moved across markers that are all in place (a split and a
@@ -212,21 +213,24 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
             Entry::Broken { .. } => None,
         }));
     }
+    let lengths = Lengths::of(texts, &segments);
     // Rule 5.
-    if shifted(texts, &segments) {
+    if shifted(texts, &segments, &lengths) {
         return proven;
     }
     // Rule 4, and its twin: damage at the last position.
     let last_suspect = n > 1
         && (seen[n - 1] == 0
-            || !fits_last(texts, &segments)
-            || shift_reads_better(texts, &segments)
-            || merged_before_last(texts, &segments));
+            || !fits_last(&lengths)
+            || shift_reads_better(&segments, &lengths)
+            || merges_before_last(&lengths));
     if last_suspect {
         missing[n - 1] = true;
     }
-    let trusted = if last_suspect {
-        trusted_before_missing_last(texts, &segments)
+    let trusted = if last_suspect && !numbers_moved_before_last(texts, &segments, &missing) {
+        trusted_before_missing_last(&lengths)
+    } else if last_suspect {
+        vec![false; n]
     } else {
         vec![true; n]
     };
@@ -257,25 +261,19 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
 ///
 /// Either proves nothing: the whole batch goes out again. Among paragraphs of like
 /// lengths without numbers such a shift leaves no trace in any reply form.
-fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
+fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>], lengths: &Lengths) -> bool {
     let n = texts.len();
-    let source: Vec<f64> = texts
-        .iter()
-        .map(|t| char_len(t.as_ref().trim()).max(1.0))
-        .collect();
+    let source = &lengths.source;
     let mut ratios: Vec<f64> = Vec::with_capacity(n);
-    let mut lengths: Vec<Option<f64>> = Vec::with_capacity(n);
-    for (i, segment) in segments.iter().enumerate() {
-        let length = segment.map(|s| char_len(s).max(1.0));
+    for (i, length) in lengths.segment.iter().enumerate() {
         if let Some(len) = length {
             ratios.push(len / source[i]);
         }
-        lengths.push(length);
     }
     if ratios.len() >= 3 {
         let m = median(&ratios);
         let fits = |len: f64, src: f64| (1.0 / 1.5..=1.5).contains(&(len / src / m));
-        for (i, length) in lengths.iter().enumerate() {
+        for (i, length) in lengths.segment.iter().enumerate() {
             let Some(len) = *length else { continue };
             let predicted = m * source[i];
             let off = len / predicted;
@@ -304,6 +302,23 @@ fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
     n > 1 && crate::alignment::check(texts, &complete).is_err()
 }
 
+/// Rule 4's number evidence: with the last pair missing or suspect, a segment that would
+/// be taken holds a number of another paragraph that its own paragraph lacks, while that
+/// paragraph's segment lacks it (or is missing). Lengths that happen to fit cannot then
+/// vouch for the segments: a drop, a merge and a split together can shift text across
+/// every pair and still leave each length near its source's.
+fn numbers_moved_before_last<S: AsRef<str>>(
+    texts: &[S],
+    segments: &[Option<&str>],
+    missing: &[bool],
+) -> bool {
+    let mut taken: Vec<Option<&str>> = Vec::with_capacity(segments.len());
+    for (segment, &gone) in segments.iter().zip(missing) {
+        taken.push(if gone { None } else { *segment });
+    }
+    crate::alignment::numbers_moved(texts, &taken).is_some()
+}
+
 /// Whether the last pair, when found, holds what a translation of its source would: it
 /// is undamaged (rule 1: not empty, not another text, not repeated, found once and in
 /// order), and its length is within 1.5× (or 8 characters) of what the batch's median
@@ -313,22 +328,21 @@ fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
 /// missing last pair (rule 4). The median is over every segment of the batch, the last
 /// included, so that short labels translated longer move it no more than one vote; of
 /// two segments, the other one's ratio.
-fn fits_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
-    let n = texts.len();
-    let Some(Some(last)) = segments.last() else {
+fn fits_last(lengths: &Lengths) -> bool {
+    let n = lengths.source.len();
+    let Some(&Some(len)) = lengths.segment.last() else {
         return false;
     };
-    let source = |i: usize| char_len(texts[i].as_ref().trim()).max(1.0);
+    let source = |i: usize| lengths.source[i];
     let mut ratios: Vec<f64> = Vec::with_capacity(n);
-    for (i, segment) in segments.iter().enumerate().take(n - 1) {
-        if let Some(s) = segment {
-            ratios.push(char_len(s).max(1.0) / source(i));
+    for (i, segment) in lengths.segment.iter().enumerate().take(n - 1) {
+        if let Some(len) = segment {
+            ratios.push(len / source(i));
         }
     }
     if ratios.is_empty() {
         return true;
     }
-    let len = char_len(last).max(1.0);
     let fits = |ratio: f64| {
         let predicted = ratio * source(n - 1);
         (1.0 / 1.5..=1.5).contains(&(len / predicted)) || (len - predicted).abs() < 8.0
@@ -352,25 +366,29 @@ fn fits_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
 /// merged segment may be too little for `shift_reads_better`'s margin; a false alarm
 /// costs the two segments a call, never a paragraph.
 pub(crate) fn merged_before_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
-    let n = texts.len();
+    merges_before_last(&Lengths::of(texts, segments))
+}
+
+/// `merged_before_last` on lengths counted already.
+fn merges_before_last(lengths: &Lengths) -> bool {
+    let n = lengths.source.len();
     if n < 3 {
         return false;
     }
-    let Some(before) = segments[n - 2] else {
+    let Some(len) = lengths.segment[n - 2] else {
         return false;
     };
-    let source = |i: usize| char_len(texts[i].as_ref().trim()).max(1.0);
+    let source = |i: usize| lengths.source[i];
     let mut ratios: Vec<f64> = Vec::with_capacity(n - 2);
-    for (k, segment) in segments.iter().enumerate().take(n - 2) {
-        if let Some(text) = segment {
-            ratios.push(char_len(text).max(1.0) / source(k));
+    for (k, segment) in lengths.segment.iter().enumerate().take(n - 2) {
+        if let Some(segment) = segment {
+            ratios.push(segment / source(k));
         }
     }
     if ratios.is_empty() {
         return false;
     }
     let ratio = median(&ratios);
-    let len = char_len(before).max(1.0);
     let straight = (len / (ratio * source(n - 2))).ln().abs();
     let merged = (len / (ratio * (source(n - 2) + source(n - 1)))).ln().abs();
     merged < straight
@@ -381,21 +399,18 @@ pub(crate) fn merged_before_last<S: AsRef<str>>(texts: &[S], segments: &[Option<
 /// stand: read so, every ratio fits within 1.5× of their median, and their summed log
 /// deviation is smaller by more than ln 2. A filler of a paragraph's length in the last
 /// pair passes `fits_last`; the segment holding two translations does not pass this.
-fn shift_reads_better<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
-    let n = texts.len();
+fn shift_reads_better(segments: &[Option<&str>], lengths: &Lengths) -> bool {
+    let n = lengths.source.len();
     if n < 3 {
         return false;
     }
-    let source: Vec<f64> = texts
-        .iter()
-        .map(|t| char_len(t.as_ref().trim()).max(1.0))
-        .collect();
+    let source = &lengths.source;
     // The segments before the last that are there: a missing one (damaged elsewhere)
     // must not hide the evidence of the others.
     let mut known: Vec<(usize, f64)> = Vec::with_capacity(n - 1);
-    for (k, candidate) in segments.iter().enumerate().take(n - 1) {
-        if let Some(text) = candidate {
-            known.push((k, char_len(text).max(1.0)));
+    for (k, candidate) in lengths.segment.iter().enumerate().take(n - 1) {
+        if let Some(len) = candidate {
+            known.push((k, *len));
         }
     }
     if known.len() < 2 {
@@ -430,22 +445,35 @@ fn shift_reads_better<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> 
     })
 }
 
-/// Lengths for the length evidence: of each source (trimmed), and of the segments before
-/// the last (`None` when one of them is missing).
-fn lengths<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> (Vec<f64>, Option<Vec<f64>>) {
-    let n = texts.len();
-    let source = texts
-        .iter()
-        .map(|t| char_len(t.as_ref().trim()).max(1.0))
-        .collect();
-    let mut segment: Vec<f64> = Vec::with_capacity(n.saturating_sub(1));
-    for candidate in &segments[..n.saturating_sub(1)] {
-        match candidate {
-            Some(text) => segment.push(char_len(text).max(1.0)),
-            None => return (source, None),
+/// Characters of each source (trimmed) and of each segment there, at least 1 each: the
+/// length evidence's inputs, counted once per reply rather than once per rule.
+struct Lengths {
+    source: Vec<f64>,
+    segment: Vec<Option<f64>>,
+}
+
+impl Lengths {
+    fn of<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> Lengths {
+        Lengths {
+            source: texts
+                .iter()
+                .map(|t| char_len(t.as_ref().trim()).max(1.0))
+                .collect(),
+            segment: segments
+                .iter()
+                .map(|s| s.map(|s| char_len(s).max(1.0)))
+                .collect(),
         }
     }
-    (source, Some(segment))
+
+    /// The lengths of the segments before the last, `None` when one of them is missing.
+    fn before_last(&self) -> Option<Vec<f64>> {
+        let n = self.source.len();
+        self.segment[..n.saturating_sub(1)]
+            .iter()
+            .copied()
+            .collect()
+    }
 }
 
 /// The log ratios of `segment` read as shifted at `j` with renumbering: by a merge of
@@ -478,15 +506,13 @@ pub(crate) fn shifted_readings(source: &[f64], segment: &[f64], j: usize) -> [Ve
 /// the batch's median translation-to-source ratio, and read as shifted, the ratios
 /// scatter clearly more (their summed log deviation from its median grows by more than
 /// ln 2). Every segment before the last must be there, and at least two of them.
-fn trusted_before_missing_last<S: AsRef<str>>(
-    texts: &[S],
-    candidates: &[Option<&str>],
-) -> Vec<bool> {
-    let n = texts.len();
+fn trusted_before_missing_last(lengths: &Lengths) -> Vec<bool> {
+    let n = lengths.source.len();
     let mut trusted = vec![false; n];
-    let (source, Some(segment)) = lengths(texts, candidates) else {
+    let Some(segment) = lengths.before_last() else {
         return trusted;
     };
+    let source = &lengths.source;
     if segment.len() < 2 {
         return trusted;
     }
@@ -500,7 +526,7 @@ fn trusted_before_missing_last<S: AsRef<str>>(
     let clearly_worse = |reading: &Vec<f64>| scatter(reading) > base + 2f64.ln();
     let mut all_ruled_out = true;
     for (j, slot) in trusted.iter_mut().enumerate().take(n - 1) {
-        all_ruled_out &= shifted_readings(&source, &segment, j)
+        all_ruled_out &= shifted_readings(source, &segment, j)
             .iter()
             .all(clearly_worse);
         *slot = all_ruled_out;
@@ -517,12 +543,30 @@ pub(crate) fn char_len(text: &str) -> f64 {
     }
 }
 
-/// The median (the upper one of an even count); an insertion sort, as for the ids.
+/// The median (the upper one of an even count); an insertion sort, as for the ids. The
+/// rules take many medians of a handful of values per reply: up to 16 are sorted on the
+/// stack.
 pub(crate) fn median(values: &[f64]) -> f64 {
-    let mut sorted: Vec<f64> = Vec::with_capacity(values.len());
-    for &v in values {
-        let at = sorted.iter().position(|s| *s > v).unwrap_or(sorted.len());
-        sorted.insert(at, v);
+    let mut small = [0.0f64; 16];
+    let mut large;
+    let sorted: &mut [f64] = match small.get_mut(..values.len()) {
+        Some(small) => {
+            small.copy_from_slice(values);
+            small
+        }
+        None => {
+            large = values.to_vec();
+            &mut large
+        }
+    };
+    for i in 1..sorted.len() {
+        let v = sorted[i];
+        let mut at = i;
+        while at > 0 && sorted[at - 1] > v {
+            sorted[at] = sorted[at - 1];
+            at -= 1;
+        }
+        sorted[at] = v;
     }
     sorted.get(sorted.len() / 2).copied().unwrap_or(0.0)
 }

@@ -173,3 +173,54 @@ fn object_and_array_replies() {
     let listed = listed_entries(vec!["A".into(), "".into(), "C".into()]);
     assert_eq!(prove(&["x", "y", "z"], listed), [None, None, None]);
 }
+
+#[test]
+fn median_is_the_upper_middle_of_the_sorted_values_on_and_off_the_stack() {
+    let mut state = 7u64;
+    for len in 0..40 {
+        let values: Vec<f64> = (0..len)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6_364_136_223_846_793_005)
+                    .wrapping_add(1);
+                // Few distinct values, so that ties occur.
+                ((state >> 33) % 9) as f64 - 4.0
+            })
+            .collect();
+        let mut sorted = values.clone();
+        sorted.sort_by(f64::total_cmp);
+        let expected = sorted.get(len / 2).copied().unwrap_or(0.0);
+        assert_eq!(median(&values), expected, "{values:?}");
+    }
+}
+
+#[test]
+fn a_drop_merge_and_split_under_a_missing_last_pair_is_read_by_numbers_too() {
+    // Found by the `replies` fuzz target: paragraph 1 dropped, 2 and 3 merged, 4 split in
+    // two, the numbers then copied in order and the last pair left out. Every length
+    // stays near enough its source's for rule 4's length evidence to vouch for the first
+    // three segments, which would put 2 and 3 under paragraph 1 and 4 under paragraph 2;
+    // but paragraph 2's segment holds paragraph 4's number, which paragraph 4 (missing)
+    // has and paragraph 2 has not.
+    let texts = [
+        "0 paragraph Hi",
+        "1 paragraph A longer paragraph of words",
+        "2 paragraph World wide",
+        "3 paragraph The end.",
+        "4 paragraph m\t\0\0\0\0\0\0\0��\u{f}\u{11}\u{11}��\u{1f}\0z\n\n\0\0�\u{9b6db}N��\u{59b}�������",
+    ];
+    let reply = "Here are the translations:\n<s1>«0 paragraph Hi»</s1>\n\
+                 <s2>«2 paragraph World wide» «3 paragraph The end.»</s2>\n\
+                 <s3>«4 paragraph m\t\0\0\0\0\0\0\0��\u{f}</s3>\n\
+                 <s4>\u{11}\u{11}��\u{1f}\0z\n\n\0\0�\u{9b6db}N��\u{59b}�������»</s4>\n";
+    let read = marked(reply, &texts);
+    assert_eq!(read[1], None);
+    assert_eq!(read[2], None);
+    // The last pair dropped alone moves no number: the lengths vouch as before.
+    let faithful =
+        "<s1>«0 paragraph Hi»</s1>\n<s2>«1 paragraph A longer paragraph of words»</s2>\n\
+                    <s3>«2 paragraph World wide»</s3>\n<s4>«3 paragraph The end.»</s4>";
+    let read = marked(faithful, &texts);
+    assert_eq!(read[4], None);
+    assert_eq!(read[0].as_deref(), Some("«0 paragraph Hi»"));
+}

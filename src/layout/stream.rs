@@ -143,12 +143,12 @@ impl ReplyText {
     }
 }
 
-/// The byte offset of `needle` (ASCII) in `haystack`, ignoring ASCII case.
+/// The byte offset of `needle` (ASCII, starting with `<`) in `haystack`, ignoring ASCII
+/// case.
 fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
     let (h, n) = (haystack.as_bytes(), needle.as_bytes());
     let mut from = 0;
-    while let Some(offset) = h.get(from..)?.iter().position(|&b| b == b'<') {
-        let start = from + offset;
+    while let Some(start) = find_lt(haystack, from) {
         if h.get(start..start + n.len())
             .is_some_and(|s| s.eq_ignore_ascii_case(n))
         {
@@ -161,6 +161,12 @@ fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
 
 fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
     find_ignore_case(haystack, needle).is_some()
+}
+
+/// The offset of the first `<` in `text` at or after `from` (a character boundary).
+/// `find` skips a word at a time; a byte loop is slower.
+fn find_lt(text: &str, from: usize) -> Option<usize> {
+    text.get(from..)?.find('<').map(|at| from + at)
 }
 
 /// The length of the longest tail of `text` that is a proper prefix of `tag`.
@@ -194,6 +200,20 @@ mod tests {
         assert_eq!(streamed(&["<th", "ink>dr", "aft</thi", "nk>", "A"]), "A");
         assert_eq!(streamed(&["a <", "b"]), "a <b");
         assert_eq!(streamed(&["A <thi"]), "A <thi");
+    }
+
+    #[test]
+    fn tags_are_found_at_every_offset_of_the_word_scan() {
+        for pad in 0..20 {
+            let text = format!("{}</THINK>x", "a".repeat(pad));
+            assert_eq!(find_ignore_case(&text, CLOSE), Some(pad), "{text}");
+            assert_eq!(find_lt(&text, 0), Some(pad));
+            assert_eq!(find_lt(&text, pad + 1), None);
+            let plain = format!("{}<thin <b>é<", "b".repeat(pad));
+            assert_eq!(find_lt(&plain, pad + 1), Some(pad + 6));
+        }
+        assert!(contains_ignore_case("x<think", "<think"));
+        assert!(!contains_ignore_case("<", "<think"));
     }
 
     #[test]

@@ -62,10 +62,11 @@ class ProviderRequest {
   constructor(call, text, spans, ids, layout, instructions, isBatch, compat, attempt) {
     this[CALL] = call;
     this.texts = spans === undefined ? [text] : sliceTexts(text, spans);
-    this.ids = ids === undefined ? ["1"] : ids;
+    // The core's shared ids: the request gets its own array of them.
+    this.ids = ids === undefined ? ["1"] : ids.slice(0, this.texts.length);
     // The separator layout sets `separator`; the markers layout sets `markers` for a batch.
     if (typeof layout === "string") this.separator = layout;
-    else if (layout !== undefined) this.markers = layout;
+    else if (layout !== undefined) this.markers = markerPairs(layout, this.texts.length);
     this.text = text;
     this.instructions = instructions;
     this.isBatch = isBatch;
@@ -76,6 +77,16 @@ class ProviderRequest {
     this.attempt = attempt;
     Object.defineProperty(this, "signal", SIGNAL);
   }
+}
+
+/**
+ * Fresh `[open, close]` arrays, one per text, copied from the core's shared ones of the
+ * tag (at least `count` of them): a provider may change its request's arrays.
+ */
+function markerPairs(shared, count) {
+  const pairs = new Array(count);
+  for (let i = 0; i < count; i++) pairs[i] = [shared[i][0], shared[i][1]];
+  return pairs;
 }
 
 /**
@@ -92,7 +103,8 @@ function sliceTexts(text, spans) {
 
 /**
  * @param {Function} provider the user's provider
- * @param {{ write(text: string): number }} input the core's input buffer
+ * @param {{ write(text: string): number, text(address: number, bytes: number, maybeLast: boolean): string,
+ *   numbers(address: number, count: number): number[] }} input the core's input buffer
  * @param {(kind: number, id: number, value: unknown) => void} respond the core's handler
  *   of answers: `kind` is REPLY_TEXT (a string reply written to the input buffer, `value`
  *   its length in bytes), REPLY (any other fulfilled value) or FAIL (a failure); for a
@@ -204,7 +216,10 @@ export function makeCallHost(provider, input, respond) {
     // The arguments are those of `start` in host.rs.
     // Never throws (the core calls it without a try/catch wrapper): a throwing provider
     // fails its call.
-    start(id, text, spans, ids, layout, instructions, isBatch, compat, attempt) {
+    start(id, address, bytes, maybeLast, spansAddress, spanCount, ids, layout, instructions, isBatch, compat, attempt) {
+      // Read before any other code runs: the memory is the core's until it returns.
+      const text = input.text(address, bytes, maybeLast);
+      const spans = spanCount === 0 ? undefined : input.numbers(spansAddress, spanCount);
       const call = { controller: undefined, cancelled: false, iterator: undefined };
       calls.set(id, call);
       let returned;

@@ -18,19 +18,28 @@ extern "C" {
     #[wasm_bindgen(js_name = makeCallHost)]
     fn make_call_host(provider: &Function, input: &JsValue, answer: &Function) -> CallHost;
 
-    /// Starts a provider call. `text` is what the model is sent; `spans` (an array of
-    /// the `[start, end)` UTF-16 offsets of each text in `text`, flattened) and `ids` are `undefined`
-    /// for a single text (`[text]`, `["1"]`); `layout` is the separator
-    /// string, or the `[open, close]` pairs of the markers, or `undefined` for a single
-    /// text in the markers format; `compat` is `[providerId, sourceLang, targetLang,
-    /// context]`. It never throws: whatever goes wrong comes back as the call's failure.
+    /// Starts a provider call. The text the model is sent is `bytes` long at `address`
+    /// (read at once, as `input.js`'s `text` reads it, `maybe_last` from
+    /// `input::locate`). For a batch, `spans_address` holds `span_count` u32 numbers, the
+    /// `[start, end)` UTF-16 offsets of each text in the text, flattened (read at once by
+    /// `input.js`'s `numbers`), and `ids` the ids, at least as many as there are texts
+    /// (the JS side copies the first ones); a single text has no spans (`[text]`) and
+    /// `ids` undefined (`["1"]`).
+    /// `layout` is the separator string, or the `[open, close]` pairs of the markers (at
+    /// least as many as there are texts; the JS side copies them), or `undefined` for a
+    /// single text in the markers format; `compat` is `[providerId, sourceLang,
+    /// targetLang, context]`. It never throws: whatever goes wrong comes back as the
+    /// call's failure.
     #[wasm_bindgen(method, structural)]
     #[allow(clippy::too_many_arguments)]
     fn start(
         this: &CallHost,
         id: f64,
-        text: &str,
-        spans: &JsValue,
+        address: u32,
+        bytes: u32,
+        maybe_last: bool,
+        spans_address: u32,
+        span_count: u32,
         ids: &JsValue,
         layout: &JsValue,
         instructions: &JsValue,
@@ -78,10 +87,10 @@ pub struct Calls {
 struct Recent {
     groups: Vec<(Rc<CompatInfo>, JsValue)>,
     separator: Option<(String, JsValue)>,
-    /// Ids "1", "2", ... as JS strings.
-    ids: Vec<JsValue>,
-    /// The markers of the last tag seen (by its first open marker), as JS strings.
-    markers: Option<(String, Vec<(JsValue, JsValue)>)>,
+    /// Ids "1", "2", ... as a JS array of strings.
+    ids: Array,
+    /// The markers of the last tag seen (by its first open marker), as JS arrays.
+    markers: Option<(String, Array)>,
     /// The last instructions.
     instructions: Option<(String, JsValue)>,
     /// `""`, a single text's instructions.
@@ -107,33 +116,28 @@ impl Recent {
         fields
     }
 
-    /// A fresh array of the first `count` ids.
+    /// The ids "1", "2", ..., at least as many as the call has: the JS side copies the
+    /// first ones into the request's own array (one crossing per call).
     fn ids(&mut self, call: &Call) -> JsValue {
-        for id in &call.ids[self.ids.len().min(call.ids.len())..] {
-            self.ids.push(JsValue::from_str(id));
+        for id in call.ids.iter().skip(self.ids.length() as usize) {
+            self.ids.push(&id.as_str().into());
         }
-        let list = Array::new_with_length(call.ids.len() as u32);
-        for (i, id) in self.ids.iter().take(call.ids.len()).enumerate() {
-            list.set(i as u32, id.clone());
-        }
-        list.into()
+        self.ids.clone().into()
     }
 
-    /// A fresh array of fresh `[open, close]` arrays (the strings are shared).
+    /// The `[open, close]` arrays of the tag of `pairs`, at least as many as `pairs`:
+    /// the JS side copies the first ones into the request's own fresh arrays (one
+    /// crossing per call instead of three per pair).
     fn markers(&mut self, pairs: &[(String, String)]) -> JsValue {
         let first = pairs.first().map_or("", |(open, _)| open.as_str());
         let cached = match &mut self.markers {
             Some((key, cached)) if key == first => cached,
-            slot => &mut slot.insert((first.to_owned(), Vec::new())).1,
+            slot => &mut slot.insert((first.to_owned(), Array::new())).1,
         };
-        for (open, close) in &pairs[cached.len().min(pairs.len())..] {
-            cached.push((JsValue::from_str(open), JsValue::from_str(close)));
+        for (open, close) in pairs.iter().skip(cached.length() as usize) {
+            cached.push(&Array::of2(&open.as_str().into(), &close.as_str().into()));
         }
-        let list = Array::new_with_length(pairs.len() as u32);
-        for (i, (open, close)) in cached.iter().take(pairs.len()).enumerate() {
-            list.set(i as u32, Array::of2(open, close).into());
-        }
-        list.into()
+        cached.clone().into()
     }
 
     fn empty(&mut self) -> JsValue {
@@ -202,21 +206,17 @@ impl Calls {
             };
             (layout, recent.compat(&call.compat), ids, instructions)
         };
-        let spans = if batch {
-            // A plain array of numbers: a typed array would bind its whole class.
-            let offsets = call.text_spans();
-            let list = Array::new_with_length(offsets.len() as u32);
-            for (i, offset) in offsets.iter().enumerate() {
-                list.set(i as u32, JsValue::from_f64(f64::from(*offset)));
-            }
-            list.into()
-        } else {
-            JsValue::UNDEFINED
-        };
+        // Read from wasm memory by the JS side: one crossing, not one per offset.
+        let spans = if batch { call.text_spans() } else { Vec::new() };
+        // A single text is most often the item's text, the string last written: no decode.
+        let (address, bytes, maybe_last) = super::input::locate(&call.text);
         self.host.start(
             call.id as f64,
-            &call.text,
-            &spans,
+            address,
+            bytes,
+            maybe_last,
+            spans.as_ptr() as u32,
+            spans.len() as u32,
             &ids,
             &layout,
             &instructions,

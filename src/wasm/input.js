@@ -20,9 +20,23 @@ export function makeInput(memory, reserve) {
   let view = new Uint8Array(0);
   /** All of wasm memory, made anew once a grown memory has detached it. */
   let memoryBytes = new Uint8Array(0);
+  let memoryWords = new Uint32Array(0);
   // The string last written and its length in bytes: the buffer starts with it.
   let last = "";
   let lastBytes = 0;
+
+  /**
+   * The string of `bytes` UTF-8 bytes at `address` in wasm memory. `maybeLast`: the
+   * buffer starts with those bytes, so when the string last written is that long it is
+   * that string, handed back as it is (no decode). A string with a lone surrogate is
+   * not: the core's copy holds U+FFFD in its place, as every text crossing as UTF-8 does.
+   */
+  const text = (address, bytes, maybeLast) => {
+    if (maybeLast && bytes === lastBytes && last.isWellFormed?.() !== false) return last;
+    if (memoryBytes.buffer !== memory.buffer) memoryBytes = new Uint8Array(memory.buffer);
+    return decoder.decode(memoryBytes.subarray(address, address + bytes));
+  };
+
   return {
     /** Writes `text` into the buffer and returns its length in bytes. */
     write(text) {
@@ -41,26 +55,26 @@ export function makeInput(memory, reserve) {
       return lastBytes;
     },
 
+    text,
+
+    /** A plain array of the `count` u32 numbers at `address` (4-byte aligned). */
+    numbers(address, count) {
+      if (memoryWords.buffer !== memory.buffer) memoryWords = new Uint32Array(memory.buffer);
+      const numbers = new Array(count);
+      for (let i = 0; i < count; i++) numbers[i] = memoryWords[(address >>> 2) + i];
+      return numbers;
+    },
+
     /**
-     * Resolves with the translation of `bytes` UTF-8 bytes at `address` in wasm memory.
-     * `maybeLast`: the buffer starts with those bytes, so when the string last written
-     * is that long it is the translation, handed back as it is. A string with a lone
-     * surrogate is not: the core's copy holds U+FFFD in its place, as every text
-     * crossing as UTF-8 does.
+     * Resolves with the translation of `bytes` UTF-8 bytes at `address` (see `text`).
      * A promise's resolve never throws; another function passed to the raw core may,
      * and is ignored like any settle callback (the core calls this with no try/catch
      * wrapper).
      */
     resolve(resolve, address, bytes, maybeLast) {
-      let text;
-      if (maybeLast && bytes === lastBytes && last.isWellFormed?.() !== false) {
-        text = last;
-      } else {
-        if (memoryBytes.buffer !== memory.buffer) memoryBytes = new Uint8Array(memory.buffer);
-        text = decoder.decode(memoryBytes.subarray(address, address + bytes));
-      }
+      const translation = text(address, bytes, maybeLast);
       try {
-        resolve(text);
+        resolve(translation);
       } catch {
         // See above.
       }

@@ -10,7 +10,8 @@ use crate::{Failure, Reply};
 
 #[wasm_bindgen(module = "/src/wasm/input.js")]
 extern "C" {
-    /// `{ write(text) -> bytes, resolve(resolve, address, bytes, maybeLast) }`.
+    /// `{ write(text) -> bytes, text(address, bytes, maybeLast), resolve(resolve, address,
+    /// bytes, maybeLast) }`.
     pub type InputWriter;
 
     #[wasm_bindgen(js_name = makeInput)]
@@ -68,19 +69,38 @@ pub fn take(len: usize) -> Result<String, &'static str> {
     })
 }
 
-/// `resolve(text)`, in one crossing. When `text` is the JS string last written (say, a
-/// reply that is the whole translation of a single item), that string is handed back
-/// instead of a new one decoded from `text`.
+/// Where `text` is in wasm memory, for `input.js`'s `text`: its address, its length in
+/// bytes, and whether it may be the JS string last written (then that string is handed
+/// back instead of one decoded from `text`).
 ///
 /// The buffer always starts with the last string written, so when it starts with `text`
 /// and the JS side confirms that string's length, `text` is that string.
-pub fn resolve(resolve: &Function, text: &str) {
+pub fn locate(text: &str) -> (u32, u32, bool) {
     let len = text.len();
     let maybe_last = len != 0
         && TAKEN.get() == len
-        && BUFFER.with(|buffer| buffer.borrow().get(..len) == Some(text.as_bytes()));
-    WRITER
-        .with(|writer| writer.resolve_with(resolve, text.as_ptr() as u32, len as u32, maybe_last));
+        && BUFFER.with(|buffer| {
+            (buffer.borrow().get(..len)).is_some_and(|start| same_bytes(start, text.as_bytes()))
+        });
+    (text.as_ptr() as u32, len as u32, maybe_last)
+}
+
+/// `a == b`, eight bytes at a time: the module's `memcmp` goes byte by byte, and most
+/// texts sent alone or settled are compared with the buffer whole.
+fn same_bytes(a: &[u8], b: &[u8]) -> bool {
+    let word = |chunk: &[u8]| u64::from_le_bytes(chunk.try_into().unwrap_or_default());
+    let (mut x, mut y) = (a.chunks_exact(8), b.chunks_exact(8));
+    a.len() == b.len()
+        && (&mut x).zip(&mut y).all(|(p, q)| word(p) == word(q))
+        && x.remainder() == y.remainder()
+}
+
+/// `resolve(text)`, in one crossing. When `text` is the JS string last written (say, a
+/// reply that is the whole translation of a single item), that string is handed back
+/// (see [`locate`]).
+pub fn resolve(resolve: &Function, text: &str) {
+    let (address, bytes, maybe_last) = locate(text);
+    WRITER.with(|writer| writer.resolve_with(resolve, address, bytes, maybe_last));
 }
 
 /// A string reply that the JS side wrote to the buffer (`bytes` long), as the engine's

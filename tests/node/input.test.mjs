@@ -178,6 +178,26 @@ describe("texts of every size and script cross intact", () => {
     assert.deepEqual([...seen].sort(), [...texts].sort(), "the provider saw each text exactly");
   });
 
+  test("translations cut out of one string reply keep every script intact", async (t) => {
+    // The echo of a batch: each translation is a piece of the reply string, found after
+    // multi-byte characters, surrogate pairs and the markers before it.
+    const { clock, calls, send } = setup(t, { answer: (request) => request.text });
+    const texts = ["héllo wörld", "😀 emoji 👩‍👩‍👧 then ascii", "日本語のテキスト", "plain ascii"];
+    const sent = texts.map((text) => send(item(text)));
+    await clock.tickAsync(1000);
+    assert.equal(calls.length, 1, "one batch call");
+    assert.equal(calls[0].isBatch, true);
+    sent.forEach((s, i) => assert.equal(s.value, texts[i], `item ${i} got its own text`));
+  });
+
+  test("a string reply with a lone surrogate gives U+FFFD in its translations", async (t) => {
+    const { clock, calls, send } = setup(t, { answer: (request) => request.text.replace("x", "\uD800x") });
+    const sent = ["one x", "two", "three", "four"].map((text) => send(item(text)));
+    await clock.tickAsync(1000);
+    assert.equal(calls.length, 1, "one batch call");
+    assert.deepEqual(sent.map((s) => s.value), ["one \uFFFDx", "two", "three", "four"]);
+  });
+
   test("a lone surrogate arrives as U+FFFD, like any UTF-8 conversion", async (t) => {
     const { clock, calls, send } = setup(t);
     const s = send(item("a\uD800b", { llm: false }));

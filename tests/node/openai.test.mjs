@@ -648,6 +648,30 @@ describe("driven by BatchPacer", () => {
     for (const x of texts) assert.ok(user.includes(x), `the batch's text holds ${JSON.stringify(x)}`);
   });
 
+  test("structuredOutput: a fenced JSON answer with markers copied into its values resolves each item to its clean translation", async (t) => {
+    await init();
+    const texts = ["one", 'two "quoted"', "three"];
+    const srv = await startServer(t, (r, res) => {
+      // The model copies each segment's markers into its value and fences the JSON.
+      const answer = {};
+      let id = 0;
+      for (const [, open, text, close] of r.json.messages[1].content.matchAll(/(<s\d+>)([\s\S]*?)(<\/s\d+>)/g)) {
+        answer[String(++id)] = `${open}${text.toUpperCase()}${close}`;
+      }
+      sendJson(res, 200, completion("```json\n" + JSON.stringify(answer, null, 2) + "\n```"));
+    });
+    const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, model: "m", structuredOutput: true }), {
+      batchDelayMs: 50,
+      maxItemsPerBatch: 3,
+    });
+    t.after(() => pacer.dispose());
+    const item = (text) => ({ text, sourceLang: "en", targetLang: "de", providerId: "openai" });
+    const results = await Promise.all(texts.map((x) => pacer.translate(item(x))));
+    assert.deepEqual(results, ["ONE", 'TWO "QUOTED"', "THREE"]);
+    assert.equal(srv.requests.length, 1, "one call: every segment proven");
+    assert.ok(srv.requests[0].json.response_format, "a structured answer was asked for");
+  });
+
   test("a 429 with Retry-After pauses the pacer for that long, then the retry succeeds", async (t) => {
     await init();
     let n = 0;
@@ -688,6 +712,44 @@ describe("driven by BatchPacer", () => {
     assert.equal(err.cause.status, 401);
     assert.equal(srv.requests.length, 1);
     assertNoCanary(err);
+  });
+
+  test("what to do about a settings, billing or daily error is said once, in the rejection and in the blocked event", async (t) => {
+    await init();
+    const rpd = "Rate limit reached for gpt-4o-mini in organization org-x on requests per day (RPD): Limit 200, Used 200, Requested 1.";
+    const cases = [
+      [401, { error: { message: "Incorrect API key provided" } }, "settings",
+        "the provider rejected the API key: check the key in the provider settings (provider failed with status 401: OpenAI-compatible API answered 401 Unauthorized: Incorrect API key provided)"],
+      [403, { error: { message: "Project does not have access" } }, "settings",
+        "the provider refused access: check the API key and what it is allowed to use (provider failed with status 403: OpenAI-compatible API answered 403 Forbidden: Project does not have access)"],
+      [404, { error: { message: "The model `gpt-9` does not exist" } }, "settings",
+        "the provider does not know the model or the address: check the model name and the base URL (provider failed with status 404: OpenAI-compatible API answered 404 Not Found: The model `gpt-9` does not exist)"],
+      [429, { error: { message: "Quota exceeded.", code: "insufficient_quota" } }, "billing",
+        "the provider's account is out of credit or at its spending cap; top it up or raise the cap, then translate again (provider failed with status 429: OpenAI-compatible API answered 429 Too Many Requests: Quota exceeded.)"],
+      [402, { error: { message: "Insufficient credits" } }, "billing",
+        "the provider's account is out of credit or at its spending cap; top it up or raise the cap, then translate again (provider failed with status 402: OpenAI-compatible API answered 402 Payment Required: Insufficient credits)"],
+      [429, { error: { message: rpd, code: "rate_limit_exceeded" } }, "daily",
+        `the provider's daily quota is spent; items for it reject until it resets (provider failed with status 429: OpenAI-compatible API answered 429 Too Many Requests: ${rpd})`],
+    ];
+    for (const [status, body, reason, expected] of cases) {
+      const srv = await startServer(t, (r, res) => sendJson(res, status, body));
+      const events = [];
+      const pacer = new BatchPacer(openAIProvider({ baseUrl: srv.baseUrl, apiKey: CANARY, model: "m" }), {
+        batchDelayMs: 0,
+        onEvent: (e) => events.push(e),
+      });
+      t.after(() => pacer.dispose());
+      const err = await rejection(pacer.translate({ text: "Hello", sourceLang: "en", targetLang: "de", providerId: "openai" }));
+      assert.ok(err instanceof PacerError);
+      assert.equal(err.code, "provider_error");
+      // The whole message: a hint written by both the provider and the pacer would not match.
+      assert.equal(err.message, expected, `${status} ${reason}`);
+      const blocked = events.filter((e) => e.type === "blocked");
+      assert.equal(blocked.length, 1, `${status} ${reason}: one blocked event`);
+      assert.equal(blocked[0].reason, reason);
+      assert.equal(blocked[0].message, expected, `${status} ${reason}: the event says it once too`);
+      assert.equal(srv.requests.length, 1);
+    }
   });
 
   test("the key never reaches events, stats, snapshots or errors, even when the server echoes it", async (t) => {
