@@ -196,10 +196,8 @@ impl<C: Clone> Engine<C> {
         tokens: Option<f64>,
     ) -> Result<Ticket, PacerFailure<C>> {
         let info = self.groups.registered(compat).cloned().ok_or_else(|| {
-            PacerFailure::new(
-                ErrorCode::InvalidInput,
-                format!("compat must be an id returned by registerCompat (got {compat})"),
-            )
+            let got = OptionValue::Number(f64::from(compat));
+            invalid_input("compat", "an id returned by registerCompat", &got)
         })?;
         let item = Item {
             text,
