@@ -3,8 +3,6 @@
 //! `Jobs::end`, tells the cache and the store what they must learn, drops the job from
 //! its group's count, and settles its tickets.
 
-use std::mem;
-
 use super::{Batch, Engine, Group, Job};
 use crate::settle::{PacerFailure, Ticket};
 use crate::slab::Id;
@@ -22,13 +20,12 @@ pub(super) enum Ending<C> {
 }
 
 impl<C: Clone> Engine<C> {
-    /// Ends `job_key` of `group` as `ending` says; the ended job, if it was live. A
-    /// translation is moved out of `ending` (to the job's last ticket).
+    /// Ends `job_key` of `group` as `ending` says; the ended job, if it was live.
     pub(super) fn end_job(
         &mut self,
         job_key: Id<Job>,
         group: Id<Group>,
-        ending: &mut Ending<C>,
+        ending: &Ending<C>,
     ) -> Option<Job> {
         let (job, tickets) = self.jobs.end(job_key)?;
         if let Ending::Translated(translation) | Ending::Stored(translation) = ending {
@@ -41,13 +38,8 @@ impl<C: Clone> Engine<C> {
             }
         }
         self.groups.job_ended(group);
-        let last = tickets.len().wrapping_sub(1);
-        for (i, ticket) in tickets.into_iter().enumerate() {
+        for ticket in tickets {
             let outcome = match ending {
-                // The last ticket takes the translation itself, the others a copy.
-                Ending::Translated(translation) | Ending::Stored(translation) if i == last => {
-                    Ok(mem::take(translation))
-                }
                 Ending::Translated(translation) | Ending::Stored(translation) => {
                     Ok(translation.clone())
                 }
@@ -66,7 +58,7 @@ impl<C: Clone> Engine<C> {
 
     /// A job's translation is known: every waiter resolves, the cache and store learn it.
     pub(super) fn resolve_job(&mut self, job_key: Id<Job>, group: Id<Group>, translation: String) {
-        self.end_job(job_key, group, &mut Ending::Translated(translation));
+        self.end_job(job_key, group, &Ending::Translated(translation));
     }
 
     /// Removes a job nobody waits for from its (not running) batch.
@@ -76,12 +68,12 @@ impl<C: Clone> Engine<C> {
         };
         if let Some(pending) = self.store.as_mut().and_then(|s| s.finish_lookup(job_key)) {
             // Left while its lookup was under way: it never reached a batch.
-            self.end_job(job_key, pending.group, &mut Ending::Withdrawn);
+            self.end_job(job_key, pending.group, &Ending::Withdrawn);
             return;
         }
         // No batch (never the case outside a lookup) is no group either.
         let group = self.batches.get(batch_key).map_or(Id::NONE, Batch::compat);
-        let Some(job) = self.end_job(job_key, group, &mut Ending::Withdrawn) else {
+        let Some(job) = self.end_job(job_key, group, &Ending::Withdrawn) else {
             return;
         };
         if self.batches.leave(batch_key, job_key, Some(&job)) {
@@ -94,10 +86,10 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.remove(batch_key) else {
             return;
         };
-        let mut ending = Ending::Failed(error);
+        let ending = Ending::Failed(error);
         let group = batch.compat();
         for job_key in batch.into_jobs() {
-            self.end_job(job_key, group, &mut ending);
+            self.end_job(job_key, group, &ending);
         }
     }
 }

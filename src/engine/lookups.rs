@@ -62,7 +62,7 @@ impl<C: Clone> Engine<C> {
         match result {
             LookupResult::Hit(translation) => {
                 self.out.counters().cache_hits += 1;
-                self.end_job(job_key, pending.group, &mut Ending::Stored(translation));
+                self.end_job(job_key, pending.group, &Ending::Stored(translation));
             }
             LookupResult::Miss | LookupResult::Failed(_) => {
                 if let LookupResult::Failed(message) = result {
