@@ -29,8 +29,9 @@
 //! - `jobs::Jobs`: the job slab, both key indexes, tickets and arrival order; a live job
 //!   is in the indexes, an ended one in neither, and every way a job ends goes through
 //!   `Jobs::end` (the engine's side of it is the one `end_job`, in `endings`).
-//! - `groups::Groups`: the group slab, its field index and the keyer; a group lives
-//!   while it has jobs and is found by its fields.
+//! - `groups::Groups`: the group slab, its field index, the keyer and the registered
+//!   combinations of fields; a group lives while it has jobs and is found by its fields,
+//!   and a registered combination's item keys equal those made from its fields.
 //! - `running::Calls`: the running calls, call ids and the strings calls repeat; a call
 //!   id is given once, and a call is running until its answer, its timeout or dispose.
 //! - `outbox::Outbox`: the outputs in order and the statistics; every settlement goes
