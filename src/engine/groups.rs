@@ -6,6 +6,10 @@
 //! made by [`Groups::group_for`], counted by [`Groups::job_added`] and released by
 //! [`Groups::job_ended`] (or [`Groups::release_if_idle`] for an item that never became a
 //! job).
+//!
+//! It also keeps the registered combinations of fields (`register`): each with its
+//! encoded fields, their word and a keyer primed with them, so that an item submitted
+//! under one is grouped and keyed by hashing its text alone.
 
 use std::rc::Rc;
 
@@ -18,12 +22,7 @@ use crate::slab::{Id, Slab};
 /// still open to new items is the `Batches` part's).
 #[derive(Debug)]
 pub struct Group {
-    info: Rc<CompatInfo>,
-    encoded: Box<[u8]>,
-    /// Its entry in the field index.
-    fields_word: u64,
-    /// For in-memory keys.
-    keyer: Keyer,
+    fields: Rc<Fields>,
     provider: u32,
     jobs: u64,
 }
@@ -31,7 +30,7 @@ pub struct Group {
 impl Group {
     /// Its fields, shared with its calls.
     pub(super) fn info(&self) -> &Rc<CompatInfo> {
-        &self.info
+        &self.fields.info
     }
 
     /// The provider its calls go to.
@@ -52,6 +51,20 @@ pub(super) struct Groups {
     keyer: Keyer,
     /// The fields of the item being grouped, encoded.
     scratch: Vec<u8>,
+    /// The registered combinations, by id minus one.
+    entries: Vec<Rc<Fields>>,
+}
+
+/// A combination of fields prepared for grouping and keying: kept per registered
+/// combination and shared by its group.
+#[derive(Debug)]
+struct Fields {
+    info: Rc<CompatInfo>,
+    encoded: Box<[u8]>,
+    /// Its entry in the field index.
+    fields_word: u64,
+    /// For in-memory keys, primed with the fields.
+    keyer: Keyer,
 }
 
 impl Groups {
@@ -61,7 +74,28 @@ impl Groups {
             by_fields: IdIndex::default(),
             keyer,
             scratch: Vec::new(),
+            entries: Vec::new(),
         }
+    }
+
+    /// Registers a combination of fields; returns its id (never 0).
+    pub(super) fn register(&mut self, compat: &Compat<'_>) -> u32 {
+        let mut encoded = Vec::new();
+        compat.encode(&mut encoded);
+        let fields_word = self.keyer.fields_word(&encoded);
+        let fields = fields_of(&self.keyer, compat, &encoded, fields_word);
+        self.entries.push(fields);
+        self.entries.len() as u32
+    }
+
+    /// The fields registered under `id`.
+    pub(super) fn registered(&self, id: u32) -> Option<&Rc<CompatInfo>> {
+        registered_entry(&self.entries, id).map(|fields| &fields.info)
+    }
+
+    /// Forgets every registered combination (their groups live on while they have jobs).
+    pub(super) fn clear_registered(&mut self) {
+        self.entries.clear();
     }
 
     pub(super) fn get(&self, group: Id<Group>) -> Option<&Group> {
@@ -69,39 +103,39 @@ impl Groups {
     }
 
     /// The group of these fields (created on first use, its provider's index given by
-    /// `provider_of`) and the item key of `text` in it.
+    /// `provider_of`) and the item key of `text` in it; under a registered combination
+    /// (`entry`, whose fields `compat` are) nothing but `text` is hashed.
     pub(super) fn group_for(
         &mut self,
         compat: &Compat<'_>,
+        entry: Option<u32>,
         text: &str,
         provider_of: impl FnOnce(&str) -> u32,
     ) -> (Id<Group>, ShortKey) {
-        self.scratch.clear();
-        compat.encode(&mut self.scratch);
-        let fields_word = self.keyer.fields_word(&self.scratch);
+        let entry = entry.and_then(|id| registered_entry(&self.entries, id));
+        let (encoded, fields_word) = match entry {
+            Some(entry) => (&*entry.encoded, entry.fields_word),
+            None => {
+                self.scratch.clear();
+                compat.encode(&mut self.scratch);
+                (&*self.scratch, self.keyer.fields_word(&self.scratch))
+            }
+        };
         if let Some(key) = self.by_fields.get(fields_word) {
             if let Some(group) = self.slab.get(key) {
-                if *group.encoded == *self.scratch {
-                    return (key, group.keyer.key(text));
+                if *group.fields.encoded == *encoded {
+                    return (key, group.fields.keyer.key(text));
                 }
             }
         }
-        let provider = provider_of(compat.provider_id);
-        let encoded: Box<[u8]> = self.scratch.as_slice().into();
-        let keyer = self.keyer.primed(compat);
-        let item_key = keyer.key(text);
+        let fields = match entry {
+            Some(entry) => Rc::clone(entry),
+            None => fields_of(&self.keyer, compat, encoded, fields_word),
+        };
+        let item_key = fields.keyer.key(text);
         let key = self.slab.insert(Group {
-            info: Rc::new(CompatInfo {
-                provider_id: compat.provider_id.to_owned(),
-                source_lang: compat.source_lang.to_owned(),
-                target_lang: compat.target_lang.to_owned(),
-                context: compat.context.to_owned(),
-                llm: compat.llm,
-            }),
-            keyer,
-            encoded,
-            fields_word,
-            provider,
+            fields,
+            provider: provider_of(compat.provider_id),
             jobs: 0,
         });
         // On the (2^-64) chance that another live group shares the word, this one simply
@@ -130,7 +164,8 @@ impl Groups {
         let idle = self.slab.get(group).is_some_and(|g| g.jobs == 0);
         if idle {
             if let Some(g) = self.slab.remove(group) {
-                self.by_fields.remove_if_leads_to(g.fields_word, group);
+                self.by_fields
+                    .remove_if_leads_to(g.fields.fields_word, group);
             }
         }
     }
@@ -141,5 +176,78 @@ impl Groups {
         // old key can meet a new entry.
         self.slab = Slab::default();
         self.by_fields.clear();
+    }
+}
+
+/// The registered combination `id` (ids count from 1).
+fn registered_entry(entries: &[Rc<Fields>], id: u32) -> Option<&Rc<Fields>> {
+    entries.get((id as usize).checked_sub(1)?)
+}
+
+/// `compat` prepared: `encoded` is its encoding, `fields_word` the word of that.
+fn fields_of(keyer: &Keyer, compat: &Compat<'_>, encoded: &[u8], fields_word: u64) -> Rc<Fields> {
+    Rc::new(Fields {
+        info: Rc::new(CompatInfo {
+            provider_id: compat.provider_id.to_owned(),
+            source_lang: compat.source_lang.to_owned(),
+            target_lang: compat.target_lang.to_owned(),
+            context: compat.context.to_owned(),
+            llm: compat.llm,
+        }),
+        encoded: encoded.into(),
+        fields_word,
+        keyer: keyer.primed_encoded(encoded),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_registered_combination_finds_the_same_group_and_item_key() {
+        let compat = Compat {
+            provider_id: "openai",
+            source_lang: "en",
+            target_lang: "de",
+            context: "title",
+            llm: true,
+        };
+        let other = Compat {
+            target_lang: "fr",
+            ..compat
+        };
+        let mut groups = Groups::new(Keyer::new(7));
+        let entry = groups.register(&compat);
+        let other_entry = groups.register(&other);
+        let expected = Keyer::new(7).primed(&compat).key("Hello");
+        // First through the registered combination, then through the fields: one group.
+        let (group, key) = groups.group_for(&compat, Some(entry), "Hello", |_| 0);
+        assert_eq!(key, expected);
+        groups.job_added(group);
+        assert_eq!(
+            groups.group_for(&compat, None, "Hello", |_| 0),
+            (group, expected)
+        );
+        let (other_group, other_key) = groups.group_for(&other, Some(other_entry), "Hello", |_| 0);
+        assert_ne!(other_group, group);
+        assert_eq!(other_key, Keyer::new(7).primed(&other).key("Hello"));
+        // The other way round, once the group is gone.
+        groups.job_ended(group);
+        let (group, key) = groups.group_for(&compat, None, "Hello", |_| 0);
+        groups.job_added(group);
+        assert_eq!(key, expected);
+        assert_eq!(
+            groups.group_for(&compat, Some(entry), "Hello", |_| 0),
+            (group, expected)
+        );
+        assert_eq!(
+            groups
+                .registered(entry)
+                .map(|info| info.target_lang.as_str()),
+            Some("de")
+        );
+        groups.clear_registered();
+        assert!(groups.registered(entry).is_none());
     }
 }

@@ -29,8 +29,9 @@
 //! - `jobs::Jobs`: the job slab, both key indexes, tickets and arrival order; a live job
 //!   is in the indexes, an ended one in neither, and every way a job ends goes through
 //!   `Jobs::end` (the engine's side of it is the one `end_job`, in `endings`).
-//! - `groups::Groups`: the group slab, its field index and the keyer; a group lives
-//!   while it has jobs and is found by its fields.
+//! - `groups::Groups`: the group slab, its field index, the keyer and the registered
+//!   combinations of fields; a group lives while it has jobs and is found by its fields,
+//!   and a registered combination's item keys equal those made from its fields.
 //! - `running::Calls`: the running calls, call ids and the strings calls repeat; a call
 //!   id is given once, and a call is running until its answer, its timeout or dispose.
 //! - `outbox::Outbox`: the outputs in order and the statistics; every settlement goes
@@ -79,7 +80,7 @@ use crate::budget::SharedBudget;
 use crate::cache::Lru;
 use crate::call::{Call, CallId, Failure, Reply, Report};
 use crate::item::{aborted_error, validate};
-use crate::key::{item_key, Keyer};
+use crate::key::{item_key, Compat, Keyer};
 use crate::options::{OptionValue, Options};
 use crate::retry::Jitter;
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
@@ -170,6 +171,57 @@ impl<C: Clone> Engine<C> {
         now: Instant,
         item: &Item<'_>,
     ) -> Result<Ticket, PacerFailure<C>> {
+        self.accept_item(now, item, None)
+    }
+
+    /// Registers a combination of compatibility fields for [`Engine::handle_submit`];
+    /// returns its id (never 0). The fields are checked when an item uses them, like
+    /// those of `handle_translate`.
+    pub fn register_compat(&mut self, compat: &Compat<'_>) -> u32 {
+        self.groups.register(compat)
+    }
+
+    /// Forgets every combination registered by [`Engine::register_compat`].
+    pub fn clear_compats(&mut self) {
+        self.groups.clear_registered();
+    }
+
+    /// `handle_translate` for an item of `text` whose other fields are those registered
+    /// under `compat`: its fields are neither encoded nor hashed again.
+    pub fn handle_submit(
+        &mut self,
+        now: Instant,
+        compat: u32,
+        text: &str,
+        priority: f64,
+        tokens: Option<f64>,
+    ) -> Result<Ticket, PacerFailure<C>> {
+        let info = self.groups.registered(compat).cloned().ok_or_else(|| {
+            let got = OptionValue::Number(f64::from(compat));
+            invalid_input("compat", "an id returned by registerCompat", &got)
+        })?;
+        let item = Item {
+            text,
+            compat: Compat {
+                provider_id: &info.provider_id,
+                source_lang: &info.source_lang,
+                target_lang: &info.target_lang,
+                context: &info.context,
+                llm: info.llm,
+            },
+            priority,
+            tokens,
+        };
+        self.accept_item(now, &item, Some(compat))
+    }
+
+    /// Accepts `item`, registered under `entry` if given.
+    fn accept_item(
+        &mut self,
+        now: Instant,
+        item: &Item<'_>,
+        entry: Option<u32>,
+    ) -> Result<Ticket, PacerFailure<C>> {
         self.validate_unless_disposed(item)?;
         self.advance(now);
         if self.disposed {
@@ -186,7 +238,7 @@ impl<C: Clone> Engine<C> {
         let pacer = &mut self.pacer;
         let (group, key) = self
             .groups
-            .group_for(&item.compat, item.text, |id| pacer.provider_for(id));
+            .group_for(&item.compat, entry, item.text, |id| pacer.provider_for(id));
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
             let ticket = self.jobs.counted_ticket();

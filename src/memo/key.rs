@@ -98,8 +98,13 @@ impl Keyer {
     pub fn primed(&self, compat: &Compat<'_>) -> Keyer {
         let mut encoded = Vec::with_capacity(64 + compat.context.len());
         compat.encode(&mut encoded);
+        self.primed_encoded(&encoded)
+    }
+
+    /// [`Keyer::primed`] for fields already encoded (see [`Compat::encode`]).
+    pub fn primed_encoded(&self, encoded: &[u8]) -> Keyer {
         let mut sip = self.0;
-        sip.write(&encoded);
+        sip.write(encoded);
         Keyer(sip)
     }
 

@@ -14,7 +14,6 @@ use wasm_bindgen_futures::{spawn_local, JsFuture};
 
 use super::budget::PacerBudget;
 use super::clock::{Clock, TimerHandle};
-use super::compat_table::CompatTable;
 use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
 use super::host::Calls;
@@ -32,7 +31,6 @@ type Resolvers = (Function, Function);
 pub(super) struct State {
     pub(super) engine: Engine<JsValue>,
     resolvers: IdMap<Resolvers>,
-    compats: CompatTable,
     timer: Option<(Instant, TimerHandle)>,
     /// A timer that has fired; dropped later, never inside its own callback.
     spent_timer: Option<TimerHandle>,
@@ -186,7 +184,6 @@ impl PacerCore {
             state: RefCell::new(State {
                 engine,
                 resolvers: IdMap::default(),
-                compats: CompatTable::default(),
                 timer: None,
                 spent_timer: None,
                 on_event,
@@ -215,7 +212,7 @@ impl PacerCore {
             }
         };
         let tokens = self.inner.user_tokens(|| JsValue::from_str(&fields.text));
-        self.admit(resolve, reject, |engine, now, _| {
+        self.admit(resolve, reject, |engine, now| {
             let item = Item {
                 tokens,
                 ..fields.item()
@@ -266,7 +263,7 @@ impl PacerCore {
             llm,
         };
         match self.inner.state.try_borrow_mut() {
-            Ok(mut state) => state.compats.register(compat),
+            Ok(mut state) => state.engine.register_compat(&compat),
             Err(_) => 0,
         }
     }
@@ -275,7 +272,7 @@ impl PacerCore {
     #[wasm_bindgen(js_name = clearCompats)]
     pub fn clear_compats(&self) {
         if let Ok(mut state) = self.inner.state.try_borrow_mut() {
-            state.compats.clear();
+            state.engine.clear_compats();
         }
     }
 
@@ -301,22 +298,8 @@ impl PacerCore {
             }
         };
         let tokens = self.inner.user_tokens(|| JsValue::from_str(&text));
-        self.admit(resolve, reject, |engine, now, compats| {
-            let compat = compats.get(compat).ok_or_else(|| {
-                PacerFailure::new(
-                    ErrorCode::InvalidInput,
-                    format!("compat must be an id returned by registerCompat (got {compat})"),
-                )
-            })?;
-            engine.handle_translate(
-                now,
-                &Item {
-                    text: &text,
-                    compat,
-                    priority,
-                    tokens,
-                },
-            )
+        self.admit(resolve, reject, |engine, now| {
+            engine.handle_submit(now, compat, &text, priority, tokens)
         })
     }
 
@@ -432,7 +415,7 @@ impl PacerCore {
         &self,
         resolve: Function,
         reject: Function,
-        handle: impl FnOnce(&mut Engine<JsValue>, Instant, &CompatTable) -> Admission,
+        handle: impl FnOnce(&mut Engine<JsValue>, Instant) -> Admission,
     ) -> f64 {
         let now = self.inner.now();
         let admitted = {
@@ -441,7 +424,7 @@ impl PacerCore {
                 return 0.0;
             };
             let state = &mut *state;
-            let admitted = handle(&mut state.engine, now, &state.compats);
+            let admitted = handle(&mut state.engine, now);
             match admitted {
                 Ok(ticket) => {
                     state.resolvers.insert(ticket, (resolve, reject));

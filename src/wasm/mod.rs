@@ -4,7 +4,6 @@
 mod answers;
 mod budget;
 mod clock;
-mod compat_table;
 mod convert;
 mod driver;
 mod errors;
