@@ -80,6 +80,26 @@ pub fn numbers_moved<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> O
     None
 }
 
+/// Whether `segment`, written for paragraph `index`, holds a number of another paragraph
+/// that paragraph `index` lacks: text of that paragraph moved into it (a merge), whatever
+/// the rest of the reply turns out to be.
+pub fn holds_another_number<S: AsRef<str>>(texts: &[S], index: usize, segment: &str) -> bool {
+    let segment_runs = digit_runs(segment);
+    if segment_runs.is_empty() {
+        return false;
+    }
+    let own = texts
+        .get(index)
+        .map(|t| digit_runs(t.as_ref()))
+        .unwrap_or_default();
+    texts.iter().enumerate().any(|(j, text)| {
+        j != index
+            && digit_runs(text.as_ref())
+                .iter()
+                .any(|number| occurs(number, &segment_runs) && !occurs(number, &own))
+    })
+}
+
 /// The runs of ASCII digits in `text`. Every byte of every text and segment passes
 /// through here, and most bytes are not digits: those are skipped eight at a time.
 fn digit_runs(text: &str) -> Vec<&[u8]> {

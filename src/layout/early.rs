@@ -31,9 +31,11 @@
 //! One damage the numbers cannot show: a model that copies them in their order of
 //! appearance after it merged two segments (renumbering by position). Its trace is the
 //! merged pair's length, so early resolution also stops as soon as the closed segments
-//! read better as holding a merge (`merge_reads_better`). The same after a drop leaves
+//! read better as holding a merge (`merge_reads_better`), or one of them holds another
+//! paragraph's number (`holds_another_number`). The same after a drop leaves
 //! no trace among like lengths: early resolution trusts it not to happen.
 
+use crate::alignment::holds_another_number;
 use crate::markers::{index_of, scan};
 use crate::proof::{char_len, median, merged_before_last, scatter, shifted_readings};
 
@@ -99,6 +101,11 @@ pub fn proven_count<S: AsRef<str>>(texts: &[S], run: &LeadingPairs<'_>) -> usize
     // a freed number) must not hide the merge the segments before it show.
     let checked = clean.min(n.saturating_sub(1));
     if (2..=checked).any(|k| merge_reads_better(&sources, &closed[..k])) {
+        return 0;
+    }
+    // A closed segment holding another paragraph's number holds text moved across the
+    // markers (a short paragraph merged into a long one leaves the lengths fitting).
+    if (0..clean).any(|i| holds_another_number(&sources, i, closed[i])) {
         return 0;
     }
     // Each needs its right neighbour begun past any rule-1 damage (or closed cleanly),
@@ -311,5 +318,28 @@ mod tests {
         assert_eq!(proven_count(&texts, &remark), 0);
         let faithful = ["der erste Absatz", "der zweite hier"];
         assert_eq!(proven_count(&texts, &faithful), 1);
+    }
+
+    #[test]
+    fn a_short_paragraph_merged_into_a_long_one_stops_early_resolution_by_its_number() {
+        // Found by the `replies` fuzz target: the lengths fit, the number does not.
+        let texts = [
+            "0 paragraph Hello",
+            "1 paragraph with a much longer text than the others",
+            "2 paragraph ",
+            "3 paragraph and more",
+        ];
+        let merged = [
+            "«0 paragraph Hello»",
+            "«1 paragraph with a much longer text than the others» «2 paragraph»",
+            "I hope this helps!",
+        ];
+        assert_eq!(proven_count(&texts, &merged), 0);
+        let faithful = [
+            "«0 paragraph Hello»",
+            "«1 paragraph with a much longer text than the others»",
+            "«2 paragraph»",
+        ];
+        assert_eq!(proven_count(&texts, &faithful), 2);
     }
 }
