@@ -26,7 +26,7 @@ use crate::text::utf16_len;
 use crate::time::{Duration, Instant};
 
 /// The batch limits in force.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, PartialEq)]
 pub(super) struct Limits {
     /// Most items in one LLM batch.
     pub(super) max_items: usize,
@@ -311,10 +311,7 @@ impl Batches {
 
     /// Sets the limits; whether they changed (the unsent batches are then to regroup).
     pub(super) fn set_limits(&mut self, limits: Limits) -> bool {
-        let changed = limits.max_items != self.limits.max_items
-            || limits.max_chars != self.limits.max_chars
-            || limits.delay != self.limits.delay
-            || limits.max_tokens != self.limits.max_tokens;
+        let changed = limits != self.limits;
         self.limits = limits;
         changed
     }
@@ -385,7 +382,8 @@ impl Batches {
         key
     }
 
-    /// Adds `batch` (made by dealing, a split or a fall-back) as due.
+    /// Adds `batch` as due (an item that travels alone, or a batch made by dealing, a
+    /// split or a fall-back).
     pub(super) fn insert_due(&mut self, mut batch: Batch, jobs: &mut Jobs) -> Id<Batch> {
         batch.state = State::Ready;
         self.insert(batch, jobs)
@@ -531,8 +529,7 @@ impl Batches {
             if let Some(open_key) = open.filter(|_| llm) {
                 self.make_due_now(open_key);
             }
-            let batch = self.insert(Batch::new(&member, group, provider, first_at), jobs);
-            self.make_ready(batch);
+            self.insert_due(Batch::new(&member, group, provider, first_at), jobs);
             return;
         }
         if let Some(open_key) = open {
