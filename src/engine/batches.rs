@@ -39,6 +39,16 @@ pub(super) struct Limits {
     pub(super) max_tokens: f64,
 }
 
+impl Limits {
+    /// Whether `count` items of `chars` characters and `tokens` tokens leave room for
+    /// one more of `more` characters and tokens.
+    pub(super) fn room_for(&self, count: usize, chars: u64, tokens: f64, more: (u64, f32)) -> bool {
+        count < self.max_items
+            && chars.saturating_add(more.0) <= self.max_chars
+            && tokens + f64::from(more.1) <= self.max_tokens
+    }
+}
+
 /// Where a batch is in its life.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub(super) enum State {
@@ -121,15 +131,6 @@ impl Batch {
         }
     }
 
-    /// Whether an item of `chars` characters and `tokens` tokens may join without
-    /// breaking a limit.
-    fn accepts(&self, chars: u64, tokens: f32, limits: &Limits) -> bool {
-        !self.sealed
-            && self.jobs.len() < limits.max_items
-            && self.chars.saturating_add(chars) <= limits.max_chars
-            && self.tokens + f64::from(tokens) <= limits.max_tokens
-    }
-
     /// Adds an item; the batch takes the highest priority of its items.
     pub(super) fn push(&mut self, member: &Member) {
         self.jobs.push(member.job);
@@ -152,6 +153,7 @@ impl Batch {
     fn due_at(&self, limits: &Limits) -> Instant {
         self.first_at + limits.delay
     }
+
     /// A batch sent again (sealed, in its batch's place in line) with the live jobs of
     /// `part`, in this order; `keep_tries`: the same texts again, so it keeps the
     /// batch's tries.
@@ -181,8 +183,10 @@ impl Batch {
 
     /// Whether `member` may join it (rule 2).
     pub(super) fn admits(&self, member: &Member, limits: &Limits) -> bool {
-        !travels_alone(true, member.chars, member.tokens, limits)
-            && self.accepts(member.chars, member.tokens, limits)
+        let (chars, tokens) = (member.chars, member.tokens);
+        !self.sealed
+            && !travels_alone(true, chars, tokens, limits)
+            && limits.room_for(self.jobs.len(), self.chars, self.tokens, (chars, tokens))
     }
 
     /// The items, in arrival order.
@@ -536,7 +540,7 @@ impl Batches {
             let fits = self
                 .slab
                 .get(open_key)
-                .is_some_and(|b| b.accepts(member.chars, member.tokens, &self.limits));
+                .is_some_and(|b| b.admits(&member, &self.limits));
             if fits {
                 self.join(open_key, &member, jobs);
                 return;
