@@ -94,7 +94,7 @@ pub(super) struct Batch {
     seq: u64,
     /// The compatibility group it belongs to.
     compat: Id<Group>,
-    /// The provider it calls (index into the engine's providers).
+    /// The provider it calls (its index in the `Pacer` part).
     provider: u32,
     /// Sealed batches take no more items (their first call has started).
     sealed: bool,
