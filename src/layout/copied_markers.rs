@@ -9,6 +9,7 @@
 //! marker in a value is left for the proof to judge.
 
 use super::markers::{number, scan};
+use super::proof::parse_id;
 
 /// `value` without the pair of segment `index` (0-based) wrapped around all of it, if so.
 pub fn unwrap_own(value: String, tag: &str, index: usize) -> String {
@@ -43,10 +44,8 @@ pub fn unwrap_keyed(
     pairs
         .into_iter()
         .map(|(key, value)| {
-            let index = key
-                .trim()
-                .parse::<usize>()
-                .ok()
+            // Read as the proof reads it: a key it takes for id k is value k's.
+            let index = parse_id(&key)
                 .filter(|id| (1..=count).contains(id))
                 .map(|id| id - 1);
             match index {

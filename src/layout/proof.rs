@@ -113,7 +113,8 @@ pub fn listed_entries(texts: Vec<String>) -> Vec<Entry> {
         .collect()
 }
 
-fn parse_id(key: &str) -> Option<usize> {
+/// The id an object reply's key names (digits, white space around them tolerated).
+pub(crate) fn parse_id(key: &str) -> Option<usize> {
     let key = key.trim();
     let digits = !key.is_empty() && key.len() <= 9 && key.bytes().all(|b| b.is_ascii_digit());
     digits.then(|| key.parse().ok()).flatten()
