@@ -636,10 +636,11 @@ export interface ProviderStreamReport {
  * - an object with one string per id (`{ "1": "…", "2": "…" }`), as structured outputs give.
  *
  * The pacer cleans up a structured answer handed on as the model wrote it: a batch's
- * string that is a JSON object whose keys are all the call's ids and whose values are all
- * strings, alone or in a code fence, is read as such an object; a value of an object or
- * array wrapped whole in the markers of its own id or position (`"<s21>Hola</s21>"`)
- * loses them. A value holding any other marker is left for the proof to judge.
+ * string that is a JSON object, not empty, each of whose keys is one of the call's ids and
+ * whose values are all strings (an id left out is a missing segment), alone or in a code
+ * fence, is read as such an object; a value of an object or array wrapped whole in the
+ * markers of its own id or position (`"<s21>Hola</s21>"`) loses them. A value holding
+ * any other marker is left for the proof to judge.
  *
  * A translation resolves its item only when the reply proves it belongs there; the
  * missing ones are sent again as a smaller batch (see the README's "Segment identity").

@@ -26,7 +26,7 @@ use crate::text::utf16_len;
 use crate::time::{Duration, Instant};
 
 /// The batch limits in force.
-#[derive(Copy, Clone, Debug)]
+#[derive(Copy, Clone, Debug, PartialEq)]
 pub(super) struct Limits {
     /// Most items in one LLM batch.
     pub(super) max_items: usize,
@@ -37,6 +37,16 @@ pub(super) struct Limits {
     /// Most estimated input tokens in one LLM batch (what the token budget can hold);
     /// infinite without a token budget.
     pub(super) max_tokens: f64,
+}
+
+impl Limits {
+    /// Whether `count` items of `chars` characters and `tokens` tokens leave room for
+    /// one more of `more` characters and tokens.
+    pub(super) fn room_for(&self, count: usize, chars: u64, tokens: f64, more: (u64, f32)) -> bool {
+        count < self.max_items
+            && chars.saturating_add(more.0) <= self.max_chars
+            && tokens + f64::from(more.1) <= self.max_tokens
+    }
 }
 
 /// Where a batch is in its life.
@@ -84,7 +94,7 @@ pub(super) struct Batch {
     seq: u64,
     /// The compatibility group it belongs to.
     compat: Id<Group>,
-    /// The provider it calls (index into the engine's providers).
+    /// The provider it calls (its index in the `Pacer` part).
     provider: u32,
     /// Sealed batches take no more items (their first call has started).
     sealed: bool,
@@ -121,15 +131,6 @@ impl Batch {
         }
     }
 
-    /// Whether an item of `chars` characters and `tokens` tokens may join without
-    /// breaking a limit.
-    fn accepts(&self, chars: u64, tokens: f32, limits: &Limits) -> bool {
-        !self.sealed
-            && self.jobs.len() < limits.max_items
-            && self.chars.saturating_add(chars) <= limits.max_chars
-            && self.tokens + f64::from(tokens) <= limits.max_tokens
-    }
-
     /// Adds an item; the batch takes the highest priority of its items.
     pub(super) fn push(&mut self, member: &Member) {
         self.jobs.push(member.job);
@@ -152,6 +153,7 @@ impl Batch {
     fn due_at(&self, limits: &Limits) -> Instant {
         self.first_at + limits.delay
     }
+
     /// A batch sent again (sealed, in its batch's place in line) with the live jobs of
     /// `part`, in this order; `keep_tries`: the same texts again, so it keeps the
     /// batch's tries.
@@ -181,8 +183,10 @@ impl Batch {
 
     /// Whether `member` may join it (rule 2).
     pub(super) fn admits(&self, member: &Member, limits: &Limits) -> bool {
-        !travels_alone(true, member.chars, member.tokens, limits)
-            && self.accepts(member.chars, member.tokens, limits)
+        let (chars, tokens) = (member.chars, member.tokens);
+        !self.sealed
+            && !travels_alone(true, chars, tokens, limits)
+            && limits.room_for(self.jobs.len(), self.chars, self.tokens, (chars, tokens))
     }
 
     /// The items, in arrival order.
@@ -311,10 +315,7 @@ impl Batches {
 
     /// Sets the limits; whether they changed (the unsent batches are then to regroup).
     pub(super) fn set_limits(&mut self, limits: Limits) -> bool {
-        let changed = limits.max_items != self.limits.max_items
-            || limits.max_chars != self.limits.max_chars
-            || limits.delay != self.limits.delay
-            || limits.max_tokens != self.limits.max_tokens;
+        let changed = limits != self.limits;
         self.limits = limits;
         changed
     }
@@ -385,7 +386,8 @@ impl Batches {
         key
     }
 
-    /// Adds `batch` (made by dealing, a split or a fall-back) as due.
+    /// Adds `batch` as due (an item that travels alone, or a batch made by dealing, a
+    /// split or a fall-back).
     pub(super) fn insert_due(&mut self, mut batch: Batch, jobs: &mut Jobs) -> Id<Batch> {
         batch.state = State::Ready;
         self.insert(batch, jobs)
@@ -531,15 +533,14 @@ impl Batches {
             if let Some(open_key) = open.filter(|_| llm) {
                 self.make_due_now(open_key);
             }
-            let batch = self.insert(Batch::new(&member, group, provider, first_at), jobs);
-            self.make_ready(batch);
+            self.insert_due(Batch::new(&member, group, provider, first_at), jobs);
             return;
         }
         if let Some(open_key) = open {
             let fits = self
                 .slab
                 .get(open_key)
-                .is_some_and(|b| b.accepts(member.chars, member.tokens, &self.limits));
+                .is_some_and(|b| b.admits(&member, &self.limits));
             if fits {
                 self.join(open_key, &member, jobs);
                 return;

@@ -20,7 +20,6 @@ use crate::retry::backoff;
 use crate::settle::{ErrorCode, PacerFailure};
 use crate::slab::Id;
 use crate::stats::{Event, RetryReason};
-use crate::time::Duration;
 
 /// How a call's reply is read back onto its items.
 #[derive(Debug)]
@@ -176,16 +175,12 @@ impl<C: Clone> Engine<C> {
         self.out.counters().provider_calls += 1;
         self.out.counters().batch_calls += u64::from(is_batch);
         self.out.counters().retries += u64::from(attempt > 0);
-        let timeout =
-            (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms));
-        let deadline = timeout.map(|t| self.now + t);
-        if let Some(deadline) = deadline {
+        let timeout = self.call_timeout();
+        let run = Running::new(batch_key, provider, charge, reading, timeout, self.now);
+        if let Some(deadline) = run.deadline() {
             self.timers.push(deadline, Timer::Deadline(id));
         }
-        self.calls.insert(
-            id,
-            Running::new(batch_key, provider, charge, timeout, deadline, reading),
-        );
+        self.calls.insert(id, run);
         self.out.call(Call {
             id,
             ids,

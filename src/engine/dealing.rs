@@ -90,9 +90,7 @@ impl<C: Clone> Engine<C> {
             let fits = count == 0
                 || (!travels_alone(true, c, t, &limits)
                     && !travels_alone(true, chars, tokens as f32, &limits)
-                    && count < limits.max_items
-                    && chars.saturating_add(c) <= limits.max_chars
-                    && tokens + f64::from(t) <= limits.max_tokens);
+                    && limits.room_for(count, chars, tokens, (c, t)));
             if !fits {
                 break;
             }

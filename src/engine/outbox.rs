@@ -76,8 +76,10 @@ impl<C> Outbox<C> {
         &self.stats
     }
 
-    /// The counters the engine's flows count (calls, retries, hits, tokens); the item
-    /// counters are this part's own (`accept`, `settle`).
+    /// The counters the engine's flows count (calls, retries, hits, tokens). The item
+    /// counters (`items`, `pending` and the outcomes) are moved only by `accept`,
+    /// `unaccept` and `settle`: callers leave them alone, since this hands out all of
+    /// `Stats`.
     pub(super) fn counters(&mut self) -> &mut Stats {
         &mut self.stats
     }

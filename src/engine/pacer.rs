@@ -456,17 +456,13 @@ impl Pacer {
                 .filter(|b| b.blocked_for > elapsed)
             {
                 provider.daily_block = Some(DailyBlock {
-                    until: now
-                        + Duration::from_micros(
-                            block.blocked_for.as_micros() - elapsed.as_micros(),
-                        ),
+                    until: now + left_after(block.blocked_for, elapsed),
                     reset_known: block.reset_known,
                     message: block.message.clone(),
                 });
             }
             if saved.paused_for > elapsed {
-                let until =
-                    now + Duration::from_micros(saved.paused_for.as_micros() - elapsed.as_micros());
+                let until = now + left_after(saved.paused_for, elapsed);
                 provider.paused_until = until;
                 provider.episode = provider.episode.wrapping_add(1);
                 pause_ends.push(until);
@@ -506,4 +502,9 @@ impl Pacer {
         }
         pause_ends
     }
+}
+
+/// What is left of a saved `span` once `elapsed` has passed (`span` is the longer).
+fn left_after(span: Duration, elapsed: Duration) -> Duration {
+    Duration::from_micros(span.as_micros() - elapsed.as_micros())
 }

@@ -32,22 +32,22 @@ pub(super) struct Running {
 }
 
 impl Running {
-    /// A call of `batch` to `provider` that started now, charged `charge`, out of time
-    /// at `deadline` (after `timeout`), its reply to read as `reading` says.
+    /// A call of `batch` to `provider` that started at `now`, charged `charge`, out of
+    /// time `timeout` later, its reply to read as `reading` says.
     pub(super) fn new(
         batch: Id<Batch>,
         provider: u32,
         charge: Charge,
-        timeout: Option<Duration>,
-        deadline: Option<Instant>,
         reading: Reading,
+        timeout: Option<Duration>,
+        now: Instant,
     ) -> Self {
         Running {
             batch,
             provider,
             charge,
             timeout,
-            deadline,
+            deadline: timeout.map(|t| now + t),
             reading,
             stream: None,
         }
@@ -80,9 +80,7 @@ impl Running {
 
     /// A value of its stream came at `now`: its timeout starts again.
     pub(super) fn restart_deadline(&mut self, now: Instant) {
-        if let Some(timeout) = self.timeout {
-            self.deadline = Some(now + timeout);
-        }
+        self.deadline = self.timeout.map(|t| now + t);
     }
 
     /// How to read its reply.

@@ -9,29 +9,27 @@
 //! marker in a value is left for the proof to judge.
 
 use super::markers::{number, scan};
+use super::proof::parse_id;
 
 /// `value` without the pair of segment `index` (0-based) wrapped around all of it, if so.
 pub fn unwrap_own(value: String, tag: &str, index: usize) -> String {
     let trimmed = value.trim();
-    let markers = scan(trimmed, tag);
     let own = Some(number(index));
-    let wrapped = match markers.as_slice() {
-        [open, close] => {
-            !open.close
+    match scan(trimmed, tag).as_slice() {
+        [open, close]
+            if !open.close
                 && close.close
                 && open.id == own
                 && close.id == own
                 && open.start == 0
-                && close.end == trimmed.len()
+                && close.end == trimmed.len() =>
+        {
+            trimmed
+                .get(open.end..close.start)
+                .unwrap_or("")
+                .trim()
+                .to_owned()
         }
-        _ => false,
-    };
-    match (wrapped, markers.as_slice()) {
-        (true, [open, close]) => trimmed
-            .get(open.end..close.start)
-            .unwrap_or("")
-            .trim()
-            .to_owned(),
         _ => value,
     }
 }
@@ -46,17 +44,12 @@ pub fn unwrap_keyed(
     pairs
         .into_iter()
         .map(|(key, value)| {
-            let index = key
-                .trim()
-                .parse::<usize>()
-                .ok()
+            // Read as the proof reads it: a key it takes for id k is value k's.
+            let index = parse_id(&key)
                 .filter(|id| (1..=count).contains(id))
                 .map(|id| id - 1);
             match index {
-                Some(index) => {
-                    let value = unwrap_own(value, tag, index);
-                    (key, value)
-                }
+                Some(index) => (key, unwrap_own(value, tag, index)),
                 None => (key, value),
             }
         })

@@ -113,7 +113,8 @@ pub fn listed_entries(texts: Vec<String>) -> Vec<Entry> {
         .collect()
 }
 
-fn parse_id(key: &str) -> Option<usize> {
+/// The id an object reply's key names (digits, white space around them tolerated).
+pub(crate) fn parse_id(key: &str) -> Option<usize> {
     let key = key.trim();
     let digits = !key.is_empty() && key.len() <= 9 && key.bytes().all(|b| b.is_ascii_digit());
     digits.then(|| key.parse().ok()).flatten()
@@ -269,12 +270,7 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
 fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>], lengths: &Lengths) -> bool {
     let n = texts.len();
     let source = &lengths.source;
-    let mut ratios: Vec<f64> = Vec::with_capacity(n);
-    for (i, length) in lengths.segment.iter().enumerate() {
-        if let Some(len) = length {
-            ratios.push(len / source[i]);
-        }
-    }
+    let ratios = lengths.ratios(n);
     if ratios.len() >= 3 {
         let m = median(&ratios);
         let fits = |len: f64, src: f64| (1.0 / 1.5..=1.5).contains(&(len / src / m));
@@ -343,12 +339,7 @@ fn fits_last(lengths: &Lengths) -> bool {
         return false;
     };
     let source = |i: usize| lengths.source[i];
-    let mut ratios: Vec<f64> = Vec::with_capacity(n);
-    for (i, segment) in lengths.segment.iter().enumerate().take(n - 1) {
-        if let Some(len) = segment {
-            ratios.push(len / source(i));
-        }
-    }
+    let mut ratios = lengths.ratios(n - 1);
     if ratios.is_empty() {
         return true;
     }
@@ -388,12 +379,7 @@ fn merges_before_last(lengths: &Lengths) -> bool {
         return false;
     };
     let source = |i: usize| lengths.source[i];
-    let mut ratios: Vec<f64> = Vec::with_capacity(n - 2);
-    for (k, segment) in lengths.segment.iter().enumerate().take(n - 2) {
-        if let Some(segment) = segment {
-            ratios.push(segment / source(k));
-        }
-    }
+    let ratios = lengths.ratios(n - 2);
     if ratios.is_empty() {
         return false;
     }
@@ -473,6 +459,18 @@ impl Lengths {
                 .map(|s| s.map(|s| char_len(s).max(1.0)))
                 .collect(),
         }
+    }
+
+    /// The translation-to-source length ratio of each segment there among the first
+    /// `count` (room is left for one more).
+    fn ratios(&self, count: usize) -> Vec<f64> {
+        let mut ratios: Vec<f64> = Vec::with_capacity(self.source.len());
+        for (segment, source) in self.segment.iter().zip(&self.source).take(count) {
+            if let Some(len) = segment {
+                ratios.push(len / source);
+            }
+        }
+        ratios
     }
 
     /// The lengths of the segments before the last, `None` when one of them is missing.

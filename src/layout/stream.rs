@@ -9,6 +9,8 @@
 //! The cap keeps a model that loops from growing memory: past it the reply is cut and
 //! read as truncated (its unfinished segments are missing and go out again).
 
+use super::markers::find_lt;
+
 /// Characters of text kept per character sent, and the room added for short calls.
 pub const CAP_PER_CHARACTER_SENT: usize = 20;
 /// See [`CAP_PER_CHARACTER_SENT`].
@@ -161,12 +163,6 @@ fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
 
 fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
     find_ignore_case(haystack, needle).is_some()
-}
-
-/// The offset of the first `<` in `text` at or after `from` (a character boundary).
-/// `find` skips a word at a time; a byte loop is slower.
-fn find_lt(text: &str, from: usize) -> Option<usize> {
-    text.get(from..)?.find('<').map(|at| from + at)
 }
 
 /// The length of the longest tail of `text` that is a proper prefix of `tag`.

@@ -10,8 +10,8 @@ use crate::{Failure, Reply};
 
 #[wasm_bindgen(module = "/src/wasm/input.js")]
 extern "C" {
-    /// `{ write(text) -> bytes, text(address, bytes, maybeLast), resolve(resolve, address,
-    /// bytes, maybeLast) }`.
+    /// `{ write(text) -> bytes, text(address, bytes, maybeLast), numbers(address, count),
+    /// resolve(resolve, address, bytes, maybeLast) }`.
     pub type InputWriter;
 
     #[wasm_bindgen(js_name = makeInput)]
