@@ -80,23 +80,27 @@ pub fn numbers_moved<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> O
     None
 }
 
-/// Whether `segment`, written for paragraph `index`, holds a number of another paragraph
-/// that paragraph `index` lacks: text of that paragraph moved into it (a merge), whatever
-/// the rest of the reply turns out to be.
-pub fn holds_another_number<S: AsRef<str>>(texts: &[S], index: usize, segment: &str) -> bool {
-    let segment_runs = digit_runs(segment);
-    if segment_runs.is_empty() {
-        return false;
+/// The first of `segments` (segment `i` written for paragraph `i`) that holds a number
+/// of another paragraph which its own paragraph lacks: text of that paragraph moved into
+/// it (a merge), whatever the rest of the reply turns out to be.
+pub fn holding_another_number<S: AsRef<str>>(texts: &[S], segments: &[&str]) -> Option<usize> {
+    // Each text's runs once, not once per segment: a stream asks on every value.
+    let mut text_runs: Vec<Vec<&[u8]>> = Vec::with_capacity(texts.len());
+    for text in texts {
+        text_runs.push(digit_runs(text.as_ref()));
     }
-    let own = texts
-        .get(index)
-        .map(|t| digit_runs(t.as_ref()))
-        .unwrap_or_default();
-    texts.iter().enumerate().any(|(j, text)| {
-        j != index
-            && digit_runs(text.as_ref())
-                .iter()
-                .any(|number| occurs(number, &segment_runs) && !occurs(number, &own))
+    if text_runs.iter().all(Vec::is_empty) {
+        return None;
+    }
+    (0..segments.len().min(texts.len())).find(|&index| {
+        let segment_runs = digit_runs(segments[index]);
+        !segment_runs.is_empty()
+            && text_runs.iter().enumerate().any(|(j, runs)| {
+                j != index
+                    && runs.iter().any(|number| {
+                        occurs(number, &segment_runs) && !occurs(number, &text_runs[index])
+                    })
+            })
     })
 }
 

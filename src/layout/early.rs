@@ -32,10 +32,10 @@
 //! appearance after it merged two segments (renumbering by position). Its trace is the
 //! merged pair's length, so early resolution also stops as soon as the closed segments
 //! read better as holding a merge (`merge_reads_better`), or one of them holds another
-//! paragraph's number (`holds_another_number`). The same after a drop leaves
+//! paragraph's number (`holding_another_number`). The same after a drop leaves
 //! no trace among like lengths: early resolution trusts it not to happen.
 
-use crate::alignment::holds_another_number;
+use crate::alignment::holding_another_number;
 use crate::markers::{index_of, scan};
 use crate::proof::{char_len, median, merged_before_last, scatter, shifted_readings};
 
@@ -105,7 +105,7 @@ pub fn proven_count<S: AsRef<str>>(texts: &[S], run: &LeadingPairs<'_>) -> usize
     }
     // A closed segment holding another paragraph's number holds text moved across the
     // markers (a short paragraph merged into a long one leaves the lengths fitting).
-    if (0..clean).any(|i| holds_another_number(&sources, i, closed[i])) {
+    if holding_another_number(&sources, &closed[..clean]).is_some() {
         return 0;
     }
     // Each needs its right neighbour begun past any rule-1 damage (or closed cleanly),
