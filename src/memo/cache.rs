@@ -107,6 +107,11 @@ impl Lru {
             let node = &self.nodes[at as usize];
             (node.prev, node.next)
         };
+        self.link(prev, next);
+    }
+
+    /// Makes `next` follow `prev` (either may be `NIL`: the list's ends).
+    fn link(&mut self, prev: u32, next: u32) {
         match prev {
             NIL => self.head = next,
             p => self.nodes[p as usize].next = next,
@@ -149,14 +154,9 @@ impl Lru {
                 (node.key, node.prev, node.next)
             };
             self.index.insert(key.0[0], u64::from(victim));
-            match prev {
-                NIL => self.head = victim,
-                p => self.nodes[p as usize].next = victim,
-            }
-            match next {
-                NIL => self.tail = victim,
-                n => self.nodes[n as usize].prev = victim,
-            }
+            // Its neighbours point at its new slot.
+            self.link(prev, victim);
+            self.link(victim, next);
         }
     }
 }
