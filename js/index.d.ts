@@ -543,8 +543,19 @@ export interface ProviderRequest {
   readonly sourceLang: string;
   /** The items' `targetLang`. */
   readonly targetLang: string;
-  /** The items' `providerId`. */
+  /**
+   * The `providerId` this call goes to: the items' own, or, when a fallback provider
+   * serves them (`fallbackProviders`), the fallback's (then `fallbackFrom` names theirs).
+   */
   readonly providerId: string;
+  /**
+   * When a fallback provider serves these items (see `fallbackProviders`): the items' own
+   * `providerId`, whose items they were. Absent when the items' own provider serves them.
+   *
+   * Valid values: a non-empty string, or absent.
+   * @default undefined (absent)
+   */
+  readonly fallbackFrom?: string;
   /** The items' `context` (`""` when none was given). */
   readonly context: string;
   /**
@@ -552,6 +563,19 @@ export interface ProviderRequest {
    * error or 429).
    */
   readonly attempt: number;
+  /**
+   * A bound on the output tokens a faithful answer to this call needs: at least twice
+   * and at most four times the estimated tokens of its texts (`estimateTokens`, corrected
+   * by reported usage), plus 16 per segment, plus at most 256. A call that sends texts
+   * again after a truncated reply carries twice the bound they had, up to 8 times their
+   * first. Send it as the API's output limit (`max_tokens`), so that a model that
+   * repeats itself stops there instead of at its own limit; `openAIProvider` does (its
+   * option `maxTokens`). A reply that stops at the bound says so with `truncated: true`.
+   *
+   * Valid range: a finite number > 0, on every request.
+   * @default computed per call, as above
+   */
+  readonly maxOutputTokens: number;
   /**
    * Aborted when the call times out (`timeoutMs`) or the pacer is disposed; pass it to
    * `fetch`. An own enumerable accessor (a spread copy of the request has it too) whose
@@ -615,7 +639,21 @@ export type Provider = (
  * bytes is cut there and read as truncated. `<think>` … `</think>` is not part of the
  * reply. The pacer calls the iterator's `return()` when it stops reading early.
  */
-export type ProviderStream = AsyncIterable<string | ProviderStreamReport>;
+export type ProviderStream = AsyncIterable<string | ProviderStreamReport | ProviderStreamTruncated>;
+
+/**
+ * A stream value saying that the reply stopped at its token limit (the model was cut
+ * off, not done): what the text so far proves resolves, the rest of a batch is sent
+ * again (a count mismatch), and a single request is a failed call, retried up to
+ * `maxRetries` times. A call that sends texts again after it carries twice their bound
+ * (`maxOutputTokens`). `openAIProvider` yields it for `finish_reason: "length"`.
+ *
+ * Valid values: exactly `{ truncated: true }`.
+ * @default not sent (the reply ended by itself)
+ */
+export interface ProviderStreamTruncated {
+  truncated: true;
+}
 
 /** A stream value with what the API reported (see {@link ProviderResult}). */
 export interface ProviderStreamReport {
@@ -656,6 +694,18 @@ export type ProviderResult =
       usage?: { inputTokens?: number | undefined; outputTokens?: number | undefined } | undefined;
       /** What the API said of its quota: the pacer holds later calls it has no room for. */
       limits?: ProviderLimits | undefined;
+      /**
+       * `true` when the reply stopped at its token limit (OpenAI's
+       * `finish_reason: "length"`): for a batch, what the reply proves resolves and the
+       * rest is sent again (a count mismatch); for a single request it is a failed call,
+       * retried up to `maxRetries` times, then the item rejects `provider_error` saying
+       * that the answer did not end within its bound. A call that sends texts again after
+       * it carries twice their bound (`maxOutputTokens`), up to 8 times their first.
+       *
+       * Valid values: a boolean.
+       * @default false
+       */
+      truncated?: boolean | undefined;
     };
 
 /** A provider's own account of its quota (any subset). */
@@ -664,6 +714,24 @@ export interface ProviderLimits {
   requestsResetMs?: number | undefined;
   tokensRemaining?: number | undefined;
   tokensResetMs?: number | undefined;
+  /**
+   * The whole requests window (as `x-ratelimit-limit-requests` gives it). Only with it
+   * in the same report may the pacer count room as refilling, in proportion, before
+   * `requestsResetMs`; without it the calls wait for the reset.
+   *
+   * Valid range: a finite number >= 0.
+   * @default unknown (not guessed from earlier reports)
+   */
+  requestsLimit?: number | undefined;
+  /**
+   * The whole tokens window (as `x-ratelimit-limit-tokens` gives it). Only with it in
+   * the same report may the pacer count room as refilling, in proportion, before
+   * `tokensResetMs`; without it the calls wait for the reset.
+   *
+   * Valid range: a finite number >= 0.
+   * @default unknown (not guessed from earlier reports)
+   */
+  tokensLimit?: number | undefined;
 }
 
 /** Configuration of {@link openAIProvider}. */
@@ -687,10 +755,32 @@ export interface OpenAIProviderConfig {
    */
   fetch?: typeof fetch | undefined;
   /**
-   * Sampling temperature, a finite number >= 0.
+   * Sampling temperature of first tries and single requests. A batch's retries
+   * (`request.attempt` >= 1 with `request.isBatch`) go out at
+   * `max(temperature, min(1, temperature + 0.3 * attempt))` (0.3, 0.6, 0.9, 1 from the
+   * default), so that a model that answered a batch wrongly can answer differently
+   * instead of repeating itself; a temperature above 1 is kept as it is.
+   *
+   * Valid range: a finite number >= 0.
    * @default 0
    */
   temperature?: number | undefined;
+  /**
+   * The `max_tokens` of each request. `"auto"`: `request.maxOutputTokens`, the pacer's
+   * bound on what a faithful answer needs (not sent for a request without one); a
+   * positive integer: sent as it is on every request; `null`: no `max_tokens`.
+   * `extraBody.max_tokens` wins over it (and `extraBody.max_completion_tokens` alone
+   * replaces it). An endpoint that refuses `max_tokens` and asks for
+   * `max_completion_tokens` (OpenAI's reasoning and newer models, HTTP 400) is asked
+   * again at once with the same value under `max_completion_tokens`, and this provider
+   * sends that field from then on. A reply that stops there (`finish_reason: "length"`)
+   * comes back with `truncated: true`. Reasoning models count their reasoning against
+   * the bound on some endpoints: give them a larger integer, or `null`.
+   *
+   * Valid values: `"auto"`, an integer >= 1, or `null`.
+   * @default "auto"
+   */
+  maxTokens?: "auto" | number | null | undefined;
   /**
    * Replaces the opening instruction of the system message; `{sourceLang}` and
    * `{targetLang}` in it are filled in. The batch format rules and the context are
@@ -741,7 +831,7 @@ export interface OpenAIProviderConfig {
    * Fields merged (shallowly) into every request body, for settings that some endpoints
    * have and others refuse: `{ reasoning_effort: "low" }` (reasoning models),
    * `{ think: false }` (Ollama's switch for thinking models), `{ max_tokens: 4096 }`. Its fields win over the
-   * provider's own (`temperature`, `response_format`), except `model`, `messages`,
+   * provider's own (`temperature`, `response_format`, `max_tokens`: see `maxTokens`), except `model`, `messages`,
    * `stream` and `stream_options`, which the provider reads the reply by: setting them
    * is an `invalid_options` error. Copied when the provider is made; it must be a
    * JSON-serialisable object.
@@ -773,6 +863,20 @@ export interface OpenAIProviderLimits {
   tokensRemaining?: number;
   /** `x-ratelimit-reset-tokens`, in milliseconds from the reply. */
   tokensResetMs?: number;
+  /**
+   * `x-ratelimit-limit-requests`: the whole requests window.
+   *
+   * Valid range: a finite number >= 0.
+   * @default absent when the header is absent or unreadable
+   */
+  requestsLimit?: number;
+  /**
+   * `x-ratelimit-limit-tokens`: the whole tokens window.
+   *
+   * Valid range: a finite number >= 0.
+   * @default absent when the header is absent or unreadable
+   */
+  tokensLimit?: number;
 }
 
 /** What {@link openAIProvider}'s provider resolves with. */
@@ -786,6 +890,14 @@ export type OpenAIProviderReply =
       usage?: OpenAIProviderUsage;
       /** Present when the reply has readable `x-ratelimit-*` headers. */
       limits?: OpenAIProviderLimits;
+      /**
+       * `true` when the completion stopped at its token limit (`finish_reason:
+       * "length"`, e.g. at `maxTokens`); the reply then always comes in this form.
+       *
+       * Valid values: `true`, or absent.
+       * @default absent (the completion ended by itself)
+       */
+      truncated?: true;
     };
 
 /**
@@ -805,11 +917,12 @@ export interface OpenAIProviderStreamEnd {
  * delta: the model is alive, the reply unchanged), then at most one
  * {@link OpenAIProviderStreamEnd}. Reasoning fields (`reasoning_content`, `reasoning`,
  * `reasoning_details`) are never part of the text; text after a `finish_reason`
- * (`"length"` included: the reply ends where the model was cut off) is ignored. Aborting
- * the request's `signal` ends the iteration with the abort error; leaving the loop early
- * closes the connection.
+ * (`"length"` included: the reply ends where the model was cut off) is ignored. For
+ * `finish_reason: "length"`, a value `{ truncated: true }` ({@link ProviderStreamTruncated})
+ * follows the last text, before the end value. Aborting the request's `signal` ends the
+ * iteration with the abort error; leaving the loop early closes the connection.
  */
-export type OpenAIProviderStream = AsyncIterable<string | OpenAIProviderStreamEnd>;
+export type OpenAIProviderStream = AsyncIterable<string | ProviderStreamTruncated | OpenAIProviderStreamEnd>;
 
 /**
  * The error {@link openAIProvider}'s provider rejects with for an HTTP error status. Its
@@ -860,8 +973,10 @@ export function openAIProvider(
  * `request.instructions` (in either layout; a request without them gets rules of its own),
  * and the user message is `request.text`. The reply is the model's text (or, with
  * `structuredOutput`, the parsed object keyed by id), wrapped as
- * `{ translations, usage, limits }` when the response reports usage or `x-ratelimit-*`
- * headers. HTTP errors reject with an {@link OpenAIProviderError}: `status` always,
+ * `{ translations, usage, limits, truncated }` when the response reports usage or
+ * `x-ratelimit-*` headers or stopped at its token limit (`finish_reason: "length"`:
+ * `truncated: true`). A batch's retries go out at a raised temperature (see
+ * `temperature`), and each request carries `max_tokens` (see `maxTokens`). HTTP errors reject with an {@link OpenAIProviderError}: `status` always,
  * `retryAfterMs`, `limits` and `quota` when the response says them; 401, 403 and 404
  * name the setting to check. An empty or malformed reply is a failed call without a
  * status. The API key never appears in an error.

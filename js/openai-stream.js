@@ -6,7 +6,9 @@
 //   is no part of the answer; a read that brought only such deltas yields "" so that a
 //   model thinking aloud for a long time still counts as alive between two values;
 // - `finish_reason` (`"stop"`, `"length"` …) ends the answer: text after it is ignored,
-//   and the stream is read on only for the usage chunk that follows it;
+//   and the stream is read on only for the usage chunk that follows it. `"length"` (the
+//   model stopped at its token limit) is said with a value `{ truncated: true }` right
+//   after the answer's last text, so that the pacer reads the answer as cut off;
 // - `data: [DONE]` ends the stream; so does the body's end after a `finish_reason`. A
 //   body that ends before either was cut off: a failure, so that a truncated answer is
 //   never taken for a whole one;
@@ -29,7 +31,7 @@ import { readServerSentEvents } from "./sse.js";
  * @param {(text: string) => string} hooks.excerpt a short, redacted form of foreign text
  * @param {object | undefined} hooks.limits the response's rate-limit headers, as read
  * @param {AbortSignal | undefined} hooks.signal the call's signal
- * @returns {AsyncGenerator<string | { usage?: object, limits?: object }>}
+ * @returns {AsyncGenerator<string | { truncated: true } | { usage?: object, limits?: object }>}
  */
 export async function* readChatCompletionStream(response, hooks) {
   const events = readServerSentEvents(bodyOf(response));
@@ -50,6 +52,8 @@ export async function* readChatCompletionStream(response, hooks) {
       if (step.done) break;
       let text = "";
       let alive = false;
+      // Whether the answer ended at its token limit in this read.
+      let truncated = false;
       // A failure that came in the same read as some text ends the stream after it.
       let failure;
       for (const { event, data } of step.value) {
@@ -78,10 +82,12 @@ export async function* readChatCompletionStream(response, hooks) {
         else alive = true;
         if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
           finishReason = choice.finish_reason;
+          truncated = finishReason === "length";
         }
       }
       if (text !== "") yield text;
       else if (alive) yield "";
+      if (truncated) yield { truncated: true };
       if (failure !== undefined) throw failure;
     }
   } finally {

@@ -45,6 +45,7 @@ const OPTION_NAMES = [
   "model",
   "fetch",
   "temperature",
+  "maxTokens",
   "systemPrompt",
   "extraHeaders",
   "structuredOutput",
@@ -59,10 +60,43 @@ const OPTION_NAMES = [
 const OWN_BODY_FIELDS = ["model", "messages", "stream", "stream_options"];
 
 /**
- * Statuses with which endpoints refuse `stream_options` (servers and proxies that
- * reject request fields they do not know): the request is sent again without it.
+ * Statuses with which endpoints refuse a request field (servers and proxies that reject
+ * fields they do not know, models that want another name for one): see `REFUSABLE`.
  */
-const STREAM_OPTIONS_REFUSED = [400, 422];
+const FIELD_REFUSED = [400, 422];
+
+/**
+ * Request fields that some endpoints refuse, and what is sent instead: when an error
+ * response refuses a field the body holds, the request is sent again at once with
+ * `instead(body)`, and the provider remembers it, so that its later requests are sent
+ * that way from the start. Each field is tried at most once per call, in this order
+ * (the one recognised by the server's words first). Remembered:
+ * - `max_tokens`, when an endpoint refuses it and asks for `max_completion_tokens`
+ *   (OpenAI's reasoning and newer models answer 400 "Unsupported parameter: 'max_tokens'
+ *   ... Use 'max_completion_tokens' instead."): at the refusal itself, whose words say
+ *   what to send; the same value goes under `max_completion_tokens`;
+ * - `stream_options`, refused with any 400 or 422: only once a request without it went
+ *   through, since a 400 for another reason says nothing about it.
+ */
+const REFUSABLE = [
+  {
+    name: "max_tokens",
+    sent: (body) => Object.hasOwn(body, "max_tokens") && !Object.hasOwn(body, "max_completion_tokens"),
+    refused: (status, raw) => FIELD_REFUSED.includes(status) && raw.includes("max_completion_tokens"),
+    instead: ({ max_tokens: bound, ...rest }) => ({ ...rest, max_completion_tokens: bound }),
+    rememberedAtRefusal: true,
+  },
+  {
+    name: "stream_options",
+    sent: (body) => Object.hasOwn(body, "stream_options"),
+    refused: (status) => FIELD_REFUSED.includes(status),
+    instead: ({ stream_options: _ignored, ...rest }) => rest,
+    rememberedAtRefusal: false,
+  },
+];
+
+/** How much a batch's temperature is raised at each retry (see `temperatureFor`). */
+const RETRY_TEMPERATURE_STEP = 0.3;
 
 /** Name of the JSON schema sent with `structuredOutput` (OpenAI: [a-zA-Z0-9_-], ≤ 64). */
 const SCHEMA_NAME = "translations";
@@ -262,7 +296,16 @@ function readStructured(content) {
  * @param {string} [options.apiKey] sent as `Authorization: Bearer <apiKey>` when non-empty
  * @param {string} options.model e.g. "gpt-4o-mini"
  * @param {typeof fetch} [options.fetch] default: `globalThis.fetch`, looked up at each call
- * @param {number} [options.temperature=0]
+ * @param {number} [options.temperature=0] the temperature of first tries and single
+ *   requests; a batch's retries (`request.attempt` >= 1) go out at
+ *   `max(temperature, min(1, temperature + 0.3 * attempt))`, so that a model that
+ *   answered a batch wrongly can answer differently
+ * @param {"auto" | number | null} [options.maxTokens="auto"] the `max_tokens` of each
+ *   request: `"auto"` sends `request.maxOutputTokens` (the pacer's bound on what a
+ *   faithful answer needs), a positive integer is sent as it is, `null` sends none.
+ *   `extraBody.max_tokens` wins. An endpoint that refuses `max_tokens` and asks for
+ *   `max_completion_tokens` is asked again at once with that field, and this provider
+ *   sends it from then on
  * @param {string} [options.systemPrompt] see `buildMessages`
  * @param {Record<string, string>} [options.extraHeaders] added to every request
  *   (`Content-Type` and `Authorization` set by this provider win over them)
@@ -273,8 +316,10 @@ function readStructured(content) {
  * @param {Record<string, unknown>} [options.extraBody] fields merged into every request
  *   body, such as `reasoning_effort` or `think`
  * @returns {(request: object) => Promise<unknown>} the translations, or
- *   `{ translations, usage, limits }` when the reply reports usage or rate limits; with
- *   `stream`, an async iterable of the reply's text pieces, then `{ usage, limits }`
+ *   `{ translations, usage, limits, truncated }` when the reply reports usage or rate
+ *   limits or ended at its token limit (`finish_reason: "length"`: `truncated: true`);
+ *   with `stream`, an async iterable of the reply's text pieces (`{ truncated: true }`
+ *   where it ended at its token limit), then `{ usage, limits }`
  * @throws {PacerError} code `invalid_options` when an option is invalid or unknown
  */
 export function openAIProvider(options) {
@@ -293,6 +338,7 @@ export function openAIProvider(options) {
     model,
     fetch: fetchOption,
     temperature = 0,
+    maxTokens = "auto",
     systemPrompt,
     extraHeaders,
     structuredOutput = false,
@@ -323,6 +369,9 @@ export function openAIProvider(options) {
   }
   if (typeof temperature !== "number" || !Number.isFinite(temperature) || temperature < 0) {
     throw invalid("temperature", `temperature must be a finite number >= 0 (got ${describe(temperature)})`);
+  }
+  if (maxTokens !== "auto" && maxTokens !== null && !(Number.isSafeInteger(maxTokens) && maxTokens >= 1)) {
+    throw invalid("maxTokens", `maxTokens must be "auto", an integer >= 1 or null (got ${describe(maxTokens)})`);
   }
   if (systemPrompt !== undefined && typeof systemPrompt !== "string") {
     throw invalid("systemPrompt", `systemPrompt must be a string if given (got ${describe(systemPrompt)})`);
@@ -381,26 +430,39 @@ export function openAIProvider(options) {
     return response;
   };
 
-  // Whether to ask for usage in streams; false once this endpoint refused it.
-  let askStreamUsage = true;
+  // The names of the `REFUSABLE` fields this endpoint refused: its requests are sent
+  // without them (or with what it asked for instead) from the start. The model is fixed
+  // per provider, so this is remembered per endpoint and model.
+  const refused = new Set();
+
+  /**
+   * Sends one request body with the fields this endpoint refused replaced, and sends it
+   * again at once when the answer refuses another one (see `REFUSABLE`). Resolves with an
+   * ok response; an error status rejects with the error it stands for.
+   */
+  const send = async (payload, signal) => {
+    let body = payload;
+    for (const field of REFUSABLE) if (refused.has(field.name) && field.sent(body)) body = field.instead(body);
+    const replaced = [];
+    for (;;) {
+      const response = await post(body, signal);
+      if (response.ok) {
+        for (const field of replaced) refused.add(field.name);
+        return response;
+      }
+      const raw = await readBody(response, signal, url, redact, secrets);
+      const status = Number(response.status);
+      const field = REFUSABLE.find((f) => !replaced.includes(f) && f.sent(body) && f.refused(status, raw));
+      if (field === undefined) throw httpError(response, raw, redact);
+      if (field.rememberedAtRefusal) refused.add(field.name);
+      replaced.push(field);
+      body = field.instead(body);
+    }
+  };
 
   /** A streamed completion: HTTP errors reject here, the reply is read as it comes. */
   const openStream = async (payload, signal) => {
-    const streamed = { ...payload, stream: true };
-    let response;
-    if (askStreamUsage) {
-      response = await post({ ...streamed, stream_options: { include_usage: true } }, signal);
-      if (STREAM_OPTIONS_REFUSED.includes(response.status)) {
-        await discardBody(response);
-        response = await post(streamed, signal);
-        // Remembered only when the request without it went through: a 400 for another
-        // reason says nothing about stream_options.
-        if (response.ok) askStreamUsage = false;
-      }
-    } else {
-      response = await post(streamed, signal);
-    }
-    if (!response.ok) throw httpError(response, await readBody(response, signal, url, redact, secrets), redact);
+    const response = await send({ ...payload, stream: true, stream_options: { include_usage: true } }, signal);
     return readChatCompletionStream(response, {
       errorEvent: (raw) => streamError(raw, response.headers, redact),
       readFailure: (err) => networkError(err, signal, url, redact, secrets),
@@ -419,15 +481,21 @@ export function openAIProvider(options) {
     const payload = {
       model,
       messages: buildMessages(request, { systemPrompt, structuredOutput: ids !== undefined }),
-      temperature,
+      temperature: temperatureFor(temperature, request),
     };
+    const bound = outputBound(maxTokens, request);
+    if (bound !== undefined) payload.max_tokens = bound;
     if (ids !== undefined) payload.response_format = translationSchema(ids);
+    // extraBody wins: its `max_tokens` replaces the bound; its `max_completion_tokens`
+    // alone is the bound under the newer name, so the provider's own is not sent beside it.
     Object.assign(payload, bodyFields);
+    if (Object.hasOwn(bodyFields, "max_completion_tokens") && !Object.hasOwn(bodyFields, "max_tokens")) {
+      delete payload.max_tokens;
+    }
     if (stream) return openStream(payload, signal);
 
-    const response = await post(payload, signal);
+    const response = await send(payload, signal);
     const raw = await readBody(response, signal, url, redact, secrets);
-    if (!response.ok) throw httpError(response, raw, redact);
 
     let data;
     try {
@@ -456,12 +524,42 @@ export function openAIProvider(options) {
       ids !== undefined ? readStructured(content) : content;
     const usage = readUsage(data?.usage);
     const limits = readLimits(response.headers);
-    if (usage === undefined && limits === undefined) return translations;
+    // The model stopped at its token limit: the pacer keeps what the text proves and
+    // sends the rest again (a single request is a failed call).
+    const truncated = choice?.finish_reason === "length";
+    if (usage === undefined && limits === undefined && !truncated) return translations;
     const reply = { translations };
     if (usage !== undefined) reply.usage = usage;
     if (limits !== undefined) reply.limits = limits;
+    if (truncated) reply.truncated = true;
     return reply;
   };
+}
+
+/**
+ * The temperature of one request: `temperature`, except for a batch's retries
+ * (`request.attempt` >= 1), sent at `max(temperature, min(1, temperature + 0.3 *
+ * attempt))`: a model at a low temperature answers the same prompt the same way, so a
+ * retry at the same one would repeat the reply that failed. The raised value is rounded
+ * to 9 decimals, so that 0.3 * 3 goes out as 0.9, not 0.8999999999999999.
+ */
+function temperatureFor(temperature, request) {
+  const attempt = request.attempt;
+  if (!request.isBatch || typeof attempt !== "number" || !(attempt >= 1)) return temperature;
+  const raised = Math.min(1, temperature + RETRY_TEMPERATURE_STEP * attempt);
+  return Math.max(temperature, Math.round(raised * 1e9) / 1e9);
+}
+
+/**
+ * The `max_tokens` of one request, undefined for none: the option's integer; with
+ * `"auto"`, `request.maxOutputTokens` when it is a positive finite number (rounded up to
+ * an integer, the only form endpoints take).
+ */
+function outputBound(maxTokens, request) {
+  if (maxTokens === null) return undefined;
+  if (maxTokens !== "auto") return maxTokens;
+  const bound = request.maxOutputTokens;
+  return typeof bound === "number" && Number.isFinite(bound) && bound > 0 ? Math.ceil(bound) : undefined;
 }
 
 /** An `invalid_options` error naming `option`, as every option error of the package is. */
@@ -492,15 +590,18 @@ function header(headers, name) {
 
 /**
  * `limits` from OpenAI's and Groq's `x-ratelimit-*` headers (sent on replies and on
- * 429s alike), undefined when none is present and readable. A value that cannot be read
+ * 429s alike): the whole windows (`-limit-`), what is left of them (`-remaining-`) and
+ * when they reset (`-reset-`); undefined when none is present and readable. A value that cannot be read
  * is left out rather than guessed.
  */
 function readLimits(headers) {
   const out = {};
   const count = (text) => (/^\d+(?:\.\d+)?$/.test(text) ? Number(text) : undefined);
   const fields = [
+    ["requestsLimit", count(header(headers, "x-ratelimit-limit-requests"))],
     ["requestsRemaining", count(header(headers, "x-ratelimit-remaining-requests"))],
     ["requestsResetMs", parseDuration(header(headers, "x-ratelimit-reset-requests"))],
+    ["tokensLimit", count(header(headers, "x-ratelimit-limit-tokens"))],
     ["tokensRemaining", count(header(headers, "x-ratelimit-remaining-tokens"))],
     ["tokensResetMs", parseDuration(header(headers, "x-ratelimit-reset-tokens"))],
   ];
@@ -736,15 +837,6 @@ async function readBody(response, signal, url, redact, secrets) {
   } catch (err) {
     if (!isAbort(err, signal) && !response.ok) return "";
     throw networkError(err, signal, url, redact, secrets);
-  }
-}
-
-/** Lets go of a response whose body is not needed. */
-async function discardBody(response) {
-  try {
-    await response.body?.cancel();
-  } catch {
-    // Nothing to release.
   }
 }
 

@@ -286,7 +286,7 @@ describe("usage and limits in replies", () => {
     assert.equal(await provider(singleRequest("x")), "C");
   });
 
-  test("the four x-ratelimit-* headers become limits", async (t) => {
+  test("the six x-ratelimit-* headers become limits, the whole windows (-limit-) included", async (t) => {
     const headers = {
       "x-ratelimit-limit-requests": "30",
       "x-ratelimit-remaining-requests": "29",
@@ -301,7 +301,14 @@ describe("usage and limits in replies", () => {
     assert.deepEqual(await provider(singleRequest("Hello")), {
       translations: "Hallo",
       usage: { inputTokens: 100, outputTokens: 29 },
-      limits: { requestsRemaining: 29, requestsResetMs: 2000, tokensRemaining: 5871, tokensResetMs: 1290 },
+      limits: {
+        requestsLimit: 30,
+        requestsRemaining: 29,
+        requestsResetMs: 2000,
+        tokensLimit: 6000,
+        tokensRemaining: 5871,
+        tokensResetMs: 1290,
+      },
     });
   });
 
