@@ -987,6 +987,35 @@ export function openAIProvider(
 export function openAIProvider(config: OpenAIProviderConfig): Provider;
 
 /**
+ * One provider for several: each call goes to `map[request.providerId]`, what that
+ * provider returns (a promise, a value or a stream) coming back unchanged. Use it with
+ * `fallbackProviders`, whose calls carry the fallback's `providerId` (and `fallbackFrom`).
+ *
+ * The map is copied when the router is made, and read by own properties only (a
+ * `providerId` such as `"constructor"` or `"__proto__"` never reaches
+ * `Object.prototype`). A call whose `providerId` the map does not hold is a failed call:
+ * it rejects with an `Error` with `retryable: false` whose message names the id and the
+ * ids the map holds (`routeProviders has no provider for providerId "x" (it has: "a",
+ * "b")`).
+ *
+ * Valid values: a plain object whose every value is a provider function.
+ * @default none (the argument is required)
+ * @throws {PacerError} code `invalid_options` when `map` is not a plain object (a `Map`,
+ *   an array, `null` ...) or one of its values is not a function; the message names the
+ *   key (also in `option`) or what it got.
+ *
+ * @example
+ * const pacer = new BatchPacer(
+ *   routeProviders({
+ *     "gemini-flash": openAIProvider({ baseUrl: GEMINI, apiKey, model: "gemini-2.5-flash" }),
+ *     groq: openAIProvider({ baseUrl: "https://api.groq.com/openai/v1", apiKey: groqKey, model: "llama-3.1-8b-instant" }),
+ *   }),
+ *   { fallbackProviders: { "gemini-flash": "groq" } },
+ * );
+ */
+export function routeProviders(map: Readonly<Record<string, Provider>>): Provider;
+
+/**
  * The cache key of an item: lowercase hex SHA-256 over the length-prefixed fields
  * `providerId`, `sourceLang`, `targetLang`, `context`, `llm` and `text` (defaults
  * applied). The format is stable across versions.
