@@ -283,6 +283,7 @@ impl Soak {
                 batch_pacer::Event::CacheError { .. } => "cacheError",
                 batch_pacer::Event::Blocked { .. } => "blocked",
                 batch_pacer::Event::Limited { .. } => "limited",
+                batch_pacer::Event::BatchLimit { .. } => "batchLimit",
             };
             *pacer.tally.events.entry(name).or_default() += 1;
         }

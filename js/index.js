@@ -32,6 +32,7 @@ export const DEFAULTS = Object.freeze({
   adaptiveRate: true,
   cacheEntries: 1000,
   segmentFormat: "markers",
+  adaptiveBatching: true,
   tokensPerMinute: 0,
 });
 

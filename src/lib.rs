@@ -46,6 +46,8 @@
 //!     reported limits), shared by the pacers of one budget.
 //!   - `budget`: one budget (and provider pacing state) shared by several pacers.
 //!   - `retry`: which failures are retried, backoff, jitter.
+//!   - `batch_limit`: the batch size a provider's replies have shown it can carry.
+//!   - `output_bound`: how many output tokens a faithful answer to a call can need.
 //! - `layout/`: how texts travel in one call and come back:
 //!   - `markers`: the markers layout (tag choice, layout, instructions, the marker scan).
 //!   - `proof`: which translation of a reply provably belongs to which item.
@@ -68,7 +70,9 @@ pub use contract::{call, item, options, settle, snapshot, stats};
 mod memo;
 pub use memo::{cache, key, store};
 mod pacing;
-pub use pacing::{adaptive, bucket, budget, estimate, provider, quota, retry};
+pub use pacing::{
+    adaptive, batch_limit, bucket, budget, estimate, output_bound, provider, quota, retry,
+};
 mod layout;
 pub use layout::{alignment, codec, copied_markers, early, markers, proof, stream, structured};
 

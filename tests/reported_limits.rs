@@ -97,7 +97,15 @@ fn groq_like(report: bool, tally: Rc<RefCell<Tally>>) -> impl FnMut(&Call, Insta
                 input_tokens: input,
                 output_tokens: output,
             });
-            Answer::Reported(latency, Ok(echo_reply(call)), Report { usage, limits })
+            Answer::Reported(
+                latency,
+                Ok(echo_reply(call)),
+                Report {
+                    usage,
+                    limits,
+                    truncated: false,
+                },
+            )
         } else {
             let mut failure = http_error(429, Some(1000.0));
             failure.limits = limits;

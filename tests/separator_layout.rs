@@ -3,7 +3,7 @@
 
 mod sim;
 
-use batch_pacer::{Call, Instant, Reply};
+use batch_pacer::{Call, Instant, Options, Reply};
 use sim::*;
 
 #[test]
@@ -34,11 +34,13 @@ fn array_replies_map_one_to_one() {
     assert_eq!(sim.ok(ts[2]), echo("z"));
 }
 
+/// A wrong count on every batch, a different reply on each try (so that every retry
+/// could have helped: a repeated reply would end the retries).
 fn always_wrong_count(call: &Call, _: Instant) -> Answer {
     if call.is_batch {
         Answer::After(
             Duration::from_millis(10.0),
-            Ok(Reply::Text("one blob".into())),
+            Ok(Reply::Text(format!("one blob, try {}", call.attempt))),
         )
     } else {
         Answer::After(Duration::from_millis(10.0), Ok(echo_reply(call)))
@@ -47,7 +49,12 @@ fn always_wrong_count(call: &Call, _: Instant) -> Answer {
 
 #[test]
 fn count_mismatch_retries_with_backoff_then_falls_back_to_single_items() {
-    let mut sim = Sim::new(Default::default(), always_wrong_count);
+    // The batch size stays: this is about the retries of one batch.
+    let opts = Options {
+        adaptive_batching: false,
+        ..Options::default()
+    };
+    let mut sim = Sim::new(opts, always_wrong_count);
     let texts = ["a", "b", "c"];
     let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
     sim.drive();

@@ -189,6 +189,7 @@ fn starts_after_the_pause(
             adaptive_ceiling: 8.0,
             daily_block: None,
             limits: None,
+            batch_limit: None,
         }],
     };
     let mut sim = Sim::new(opts, echo_provider(1.0));

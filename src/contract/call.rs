@@ -50,6 +50,11 @@ pub struct Call {
     pub attempt: u32,
     /// The call is abandoned (and cancelled) after this long, if set.
     pub timeout: Option<Duration>,
+    /// The most output tokens a faithful answer needs (`request.maxOutputTokens`).
+    pub max_output_tokens: u32,
+    /// The longest reply read, in UTF-16 code units: a longer one is cut there and read
+    /// as truncated.
+    pub reply_cap: u32,
 }
 
 impl Call {
@@ -118,6 +123,85 @@ pub enum Reply {
     Keyed(Vec<(String, String)>),
 }
 
+impl Report {
+    /// What a reply cut at its length cap reports: it is truncated.
+    pub fn cut() -> Self {
+        Report {
+            truncated: true,
+            ..Report::default()
+        }
+    }
+}
+
+impl Reply {
+    /// Cuts the reply to at most `cap` bytes of text (on a character boundary; entries
+    /// past the cap are dropped); whether it was longer.
+    pub fn cut_to(&mut self, cap: usize) -> bool {
+        let mut room = cap;
+        let mut cut = |text: &mut String| -> bool {
+            if text.len() <= room {
+                room -= text.len();
+                return false;
+            }
+            let mut end = room;
+            while !text.is_char_boundary(end) {
+                end -= 1;
+            }
+            text.truncate(end);
+            room = 0;
+            true
+        };
+        match self {
+            Reply::Text(text) => cut(text),
+            // Every entry is cut (not `any`: the ones past the cap are emptied too).
+            Reply::Texts(texts) => texts.iter_mut().map(&mut cut).fold(false, |a, b| a | b),
+            Reply::Keyed(pairs) => pairs
+                .iter_mut()
+                .map(|(_, t)| cut(t))
+                .fold(false, |a, b| a | b),
+        }
+    }
+
+    /// [`Reply::fingerprint`] of `Reply::Text(text)`, without making one.
+    pub fn text_fingerprint(text: &str) -> u64 {
+        use core::hash::Hasher;
+        let mut hasher = siphasher::sip::SipHasher13::new();
+        hasher.write_usize(text.len());
+        hasher.write(text.as_bytes());
+        hasher.write_u8(1);
+        hasher.finish()
+    }
+
+    /// A digest of the reply, to tell a reply that repeats the last one (a model at
+    /// temperature 0 answers the same prompt the same way).
+    pub fn fingerprint(&self) -> u64 {
+        use core::hash::Hasher;
+        if let Reply::Text(text) = self {
+            return Reply::text_fingerprint(text);
+        }
+        let mut hasher = siphasher::sip::SipHasher13::new();
+        let mut field = |text: &str| {
+            hasher.write_usize(text.len());
+            hasher.write(text.as_bytes());
+        };
+        match self {
+            Reply::Text(text) => field(text),
+            Reply::Texts(texts) => texts.iter().for_each(|t| field(t)),
+            Reply::Keyed(pairs) => pairs.iter().for_each(|(k, t)| {
+                field(k);
+                field(t);
+            }),
+        }
+        let kind = match self {
+            Reply::Text(_) => 1,
+            Reply::Texts(_) => 2,
+            Reply::Keyed(_) => 3,
+        };
+        hasher.write_u8(kind);
+        hasher.finish()
+    }
+}
+
 /// What a provider reported beside its answer: the tokens the call used and what is
 /// left of its quota.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -126,6 +210,8 @@ pub struct Report {
     pub usage: Option<Usage>,
     /// What the API said of its quota.
     pub limits: ReportedLimits,
+    /// The reply stopped at its token limit (or was cut at the length cap).
+    pub truncated: bool,
 }
 
 /// Tokens a call used.

@@ -87,6 +87,8 @@ pub struct Options {
     pub cache_entries: u64,
     /// How a batch is laid out for the model.
     pub segment_format: SegmentFormat,
+    /// Learn per provider how many items its batch replies can carry.
+    pub adaptive_batching: bool,
     /// Token budget per minute of this pacer's calls; 0 means no token limit.
     pub tokens_per_minute: f64,
     /// Most provider items held (queued, looked up or running); 0 means no limit.
@@ -131,6 +133,7 @@ impl Default for Options {
             adaptive_rate: true,
             cache_entries: 1000,
             segment_format: SegmentFormat::Markers,
+            adaptive_batching: true,
             tokens_per_minute: 0.0,
             max_queued: 0,
         }
@@ -142,7 +145,7 @@ impl Default for Options {
 /// handled by the binding layer). A patch entry's name is looked up here and handled by
 /// a `match` on the option: a `match` on the names themselves compares strings arm after
 /// arm, much more code in the .wasm.
-const OPTIONS: [(&str, OptionName); 17] = {
+const OPTIONS: [(&str, OptionName); 18] = {
     use OptionName::*;
     [
         ("rate", Rate),
@@ -160,14 +163,15 @@ const OPTIONS: [(&str, OptionName); 17] = {
         ("adaptiveRate", AdaptiveRate),
         ("cacheEntries", CacheEntries),
         ("segmentFormat", SegmentFormatName),
+        ("adaptiveBatching", AdaptiveBatching),
         ("tokensPerMinute", TokensPerMinute),
         ("maxQueued", MaxQueued),
     ]
 };
 
 /// The names of [`OPTIONS`], in order.
-pub const OPTION_NAMES: [&str; 17] = {
-    let mut names = [""; 17];
+pub const OPTION_NAMES: [&str; 18] = {
+    let mut names = [""; 18];
     let mut i = 0;
     while i < names.len() {
         names[i] = OPTIONS[i].0;
@@ -193,6 +197,7 @@ enum OptionName {
     AdaptiveRate,
     CacheEntries,
     SegmentFormatName,
+    AdaptiveBatching,
     TokensPerMinute,
     MaxQueued,
 }
@@ -293,6 +298,7 @@ impl Options {
                 AdaptiveRate => next.adaptive_rate = boolean(name, value)?,
                 CacheEntries => next.cache_entries = integer_at_least(name, 0, value)?,
                 SegmentFormatName => next.segment_format = segment_format(name, value)?,
+                AdaptiveBatching => next.adaptive_batching = boolean(name, value)?,
                 TokensPerMinute => next.tokens_per_minute = finite_at_least_zero(name, value)?,
                 MaxQueued => next.max_queued = integer_at_least(name, 0, value)?,
             }
@@ -301,7 +307,7 @@ impl Options {
     }
 
     /// The options as `(name, value)` pairs in contract order, for `pacer.options`.
-    /// `maxQueued` appears only once set, so the contract's sixteen stay as they are.
+    /// `maxQueued` appears only once set, so the contract's seventeen stay as they are.
     pub fn entries(&self) -> Vec<(&'static str, OptionValue)> {
         use OptionValue::{Bool, Number};
         let mut entries = vec![
@@ -329,6 +335,7 @@ impl Options {
                 "segmentFormat",
                 OptionValue::Text(self.segment_format.as_str().to_owned()),
             ),
+            ("adaptiveBatching", Bool(self.adaptive_batching)),
             ("tokensPerMinute", Number(self.tokens_per_minute)),
         ];
         if self.max_queued != 0 {
@@ -350,7 +357,7 @@ mod tests {
     #[test]
     fn defaults_are_the_contract() {
         let names: Vec<_> = Options::default().entries().iter().map(|e| e.0).collect();
-        assert_eq!(names, OPTION_NAMES[..16]);
+        assert_eq!(names, OPTION_NAMES[..17]);
         let o = Options::default();
         assert_eq!((o.rate, o.capacity, o.max_in_flight), (8.0, 60.0, 0));
         assert_eq!(
@@ -366,6 +373,7 @@ mod tests {
         assert_eq!((o.max_rate_limit_retries, o.cache_entries), (10, 1000));
         assert_eq!(o.segment_format, SegmentFormat::Markers);
         assert_eq!(o.tokens_per_minute, 0.0);
+        assert!(o.adaptive_batching);
     }
 
     #[test]

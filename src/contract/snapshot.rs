@@ -23,6 +23,8 @@ pub struct ProviderSnapshot {
     pub daily_block: Option<SavedDailyBlock>,
     /// The limits it last reported, while they hold its calls.
     pub limits: Option<SavedLimits>,
+    /// The batch size it learned (`adaptiveBatching`), when one was.
+    pub batch_limit: Option<u32>,
 }
 
 /// A daily block as saved: how long it still holds, and what items reject with.

@@ -137,6 +137,13 @@ pub enum Event {
         /// Segments found (`expected` when the count was right but a segment was empty).
         got: usize,
     },
+    /// A provider's learned batch size changed (`adaptiveBatching`).
+    BatchLimit {
+        /// The provider.
+        provider_id: Rc<str>,
+        /// Most items in its batches from now on.
+        limit: u32,
+    },
     /// A batch is sent again one item at a time.
     Fallback {
         /// The provider.

@@ -19,6 +19,7 @@ use super::priority::Priority;
 use super::timers::{Timer, Timers};
 use super::Group;
 use crate::options::Options;
+use crate::output_bound;
 use crate::quota;
 use crate::ready::ReadySet;
 use crate::slab::{Id, Slab};
@@ -108,6 +109,12 @@ pub(super) struct Batch {
     errors: u16,
     /// 429 answers so far.
     rate_limits: u16,
+    /// The last reply that did not prove every item, as its fingerprint and the number
+    /// of items it answered (a sealed batch only loses items, so the same number is the
+    /// same texts).
+    last_reply: Option<(u64, usize)>,
+    /// The output bound's multiplier: doubled by each truncated reply.
+    bound_scale: u8,
 }
 
 impl Batch {
@@ -128,6 +135,8 @@ impl Batch {
             mismatches: 0,
             errors: 0,
             rate_limits: 0,
+            last_reply: None,
+            bound_scale: 1,
         }
     }
 
@@ -172,6 +181,8 @@ impl Batch {
         batch.sealed = true;
         batch.priority = from.priority;
         batch.seq = from.seq;
+        // Its texts were sent with this bound before: a truncated reply's doubling holds.
+        batch.bound_scale = from.bound_scale;
         if keep_tries {
             batch.attempts = from.attempts;
             batch.mismatches = from.mismatches;
@@ -232,6 +243,11 @@ impl Batch {
     /// Calls started so far (the next call's `attempt`).
     pub(super) fn attempts(&self) -> u32 {
         self.attempts
+    }
+
+    /// The output bound's multiplier (1, doubled by each truncated reply).
+    pub(super) fn bound_scale(&self) -> u8 {
+        self.bound_scale
     }
 }
 
@@ -635,6 +651,44 @@ impl Batches {
         };
         *count = count.saturating_add(1);
         Some(*count)
+    }
+
+    /// A reply with `fingerprint` did not prove every item of batch `key`: whether it
+    /// repeats the last such reply to the same texts (a retry cannot help then).
+    pub(super) fn repeats_last_reply(&mut self, key: Id<Batch>, fingerprint: u64) -> bool {
+        let Some(batch) = self.slab.get_mut(key) else {
+            return false;
+        };
+        let this = (fingerprint, batch.jobs.len());
+        batch.last_reply.replace(this) == Some(this)
+    }
+
+    /// A reply to batch `key` stopped at its bound: its texts go out with twice the bound.
+    pub(super) fn double_bound(&mut self, key: Id<Batch>) {
+        if let Some(batch) = self.slab.get_mut(key) {
+            batch.bound_scale = output_bound::doubled(batch.bound_scale);
+        }
+    }
+
+    /// Keeps the first `keep` items in due batch `key` and puts the rest in a batch of
+    /// their own behind it, both keeping its tries and place in line: a call may carry
+    /// no more (the provider's learned batch size). The key of the batch to send.
+    pub(super) fn split_off(&mut self, key: Id<Batch>, keep: usize, jobs: &mut Jobs) -> Id<Batch> {
+        if self.slab.get(key).is_none_or(|b| b.jobs.len() <= keep) {
+            return key;
+        }
+        let Some(batch) = self.remove(key) else {
+            return key;
+        };
+        let (first, rest) = batch.jobs.split_at(keep.max(1));
+        let mut sent = key;
+        if let Some(part) = Batch::resent(&batch, first, jobs, true) {
+            sent = self.insert_due(part, jobs);
+        }
+        if let Some(part) = Batch::resent(&batch, rest, jobs, true) {
+            self.insert_due(part, jobs);
+        }
+        sent
     }
 
     /// Token estimates became known: every batch's token sum again.

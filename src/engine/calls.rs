@@ -11,15 +11,19 @@ use super::streams::visible_reply;
 use super::timers::Timer;
 use super::Engine;
 use crate::alignment;
-use crate::call::{Call, Layout, Reply};
+use crate::batch_limit::Proved;
+use crate::call::{Call, Failure, Layout, Reply};
 use crate::codec::{self, Mismatch};
 use crate::markers;
 use crate::options::SegmentFormat;
+use crate::output_bound::output_bound;
 use crate::proof;
+use crate::quota;
 use crate::retry::backoff;
 use crate::settle::{ErrorCode, PacerFailure};
 use crate::slab::Id;
 use crate::stats::{Event, RetryReason};
+use crate::stream::reply_cap;
 
 /// How a call's reply is read back onto its items.
 #[derive(Debug)]
@@ -161,9 +165,17 @@ impl<C: Clone> Engine<C> {
         };
         let (group_key, provider) = (batch.compat(), batch.provider());
         let mut texts: Vec<String> = Vec::with_capacity(batch.jobs().len());
+        // The output bound needs the texts' tokens: the jobs' estimates when they were
+        // made (a token budget, the user's estimateTokens), else the built-in one.
+        let mut text_tokens = 0.0;
         for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
+            text_tokens += match job.tokens() {
+                t if t > 0.0 => f64::from(t),
+                _ => quota::input_tokens(job.text()),
+            };
             texts.push(job.text().to_string());
         }
+        let bound_scale = batch.bound_scale();
         let Some(group) = self.groups.get(group_key) else {
             return;
         };
@@ -175,8 +187,15 @@ impl<C: Clone> Engine<C> {
         self.out.counters().provider_calls += 1;
         self.out.counters().batch_calls += u64::from(is_batch);
         self.out.counters().retries += u64::from(attempt > 0);
+        self.pacer.note_call(provider, texts.len());
+        let ratio = self.pacer.input_ratio(provider);
+        let max_output_tokens = output_bound(text_tokens, texts.len(), ratio, bound_scale);
+        let cap = reply_cap(&texts);
+        let context = quota::input_tokens(&compat.context);
+        let estimated_input = quota::prompt_input(text_tokens, context, is_batch);
         let timeout = self.call_timeout();
-        let run = Running::new(batch_key, provider, charge, reading, timeout, self.now);
+        let run = Running::new(batch_key, provider, charge, reading, timeout, self.now)
+            .with_bounds(estimated_input, cap);
         if let Some(deadline) = run.deadline() {
             self.timers.push(deadline, Timer::Deadline(id));
         }
@@ -192,41 +211,78 @@ impl<C: Clone> Engine<C> {
             compat,
             attempt,
             timeout,
+            max_output_tokens,
+            reply_cap: u32::try_from(cap).unwrap_or(u32::MAX),
         });
     }
 
-    pub(super) fn on_reply(&mut self, run: Running, reply: Reply) {
-        let reply = match reply {
+    /// A whole reply to the call of `run`; `truncated`: it stopped at its token limit (or
+    /// at the length cap).
+    pub(super) fn on_reply(&mut self, run: Running, reply: Reply, truncated: bool) {
+        let mut reply = match reply {
             Reply::Text(text) => match visible_reply(text, run.batch_len(&self.batches)) {
                 Ok(text) => Reply::Text(text),
                 Err(failure) => return self.on_failure(run, failure),
             },
             other => other,
         };
+        let truncated = reply.cut_to(run.reply_cap()) || truncated;
         let Some(batch) = self.batches.get(run.batch()) else {
             return;
         };
         let expected = batch.jobs().len();
+        if expected <= 1 && truncated {
+            // A single text cut short is no translation: its retry gets twice the bound.
+            self.batches.double_bound(run.batch());
+            return self.on_failure(run, unfinished());
+        }
+        let unproven = Unproven {
+            fingerprint: (expected > 1).then(|| reply.fingerprint()),
+            truncated,
+        };
         let mut texts: Vec<&str> = Vec::with_capacity(expected);
         for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
             texts.push(job.text());
         }
         let read = read_reply(run.reading(), &texts, reply);
+        let proved = match &read {
+            Ok(t) if t.iter().all(Option::is_some) => Proved::All,
+            Ok(t) if t.iter().any(Option::is_some) => Proved::Some,
+            _ => Proved::Nothing,
+        };
+        if expected > 1 {
+            self.learn_batch_size(&run, proved);
+        }
         match read {
-            Ok(translations) if translations.iter().all(Option::is_some) => {
+            Ok(translations) if proved == Proved::All => {
                 self.succeed(run, translations.into_iter().flatten().collect())
             }
-            Ok(translations) if translations.iter().any(Option::is_some) => {
-                self.accept_proven(run, translations)
+            Ok(translations) if proved == Proved::Some => {
+                self.accept_proven(run, translations, unproven)
             }
-            Ok(_) => self.on_mismatch(run, expected, 0),
+            Ok(_) => self.on_mismatch(run, expected, 0, unproven),
             Err(mismatch) => {
                 let got = match mismatch {
                     Mismatch::Count { got, .. } => got,
                     Mismatch::EmptySegment { .. } | Mismatch::Misaligned { .. } => expected,
                 };
-                self.on_mismatch(run, expected, got)
+                self.on_mismatch(run, expected, got, unproven)
             }
+        }
+    }
+
+    /// A batch reply to `run` proved `proved` of its segments: the provider's learned
+    /// batch size follows (`adaptiveBatching`), reported when it changes.
+    pub(super) fn learn_batch_size(&mut self, run: &Running, proved: Proved) {
+        let max = u32::try_from(self.options.max_items_per_batch).unwrap_or(u32::MAX);
+        let changed = self
+            .pacer
+            .note_batch_reply(run.provider(), proved, max, &self.options);
+        if let Some(limit) = changed {
+            self.out.event(Event::BatchLimit {
+                provider_id: self.pacer.provider_id(run.provider()),
+                limit,
+            });
         }
     }
 
@@ -243,7 +299,12 @@ impl<C: Clone> Engine<C> {
 
     /// Partial acceptance: the proven segments resolve their items now; the batch goes
     /// out again with the missing ones only, as a count mismatch.
-    pub(super) fn accept_proven(&mut self, run: Running, translations: Vec<Option<String>>) {
+    pub(super) fn accept_proven(
+        &mut self,
+        run: Running,
+        translations: Vec<Option<String>>,
+        unproven: Unproven,
+    ) {
         self.grow_adaptive_rate(&run);
         let Some(batch) = self.batches.get(run.batch()) else {
             return;
@@ -262,12 +323,21 @@ impl<C: Clone> Engine<C> {
                 .leave(run.batch(), job_key, self.jobs.get(job_key));
             self.resolve_job(job_key, group, translation);
         }
-        self.on_mismatch(run, expected, got);
+        self.on_mismatch(run, expected, got, unproven);
     }
 
     /// The reply did not prove every item of the batch (`got` of `expected`, the proven
-    /// ones already resolved): the rest are retried, then sent one by one.
-    pub(super) fn on_mismatch(&mut self, run: Running, expected: usize, got: usize) {
+    /// ones already resolved): the rest are retried, then sent one by one. A reply that
+    /// repeats the last one to the same texts ends the retries at once (a model at
+    /// temperature 0 answers the same prompt the same way); a truncated one sends the
+    /// rest with twice the bound.
+    pub(super) fn on_mismatch(
+        &mut self,
+        run: Running,
+        expected: usize,
+        got: usize,
+        unproven: Unproven,
+    ) {
         self.out.counters().count_mismatches += 1;
         let provider_id = self.pacer.provider_id(run.provider());
         let Some(missing) = self.batches.get(run.batch()).map(|b| b.jobs().len()) else {
@@ -278,17 +348,29 @@ impl<C: Clone> Engine<C> {
             expected,
             got,
         });
+        if unproven.truncated {
+            self.batches.double_bound(run.batch());
+        }
+        let repeated = !unproven.truncated
+            && unproven
+                .fingerprint
+                .is_some_and(|f| self.batches.repeats_last_reply(run.batch(), f));
         let Some(tries) = self.batches.count_try(run.batch(), Try::Mismatch) else {
             return;
         };
-        if u64::from(tries) <= self.options.max_batch_retries {
+        if !repeated && u64::from(tries) <= self.options.max_batch_retries {
             let delay = backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter);
             self.retry_after(run.batch(), delay, RetryReason::CountMismatch);
-        } else if missing > 1 && self.options.fallback_to_individual {
+        } else if (missing > 1 || repeated) && self.options.fallback_to_individual {
             self.fall_back(run.batch());
         } else {
+            let why = if repeated {
+                format!("on {tries} tries, the last one answered the same as the one before")
+            } else {
+                format!("on {tries} tries")
+            };
             let message = format!(
-                "the provider's reply did not prove the translation of {missing} of {expected} texts, on {tries} tries"
+                "the provider's reply did not prove the translation of {missing} of {expected} texts, {why}"
             );
             self.fail(
                 run.batch(),
@@ -296,4 +378,22 @@ impl<C: Clone> Engine<C> {
             );
         }
     }
+}
+
+/// What a reply that did not prove every item says about retrying it.
+#[derive(Copy, Clone, Debug, Default)]
+pub(super) struct Unproven {
+    /// Its fingerprint, for a batch (to tell a reply that repeats the last one).
+    pub(super) fingerprint: Option<u64>,
+    /// It stopped at its token limit or the length cap.
+    pub(super) truncated: bool,
+}
+
+/// A single reply that stopped at its bound: a failed call, retried with twice the bound.
+pub(super) fn unfinished<C>() -> Failure<C> {
+    Failure::error(
+        None,
+        None,
+        "the answer did not end within its bound (request.maxOutputTokens): the model may be repeating itself",
+    )
 }

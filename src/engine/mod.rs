@@ -73,7 +73,7 @@ use lookups::PendingLookup;
 use outbox::Outbox;
 use pacer::Pacer;
 use priority::Priority;
-use running::Calls;
+use running::{Calls, Running};
 use timers::{Timer, Timers};
 
 use crate::budget::SharedBudget;
@@ -330,11 +330,17 @@ impl<C: Clone> Engine<C> {
             };
             self.take_report(&run, &report, outcome.as_ref().err());
             match outcome {
-                Ok(reply) => self.on_reply(run, reply),
+                Ok(reply) => self.on_reply(run, reply, report.truncated),
                 Err(failure) => self.on_failure(run, failure),
             }
         }
         self.after_input();
+    }
+
+    /// The length cap of running call `id`'s reply, in bytes: a longer one is read as far
+    /// as the cap, as truncated.
+    pub fn reply_cap(&self, id: CallId) -> Option<usize> {
+        self.calls.get(id).map(Running::reply_cap)
     }
 
     /// Lets time pass: due batches, ended backoffs and pauses, call timeouts.

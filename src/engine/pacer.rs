@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use crate::adaptive::{AdaptiveRate, Growth};
+use crate::batch_limit::{BatchLimit, Proved};
 use crate::bucket::TokenBucket;
 use crate::budget::SharedBudget;
 use crate::call::{ReportedLimits, Usage};
@@ -288,21 +289,25 @@ impl Pacer {
         adaptive.grow(now, options.rate, options.capacity) == Growth::Full
     }
 
-    /// Takes in what the provider reported about a call charged `charge`: usage corrects
-    /// the budgets and the provider's estimates, limits hold its later calls. `None` for
+    /// Takes in what the provider reported about a call charged `charge` (whose input was
+    /// estimated at `estimated_input` tokens): usage corrects the budgets and the
+    /// provider's estimates, limits hold its later calls. `None` for
     /// an unknown provider; else whether token estimates just became needed (the first
     /// token window a provider reported).
     pub(super) fn take_report(
         &mut self,
         provider: u32,
         charge: &Charge,
-        usage: Option<&Usage>,
+        (usage, estimated_input): (Option<&Usage>, f64),
         limits: &ReportedLimits,
         now: Instant,
     ) -> Option<bool> {
         let provider = self.providers.get(provider as usize)?;
         let mut pacing = provider.pacing.borrow_mut();
         if let Some(usage) = usage {
+            pacing
+                .input_ratio
+                .learn(estimated_input, usage.input_tokens);
             let actual = usage.input_tokens + usage.output_tokens;
             if let Some(budget) = &mut self.budget {
                 budget.correct(now, charge.cost, actual);
@@ -389,6 +394,57 @@ impl Pacer {
         }
     }
 
+    /// Most items the next call to `provider` may carry under `max` (its learned batch
+    /// size, a probe of two included; `max` itself without `adaptiveBatching`).
+    pub(super) fn call_limit(&self, provider: u32, max: u32, options: &Options) -> u32 {
+        if !options.adaptive_batching {
+            return max;
+        }
+        self.providers
+            .get(provider as usize)
+            .map_or(max, |p| p.pacing.borrow().batch_limit.next_call_limit(max))
+    }
+
+    /// The correction of `provider`'s token estimates for its output bound.
+    pub(super) fn input_ratio(&self, provider: u32) -> f64 {
+        self.providers
+            .get(provider as usize)
+            .map_or(1.0, |p| p.pacing.borrow().input_ratio.get())
+    }
+
+    /// A call of `items` items to `provider` started (a probe at a limit of 1 is taken).
+    pub(super) fn note_call(&self, provider: u32, items: usize) {
+        if let Some(p) = self.providers.get(provider as usize) {
+            let mut pacing = p.pacing.borrow_mut();
+            if items > 1 {
+                pacing.batch_limit.on_batch();
+            } else {
+                pacing.batch_limit.on_single();
+            }
+        }
+    }
+
+    /// A batch reply from `provider` proved `proved` of its segments: its learned batch
+    /// size under `max`, when that changed.
+    pub(super) fn note_batch_reply(
+        &self,
+        provider: u32,
+        proved: Proved,
+        max: u32,
+        options: &Options,
+    ) -> Option<u32> {
+        if !options.adaptive_batching {
+            return None;
+        }
+        let p = self.providers.get(provider as usize)?;
+        let changed = p
+            .pacing
+            .borrow_mut()
+            .batch_limit
+            .on_batch_reply(proved, max);
+        changed
+    }
+
     /// What a restarted pacer resumes from (see [`Pacer::restore`]).
     pub(super) fn snapshot(&self, now: Instant, wall_ms: f64) -> Snapshot {
         // Pushes rather than a filtered `collect` (as for the texts of a batch): the
@@ -408,10 +464,12 @@ impl Pacer {
                         message: b.message.clone(),
                     });
             let limits = p.quota.saved(now);
+            let batch_limit = p.batch_limit.learned();
             if p.paused_until > now
                 || adaptive.is_some()
                 || daily_block.is_some()
                 || limits.is_some()
+                || batch_limit.is_some()
             {
                 providers.push(ProviderSnapshot {
                     provider_id: provider.id.to_string(),
@@ -420,6 +478,7 @@ impl Pacer {
                     adaptive_ceiling: adaptive.map_or(0.0, AdaptiveRate::ceiling),
                     daily_block,
                     limits,
+                    batch_limit,
                 });
             }
         }
@@ -470,6 +529,9 @@ impl Pacer {
             if let Some(limits) = &saved.limits {
                 // A restarted worker's first burst respects what the provider reported.
                 provider.quota.restore(now, limits, elapsed);
+            }
+            if let Some(limit) = saved.batch_limit {
+                provider.batch_limit = BatchLimit::restored(limit);
             }
             let Some(adaptive_rate) = saved.adaptive_rate else {
                 continue;

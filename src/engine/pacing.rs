@@ -66,6 +66,7 @@ impl<C: Clone> Engine<C> {
             }
             // Dealt, the call's batch is due in its provider's ready set until it starts.
             let call = self.first_call(ready.2);
+            let call = self.within_batch_limit(index, call);
             let cost = self.call_cost(index, call);
             if self.pacer.ready_at(index, cost.1, now) > now {
                 held.push(index);
@@ -74,6 +75,21 @@ impl<C: Clone> Engine<C> {
             let charge = self.pacer.take(index, cost, now, &self.options);
             self.start(call, charge);
         }
+    }
+
+    /// The call's batch cut to what the provider's replies have shown it can carry
+    /// (`adaptiveBatching`): the rest waits behind it, in its place in line.
+    fn within_batch_limit(&mut self, provider: u32, call: Id<Batch>) -> Id<Batch> {
+        let max = u32::try_from(self.options.max_items_per_batch).unwrap_or(u32::MAX);
+        let limit = self.pacer.call_limit(provider, max, &self.options);
+        let over = self
+            .batches
+            .get(call)
+            .is_some_and(|b| b.jobs().len() > limit as usize);
+        if !over {
+            return call;
+        }
+        self.batches.split_off(call, limit as usize, &mut self.jobs)
     }
 
     /// Rule 6: pause every call to the provider, and slow it down once per 429 episode.

@@ -33,15 +33,16 @@ impl<C: Clone> Engine<C> {
         self.pacer.wants_token_estimates()
     }
 
-    /// An item's estimated input tokens, when they are needed.
+    /// An item's estimated input tokens: the caller's when given, else the built-in
+    /// estimate when the budgets need one (0 otherwise: a call's output bound estimates
+    /// its texts when it starts).
     pub(super) fn input_tokens(&self, item: &Item<'_>) -> f32 {
-        if !self.wants_token_estimates() {
-            return 0.0;
-        }
-        let tokens = item
-            .tokens
-            .filter(|t| t.is_finite() && *t >= 0.0)
-            .unwrap_or_else(|| quota::input_tokens(item.text));
+        let given = item.tokens.filter(|t| t.is_finite() && *t >= 0.0);
+        let tokens = match given {
+            Some(tokens) => tokens,
+            None if self.wants_token_estimates() => quota::input_tokens(item.text),
+            None => 0.0,
+        };
         tokens as f32
     }
 
@@ -77,10 +78,13 @@ impl<C: Clone> Engine<C> {
     ) {
         let limits = failure.map_or(&report.limits, |f| &f.limits);
         let usage = report.usage.as_ref();
-        let Some(first_window) =
-            self.pacer
-                .take_report(run.provider(), run.charge(), usage, limits, self.now)
-        else {
+        let Some(first_window) = self.pacer.take_report(
+            run.provider(),
+            run.charge(),
+            (usage, run.estimated_input()),
+            limits,
+            self.now,
+        ) else {
             return;
         };
         if let Some(usage) = usage {

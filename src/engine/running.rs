@@ -29,6 +29,11 @@ pub(super) struct Running {
     reading: Reading,
     /// The reply received so far, once it streams.
     stream: Option<Box<Streamed>>,
+    /// Its estimated input tokens (texts, context, prompt), to correct later estimates
+    /// by what it reports.
+    estimated_input: f64,
+    /// The longest reply read (bytes): a longer one is cut there and read as truncated.
+    reply_cap: usize,
 }
 
 impl Running {
@@ -50,7 +55,26 @@ impl Running {
             deadline: timeout.map(|t| now + t),
             reading,
             stream: None,
+            estimated_input: 0.0,
+            reply_cap: usize::MAX,
         }
+    }
+
+    /// The call, its input estimated at `tokens`, its reply capped at `reply_cap` bytes.
+    pub(super) fn with_bounds(mut self, tokens: f64, reply_cap: usize) -> Self {
+        self.estimated_input = tokens;
+        self.reply_cap = reply_cap;
+        self
+    }
+
+    /// The longest reply read, in bytes.
+    pub(super) fn reply_cap(&self) -> usize {
+        self.reply_cap
+    }
+
+    /// Its estimated input tokens.
+    pub(super) fn estimated_input(&self) -> f64 {
+        self.estimated_input
     }
 
     /// The batch it sends.

@@ -5,15 +5,16 @@
 //! proves (`early`) resolve at once; the rest is read as a whole reply at the end.
 
 use super::batches::{Batch, Batches};
-use super::calls::Reading;
+use super::calls::{Reading, Unproven};
 use super::running::Running;
 use super::{Engine, Job};
+use crate::batch_limit::Proved;
 use crate::call::{CallId, Failure, Reply, Report};
 use crate::early;
 use crate::proof;
 use crate::settle::Ticket;
 use crate::slab::Id;
-use crate::stream::ReplyText;
+use crate::stream::{reply_cap, ReplyText};
 use crate::time::Instant;
 
 /// A running call's streamed reply.
@@ -118,6 +119,7 @@ impl<C: Clone> Engine<C> {
             if !report.limits.is_empty() {
                 stream.report.limits = report.limits;
             }
+            stream.report.truncated |= report.truncated;
             if let Some(run) = self.calls.get_mut(id) {
                 run.put_stream(stream);
             }
@@ -160,13 +162,11 @@ impl<C: Clone> Engine<C> {
         self.out.counters().streamed_calls += 1;
         let jobs = batch.jobs().to_vec();
         let mut texts = Vec::with_capacity(jobs.len());
-        let mut sent = 0;
         for job in jobs.iter().filter_map(|j| self.jobs.get(*j)) {
-            sent += job.text().len() + 16;
             texts.push(Box::<str>::from(job.text()));
         }
         Some(Box::new(Streamed {
-            text: ReplyText::capped(sent),
+            text: ReplyText::capped(reply_cap(&texts)),
             resolved: vec![false; jobs.len()],
             awaits_next: false,
             previewed: vec![0; jobs.len()],
@@ -272,6 +272,7 @@ impl<C: Clone> Engine<C> {
         };
         stream.text.finish();
         self.take_report(&run, &stream.report, None);
+        let truncated = stream.text.is_truncated() || stream.report.truncated;
         let reasoned = stream.text.hid_reasoning();
         let mut text = stream.text.into_string();
         if stream.texts.len() <= 1 && reasoned {
@@ -282,11 +283,12 @@ impl<C: Clone> Engine<C> {
             text = text.trim().to_owned();
         }
         let Reading::Markers(tag) = run.reading() else {
-            return self.on_reply(run, Reply::Text(text));
+            return self.on_reply(run, Reply::Text(text), truncated);
         };
         if tag.is_empty() || stream.texts.len() <= 1 {
-            return self.on_reply(run, Reply::Text(text));
+            return self.on_reply(run, Reply::Text(text), truncated);
         }
+        let fingerprint = Some(Reply::text_fingerprint(&text));
         let entries = proof::by_index(proof::marked_entries(&text, tag));
         let mut proven = proof::prove(&stream.texts, entries);
         let Some(batch) = self.batches.get(run.batch()) else {
@@ -299,18 +301,30 @@ impl<C: Clone> Engine<C> {
             translations.push(at.and_then(|i| proven.get_mut(i)?.take()));
         }
         let early = stream.resolved.iter().filter(|r| **r).count();
+        let proved = if translations.iter().all(Option::is_some) {
+            Proved::All
+        } else if early > 0 || translations.iter().any(Option::is_some) {
+            Proved::Some
+        } else {
+            Proved::Nothing
+        };
+        self.learn_batch_size(&run, proved);
+        let unproven = Unproven {
+            fingerprint,
+            truncated,
+        };
         if translations.is_empty() {
             self.batches.remove(run.batch());
             self.grow_adaptive_rate(&run);
-        } else if translations.iter().all(Option::is_some) {
+        } else if proved == Proved::All {
             self.succeed(run, translations.into_iter().flatten().collect());
         } else if translations.iter().any(Option::is_some) {
-            self.accept_proven(run, translations);
+            self.accept_proven(run, translations, unproven);
         } else {
             if early > 0 {
                 self.grow_adaptive_rate(&run);
             }
-            self.on_mismatch(run, stream.texts.len(), early);
+            self.on_mismatch(run, stream.texts.len(), early, unproven);
         }
     }
 

@@ -36,15 +36,19 @@ pub struct ReplyText {
     reasoned: bool,
 }
 
+/// The length cap of a reply to `texts`: [`CAP_PER_CHARACTER_SENT`] times what was sent
+/// (each text and 16 for its markers), plus [`CAP_EXTRA`].
+pub fn reply_cap<T: AsRef<str>>(texts: &[T]) -> usize {
+    let sent: usize = texts.iter().map(|t| t.as_ref().len() + 16).sum();
+    sent.saturating_mul(CAP_PER_CHARACTER_SENT)
+        .saturating_add(CAP_EXTRA)
+}
+
 impl ReplyText {
-    /// An empty reply to a call whose text is `sent_len` bytes long, capped.
-    pub fn capped(sent_len: usize) -> Self {
+    /// An empty reply capped at `cap` bytes (see [`reply_cap`]).
+    pub fn capped(cap: usize) -> Self {
         ReplyText {
-            cap: Some(
-                sent_len
-                    .saturating_mul(CAP_PER_CHARACTER_SENT)
-                    .saturating_add(CAP_EXTRA),
-            ),
+            cap: Some(cap),
             ..ReplyText::default()
         }
     }
@@ -223,7 +227,7 @@ mod tests {
 
     #[test]
     fn the_cap_cuts_the_reply_on_a_character_boundary() {
-        let mut text = ReplyText::capped(0);
+        let mut text = ReplyText::capped(CAP_EXTRA);
         text.push(&"é".repeat(CAP_EXTRA));
         assert!(text.is_truncated());
         assert!(text.as_str().len() <= CAP_EXTRA);

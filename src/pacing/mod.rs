@@ -1,10 +1,13 @@
 //! The rules of how fast calls may go: token buckets, the adaptive rate, token
-//! estimates and budgets, one budget shared by several pacers, and the retry policy.
+//! estimates and budgets, one budget shared by several pacers, the retry policy, and
+//! the batch size a provider has shown it can answer.
 
 pub mod adaptive;
+pub mod batch_limit;
 pub mod bucket;
 pub mod budget;
 pub mod estimate;
+pub mod output_bound;
 pub mod provider;
 pub mod quota;
 pub mod retry;

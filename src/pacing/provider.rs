@@ -1,8 +1,10 @@
 //! What holds one provider back, whichever pacer calls it: its 429 pause, its adaptive
-//! rate, its spent daily quota and the limits it reported. A leaf of the engine, so that
+//! rate, its spent daily quota, the limits it reported and its learned batch size. A leaf of the engine, so that
 //! a budget shared by several pacers can hold it without knowing the engine.
 
 use crate::adaptive::AdaptiveRate;
+use crate::batch_limit::BatchLimit;
+use crate::output_bound::InputRatio;
 use crate::quota::ProviderQuota;
 use crate::time::Instant;
 
@@ -24,6 +26,10 @@ pub struct ProviderPacing {
     pub(crate) quota: ProviderQuota,
     /// Calls accepted in a row at the full rate (before any 429 slowed it down).
     pub(crate) accepted: u32,
+    /// The batch size its replies have shown it can carry (`adaptiveBatching`).
+    pub(crate) batch_limit: BatchLimit,
+    /// Its reported input tokens over the estimate, for the output bound.
+    pub(crate) input_ratio: InputRatio,
 }
 
 /// What items for a provider whose daily quota is spent reject with, and until when.

@@ -43,6 +43,17 @@ pub fn raw_cost(input: f64, context_tokens: f64, is_batch: bool) -> f64 {
     2.0 * input + context_tokens + prompt
 }
 
+/// A call's estimated input: its texts, the items' shared context and the prompt's
+/// share, as the provider counts its input tokens.
+pub fn prompt_input(input: f64, context_tokens: f64, is_batch: bool) -> f64 {
+    let prompt = if is_batch {
+        BATCH_PROMPT_TOKENS
+    } else {
+        SINGLE_PROMPT_TOKENS
+    };
+    input + context_tokens + prompt
+}
+
 /// The largest input a batch may carry so that its cost fits a budget of `capacity`
 /// tokens (a batch never grows past what the token bucket can ever hold).
 pub fn max_batch_input(capacity: f64) -> f64 {

@@ -20,7 +20,8 @@ pub(super) fn answer(inner: &Weak<Inner>) -> Answer {
         let id = id as CallId;
         let outcome = match kind {
             host::REPLY_TEXT => input::reply(value).map(|reply| (reply, Report::default())),
-            host::REPLY => replies::reply_from(value),
+            host::REPLY_TEXT_CUT => input::reply(value).map(|reply| (reply, Report::cut())),
+            host::REPLY => replies::reply_from(value, inner.reply_cap(id)),
             host::CHUNK => {
                 return match input::take(value.as_f64().unwrap_or(0.0) as usize) {
                     Ok(text) => inner.stream(|engine, now| engine.handle_chunk(now, id, &text)),
@@ -59,6 +60,15 @@ impl Inner {
                 .handle_response_reported(now, id, outcome, report);
         }
         self.flush();
+    }
+
+    /// The length cap of call `id`'s reply (bytes).
+    fn reply_cap(&self, id: CallId) -> usize {
+        self.state
+            .try_borrow()
+            .ok()
+            .and_then(|state| state.engine.reply_cap(id))
+            .unwrap_or(usize::MAX)
     }
 
     /// A value or the end of a streamed reply, handed to the engine.

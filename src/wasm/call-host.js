@@ -11,6 +11,7 @@ const CHUNK = 3;
 const REPORT = 4;
 const END = 5;
 const BAD_VALUE = 6;
+const REPLY_TEXT_CUT = 7;
 
 /** Whether a provider's answer is a stream: an async iterable (not a string or array). */
 function isStream(value) {
@@ -59,7 +60,7 @@ const SIGNAL = {
  * microseconds in Node, and many providers never read it.
  */
 class ProviderRequest {
-  constructor(call, text, spans, ids, layout, instructions, isBatch, compat, attempt) {
+  constructor(call, text, spans, ids, layout, instructions, isBatch, compat, attempt, maxOutputTokens) {
     this[CALL] = call;
     this.texts = spans === undefined ? [text] : sliceTexts(text, spans);
     // The core's shared ids: the request gets its own array of them.
@@ -75,6 +76,7 @@ class ProviderRequest {
     this.providerId = compat[0];
     this.context = compat[3];
     this.attempt = attempt;
+    this.maxOutputTokens = maxOutputTokens;
     Object.defineProperty(this, "signal", SIGNAL);
   }
 }
@@ -161,7 +163,7 @@ export function makeCallHost(provider, input, respond) {
       }
       if (typeof value === "string") {
         if (!send(CHUNK, id, value)) return;
-      } else if (value !== null && typeof value === "object" && ("usage" in value || "limits" in value)) {
+      } else if (value !== null && typeof value === "object" && ("usage" in value || "limits" in value || "truncated" in value)) {
         if (!send(REPORT, id, value)) return;
       } else {
         stop(BAD_VALUE, value);
@@ -188,11 +190,14 @@ export function makeCallHost(provider, input, respond) {
       else pull(id, call, value);
       return;
     }
+    const cap = calls.get(id)?.replyCap;
     calls.delete(id);
     if (kind === REPLY && typeof value === "string") {
       try {
-        value = input.write(value);
-        kind = REPLY_TEXT;
+        // A reply longer than its cap (a model that loops) is read as far as the cap.
+        const cut = cap !== undefined && value.length > cap;
+        value = input.write(cut ? value.slice(0, cap) : value);
+        kind = cut ? REPLY_TEXT_CUT : REPLY_TEXT;
       } catch (error) {
         // A reply too large for the module's memory fails the call like a bad reply.
         kind = FAIL;
@@ -216,15 +221,17 @@ export function makeCallHost(provider, input, respond) {
     // The arguments are those of `start` in host.rs.
     // Never throws (the core calls it without a try/catch wrapper): a throwing provider
     // fails its call.
-    start(id, address, bytes, maybeLast, spansAddress, spanCount, ids, layout, instructions, isBatch, compat, attempt) {
+    start(id, address, bytes, maybeLast, spansAddress, spanCount, ids, layout, instructions, isBatch, compat, attempt, maxOutputTokens, replyCap) {
       // Read before any other code runs: the memory is the core's until it returns.
       const text = input.text(address, bytes, maybeLast);
       const spans = spanCount === 0 ? undefined : input.numbers(spansAddress, spanCount);
-      const call = { controller: undefined, cancelled: false, iterator: undefined };
+      const call = { controller: undefined, cancelled: false, iterator: undefined, replyCap };
       calls.set(id, call);
       let returned;
       try {
-        returned = provider(new ProviderRequest(call, text, spans, ids, layout, instructions, isBatch, compat, attempt));
+        returned = provider(
+          new ProviderRequest(call, text, spans, ids, layout, instructions, isBatch, compat, attempt, maxOutputTokens),
+        );
       } catch (error) {
         answer(FAIL, id, error);
         return;

@@ -458,18 +458,12 @@ impl Inner {
         Instant::from_millis(self.clock.now_ms())
     }
 
-    /// The user's estimate of an item's tokens, when the engine needs estimates. Called
-    /// with no borrow held (the estimator is user code); a throw or a value that is not a
-    /// finite number >= 0 falls back to the built-in estimate.
+    /// The user's estimate of an item's tokens, when the user gave one (the budgets and
+    /// every call's output bound use it). Called with no borrow held (the estimator is
+    /// user code); a throw or a value that is not a finite number >= 0 falls back to the
+    /// built-in estimate.
     fn user_tokens(&self, text: impl FnOnce() -> JsValue) -> Option<f64> {
         let estimate = self.estimate.as_ref()?;
-        let wanted = self
-            .state
-            .try_borrow()
-            .is_ok_and(|state| state.engine.wants_token_estimates());
-        if !wanted {
-            return None;
-        }
         let value = estimate.call1(&JsValue::UNDEFINED, &text()).ok()?;
         value.as_f64().filter(|n| n.is_finite() && *n >= 0.0)
     }

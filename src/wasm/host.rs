@@ -28,7 +28,9 @@ extern "C" {
     /// `layout` is the separator string, or the `[open, close]` pairs of the markers (at
     /// least as many as there are texts; the JS side copies them), or `undefined` for a
     /// single text in the markers format; `compat` is `[providerId, sourceLang,
-    /// targetLang, context]`. It never throws: whatever goes wrong comes back as the
+    /// targetLang, context]`; `max_output_tokens` is `request.maxOutputTokens`, and a
+    /// string reply longer than `reply_cap` UTF-16 code units is cut there (and handed
+    /// back as `REPLY_TEXT_CUT`). It never throws: whatever goes wrong comes back as the
     /// call's failure.
     #[wasm_bindgen(method, structural)]
     #[allow(clippy::too_many_arguments)]
@@ -46,6 +48,8 @@ extern "C" {
         is_batch: bool,
         compat: &JsValue,
         attempt: u32,
+        max_output_tokens: u32,
+        reply_cap: u32,
     );
 
     #[wasm_bindgen(method, structural)]
@@ -70,6 +74,9 @@ pub const REPORT: u32 = 4;
 pub const END: u32 = 5;
 /// A value of a streamed reply that is neither a string nor `{ usage, limits }`.
 pub const BAD_VALUE: u32 = 6;
+/// A string reply longer than the call's cap, cut there and written to the input buffer:
+/// what it got is its length in bytes.
+pub const REPLY_TEXT_CUT: u32 = 7;
 
 /// How many compatibility groups keep their fields as JS strings between calls.
 const RECENT_GROUPS: usize = 8;
@@ -223,6 +230,8 @@ impl Calls {
             call.is_batch,
             &compat,
             call.attempt,
+            call.max_output_tokens,
+            call.reply_cap,
         )
     }
 

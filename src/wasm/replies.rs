@@ -10,25 +10,69 @@ use super::convert::{describe, get};
 use crate::{Duration, Failure, Quota, Reply, Report, ReportedLimits, Usage};
 
 /// A provider's resolved value as a reply and what it reported beside it, or a
-/// bad-reply failure. `{ translations, usage, limits }` carries any reply form.
-pub fn reply_from(value: JsValue) -> Result<(Reply, Report), Failure<JsValue>> {
+/// bad-reply failure. `{ translations, usage, limits, truncated }` carries any reply
+/// form. Strings are read up to `cap` bytes in all: a longer reply is cut there and
+/// reported truncated, so a reply of any length holds no more memory than the cap.
+pub fn reply_from(value: JsValue, cap: usize) -> Result<(Reply, Report), Failure<JsValue>> {
     let translations = get_own(&value, "translations");
     if translations.is_undefined() {
-        return translations_from(value).map(|reply| (reply, Report::default()));
+        let (reply, cut) = translations_from(value, cap)?;
+        let report = Report {
+            truncated: cut,
+            ..Report::default()
+        };
+        return Ok((reply, report));
     }
-    let reply = translations_from(translations)?;
-    let report = Report {
-        usage: usage_from(&get(&value, "usage")),
-        limits: limits_from(&get(&value, "limits")),
-    };
+    let (reply, cut) = translations_from(translations, cap)?;
+    let mut report = report_from(&value);
+    report.truncated |= cut;
     Ok((reply, report))
 }
 
-/// A `{ usage, limits }` value of a streamed reply.
+/// A `{ usage, limits, truncated }` value of a streamed reply (or the fields beside a
+/// whole reply's `translations`). A `truncated` that is not a boolean is ignored.
 pub fn report_from(value: &JsValue) -> Report {
     Report {
         usage: usage_from(&get(value, "usage")),
         limits: limits_from(&get(value, "limits")),
+        truncated: get(value, "truncated").as_bool() == Some(true),
+    }
+}
+
+/// Reads strings up to a cap of bytes in all.
+struct Capped {
+    room: usize,
+    cut: bool,
+}
+
+impl Capped {
+    /// `value` as a string, cut to the room left; `None` for a non-string, and an empty
+    /// string once the room is spent.
+    fn read(&mut self, value: &JsValue) -> Option<String> {
+        let js: &js_sys::JsString = value.dyn_ref()?;
+        if self.room == 0 {
+            self.cut |= js.length() > 0;
+            return Some(String::new());
+        }
+        // UTF-16 units of at most 3 bytes each: a piece that fits whatever it holds.
+        let units = js.length() as usize;
+        let text = if units.saturating_mul(3) <= self.room {
+            String::from(js)
+        } else {
+            let end = u32::try_from(self.room)
+                .unwrap_or(u32::MAX)
+                .min(js.length());
+            let mut text = String::from(js.slice(0, end));
+            self.cut |= end < js.length() || text.len() > self.room;
+            let mut keep = text.len().min(self.room);
+            while !text.is_char_boundary(keep) {
+                keep -= 1;
+            }
+            text.truncate(keep);
+            text
+        };
+        self.room -= text.len();
+        Some(text)
     }
 }
 
@@ -55,29 +99,35 @@ fn get_own(target: &JsValue, key: &str) -> JsValue {
     }
 }
 
-/// A string, an array of strings, or an object of strings keyed by id.
-fn translations_from(value: JsValue) -> Result<Reply, Failure<JsValue>> {
-    if let Some(text) = value.as_string() {
-        return Ok(Reply::Text(text));
+/// A string, an array of strings, or an object of strings keyed by id, read up to `cap`
+/// bytes of text; whether it was cut there.
+fn translations_from(value: JsValue, cap: usize) -> Result<(Reply, bool), Failure<JsValue>> {
+    let mut capped = Capped {
+        room: cap,
+        cut: false,
+    };
+    if value.is_string() {
+        let text = capped.read(&value).unwrap_or_default();
+        return Ok((Reply::Text(text), capped.cut));
     }
     if Array::is_array(&value) {
         let array: Array = value.unchecked_into();
-        let texts: Option<Vec<String>> = array.iter().map(|v| v.as_string()).collect();
+        let texts: Option<Vec<String>> = array.iter().map(|v| capped.read(&v)).collect();
         return texts
-            .map(Reply::Texts)
+            .map(|texts| (Reply::Texts(texts), capped.cut))
             .ok_or_else(|| Failure::bad_reply("an array holding a non-string"));
     }
     if value.is_object() && !value.is_function() {
         let mut pairs = Vec::new();
         for entry in Object::entries(value.unchecked_ref()).iter() {
             let pair: Array = entry.unchecked_into();
-            let (key, text) = (pair.get(0).as_string(), pair.get(1).as_string());
+            let (key, text) = (pair.get(0).as_string(), capped.read(&pair.get(1)));
             match (key, text) {
                 (Some(key), Some(text)) => pairs.push((key, text)),
                 _ => return Err(Failure::bad_reply("an object holding a non-string")),
             }
         }
-        return Ok(Reply::Keyed(pairs));
+        return Ok((Reply::Keyed(pairs), capped.cut));
     }
     Err(Failure::bad_reply(&describe(&value).to_string()))
 }

@@ -62,6 +62,8 @@ struct ProviderView {
     daily_block: Option<DailyBlockView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     limits: Option<LimitsView>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    batch_limit: Option<u32>,
 }
 
 /// The limits a provider last reported, as a snapshot keeps them.
@@ -133,6 +135,7 @@ pub fn snapshot_object(snapshot: &Snapshot) -> JsValue {
                     requests: l.requests.as_ref().map(window_view),
                     tokens: l.tokens.as_ref().map(window_view),
                 }),
+                batch_limit: p.batch_limit,
             })
             .collect(),
     })
@@ -204,8 +207,23 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
         } else {
             None
         };
+        let limit = get(&entry, "batchLimit");
+        let batch_limit = if limit.is_undefined() || limit.is_null() {
+            None
+        } else {
+            match limit.as_f64() {
+                Some(n) if n.fract() == 0.0 && n >= 1.0 => Some(n.min(f64::from(u32::MAX)) as u32),
+                _ => {
+                    return Err(format!(
+                        "restore.providers[].batchLimit must be an integer >= 1 (got {})",
+                        describe(&limit)
+                    ))
+                }
+            }
+        };
         providers.push(ProviderSnapshot {
             limits,
+            batch_limit,
             provider_id,
             paused_for: Duration::from_millis(snapshot_number(&entry, "pausedForMs")?),
             adaptive_rate,
@@ -278,6 +296,10 @@ enum EventView<'a> {
         provider_id: &'a str,
         items: f64,
     },
+    BatchLimit {
+        provider_id: &'a str,
+        limit: u32,
+    },
     Timeout {
         provider_id: &'a str,
     },
@@ -346,6 +368,10 @@ pub fn event_object(event: &Event) -> JsValue {
         Event::Fallback { provider_id, items } => EventView::Fallback {
             provider_id,
             items: *items as f64,
+        },
+        Event::BatchLimit { provider_id, limit } => EventView::BatchLimit {
+            provider_id,
+            limit: *limit,
         },
         Event::Timeout { provider_id } => EventView::Timeout { provider_id },
         Event::CacheError { operation, message } => EventView::CacheError { operation, message },
