@@ -65,6 +65,7 @@ pub struct CallRecord {
     pub is_batch: bool,
     pub attempt: u32,
     pub provider_id: String,
+    pub max_output_tokens: u32,
 }
 
 type Script = Box<dyn FnMut(&Call, Instant) -> Answer>;
@@ -345,6 +346,7 @@ fn collect(
             is_batch: call.is_batch,
             attempt: call.attempt,
             provider_id: call.compat.provider_id.clone(),
+            max_output_tokens: call.max_output_tokens,
         });
         check_layout(&call);
         match provider(&call, now) {
