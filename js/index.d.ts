@@ -162,8 +162,10 @@ export interface PacerSettings {
   batchDelayMs: number;
 
   /**
-   * Retries of a batch whose reply has the wrong number of segments (a count mismatch),
-   * with exponential backoff.
+   * Retries of a batch whose reply does not prove every item's translation (a count
+   * mismatch), with exponential backoff, at most: a reply that repeats the last one to
+   * the same texts (the same string, or an equal object or array) ends them at once,
+   * since a model at temperature 0 answers the same prompt the same way.
    *
    * Valid range: an integer >= 0.
    * @default 3
@@ -271,6 +273,20 @@ export interface PacerSettings {
    * @default "markers"
    */
   segmentFormat: "markers" | "separator";
+
+  /**
+   * Learn, per provider, how many items its batch replies can carry (small and local
+   * models often cannot keep a batch's layout). Two batch replies in a row from one
+   * provider that prove none of their segments halve its limit (rounded down, 1 at
+   * least: its items then go one to a call); a batch reply that proves every segment
+   * raises it by one, up to `maxItemsPerBatch`. At a limit of 1, one batch of two items
+   * is tried after every 20 single calls. Calls dealt after a change respect the new
+   * limit, retries included. Kept by `snapshot()`; reported by `batchLimit` events.
+   *
+   * Valid range: a boolean.
+   * @default true
+   */
+  adaptiveBatching: boolean;
 
   /**
    * Token budget of this pacer's calls, beside the request bucket: refilled continuously
@@ -1187,6 +1203,14 @@ export interface CountMismatchEvent {
   got: number;
 }
 
+/** A provider's learned batch size changed (`adaptiveBatching`). */
+export interface BatchLimitEvent {
+  type: "batchLimit";
+  providerId: string;
+  /** Most items in its batches from now on. */
+  limit: number;
+}
+
 /** A batch is sent again one item at a time (`fallbackToIndividual`). */
 export interface FallbackEvent {
   type: "fallback";
@@ -1221,6 +1245,7 @@ export type PacerEvent =
   | RetryEvent
   | CountMismatchEvent
   | FallbackEvent
+  | BatchLimitEvent
   | TimeoutEvent
   | CacheErrorEvent
   | LimitedEvent
@@ -1341,6 +1366,8 @@ export interface PacerProviderSnapshot {
     requests?: { remaining: number; whole: number; resetMs: number };
     tokens?: { remaining: number; whole: number; resetMs: number };
   };
+  /** The batch size it learned (`adaptiveBatching`), when it learned one. */
+  batchLimit?: number;
 }
 
 /**

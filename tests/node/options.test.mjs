@@ -26,6 +26,7 @@ const EXPECTED_DEFAULTS = {
   adaptiveRate: true,
   cacheEntries: 1000,
   segmentFormat: "markers",
+  adaptiveBatching: true,
   tokensPerMinute: 0,
 };
 
@@ -145,6 +146,7 @@ describe("DEFAULTS and pacer.options", () => {
       cacheEntries: 0,
       // Not a number: the other of its two values.
       segmentFormat: "separator",
+      adaptiveBatching: false,
       tokensPerMinute: 0,
     };
     const pacer = new BatchPacer(provider, smallest);
