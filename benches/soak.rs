@@ -284,6 +284,7 @@ impl Soak {
                 batch_pacer::Event::Blocked { .. } => "blocked",
                 batch_pacer::Event::Limited { .. } => "limited",
                 batch_pacer::Event::BatchLimit { .. } => "batchLimit",
+                batch_pacer::Event::ProviderFallback { .. } => "providerFallback",
             };
             *pacer.tally.events.entry(name).or_default() += 1;
         }

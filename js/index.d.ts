@@ -1338,6 +1338,11 @@ export interface PacerStats {
   streamedCalls: number;
   /** Accepted `translate` calls resolved before their call's stream ended. */
   earlyResolved: number;
+  /**
+   * Items moved to a fallback provider (`fallbackProviders`), each once however far along
+   * the chain it went.
+   */
+  fallbackItems: number;
 }
 
 // ---------------------------------------------------------------------------------------

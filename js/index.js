@@ -33,6 +33,7 @@ export const DEFAULTS = Object.freeze({
   cacheEntries: 1000,
   segmentFormat: "markers",
   adaptiveBatching: true,
+  fallbackAfterMs: 10000,
   tokensPerMinute: 0,
 });
 

@@ -9,7 +9,7 @@ use crate::time::Duration;
 pub type CallId = u64;
 
 /// The compatibility fields of a call's items, shared by all calls of the group.
-#[derive(Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompatInfo {
     /// The provider; a 429 pauses every call to it.
     pub provider_id: String,
@@ -21,6 +21,9 @@ pub struct CompatInfo {
     pub context: String,
     /// Whether the provider is an LLM.
     pub llm: bool,
+    /// For items moved to a fallback provider (`fallbackProviders`): their own
+    /// `providerId` (`provider_id` is the fallback's).
+    pub fallback_from: Option<String>,
 }
 
 /// A provider call to start now.

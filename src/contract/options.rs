@@ -23,6 +23,9 @@ pub enum OptionValue {
     Text(String),
     /// Anything else, described by its type name (`object`, `function`, ...).
     Other(String),
+    /// A plain object's own entries, for the options that take one
+    /// (`fallbackProviders`); shown as `object` in messages, as any other object.
+    Map(Vec<(String, OptionValue)>),
 }
 
 impl fmt::Display for OptionValue {
@@ -35,6 +38,7 @@ impl fmt::Display for OptionValue {
             OptionValue::Number(n) => f.write_str(&js_number(*n)),
             OptionValue::Text(s) => f.write_str(&js_string(s)),
             OptionValue::Other(kind) => f.write_str(kind),
+            OptionValue::Map(_) => f.write_str("object"),
         }
     }
 }
@@ -89,6 +93,12 @@ pub struct Options {
     pub segment_format: SegmentFormat,
     /// Learn per provider how many items its batch replies can carry.
     pub adaptive_batching: bool,
+    /// Where a provider's items go when it cannot serve them: `(from, to)` provider ids,
+    /// each `from` once, no cycle.
+    pub fallback_providers: Vec<(String, String)>,
+    /// A 429 pause longer than this (milliseconds) moves its provider's items to its
+    /// fallback.
+    pub fallback_after_ms: f64,
     /// Token budget per minute of this pacer's calls; 0 means no token limit.
     pub tokens_per_minute: f64,
     /// Most provider items held (queued, looked up or running); 0 means no limit.
@@ -134,6 +144,8 @@ impl Default for Options {
             cache_entries: 1000,
             segment_format: SegmentFormat::Markers,
             adaptive_batching: true,
+            fallback_providers: Vec::new(),
+            fallback_after_ms: 10_000.0,
             tokens_per_minute: 0.0,
             max_queued: 0,
         }
@@ -145,7 +157,7 @@ impl Default for Options {
 /// handled by the binding layer). A patch entry's name is looked up here and handled by
 /// a `match` on the option: a `match` on the names themselves compares strings arm after
 /// arm, much more code in the .wasm.
-const OPTIONS: [(&str, OptionName); 18] = {
+const OPTIONS: [(&str, OptionName); 20] = {
     use OptionName::*;
     [
         ("rate", Rate),
@@ -164,14 +176,16 @@ const OPTIONS: [(&str, OptionName); 18] = {
         ("cacheEntries", CacheEntries),
         ("segmentFormat", SegmentFormatName),
         ("adaptiveBatching", AdaptiveBatching),
+        ("fallbackProviders", FallbackProviders),
+        ("fallbackAfterMs", FallbackAfterMs),
         ("tokensPerMinute", TokensPerMinute),
         ("maxQueued", MaxQueued),
     ]
 };
 
 /// The names of [`OPTIONS`], in order.
-pub const OPTION_NAMES: [&str; 18] = {
-    let mut names = [""; 18];
+pub const OPTION_NAMES: [&str; 20] = {
+    let mut names = [""; 20];
     let mut i = 0;
     while i < names.len() {
         names[i] = OPTIONS[i].0;
@@ -198,6 +212,8 @@ enum OptionName {
     CacheEntries,
     SegmentFormatName,
     AdaptiveBatching,
+    FallbackProviders,
+    FallbackAfterMs,
     TokensPerMinute,
     MaxQueued,
 }
@@ -251,6 +267,56 @@ fn segment_format(name: &str, value: &OptionValue) -> Result<SegmentFormat, Opti
     }
 }
 
+/// `fallbackProviders`: an object of non-empty providerId strings, none mapped to
+/// itself, without a cycle.
+fn fallback_map(name: &str, value: &OptionValue) -> Result<Vec<(String, String)>, OptionsError> {
+    let OptionValue::Map(entries) = value else {
+        return Err(reject(
+            name,
+            "an object mapping a providerId to another providerId",
+            value,
+        ));
+    };
+    let fail = |message: String| OptionsError {
+        option: name.to_owned(),
+        message,
+    };
+    let mut map: Vec<(String, String)> = Vec::with_capacity(entries.len());
+    for (from, to) in entries {
+        let to = match to {
+            OptionValue::Text(to) if !to.is_empty() => to,
+            other => {
+                return Err(fail(format!(
+                    "{name}.{from} must be a non-empty providerId string (got {other})"
+                )))
+            }
+        };
+        if from.is_empty() {
+            return Err(fail(format!(
+                "{name} keys must be non-empty providerIds (got \"\")"
+            )));
+        }
+        if from == to {
+            return Err(fail(format!("{name} maps {} to itself", js_string(from))));
+        }
+        map.push((from.clone(), to.clone()));
+    }
+    for (start, _) in &map {
+        let mut chain = vec![start.as_str()];
+        let mut at = start.as_str();
+        while let Some((_, next)) = map.iter().find(|(from, _)| from == at) {
+            let looped = chain.contains(&next.as_str());
+            chain.push(next);
+            if looped {
+                let shown: Vec<String> = chain.iter().map(|id| js_string(id)).collect();
+                return Err(fail(format!("{name} has a cycle: {}", shown.join(" -> "))));
+            }
+            at = next;
+        }
+    }
+    Ok(map)
+}
+
 fn boolean(name: &str, value: &OptionValue) -> Result<bool, OptionsError> {
     match value {
         OptionValue::Bool(b) => Ok(*b),
@@ -299,6 +365,8 @@ impl Options {
                 CacheEntries => next.cache_entries = integer_at_least(name, 0, value)?,
                 SegmentFormatName => next.segment_format = segment_format(name, value)?,
                 AdaptiveBatching => next.adaptive_batching = boolean(name, value)?,
+                FallbackProviders => next.fallback_providers = fallback_map(name, value)?,
+                FallbackAfterMs => next.fallback_after_ms = finite_at_least_zero(name, value)?,
                 TokensPerMinute => next.tokens_per_minute = finite_at_least_zero(name, value)?,
                 MaxQueued => next.max_queued = integer_at_least(name, 0, value)?,
             }
@@ -306,8 +374,17 @@ impl Options {
         Ok(next)
     }
 
+    /// The provider that takes over `provider_id`'s items when it cannot serve them.
+    pub fn fallback_of(&self, provider_id: &str) -> Option<&str> {
+        self.fallback_providers
+            .iter()
+            .find(|(from, _)| from == provider_id)
+            .map(|(_, to)| to.as_str())
+    }
+
     /// The options as `(name, value)` pairs in contract order, for `pacer.options`.
-    /// `maxQueued` appears only once set, so the contract's seventeen stay as they are.
+    /// `fallbackProviders` (no default value) and `maxQueued` (an addition) appear only
+    /// once set.
     pub fn entries(&self) -> Vec<(&'static str, OptionValue)> {
         use OptionValue::{Bool, Number};
         let mut entries = vec![
@@ -336,8 +413,14 @@ impl Options {
                 OptionValue::Text(self.segment_format.as_str().to_owned()),
             ),
             ("adaptiveBatching", Bool(self.adaptive_batching)),
+            ("fallbackAfterMs", Number(self.fallback_after_ms)),
             ("tokensPerMinute", Number(self.tokens_per_minute)),
         ];
+        if !self.fallback_providers.is_empty() {
+            let map = self.fallback_providers.iter();
+            let map = map.map(|(from, to)| (from.clone(), OptionValue::Text(to.clone())));
+            entries.push(("fallbackProviders", OptionValue::Map(map.collect())));
+        }
         if self.max_queued != 0 {
             entries.push(("maxQueued", Number(self.max_queued as f64)));
         }
@@ -357,7 +440,7 @@ mod tests {
     #[test]
     fn defaults_are_the_contract() {
         let names: Vec<_> = Options::default().entries().iter().map(|e| e.0).collect();
-        assert_eq!(names, OPTION_NAMES[..17]);
+        assert_eq!(names, [&OPTION_NAMES[..16], &OPTION_NAMES[17..19]].concat());
         let o = Options::default();
         assert_eq!((o.rate, o.capacity, o.max_in_flight), (8.0, 60.0, 0));
         assert_eq!(
@@ -460,5 +543,48 @@ mod tests {
             .unwrap();
         assert_eq!((next.rate, next.capacity), (0.25, 60.0));
         assert!(base.patched(&[("nope", Undefined)]).is_err());
+    }
+
+    fn map(entries: &[(&str, OptionValue)]) -> OptionValue {
+        Map(entries
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect())
+    }
+
+    #[test]
+    fn fallback_providers_take_a_map_without_self_maps_or_cycles() {
+        let chain = map(&[("a", Text("b".into())), ("b", Text("c".into()))]);
+        let o = Options::default()
+            .patched(&[("fallbackProviders", chain)])
+            .unwrap();
+        assert_eq!(o.fallback_of("a"), Some("b"));
+        assert_eq!(o.fallback_of("c"), None);
+        assert_eq!(
+            err(&[("fallbackProviders", map(&[("a", Text("a".into()))]))]),
+            r#"fallbackProviders maps "a" to itself"#
+        );
+        let cycle = map(&[("a", Text("b".into())), ("b", Text("a".into()))]);
+        assert_eq!(
+            err(&[("fallbackProviders", cycle)]),
+            r#"fallbackProviders has a cycle: "a" -> "b" -> "a""#
+        );
+        assert_eq!(
+            err(&[("fallbackProviders", map(&[("a", Number(1.0))]))]),
+            "fallbackProviders.a must be a non-empty providerId string (got 1)"
+        );
+        assert_eq!(
+            err(&[("fallbackProviders", map(&[("a", Text(String::new()))]))]),
+            r#"fallbackProviders.a must be a non-empty providerId string (got "")"#
+        );
+        assert_eq!(
+            err(&[("fallbackProviders", Text("b".into()))]),
+            r#"fallbackProviders must be an object mapping a providerId to another providerId (got "b")"#
+        );
+        assert_eq!(
+            err(&[("fallbackAfterMs", Number(-1.0))]),
+            "fallbackAfterMs must be a finite number >= 0 (got -1)"
+        );
+        assert_eq!(Options::default().fallback_after_ms, 10_000.0);
     }
 }

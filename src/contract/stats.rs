@@ -52,6 +52,8 @@ pub struct Stats {
     pub streamed_calls: u64,
     /// Accepted items resolved before their call's stream ended.
     pub early_resolved: u64,
+    /// Items moved to a fallback provider (each once, however far along the chain).
+    pub fallback_items: u64,
 }
 
 /// Why a call is tried again.
@@ -136,6 +138,15 @@ pub enum Event {
         expected: usize,
         /// Segments found (`expected` when the count was right but a segment was empty).
         got: usize,
+    },
+    /// Items moved from a provider that cannot serve them to its fallback.
+    ProviderFallback {
+        /// The provider that could not serve them.
+        from: Rc<str>,
+        /// The provider that takes them.
+        to: Rc<str>,
+        /// How many items moved.
+        items: usize,
     },
     /// A provider's learned batch size changed (`adaptiveBatching`).
     BatchLimit {

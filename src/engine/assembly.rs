@@ -1,5 +1,5 @@
 //! Batch assembly, the engine's side: where a new item goes (the `Batches` part decides,
-//! given the item's group), and the rebuild of unsent batches when `setOptions` changes a
+//! given the item's group; `fallbacks` decides the group), and the rebuild of unsent batches when `setOptions` changes a
 //! limit.
 
 use super::batches::{Home, Member};
@@ -8,8 +8,8 @@ use crate::slab::Id;
 use crate::time::Instant;
 
 impl<C: Clone> Engine<C> {
-    /// Puts a new job into its group's open batch, or starts a new batch (rule 2).
-    pub(super) fn place(&mut self, member: Member, group_key: Id<Group>, first_at: Instant) {
+    /// Puts a job into its group's open batch, or starts a new batch (rule 2).
+    pub(super) fn place_in(&mut self, member: Member, group_key: Id<Group>, first_at: Instant) {
         let Some(group) = self.groups.get(group_key) else {
             return;
         };

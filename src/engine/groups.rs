@@ -25,6 +25,9 @@ pub struct Group {
     fields: Rc<Fields>,
     provider: u32,
     jobs: u64,
+    /// For a group of items moved to a fallback provider: the fields of the items' own
+    /// group (its provider is theirs).
+    origin: Option<Rc<Fields>>,
 }
 
 impl Group {
@@ -36,6 +39,11 @@ impl Group {
     /// The provider its calls go to.
     pub(super) fn provider(&self) -> u32 {
         self.provider
+    }
+
+    /// Whether its items were moved here from their own provider's group.
+    pub(super) fn is_moved(&self) -> bool {
+        self.origin.is_some()
     }
 }
 
@@ -53,6 +61,9 @@ pub(super) struct Groups {
     scratch: Vec<u8>,
     /// The registered combinations, by id minus one.
     entries: Vec<Rc<Fields>>,
+    /// The live groups of moved items (not in the field index: found by their origin's
+    /// fields and their provider).
+    moved: Vec<Id<Group>>,
 }
 
 /// A combination of fields prepared for grouping and keying: kept per registered
@@ -75,6 +86,7 @@ impl Groups {
             keyer,
             scratch: Vec::new(),
             entries: Vec::new(),
+            moved: Vec::new(),
         }
     }
 
@@ -137,11 +149,50 @@ impl Groups {
             fields,
             provider: provider_of(compat.provider_id),
             jobs: 0,
+            origin: None,
         });
         // On the (2^-64) chance that another live group shares the word, this one simply
         // goes unindexed: its items then start groups of their own.
         self.by_fields.insert_if_vacant(fields_word, key);
         (key, item_key)
+    }
+
+    /// The group of the items of `from` (their own group, or one they were moved to)
+    /// moved to provider `to` (index `to_index`): batched only with items moved from the
+    /// same own group. Created on first use.
+    pub(super) fn moved(&mut self, from: Id<Group>, to: &str, to_index: u32) -> Option<Id<Group>> {
+        let from = self.slab.get(from)?;
+        let origin = Rc::clone(from.origin.as_ref().unwrap_or(&from.fields));
+        for key in &self.moved {
+            let found = self.slab.get(*key).is_some_and(|g| {
+                g.provider == to_index
+                    && g.origin
+                        .as_ref()
+                        .is_some_and(|o| o.encoded == origin.encoded)
+            });
+            if found {
+                return Some(*key);
+            }
+        }
+        let info = CompatInfo {
+            provider_id: to.to_owned(),
+            fallback_from: Some(origin.info.provider_id.clone()),
+            ..(*origin.info).clone()
+        };
+        let fields = Rc::new(Fields {
+            info: Rc::new(info),
+            encoded: origin.encoded.clone(),
+            fields_word: origin.fields_word,
+            keyer: origin.keyer.clone(),
+        });
+        let key = self.slab.insert(Group {
+            fields,
+            provider: to_index,
+            jobs: 0,
+            origin: Some(origin),
+        });
+        self.moved.push(key);
+        Some(key)
     }
 
     /// A job of `group` was made.
@@ -164,8 +215,12 @@ impl Groups {
         let idle = self.slab.get(group).is_some_and(|g| g.jobs == 0);
         if idle {
             if let Some(g) = self.slab.remove(group) {
-                self.by_fields
-                    .remove_if_leads_to(g.fields.fields_word, group);
+                if g.origin.is_some() {
+                    self.moved.retain(|key| *key != group);
+                } else {
+                    self.by_fields
+                        .remove_if_leads_to(g.fields.fields_word, group);
+                }
             }
         }
     }
@@ -176,6 +231,7 @@ impl Groups {
         // old key can meet a new entry.
         self.slab = Slab::default();
         self.by_fields.clear();
+        self.moved.clear();
     }
 }
 
@@ -193,6 +249,7 @@ fn fields_of(keyer: &Keyer, compat: &Compat<'_>, encoded: &[u8], fields_word: u6
             target_lang: compat.target_lang.to_owned(),
             context: compat.context.to_owned(),
             llm: compat.llm,
+            fallback_from: None,
         }),
         encoded: encoded.into(),
         fields_word,

@@ -52,6 +52,7 @@ mod batches;
 mod calls;
 mod dealing;
 mod endings;
+mod fallbacks;
 mod groups;
 mod jobs;
 mod lookups;
@@ -248,7 +249,13 @@ impl<C: Clone> Engine<C> {
             return Ok(ticket);
         }
         let provider = self.groups.get(group).map_or(0, Group::provider);
-        if let Some(error) = self.pacer.daily_blocked(provider, self.now) {
+        let has_fallback = self
+            .groups
+            .get(group)
+            .is_some_and(|g| self.options.fallback_of(&g.info().provider_id).is_some());
+        // With a fallback, a blocked provider's item is moved instead (`place`).
+        let blocked = self.pacer.daily_blocked(provider, self.now);
+        if let Some(error) = blocked.filter(|_| !has_fallback) {
             let ticket = self.jobs.counted_ticket();
             self.out.settle(ticket, Err(error));
             self.groups.release_if_idle(group);

@@ -357,6 +357,17 @@ impl Pacer {
         Some(error)
     }
 
+    /// Whether `provider` can serve items now: no daily block, and no 429 pause with more
+    /// than `wait` left (`fallbackAfterMs`).
+    pub(super) fn can_serve(&self, provider: u32, now: Instant, wait: Duration) -> bool {
+        let Some(provider) = self.providers.get(provider as usize) else {
+            return true;
+        };
+        let pacing = provider.pacing.borrow();
+        let blocked = pacing.daily_block.as_ref().is_some_and(|b| b.until > now);
+        !blocked && pacing.paused_until <= now + wait
+    }
+
     /// Whether a pause ending at `until` is still some provider's (a pause made longer
     /// has a wake-up of its own).
     pub(super) fn pause_ends_at(&self, until: Instant) -> bool {

@@ -61,7 +61,9 @@ impl<C: Clone> Engine<C> {
             // Items that reached a batch while the daily block held (after a store
             // lookup) reject without a call, like every other item for the provider.
             if let Some(error) = self.pacer.daily_blocked(index, now) {
-                self.fail(ready.2, error);
+                if !self.move_to_fallback(ready.2) {
+                    self.fail(ready.2, error);
+                }
                 continue;
             }
             // Dealt, the call's batch is due in its provider's ready set until it starts.

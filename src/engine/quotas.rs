@@ -150,6 +150,10 @@ impl<C: Clone> Engine<C> {
             message: error.message.clone(),
             until: error.retry_in,
         });
+        // With a fallback provider, the call's items and the queued ones go on there.
+        if self.move_provider_items(run.batch(), run.provider()) {
+            return;
+        }
         let queued = self.batches.unsent_of(run.provider());
         self.fail(run.batch(), error.clone());
         for key in queued {

@@ -97,6 +97,12 @@ impl<C: Clone> Engine<C> {
                 });
                 // The provider is over its quota whether or not this call may retry.
                 self.pause_provider(&run, delay, failure.retry_after);
+                // A long pause: its items, and the provider's queued ones, go on with
+                // its fallback provider (new ones too, while the pause lasts).
+                let long = delay > Duration::from_millis(self.options.fallback_after_ms);
+                if long && self.move_provider_items(run.batch(), run.provider()) {
+                    return;
+                }
                 if u64::from(tries) > self.options.max_rate_limit_retries {
                     self.fail(run.batch(), final_error(failure, false));
                 } else {
@@ -106,6 +112,10 @@ impl<C: Clone> Engine<C> {
             FailureClass::Transient => {
                 let tries = self.batches.count_try(run.batch(), Try::Error).unwrap_or(1);
                 if too_long || u64::from(tries) > self.options.max_retries {
+                    // Failed for good here: its items may still be served elsewhere.
+                    if !too_long && self.move_to_fallback(run.batch()) {
+                        return;
+                    }
                     self.fail(run.batch(), final_error(failure, too_long));
                     return;
                 }

@@ -75,6 +75,8 @@ class ProviderRequest {
     this.targetLang = compat[2];
     this.providerId = compat[0];
     this.context = compat[3];
+    // Set only for items moved to a fallback provider: absent otherwise.
+    if (compat.length > 4) this.fallbackFrom = compat[4];
     this.attempt = attempt;
     this.maxOutputTokens = maxOutputTokens;
     Object.defineProperty(this, "signal", SIGNAL);

@@ -48,6 +48,23 @@ pub fn describe(value: &JsValue) -> OptionValue {
     }
 }
 
+/// A plain object's own entries as a map value (for the options that take one); any
+/// other value described as `describe` does.
+fn entries_of(value: &JsValue) -> OptionValue {
+    if !value.is_object() || Array::is_array(value) || value.is_function() {
+        return describe(value);
+    }
+    let mut map = Vec::new();
+    for entry in Object::entries(value.unchecked_ref()).iter() {
+        let pair: Array = entry.unchecked_into();
+        map.push((
+            pair.get(0).as_string().unwrap_or_default(),
+            describe(&pair.get(1)),
+        ));
+    }
+    OptionValue::Map(map)
+}
+
 /// An item's fields, owned, read from a JS object.
 pub struct ItemFields {
     pub text: String,
@@ -222,6 +239,7 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String
             // Settings storage yields null for "nothing saved": no restore, like undefined.
             "restore" => input.restore = (present && !v.is_null()).then_some(v),
             "estimateTokens" => input.estimate_tokens = present.then_some(v),
+            "fallbackProviders" => input.core.push((name, entries_of(&v))),
             _ => input.core.push((name, describe(&v))),
         }
     }
@@ -236,6 +254,15 @@ pub fn options_object(options: &Options) -> JsValue {
             OptionValue::Bool(b) => JsValue::from_bool(b),
             OptionValue::Number(n) => JsValue::from_f64(n),
             OptionValue::Text(t) => JsValue::from_str(&t),
+            OptionValue::Map(entries) => {
+                let map = Object::new();
+                for (key, value) in entries {
+                    if let OptionValue::Text(to) = value {
+                        set(&map, &key, &JsValue::from_str(&to));
+                    }
+                }
+                map.into()
+            }
             _ => JsValue::UNDEFINED,
         };
         set(&object, name, &v);

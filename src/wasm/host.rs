@@ -28,7 +28,8 @@ extern "C" {
     /// `layout` is the separator string, or the `[open, close]` pairs of the markers (at
     /// least as many as there are texts; the JS side copies them), or `undefined` for a
     /// single text in the markers format; `compat` is `[providerId, sourceLang,
-    /// targetLang, context]`; `max_output_tokens` is `request.maxOutputTokens`, and a
+    /// targetLang, context]`, then `fallbackFrom` for items moved to a fallback provider;
+    /// `max_output_tokens` is `request.maxOutputTokens`, and a
     /// string reply longer than `reply_cap` UTF-16 code units is cut there (and handed
     /// back as `REPLY_TEXT_CUT`). It never throws: whatever goes wrong comes back as the
     /// call's failure.
@@ -109,13 +110,16 @@ impl Recent {
         if let Some(i) = self.groups.iter().position(|(c, _)| Rc::ptr_eq(c, compat)) {
             return self.groups[i].1.clone();
         }
-        let fields: JsValue = Array::of4(
+        let fields = Array::of4(
             &compat.provider_id.as_str().into(),
             &compat.source_lang.as_str().into(),
             &compat.target_lang.as_str().into(),
             &compat.context.as_str().into(),
-        )
-        .into();
+        );
+        if let Some(from) = &compat.fallback_from {
+            fields.push(&from.as_str().into());
+        }
+        let fields: JsValue = fields.into();
         if self.groups.len() == RECENT_GROUPS {
             self.groups.remove(0);
         }

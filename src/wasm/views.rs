@@ -34,6 +34,7 @@ struct StatsView {
     output_tokens: f64,
     streamed_calls: f64,
     early_resolved: f64,
+    fallback_items: f64,
 }
 
 fn to_js<T: Serialize>(value: &T) -> JsValue {
@@ -262,6 +263,7 @@ pub fn stats_object(s: &Stats) -> JsValue {
         output_tokens: s.output_tokens as f64,
         streamed_calls: s.streamed_calls as f64,
         early_resolved: s.early_resolved as f64,
+        fallback_items: s.fallback_items as f64,
     })
 }
 
@@ -299,6 +301,11 @@ enum EventView<'a> {
     BatchLimit {
         provider_id: &'a str,
         limit: u32,
+    },
+    ProviderFallback {
+        from: &'a str,
+        to: &'a str,
+        items: f64,
     },
     Timeout {
         provider_id: &'a str,
@@ -367,6 +374,11 @@ pub fn event_object(event: &Event) -> JsValue {
         },
         Event::Fallback { provider_id, items } => EventView::Fallback {
             provider_id,
+            items: *items as f64,
+        },
+        Event::ProviderFallback { from, to, items } => EventView::ProviderFallback {
+            from,
+            to,
             items: *items as f64,
         },
         Event::BatchLimit { provider_id, limit } => EventView::BatchLimit {

@@ -66,6 +66,7 @@ pub struct CallRecord {
     pub attempt: u32,
     pub provider_id: String,
     pub max_output_tokens: u32,
+    pub fallback_from: Option<String>,
 }
 
 type Script = Box<dyn FnMut(&Call, Instant) -> Answer>;
@@ -347,6 +348,7 @@ fn collect(
             attempt: call.attempt,
             provider_id: call.compat.provider_id.clone(),
             max_output_tokens: call.max_output_tokens,
+            fallback_from: call.compat.fallback_from.clone(),
         });
         check_layout(&call);
         match provider(&call, now) {
