@@ -58,9 +58,19 @@ struct Tally {
     first_reply: Option<Instant>,
 }
 
-/// A Groq-like quota of 30 requests and 6,000 tokens a minute, charged on arrival;
-/// `report`: its limits on every reply and 429.
-fn groq_like(report: bool, tally: Rc<RefCell<Tally>>) -> impl FnMut(&Call, Instant) -> Answer {
+/// What the provider says of its quota on every reply and 429.
+#[derive(Copy, Clone, Debug, PartialEq)]
+enum Says {
+    Nothing,
+    /// What is left and the reset.
+    Left,
+    /// That, and the whole window (`x-ratelimit-limit-*`).
+    LeftAndWhole,
+}
+
+/// A Groq-like quota of 30 requests and 6,000 tokens a minute, charged on arrival,
+/// saying `says` of it.
+fn groq_like(says: Says, tally: Rc<RefCell<Tally>>) -> impl FnMut(&Call, Instant) -> Answer {
     let latency = Duration::from_millis(300.0);
     let (mut requests, mut tokens) = (Minute::new(30.0), Minute::new(6000.0));
     move |call: &Call, now: Instant| {
@@ -82,12 +92,15 @@ fn groq_like(report: bool, tally: Rc<RefCell<Tally>>) -> impl FnMut(&Call, Insta
                 t.after_first_reply += 1;
             }
         }
-        let limits = if report {
+        let whole = says == Says::LeftAndWhole;
+        let limits = if says != Says::Nothing {
             ReportedLimits {
                 requests_remaining: Some(requests.level.floor()),
                 requests_reset: Some(requests.reset()),
                 tokens_remaining: Some(tokens.level.floor()),
                 tokens_reset: Some(tokens.reset()),
+                requests_limit: whole.then_some(30.0),
+                tokens_limit: whole.then_some(6000.0),
             }
         } else {
             ReportedLimits::default()
@@ -128,9 +141,9 @@ fn paragraphs(n: usize) -> Vec<String> {
 }
 
 /// Runs `n` paragraphs through a pacer with `patch` against the quota.
-fn run(patch: &[(&str, f64)], report: bool, n: usize) -> (Tally, Sim) {
+fn run(patch: &[(&str, f64)], says: Says, n: usize) -> (Tally, Sim) {
     let tally = Rc::new(RefCell::new(Tally::default()));
-    let mut sim = Sim::new(marker_options(patch), groq_like(report, tally.clone()));
+    let mut sim = Sim::new(marker_options(patch), groq_like(says, tally.clone()));
     let texts = paragraphs(n);
     let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
     sim.drive();
@@ -143,16 +156,19 @@ fn run(patch: &[(&str, f64)], report: bool, n: usize) -> (Tally, Sim) {
 
 #[test]
 fn on_the_defaults_reported_limits_bound_the_calls_after_the_first_reply() {
-    let (tally, _) = run(&[], true, 400);
     // The first burst (up to `capacity` calls before any reply) is the contract; after
-    // the provider has spoken, what it reports bounds every call.
-    assert!(
-        tally.after_first_reply <= 3,
-        "{} × 429 after the first reply ({} in all, {} calls)",
-        tally.after_first_reply,
-        tally.rate_limited,
-        tally.calls
-    );
+    // the provider has spoken, what it reports bounds every call, with or without the
+    // whole window.
+    for says in [Says::Left, Says::LeftAndWhole] {
+        let (tally, _) = run(&[], says, 400);
+        assert!(
+            tally.after_first_reply <= 3,
+            "{says:?}: {} × 429 after the first reply ({} in all, {} calls)",
+            tally.after_first_reply,
+            tally.rate_limited,
+            tally.calls
+        );
+    }
 }
 
 #[test]
@@ -162,12 +178,8 @@ fn the_preset_with_tokens_per_minute_meets_no_429_with_or_without_reported_limit
         ("capacity", 1.0),
         ("tokensPerMinute", 6000.0),
     ];
-    for report in [false, true] {
-        let (tally, _) = run(&preset, report, 400);
-        assert_eq!(
-            tally.rate_limited, 0,
-            "limits reported: {report}, {} calls",
-            tally.calls
-        );
+    for says in [Says::Nothing, Says::Left, Says::LeftAndWhole] {
+        let (tally, _) = run(&preset, says, 400);
+        assert_eq!(tally.rate_limited, 0, "{says:?}, {} calls", tally.calls);
     }
 }

@@ -227,13 +227,14 @@ fn a_slowed_provider_restored_mid_pause_under_a_lower_rate_gets_no_burst_at_its_
 #[test]
 fn a_restarted_pacer_respects_the_limits_reported_before_the_restart() {
     use batch_pacer::{Call, Report, ReportedLimits};
-    // The provider reports on its only reply: 1 request left of a window of 30 (what it
-    // left plus the call it answered... seen as the most ever reported), whole in 58 s.
+    // The provider reports on each reply what is left of its window of 30 requests (and
+    // the whole window, as x-ratelimit-limit-requests gives it): 1, whole in 58 s.
     let reply = |call: &Call, _| {
         let report = Report {
             limits: ReportedLimits {
                 requests_remaining: Some(if call.texts[0] == "first" { 29.0 } else { 1.0 }),
                 requests_reset: Some(Duration::from_millis(58_000.0)),
+                requests_limit: Some(30.0),
                 ..Default::default()
             },
             ..Default::default()

@@ -237,6 +237,10 @@ pub struct ReportedLimits {
     pub tokens_remaining: Option<f64>,
     /// Until the token window resets.
     pub tokens_reset: Option<Duration>,
+    /// The whole request window (`x-ratelimit-limit-requests`).
+    pub requests_limit: Option<f64>,
+    /// The whole token window (`x-ratelimit-limit-tokens`).
+    pub tokens_limit: Option<f64>,
 }
 
 impl ReportedLimits {

@@ -116,61 +116,135 @@ const LEDGER_LIMIT: usize = 4096;
 /// One of a provider's reported windows (requests or tokens), as of its report.
 ///
 /// Providers such as OpenAI and Groq refill continuously and report as reset the time
-/// until the window is whole again. So the window is read as a bucket that refills from
+/// until the window is whole again. When a report also gives the whole window
+/// (`requestsLimit` / `tokensLimit`), the window is read as a bucket that refills from
 /// what was left to the whole window by the reset, and the room it has in the meantime
-/// is used (in proportion), rather than stalling until the reset. The whole window is
-/// not reported; the most ever seen (what a report left plus what its call used) stands
-/// for it, which is never more than the real one, so neither the room nor the refill is
-/// overstated. What is left is taken as of the report's arrival (the refill during the
-/// call is not counted), and calls that started after the reporting call are counted
-/// against it (the report could not know them): both err on the side of no 429.
+/// is used (in proportion), rather than stalling until the reset. Without the whole
+/// window nothing is guessed (an earlier report's room says nothing of this one's
+/// window): what is left is all the room until the reset, and then the window is whole
+/// again. What is left is taken as of the report's arrival (the refill during the call
+/// is not counted), and calls that started after the reporting call are counted against
+/// it (the report could not know them): both err on the side of no 429.
 #[derive(Clone, Debug)]
 struct Window {
-    bucket: TokenBucket,
+    room: Room,
     reported_at: Instant,
     reset: Instant,
 }
 
+/// A window's room until its reset.
+#[derive(Clone, Debug)]
+enum Room {
+    /// The whole window is known: room refills in proportion until the reset.
+    Refilling(TokenBucket),
+    /// Only what was left is known: no more until the reset. Then the window is whole
+    /// again, and the report shows it holds at least what was left plus what the
+    /// reporting call used (`after`): that much until the next report, however large
+    /// the first call after the reset.
+    UntilReset {
+        left: f64,
+        after: f64,
+        taken_after: bool,
+    },
+}
+
 impl Window {
     /// The window a report describes, if it names what is left: `used` is what the
-    /// reporting call took of it, `whole` the largest window seen before, `since` what
+    /// reporting call took of it, `whole` the whole window when reported, `since` what
     /// the calls started after the reporting call take.
     fn from(
         now: Instant,
         remaining: Option<f64>,
         reset: Option<Duration>,
-        (used, whole, since): (f64, f64, f64),
+        (used, whole, since): (f64, Option<f64>, f64),
     ) -> Option<Window> {
         let remaining = remaining.filter(|r| r.is_finite() && *r >= 0.0)?;
         let reset = reset
             .filter(|r| *r > Duration::ZERO)
             .unwrap_or(UNKNOWN_RESET)
             .min(MAX_RESET);
-        let whole = whole.max(remaining + used);
-        // A window reported whole says nothing of its refill: a window's worth per
-        // longest reset, until the next report says more.
-        let rate = ((whole - remaining) / reset.as_secs()).max(whole / MAX_RESET.as_secs());
-        let mut bucket = TokenBucket::with_tokens(rate, whole, remaining, now);
-        bucket.take_amount(now, since);
+        let whole = whole.filter(|w| w.is_finite() && *w > 0.0);
+        let room = match whole {
+            Some(whole) => {
+                let whole = whole.max(remaining + used);
+                // A window reported whole says nothing of its refill: a window's worth
+                // per longest reset, until the next report says more.
+                let rate = ((whole - remaining) / reset.as_secs()).max(whole / MAX_RESET.as_secs());
+                let mut bucket = TokenBucket::with_tokens(rate, whole, remaining, now);
+                bucket.take_amount(now, since);
+                Room::Refilling(bucket)
+            }
+            None => Room::UntilReset {
+                left: remaining - since,
+                after: remaining + used,
+                taken_after: false,
+            },
+        };
         Some(Window {
-            bucket,
+            room,
             reported_at: now,
             reset: now + reset,
         })
     }
 
-    /// The whole window, as far as seen.
-    fn whole(&self) -> f64 {
-        self.bucket.capacity()
+    /// The whole window, when it was reported.
+    fn whole(&self) -> Option<f64> {
+        match &self.room {
+            Room::Refilling(bucket) => Some(bucket.capacity()),
+            Room::UntilReset { .. } => None,
+        }
+    }
+
+    /// The room left at `now`.
+    fn left(&self, now: Instant) -> f64 {
+        match &self.room {
+            Room::Refilling(bucket) => bucket.tokens(now),
+            Room::UntilReset { left, .. } if now < self.reset => *left,
+            Room::UntilReset { after, .. } => *after,
+        }
+    }
+
+    /// A call started at `now` takes `used` of the room.
+    fn take(&mut self, now: Instant, used: f64) {
+        let reset = self.reset;
+        match &mut self.room {
+            Room::Refilling(bucket) => bucket.take_amount(now, used),
+            Room::UntilReset { left, .. } if now < reset => *left -= used,
+            Room::UntilReset {
+                after, taken_after, ..
+            } => {
+                *after -= used;
+                *taken_after = true;
+            }
+        }
     }
 
     /// When the room reaches `need`, if not now. A call larger than the window as far
     /// as it is known waits for the reset, when the window is whole, however large.
     fn ready_at(&self, now: Instant, need: f64) -> Option<Instant> {
-        let mut at = self.bucket.ready_at_amount(now, need);
-        if need > self.whole() {
-            at = at.max(self.reset);
-        }
+        let at = match &self.room {
+            Room::Refilling(bucket) => {
+                let at = bucket.ready_at_amount(now, need);
+                if need > bucket.capacity() {
+                    at.max(self.reset)
+                } else {
+                    at
+                }
+            }
+            Room::UntilReset { left, .. } if now < self.reset => {
+                if *left >= need {
+                    now
+                } else {
+                    self.reset
+                }
+            }
+            // After the reset: the first call goes however large; then what the report
+            // showed the window holds, until a new report (or this one expires).
+            Room::UntilReset {
+                after, taken_after, ..
+            } if *after >= need || !*taken_after => now,
+            Room::UntilReset { .. } => self.expires(),
+        };
         (at > now).then_some(at)
     }
 
@@ -178,7 +252,12 @@ impl Window {
     /// quota that refills has been whole at least once. A provider that stops
     /// reporting is then paced by the pacer's own limits again.
     fn live(&self, now: Instant) -> bool {
-        now < self.reset + self.reset.since(self.reported_at)
+        now < self.expires()
+    }
+
+    /// When the report is no longer kept.
+    fn expires(&self) -> Instant {
+        self.reset + self.reset.since(self.reported_at)
     }
 }
 
@@ -253,22 +332,17 @@ impl ProviderQuota {
         let later = |t: &&(u64, f64)| t.0 > ticket;
         let started = self.since_report.iter().filter(later).count() as f64;
         let spent: f64 = self.since_report.iter().filter(later).map(|(_, c)| c).sum();
-        let whole = |w: &Option<Window>| {
-            w.as_ref()
-                .filter(|w| w.live(now))
-                .map_or(0.0, Window::whole)
-        };
         let requests = Window::from(
             now,
             limits.requests_remaining,
             limits.requests_reset,
-            (1.0, whole(&self.requests), started),
+            (1.0, limits.requests_limit, started),
         );
         let tokens = Window::from(
             now,
             limits.tokens_remaining,
             limits.tokens_reset,
-            (cost, whole(&self.tokens), spent),
+            (cost, limits.tokens_limit, spent),
         );
         if requests.is_none() && tokens.is_none() {
             return;
@@ -325,7 +399,7 @@ impl ProviderQuota {
         self.next_ticket += 1;
         for (window, used) in [(&mut self.requests, 1.0), (&mut self.tokens, cost)] {
             match window {
-                Some(w) if w.live(now) => w.bucket.take_amount(now, used),
+                Some(w) if w.live(now) => w.take(now, used),
                 _ => *window = None,
             }
         }
@@ -345,8 +419,8 @@ impl ProviderQuota {
     pub fn saved(&self, now: Instant) -> Option<SavedLimits> {
         let save = |w: &Option<Window>| {
             w.as_ref().filter(|w| w.live(now)).map(|w| SavedWindow {
-                remaining: w.bucket.tokens(now).max(0.0),
-                whole: w.whole(),
+                remaining: w.left(now).max(0.0),
+                whole: w.whole().unwrap_or(0.0),
                 reset_in: w.reset.since(now),
             })
         };
@@ -359,11 +433,14 @@ impl ProviderQuota {
     pub fn restore(&mut self, now: Instant, saved: &SavedLimits, elapsed: Duration) {
         let window = |w: &Option<SavedWindow>| {
             let w = w.as_ref()?;
-            let whole = w.whole.is_finite().then_some(w.whole.max(0.0))?;
-            let remaining = Some(w.remaining.min(whole));
+            // 0: the whole window was not reported.
+            let whole = (w.whole.is_finite() && w.whole > 0.0).then_some(w.whole);
+            let remaining = Some(whole.map_or(w.remaining, |whole| w.remaining.min(whole)));
             let mut restored = Window::from(now, remaining, Some(w.reset_in), (0.0, whole, 0.0))?;
-            let refill = elapsed.as_secs() * restored.bucket.rate();
-            restored.bucket.give(now, refill);
+            if let Room::Refilling(bucket) = &mut restored.room {
+                let refill = elapsed.as_secs() * bucket.rate();
+                bucket.give(now, refill);
+            }
             let left = w.reset_in.as_micros().saturating_sub(elapsed.as_micros());
             restored.reset = now + Duration::from_micros(left);
             Some(restored)
@@ -380,7 +457,7 @@ impl ProviderQuota {
 pub struct SavedWindow {
     /// Room left at the snapshot.
     pub remaining: f64,
-    /// The whole window, as far as seen.
+    /// The whole window, as the provider reported it (0: not reported).
     pub whole: f64,
     /// Time from the snapshot to its reset.
     pub reset_in: Duration,
@@ -431,6 +508,8 @@ mod tests {
             requests_reset: requests.map(|r| Duration::from_millis(r.1)),
             tokens_remaining: tokens.map(|t| t.0),
             tokens_reset: tokens.map(|t| Duration::from_millis(t.1)),
+            requests_limit: None,
+            tokens_limit: None,
         }
     }
 
@@ -451,19 +530,46 @@ mod tests {
     }
 
     #[test]
-    fn a_window_refills_in_proportion_until_its_reset() {
-        // 30 a minute: the first report leaves 29, then one says none is left for 60 s.
+    fn a_window_reported_whole_refills_in_proportion_until_its_reset() {
+        // 30 a minute, reported whole: none is left for 60 s.
         let mut quota = ProviderQuota::default();
         let first = quota.spend(at(0.0), 0.0);
-        quota.report(at(0.0), first, 0.0, &limits(Some((29.0, 2000.0)), None));
-        let second = quota.spend(at(0.0), 0.0);
-        quota.report(at(300.0), second, 0.0, &limits(Some((0.0, 60_000.0)), None));
+        let whole = ReportedLimits {
+            requests_limit: Some(30.0),
+            ..limits(Some((0.0, 60_000.0)), None)
+        };
+        quota.report(at(300.0), first, 0.0, &whole);
         // Not the whole minute: one request's room comes back every 2 s.
         assert_eq!(
             quota.held(at(300.0), 0.0),
             Some((at(2300.0), Held::Requests))
         );
         assert_eq!(quota.held(at(2300.0), 0.0), None);
+    }
+
+    #[test]
+    fn without_the_whole_window_calls_wait_for_the_reset_and_nothing_is_guessed() {
+        // An earlier report left 900,000 tokens; this one leaves 100 for 5 s.
+        let mut quota = ProviderQuota::default();
+        let first = quota.spend(at(0.0), 0.0);
+        quota.report(
+            at(0.0),
+            first,
+            0.0,
+            &limits(None, Some((900_000.0, 1000.0))),
+        );
+        let second = quota.spend(at(0.0), 0.0);
+        quota.report(at(100.0), second, 0.0, &limits(None, Some((100.0, 5000.0))));
+        assert_eq!(
+            quota.held(at(100.0), 4000.0),
+            Some((at(5100.0), Held::Tokens))
+        );
+        assert_eq!(quota.held(at(5100.0), 4000.0), None);
+        // No room left, no window: the next call waits the reset out (1.5 s).
+        let mut quota = ProviderQuota::default();
+        let first = quota.spend(at(0.0), 0.0);
+        quota.report(at(0.0), first, 0.0, &limits(None, Some((0.0, 1500.0))));
+        assert_eq!(quota.held(at(0.0), 10.0), Some((at(1500.0), Held::Tokens)));
     }
 
     #[test]

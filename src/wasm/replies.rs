@@ -151,7 +151,8 @@ fn usage_from(value: &JsValue) -> Option<Usage> {
     })
 }
 
-/// `{ requestsRemaining, requestsResetMs, tokensRemaining, tokensResetMs }`, any subset.
+/// `{ requestsRemaining, requestsResetMs, tokensRemaining, tokensResetMs, requestsLimit,
+/// tokensLimit }`, any subset.
 pub fn limits_from(value: &JsValue) -> ReportedLimits {
     if !value.is_object() {
         return ReportedLimits::default();
@@ -161,6 +162,8 @@ pub fn limits_from(value: &JsValue) -> ReportedLimits {
         requests_reset: count(value, "requestsResetMs").map(Duration::from_millis),
         tokens_remaining: count(value, "tokensRemaining"),
         tokens_reset: count(value, "tokensResetMs").map(Duration::from_millis),
+        requests_limit: count(value, "requestsLimit"),
+        tokens_limit: count(value, "tokensLimit"),
     }
 }
 
