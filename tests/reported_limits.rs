@@ -121,7 +121,7 @@ fn groq_like(says: Says, tally: Rc<RefCell<Tally>>) -> impl FnMut(&Call, Instant
             )
         } else {
             let mut failure = http_error(429, Some(1000.0));
-            failure.limits = limits;
+            failure.limits = Box::new(limits);
             Answer::Reported(latency, Err(failure), Report::default())
         }
     }

@@ -285,8 +285,9 @@ pub struct Failure<C> {
     pub message: String,
     /// The original error.
     pub cause: Option<C>,
-    /// What the error said of the provider's quota.
-    pub limits: ReportedLimits,
+    /// What the error said of the provider's quota (boxed: most failures say nothing,
+    /// and a failure travels in every `Result` of a reply).
+    pub limits: Box<ReportedLimits>,
     /// Which quota is spent, when the error said so.
     pub quota: Option<Quota>,
     /// `Some(false)`: the provider knows the same request will fail again (a
@@ -303,7 +304,7 @@ impl<C> Failure<C> {
             retry_after,
             message: message.to_owned(),
             cause: None,
-            limits: ReportedLimits::default(),
+            limits: Box::default(),
             quota: None,
             retryable: None,
         }
@@ -319,7 +320,7 @@ impl<C> Failure<C> {
                 "provider returned {what}, not a string, an array of strings or an object of strings"
             ),
             cause: None,
-            limits: ReportedLimits::default(),
+            limits: Box::default(),
             quota: None,
             retryable: None,
         }

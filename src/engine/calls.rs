@@ -7,7 +7,7 @@ use std::rc::Rc;
 use super::batches::{Batch, Try};
 use super::pacer::Charge;
 use super::running::{CallStrings, Running};
-use super::streams::visible_reply;
+use super::streams::{left_empty, visible_reply};
 use super::timers::Timer;
 use super::Engine;
 use crate::alignment;
@@ -221,8 +221,8 @@ impl<C: Clone> Engine<C> {
     pub(super) fn on_reply(&mut self, run: Running, reply: Reply, truncated: bool) {
         let mut reply = match reply {
             Reply::Text(text) => match visible_reply(text, run.batch_len(&self.batches)) {
-                Ok(text) => Reply::Text(text),
-                Err(failure) => return self.on_failure(run, failure),
+                Some(text) => Reply::Text(text),
+                None => return self.on_failure(run, left_empty()),
             },
             other => other,
         };

@@ -43,24 +43,22 @@ pub struct Preview {
     pub text: String,
 }
 
-/// A string reply's visible text: reasoning removed. A single text left empty by the
-/// removal was no answer at all: a failed call, retried like a reply of the wrong type.
-pub(super) fn visible_reply<C>(text: String, texts: usize) -> Result<String, Failure<C>> {
+/// A string reply's visible text: reasoning removed. `None` for a single text left
+/// empty by the removal: no answer at all, a failed call ([`left_empty`]), retried like
+/// a reply of the wrong type.
+pub(super) fn visible_reply(text: String, texts: usize) -> Option<String> {
     let Some(visible) = ReplyText::visible(&text) else {
-        return Ok(text);
+        return Some(text);
     };
     if texts <= 1 {
         // The line breaks a model writes after `</think>` are not the translation's.
         let answer = visible.trim();
-        if answer.is_empty() {
-            return Err(left_empty());
-        }
-        return Ok(answer.to_owned());
+        return (!answer.is_empty()).then(|| answer.to_owned());
     }
-    Ok(visible)
+    Some(visible)
 }
 
-fn left_empty<C>() -> Failure<C> {
+pub(super) fn left_empty<C>() -> Failure<C> {
     let mut failure =
         Failure::bad_reply("a reply left empty once its <think> reasoning is removed");
     failure.message =

@@ -183,7 +183,7 @@ pub fn failure_from(error: JsValue) -> Failure<JsValue> {
         .map(|s| s as u16);
     let message = error_message(&error);
     let mut failure = Failure::error(status, retry_after(&error), &message);
-    failure.limits = limits_from(&get(&error, "limits"));
+    failure.limits = Box::new(limits_from(&get(&error, "limits")));
     failure.quota = match get(&error, "quota").as_string().as_deref() {
         Some("rate") => Some(Quota::Rate),
         Some("daily") => Some(Quota::Daily),
