@@ -42,6 +42,7 @@ import { timeToFirstParagraph } from "./workload-first-paragraph.mjs";
 import { layoutsUnderDamagedReplies } from "./workload-damaged-replies.mjs";
 import { requestsAndTokens } from "./workload-requests-tokens.mjs";
 import { sporadic429s } from "./workload-sporadic-429s.mjs";
+import { fallbackProviders } from "./workload-fallback-providers.mjs";
 
 const execFile = promisify(execFileCb);
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
@@ -699,6 +700,7 @@ async function main() {
   if (wanted(8)) await layoutsUnderDamagedReplies({ BatchPacer, report, smoke: SMOKE, runs: CONFIG.runs });
   if (wanted(9)) report(await requestsAndTokens({ BatchPacer, runs: CONFIG.runs, smoke: SMOKE }));
   if (wanted(10)) report(await sporadic429s({ BatchPacer, runs: CONFIG.runs, smoke: SMOKE }));
+  if (wanted(12)) report(await fallbackProviders({ BatchPacer, routeProviders: pacerModule.routeProviders, runs: CONFIG.runs, smoke: SMOKE }));
   if (!SMOKE && !only) writeResults({ chromiumVersion: chromiumVersion ?? workerVersion, groups, started });
 }
 
