@@ -289,6 +289,35 @@ export interface PacerSettings {
   adaptiveBatching: boolean;
 
   /**
+   * Where a provider's items go when it cannot serve them, by `providerId`:
+   * `{ "gemini-flash": "gemini-flash-lite", "gemini-flash-lite": "groq" }`. A provider
+   * cannot serve while a daily quota blocks it or a 429 pause has more than
+   * `fallbackAfterMs` left (that call's items, its queued items and the items that
+   * arrive meanwhile move), on a billing or settings error (the call's and the queued
+   * items move; later items try it again), and for the items of a call that failed for
+   * good after its retries (network error, timeout, 408, 409, 5xx). Moved items go to the
+   * first provider of the chain that can serve (else its last), batched only with items
+   * moved from the same provider; their calls carry `fallbackFrom`. New items go back to
+   * their own provider once it can serve. A moved item's translation is cached under its
+   * own key (its `providerId`). Reported by `providerFallback` events and
+   * `stats().fallbackItems`. Absent from `pacer.options` until set.
+   *
+   * Valid values: an object of non-empty `providerId` strings, no provider mapped to
+   * itself, no cycle.
+   * @default {} (no fallback)
+   */
+  fallbackProviders?: Readonly<Record<string, string>>;
+
+  /**
+   * A 429 pause with more than this left (its Retry-After or backoff, in milliseconds)
+   * moves its provider's items to its fallback (`fallbackProviders`).
+   *
+   * Valid range: a finite number >= 0.
+   * @default 10000
+   */
+  fallbackAfterMs: number;
+
+  /**
    * Token budget of this pacer's calls, beside the request bucket: refilled continuously
    * at `tokensPerMinute / 60` a second, holding at most a minute's worth, starting full.
    * A call starts only when it holds the call's estimated cost (the input's estimate,
@@ -1211,6 +1240,17 @@ export interface BatchLimitEvent {
   limit: number;
 }
 
+/** Items moved from a provider that cannot serve them to its fallback (`fallbackProviders`). */
+export interface ProviderFallbackEvent {
+  type: "providerFallback";
+  /** The provider that could not serve them. */
+  from: string;
+  /** The provider that takes them. */
+  to: string;
+  /** How many items moved. */
+  items: number;
+}
+
 /** A batch is sent again one item at a time (`fallbackToIndividual`). */
 export interface FallbackEvent {
   type: "fallback";
@@ -1246,6 +1286,7 @@ export type PacerEvent =
   | CountMismatchEvent
   | FallbackEvent
   | BatchLimitEvent
+  | ProviderFallbackEvent
   | TimeoutEvent
   | CacheErrorEvent
   | LimitedEvent

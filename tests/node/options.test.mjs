@@ -27,6 +27,7 @@ const EXPECTED_DEFAULTS = {
   cacheEntries: 1000,
   segmentFormat: "markers",
   adaptiveBatching: true,
+  fallbackAfterMs: 10000,
   tokensPerMinute: 0,
 };
 
@@ -147,6 +148,7 @@ describe("DEFAULTS and pacer.options", () => {
       // Not a number: the other of its two values.
       segmentFormat: "separator",
       adaptiveBatching: false,
+      fallbackAfterMs: 0,
       tokensPerMinute: 0,
     };
     const pacer = new BatchPacer(provider, smallest);

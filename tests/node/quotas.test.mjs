@@ -292,9 +292,10 @@ describe("reported limits", () => {
   });
 
   test("requestsRemaining counts down with each call started meanwhile, then comes back in proportion", async (t) => {
-    // 2 left of a window of 3, whole again in 5 s: a request's room every 5 s.
+    // 2 left of a window of 3 (reported whole, as x-ratelimit-limit-requests gives it),
+    // whole again in 5 s: a request's room every 5 s.
     const { clock, calls, send } = setup(t, {
-      answer: limitedReply({ requestsRemaining: 2, requestsResetMs: 5000 }),
+      answer: limitedReply({ requestsRemaining: 2, requestsResetMs: 5000, requestsLimit: 3 }),
     });
     send(item("a0", { providerId: "a", llm: false }));
     await clock.tickAsync(10);
@@ -330,13 +331,12 @@ describe("reported limits", () => {
   });
 
   test("a token window refills in proportion: a call waits only for the tokens it lacks", async (t) => {
-    // Estimates are needed from the start (tokensPerMinute), so the reporting call's cost
-    // (240) is known: 100 left of a window of 340, whole again in 7 s, so the 140 tokens
-    // the next call lacks come back in 7 s × 140 / 240.
+    // 100 left of a window of 340 reported whole, whole again in 7 s, so the 140 tokens
+    // the next call (240) lacks come back in 7 s × 140 / 240.
     const { clock, calls, send } = setup(t, {
       estimateTokens: () => 100,
       tokensPerMinute: 1_000_000,
-      answer: limitedReply({ tokensRemaining: 100, tokensResetMs: 7000 }),
+      answer: limitedReply({ tokensRemaining: 100, tokensResetMs: 7000, tokensLimit: 340 }),
     });
     send(item("a0", { providerId: "a", llm: false }));
     await clock.tickAsync(10);
@@ -349,6 +349,29 @@ describe("reported limits", () => {
     assert.ok(Math.abs(startTimes(calls, "a")[1] - expected) < 5, `started at ${startTimes(calls, "a")[1]} ms`);
   });
 
+  test("without the whole window nothing is guessed: 100 tokens left after a report of 900,000 hold a 4,000-token call until the reset", async (t) => {
+    let n = 0;
+    const { clock, calls, send } = setup(t, {
+      estimateTokens: () => 2000,
+      answer: async (r) => {
+        n += 1;
+        if (n === 1) return { translations: r.text, limits: { tokensRemaining: 900_000, tokensResetMs: 1000 } };
+        if (n === 2) return { translations: r.text, limits: { tokensRemaining: 100, tokensResetMs: 5000 } };
+        return r.text;
+      },
+    });
+    send(item("a0", { providerId: "a", llm: false }));
+    await clock.tickAsync(10);
+    send(item("a1", { providerId: "a", llm: false }));
+    await clock.tickAsync(10);
+    const next = send(item("a2", { providerId: "a", llm: false }));
+    await clock.tickAsync(4900);
+    assert.equal(next.status, "pending", "no call before the reset: the window is not guessed");
+    assert.equal(calls.length, 2);
+    await clock.tickAsync(200);
+    assert.equal(next.value, "a2");
+  });
+
   test("a snapshot keeps the reported limits: a restarted pacer's first burst respects them", async (t) => {
     // 29 left of a window of 30 after the first call, then 1 left, whole again in 58 s:
     // one request's room comes back every 2 s.
@@ -356,7 +379,10 @@ describe("reported limits", () => {
     const before = setup(t, {
       rate: 100,
       capacity: 100,
-      answer: async (r) => ({ translations: r.text, limits: { requestsRemaining: n++ === 0 ? 29 : 1, requestsResetMs: 58_000 } }),
+      answer: async (r) => ({
+        translations: r.text,
+        limits: { requestsRemaining: n++ === 0 ? 29 : 1, requestsResetMs: 58_000, requestsLimit: 30 },
+      }),
     });
     before.send(item("first", { providerId: "a", llm: false }));
     await before.clock.tickAsync(10);
@@ -673,5 +699,32 @@ describe("option errors", () => {
       assert.equal(err.option, option, `setOptions: ${err.message}`);
     }
     assert.equal(thrown(() => new BatchPacer(5), "invalid_options").option, "provider");
+  });
+});
+
+describe("reported limits through openAIProvider and a real server", () => {
+  test("x-ratelimit-remaining-tokens 0 with a reset of 1.5 s and no limit header: the next call waits for the reset", async (t) => {
+    const { startServer } = await import("./chat-server.mjs");
+    const { openAIProvider } = await import("batch-pacer");
+    let n = 0;
+    const arrivals = [];
+    const server = await startServer(t, (record, res) => {
+      arrivals.push(performance.now());
+      n += 1;
+      const headers = { "content-type": "application/json" };
+      if (n === 1) Object.assign(headers, { "x-ratelimit-remaining-tokens": "0", "x-ratelimit-reset-tokens": "1.5s" });
+      res.writeHead(200, headers);
+      const content = record.json.messages.at(-1).content;
+      res.end(JSON.stringify({ choices: [{ message: { content }, finish_reason: "stop" }] }));
+    });
+    const pacer = new BatchPacer(openAIProvider({ baseUrl: server.baseUrl, model: "m" }));
+    t.after(() => pacer.dispose());
+    const first = item("one", { providerId: "a", llm: false });
+    assert.equal(await pacer.translate(first), "one");
+    const replied = performance.now();
+    assert.equal(await pacer.translate(item("two", { providerId: "a", llm: false })), "two");
+    // The reset counts from the reply's arrival: about 1.5 s, not at once.
+    const waited = arrivals[1] - replied;
+    assert.ok(waited >= 1400, `the second call came ${Math.round(waited)} ms after the report`);
   });
 });
