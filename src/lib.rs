@@ -48,6 +48,7 @@
 //!   - `retry`: which failures are retried, backoff, jitter.
 //!   - `batch_limit`: the batch size a provider's replies have shown it can carry.
 //!   - `output_bound`: how many output tokens a faithful answer to a call can need.
+//!   - `length_ratio`: how long a provider's translations are against their sources.
 //! - `layout/`: how texts travel in one call and come back:
 //!   - `markers`: the markers layout (tag choice, layout, instructions, the marker scan).
 //!   - `proof`: which translation of a reply provably belongs to which item.
@@ -71,7 +72,8 @@ mod memo;
 pub use memo::{cache, key, store};
 mod pacing;
 pub use pacing::{
-    adaptive, batch_limit, bucket, budget, estimate, output_bound, provider, quota, retry,
+    adaptive, batch_limit, bucket, budget, estimate, length_ratio, output_bound, provider, quota,
+    retry,
 };
 mod layout;
 pub use layout::{alignment, codec, copied_markers, early, markers, proof, stream, structured};

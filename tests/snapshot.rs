@@ -190,6 +190,7 @@ fn starts_after_the_pause(
             daily_block: None,
             limits: None,
             batch_limit: None,
+            length_ratios: vec![],
         }],
     };
     let mut sim = Sim::new(opts, echo_provider(1.0));

@@ -601,3 +601,81 @@ proptest! {
         }
     }
 }
+
+/// The time from its call's start to the first item's resolution, for a batch of `texts`
+/// streamed four characters every 20 ms, after `warm_up` such batches of other texts.
+fn first_item_after(warm_up: usize, texts: &[&str]) -> f64 {
+    let mut sim = Sim::new(marker_options(&[]), |call: &Call, _| {
+        let reply = layout_reply(
+            call,
+            &call.texts.iter().map(|t| echo(t)).collect::<Vec<_>>(),
+        );
+        Answer::Stream(chunked(&reply, 4, every(20.0)))
+    });
+    for round in 0..warm_up {
+        for text in texts {
+            sim.translate(&item(&format!("{round}: {text}")));
+        }
+        sim.drive();
+    }
+    let tickets: Vec<_> = texts.iter().map(|t| sim.translate(&item(t))).collect();
+    sim.drive();
+    for (t, text) in tickets.iter().zip(texts) {
+        assert_eq!(sim.ok(*t), echo(text));
+    }
+    let start = sim.calls.last().unwrap().at;
+    sim.settled_at[&tickets[0]].as_millis() - start.as_millis()
+}
+
+#[test]
+fn a_length_ratio_learned_from_earlier_replies_resolves_a_first_segment_at_its_close() {
+    // Three long paragraphs: cold, the first waits until the second is written about as
+    // long as the third's translation would be at the first's ratio (a merge of the first
+    // two, numbers then copied in order, would leave it that long); warm, the first
+    // closed segment reads as the first alone at the ratio earlier replies showed.
+    let long = "A long first paragraph that goes on and on, with many words in it, far more than the next one has, and then some more words to make it long.";
+    let texts = [
+        long,
+        "A second paragraph just as long as the first one, with many words in it, and more of them, and then some more words to make it as long.",
+        "A third paragraph that is as long as the first one, with many words in it, and more words, and then some more words.",
+        "The fourth and last one.",
+    ];
+    let cold = first_item_after(0, &texts);
+    let warm = first_item_after(3, &texts);
+    let first_closes = (long.len() as f64 / 4.0) * 20.0;
+    assert!(warm < cold, "warm {warm} ms, cold {cold} ms");
+    assert!(
+        warm <= first_closes + 200.0,
+        "warm {warm} ms, the first closes at about {first_closes} ms"
+    );
+}
+
+#[test]
+fn the_snapshot_keeps_a_providers_length_ratios() {
+    let mut sim = Sim::new(marker_options(&[]), |call: &Call, _| {
+        let reply = layout_reply(
+            call,
+            &call.texts.iter().map(|t| echo(t)).collect::<Vec<_>>(),
+        );
+        Answer::Stream(chunked(&reply, 4, every(20.0)))
+    });
+    for text in UNLIKE {
+        sim.translate(&item(text));
+    }
+    sim.drive();
+    let snapshot = sim.engine.snapshot(0.0);
+    let ratios = &snapshot.providers[0].length_ratios;
+    assert_eq!(ratios.len(), 1);
+    assert_eq!(
+        (
+            ratios[0].source_lang.as_str(),
+            ratios[0].target_lang.as_str()
+        ),
+        ("en", "de")
+    );
+    assert!(
+        ratios[0].ratio > 1.0 && ratios[0].ratio < 1.2,
+        "{}",
+        ratios[0].ratio
+    );
+}

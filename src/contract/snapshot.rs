@@ -25,6 +25,8 @@ pub struct ProviderSnapshot {
     pub limits: Option<SavedLimits>,
     /// The batch size it learned (`adaptiveBatching`), when one was.
     pub batch_limit: Option<u32>,
+    /// How long its translations were against their sources, per language pair.
+    pub length_ratios: Vec<crate::length_ratio::PairRatio>,
 }
 
 /// A daily block as saved: how long it still holds, and what items reject with.

@@ -16,6 +16,7 @@ use crate::batch_limit::{BatchLimit, Proved};
 use crate::bucket::TokenBucket;
 use crate::budget::SharedBudget;
 use crate::call::{ReportedLimits, Usage};
+use crate::length_ratio::LengthRatios;
 use crate::options::Options;
 use crate::provider::{DailyBlock, ProviderPacing};
 use crate::quota::{Held, TokenBudget};
@@ -423,6 +424,31 @@ impl Pacer {
             .map_or(1.0, |p| p.pacing.borrow().input_ratio.get())
     }
 
+    /// The length of `provider`'s translations from `source` to `target` against their
+    /// sources, once its proven replies showed it.
+    pub(super) fn length_ratio(&self, provider: u32, source: &str, target: &str) -> Option<f64> {
+        let p = self.providers.get(provider as usize)?;
+        let ratio = p.pacing.borrow().length_ratios.trusted(source, target);
+        ratio
+    }
+
+    /// A proven translation by `provider` of `translated` characters for a source of
+    /// `source_len`, from `source` to `target`.
+    pub(super) fn learn_length(
+        &self,
+        provider: u32,
+        (source, target): (&str, &str),
+        source_len: f64,
+        translated: f64,
+    ) {
+        if let Some(p) = self.providers.get(provider as usize) {
+            let mut pacing = p.pacing.borrow_mut();
+            pacing
+                .length_ratios
+                .learn(source, target, source_len, translated);
+        }
+    }
+
     /// A call of `items` items to `provider` started (a probe at a limit of 1 is taken).
     pub(super) fn note_call(&self, provider: u32, items: usize) {
         if let Some(p) = self.providers.get(provider as usize) {
@@ -476,11 +502,13 @@ impl Pacer {
                     });
             let limits = p.quota.saved(now);
             let batch_limit = p.batch_limit.learned();
+            let length_ratios = p.length_ratios.saved();
             if p.paused_until > now
                 || adaptive.is_some()
                 || daily_block.is_some()
                 || limits.is_some()
                 || batch_limit.is_some()
+                || !length_ratios.is_empty()
             {
                 providers.push(ProviderSnapshot {
                     provider_id: provider.id.to_string(),
@@ -490,6 +518,7 @@ impl Pacer {
                     daily_block,
                     limits,
                     batch_limit,
+                    length_ratios,
                 });
             }
         }
@@ -543,6 +572,9 @@ impl Pacer {
             }
             if let Some(limit) = saved.batch_limit {
                 provider.batch_limit = BatchLimit::restored(limit);
+            }
+            if !saved.length_ratios.is_empty() {
+                provider.length_ratios = LengthRatios::restored(&saved.length_ratios);
             }
             let Some(adaptive_rate) = saved.adaptive_rate else {
                 continue;

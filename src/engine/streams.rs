@@ -9,9 +9,12 @@ use super::calls::{Reading, Unproven};
 use super::running::Running;
 use super::{Engine, Job};
 use crate::batch_limit::Proved;
-use crate::call::{CallId, Failure, Reply, Report};
+use std::rc::Rc;
+
+use crate::call::{CallId, CompatInfo, Failure, Reply, Report};
 use crate::early;
 use crate::proof;
+use crate::proof::char_len;
 use crate::settle::Ticket;
 use crate::slab::Id;
 use crate::stream::{reply_cap, ReplyText};
@@ -32,6 +35,10 @@ pub(super) struct Streamed {
     previewed: Vec<usize>,
     /// What the stream reported (usage, limits), the last value of each kind winning.
     report: Report,
+    /// Its provider and items' fields: whose length ratio its segments are read with,
+    /// and teach.
+    provider: u32,
+    compat: Rc<CompatInfo>,
 }
 
 /// A preview of an item's translation while its streamed reply arrives.
@@ -157,6 +164,8 @@ impl<C: Clone> Engine<C> {
             return Some(stream);
         }
         let batch = self.batches.get(run.batch())?;
+        let compat = Rc::clone(self.groups.get(batch.compat())?.info());
+        let provider = batch.provider();
         self.out.counters().streamed_calls += 1;
         let jobs = batch.jobs().to_vec();
         let mut texts = Vec::with_capacity(jobs.len());
@@ -171,6 +180,8 @@ impl<C: Clone> Engine<C> {
             texts,
             jobs,
             report: Report::default(),
+            provider,
+            compat,
         }))
     }
 
@@ -190,9 +201,11 @@ impl<C: Clone> Engine<C> {
         let Some(batch_key) = self.calls.get(id).map(Running::batch) else {
             return;
         };
+        let (source, target) = (&stream.compat.source_lang, &stream.compat.target_lang);
+        let ratio = self.pacer.length_ratio(stream.provider, source, target);
         let proven: Vec<(usize, String)> = {
             let run = early::leading_pairs(stream.text.as_str(), &tag);
-            let count = early::proven_count(&stream.texts, &run).min(run.closed.len());
+            let count = early::proven_count(&stream.texts, &run, ratio).min(run.closed.len());
             // Values without a marker matter only while a closed segment waits for the
             // text after it.
             stream.awaits_next = !run.broken && run.open.is_some() && count < run.closed.len();
@@ -202,6 +215,12 @@ impl<C: Clone> Engine<C> {
                 .collect()
         };
         for (i, translation) in proven {
+            self.learn_length(
+                stream.provider,
+                &stream.compat,
+                &stream.texts[i],
+                &translation,
+            );
             stream.resolved[i] = true;
             let job_key = stream.jobs[i];
             let Some(job) = self.jobs.get(job_key) else {
@@ -298,6 +317,16 @@ impl<C: Clone> Engine<C> {
             let at = stream.jobs.iter().position(|j| j == job);
             translations.push(at.and_then(|i| proven.get_mut(i)?.take()));
         }
+        for (i, translation) in proven.iter().enumerate() {
+            if let Some(translation) = translation {
+                self.learn_length(
+                    stream.provider,
+                    &stream.compat,
+                    &stream.texts[i],
+                    translation,
+                );
+            }
+        }
         let early = stream.resolved.iter().filter(|r| **r).count();
         let proved = if translations.iter().all(Option::is_some) {
             Proved::All
@@ -324,6 +353,14 @@ impl<C: Clone> Engine<C> {
             }
             self.on_mismatch(run, stream.texts.len(), early, unproven);
         }
+    }
+
+    /// A segment of a stream to `provider` (items of `compat`) proved `translation` of
+    /// `source`: its length teaches the provider's ratio for the language pair.
+    fn learn_length(&self, provider: u32, compat: &CompatInfo, source: &str, translation: &str) {
+        let langs = (compat.source_lang.as_str(), compat.target_lang.as_str());
+        let (source, translated) = (char_len(source), char_len(translation));
+        self.pacer.learn_length(provider, langs, source, translated);
     }
 
     /// A streamed call broke after its reply had resolved every item: nothing is left

@@ -13,7 +13,9 @@
 //!
 //! So segment `i` (from the second on; the first, whose length has nothing to be
 //! compared with yet, also needs the second pair written long enough to rule out a merge
-//! of the first two, `first_merge_refuted`, or closed) resolves early when the reply so far opens
+//! of the first two, `first_merge_refuted`, or closed, or its own length to read as the
+//! first translation alone at the length ratio the provider's earlier proven replies
+//! showed for the language pair, `first_fits_alone`) resolves early when the reply so far opens
 //! with the pairs of segments `0 … i`, each with its own number, found once and in order, none broken, and none
 //! damaged by rule 1 (empty, another text of the batch, the same text as another
 //! segment), followed by the open marker of segment `i + 1` and the first characters of
@@ -81,8 +83,13 @@ pub fn leading_pairs<'a>(reply: &'a str, tag: &str) -> LeadingPairs<'a> {
 }
 
 /// How many of the leading segments of a batch of `texts` the reply so far (`run`)
-/// proves, whatever follows.
-pub fn proven_count<S: AsRef<str>>(texts: &[S], run: &LeadingPairs<'_>) -> usize {
+/// proves, whatever follows; `ratio`: the provider's translation-to-source length ratio
+/// for the language pair, when its earlier proven replies showed one.
+pub fn proven_count<S: AsRef<str>>(
+    texts: &[S],
+    run: &LeadingPairs<'_>,
+    ratio: Option<f64>,
+) -> usize {
     let closed = &run.closed[..];
     let n = texts.len();
     let m = closed.len().min(n);
@@ -118,7 +125,8 @@ pub fn proven_count<S: AsRef<str>>(texts: &[S], run: &LeadingPairs<'_>) -> usize
         && run.open.is_some_and(|open| {
             begun_past_damage(open, &sources, closed)
                 && (clean >= 2
-                    || (clean == 1 && n >= 4 && first_merge_refuted(&sources, closed[0], open)))
+                    || (clean == 1 && n >= 4 && first_merge_refuted(&sources, closed[0], open))
+                    || (clean == 1 && n >= 3 && first_fits_alone(&sources, closed[0], ratio)))
         });
     let vouched = if next_begun {
         clean
@@ -152,6 +160,22 @@ fn first_merge_refuted(sources: &[&str], first: &str, open: &str) -> bool {
     let written = char_len(written_so_far(open));
     let if_merged = length(first) * length(sources[2]) / (length(sources[0]) + length(sources[1]));
     written > 1.5 * if_merged
+}
+
+/// Whether the first pair, closed, reads as the first translation alone at the ratio the
+/// provider's earlier proven replies showed (`ratio`): within 1.2 times of that ratio
+/// applied to its source, and less than two thirds of what it would hold merged with the
+/// second (numbers then copied in order). Without a ratio, or when the second source is
+/// too short for a merge to show, it says nothing.
+fn first_fits_alone(sources: &[&str], first: &str, ratio: Option<f64>) -> bool {
+    let Some(ratio) = ratio else {
+        return false;
+    };
+    let length = |text: &str| char_len(text).max(1.0);
+    let written = length(first);
+    let alone = ratio * length(sources[0]);
+    let merged = ratio * (length(sources[0]) + length(sources[1]));
+    (written / alone).ln().abs() <= 1.2f64.ln() && written * 1.5 < merged
 }
 
 /// The text of an open segment so far, trimmed, without a trailing `<…` that may be the
@@ -246,13 +270,40 @@ mod tests {
     }
 
     fn proven_count(texts: &[&str], closed: &[&str]) -> usize {
-        super::proven_count(texts, &run(closed, None))
+        super::proven_count(texts, &run(closed, None), None)
+    }
+
+    #[test]
+    fn a_known_length_ratio_lets_the_first_segment_resolve_once_it_closed() {
+        let texts = [
+            "the first paragraph",
+            "the second one here",
+            "a third paragraph!!",
+            "the fourth and last",
+        ];
+        let at = |ratio, closed: &[&str], open| {
+            super::proven_count(&texts, &run(closed, Some(open)), ratio)
+        };
+        // Without a ratio the second pair must first be written long enough.
+        assert_eq!(at(None, &["der erste Absatz!!!"], "zw"), 0);
+        // At the provider's ratio (1.0 here) the first pair reads as the first alone.
+        assert_eq!(at(Some(1.0), &["der erste Absatz!!!"], "zw"), 1);
+        // A merge of the first two reads as one, not as the first alone.
+        assert_eq!(
+            at(Some(1.0), &["der erste Absatz der zweite hier"], "ein"),
+            0
+        );
+        // Nor does a pair far shorter than its source at that ratio (a split).
+        assert_eq!(at(Some(1.0), &["der erste"], "Absatz"), 0);
+        // The next pair must still have begun past any damage.
+        assert_eq!(at(Some(1.0), &["der erste Absatz!!!"], ""), 0);
     }
 
     #[test]
     fn a_segment_resolves_once_the_next_one_has_begun_past_any_damage() {
         let texts = ["one", "two", "three", "four", "five"];
-        let proven = |closed: &[&str], open| super::proven_count(&texts, &run(closed, Some(open)));
+        let proven =
+            |closed: &[&str], open| super::proven_count(&texts, &run(closed, Some(open)), None);
         // Nothing yet, white space, or the start of the marker that would close it empty.
         assert_eq!(proven(&["eins", "zwei"], ""), 1);
         assert_eq!(proven(&["eins", "zwei"], "  \n"), 1);
@@ -281,7 +332,7 @@ mod tests {
             open: Some("zwei"),
             broken: true,
         };
-        assert_eq!(super::proven_count(&texts, &broken), 0);
+        assert_eq!(super::proven_count(&texts, &broken, None), 0);
     }
 
     #[test]

@@ -7,6 +7,7 @@ pub mod batch_limit;
 pub mod bucket;
 pub mod budget;
 pub mod estimate;
+pub mod length_ratio;
 pub mod output_bound;
 pub mod provider;
 pub mod quota;

@@ -4,6 +4,7 @@
 
 use crate::adaptive::AdaptiveRate;
 use crate::batch_limit::BatchLimit;
+use crate::length_ratio::LengthRatios;
 use crate::output_bound::InputRatio;
 use crate::quota::ProviderQuota;
 use crate::time::Instant;
@@ -30,6 +31,8 @@ pub struct ProviderPacing {
     pub(crate) batch_limit: BatchLimit,
     /// Its reported input tokens over the estimate, for the output bound.
     pub(crate) input_ratio: InputRatio,
+    /// How long its proven translations were against their sources, per language pair.
+    pub(crate) length_ratios: LengthRatios,
 }
 
 /// What items for a provider whose daily quota is spent reject with, and until when.

@@ -5,6 +5,7 @@ use serde::Serialize;
 use wasm_bindgen::prelude::*;
 
 use super::convert::{describe, get};
+use crate::length_ratio::PairRatio;
 use crate::quota::{SavedLimits, SavedWindow};
 use crate::{Duration, Event, ProviderSnapshot, SavedDailyBlock, Snapshot, Stats};
 
@@ -65,6 +66,55 @@ struct ProviderView {
     limits: Option<LimitsView>,
     #[serde(skip_serializing_if = "Option::is_none")]
     batch_limit: Option<u32>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    length_ratios: Vec<RatioView>,
+}
+
+/// A language pair's length ratio as a snapshot keeps it.
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct RatioView {
+    source_lang: String,
+    target_lang: String,
+    ratio: f64,
+}
+
+/// Saved length ratios read back (`[]` when absent).
+fn ratios_from(value: &JsValue) -> Result<Vec<PairRatio>, String> {
+    if value.is_undefined() || value.is_null() {
+        return Ok(Vec::new());
+    }
+    if !Array::is_array(value) {
+        return Err(format!(
+            "restore.providers[].lengthRatios must be an array (got {})",
+            describe(value)
+        ));
+    }
+    let mut ratios = Vec::new();
+    for entry in Array::from(value).iter() {
+        let lang = |field: &str| {
+            get(&entry, field).as_string().ok_or_else(|| {
+                format!(
+                    "restore.providers[].lengthRatios[].{field} must be a string (got {})",
+                    describe(&get(&entry, field))
+                )
+            })
+        };
+        let ratio = snapshot_number(&entry, "ratio")?;
+        if !(ratio.is_finite() && ratio > 0.0) {
+            return Err(format!(
+                "restore.providers[].lengthRatios[].ratio must be a finite number > 0 (got {})",
+                describe(&get(&entry, "ratio"))
+            ));
+        }
+        ratios.push(PairRatio {
+            source_lang: lang("sourceLang")?,
+            target_lang: lang("targetLang")?,
+            ratio,
+            seen: 0,
+        });
+    }
+    Ok(ratios)
 }
 
 /// The limits a provider last reported, as a snapshot keeps them.
@@ -137,6 +187,15 @@ pub fn snapshot_object(snapshot: &Snapshot) -> JsValue {
                     tokens: l.tokens.as_ref().map(window_view),
                 }),
                 batch_limit: p.batch_limit,
+                length_ratios: p
+                    .length_ratios
+                    .iter()
+                    .map(|r| RatioView {
+                        source_lang: r.source_lang.clone(),
+                        target_lang: r.target_lang.clone(),
+                        ratio: r.ratio,
+                    })
+                    .collect(),
             })
             .collect(),
     })
@@ -225,6 +284,7 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
         providers.push(ProviderSnapshot {
             limits,
             batch_limit,
+            length_ratios: ratios_from(&get(&entry, "lengthRatios"))?,
             provider_id,
             paused_for: Duration::from_millis(snapshot_number(&entry, "pausedForMs")?),
             adaptive_rate,
