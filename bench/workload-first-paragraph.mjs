@@ -91,7 +91,7 @@ function model(clock, { firstTokenMs, tokensPerSecond, charsPerToken }, { stream
  * resolution, the time from the page's start to its first resolved paragraph, the calls
  * made and the pacer's counters.
  */
-async function runPage(BatchPacer, texts, spec, { stream, perCall }) {
+async function runPage(BatchPacer, texts, spec, { stream, perCall, earlierPage }) {
   const { clock, pacerClock } = privateClock();
   const callStart = new Map(); // text -> virtual ms its latest call started
   const closedAt = new Map(); // text -> virtual ms its segment's closing marker was written
@@ -110,7 +110,17 @@ async function runPage(BatchPacer, texts, spec, { stream, perCall }) {
     maxCharactersPerBatch: perCall * spec.maxChars,
     cacheEntries: 0,
   });
+  if (earlierPage) {
+    // A page read before on the same pacer: what its replies showed of the provider (its
+    // translations' length against their sources) is known when this page starts.
+    const earlier = follow(clock, earlierPage.map((text) => pacer.translate(item(text))));
+    await runUntil(clock, () => earlier.pending === 0, { stepMs: 1000 });
+    // The earlier page's calls are no part of this page's figures.
+    callStart.clear();
+    closedAt.clear();
+  }
   const begin = clock.now;
+  const { providerCalls: callsBefore, earlyResolved: earlyBefore } = pacer.stats();
   const resolvedAt = new Array(texts.length);
   const promises = texts.map((text, i) =>
     pacer.translate(item(text)).then((translation) => {
@@ -120,7 +130,9 @@ async function runPage(BatchPacer, texts, spec, { stream, perCall }) {
   );
   const state = follow(clock, promises);
   await runUntil(clock, () => state.pending === 0, { stepMs: 1000 });
-  const stats = pacer.stats();
+  const stats = { ...pacer.stats() };
+  stats.providerCalls -= callsBefore;
+  stats.earlyResolved -= earlyBefore;
   pacer.dispose();
   if (state.failed > 0) throw new Error(`${state.failed} paragraphs failed (streaming ${stream})`);
   const toParagraph = texts.map((text, i) => resolvedAt[i] - callStart.get(text));
@@ -141,6 +153,12 @@ export async function timeToFirstParagraph({ BatchPacer, smoke = false, number =
   const modes = [
     { name: "whole batch (baseline): the reply when its last token is written", stream: false, perCall: spec.perCall },
     { name: "streaming: each paragraph as the stream proves it", stream: true, perCall: spec.perCall },
+    {
+      name: "streaming, a later page: the same pacer read an earlier page first (the provider's length ratio known)",
+      stream: true,
+      perCall: spec.perCall,
+      earlierPage: pageParagraphs({ ...spec, paragraphs: 8, seed: spec.seed + 1 }).map((t) => `Earlier: ${t}`),
+    },
     { name: "one call per paragraph (no batching)", stream: false, perCall: 1 },
   ];
   const results = [];
@@ -148,7 +166,7 @@ export async function timeToFirstParagraph({ BatchPacer, smoke = false, number =
   // The bound no proof can beat: each paragraph the moment its closing marker is written,
   // trusting the id it carries (what an unchecked reader does), from the streaming run.
   const streamed = results[1];
-  results.splice(2, 0, {
+  results.splice(3, 0, {
     mode: { name: "bound, unproven: each paragraph at its closing marker (the streaming run's timeline)" },
     toParagraph: streamed.toClose,
     firstMs: streamed.firstCloseMs,
@@ -181,7 +199,7 @@ export async function timeToFirstParagraph({ BatchPacer, smoke = false, number =
     rows,
     notes: [
       `${texts.length} distinct paragraphs of ${spec.minChars}–${spec.maxChars} characters (uniform, seed ${spec.seed}), all submitted at once; BatchPacer with rate ${spec.rate}/s, capacity 1, ${spec.perCall} paragraphs per call (maxCharactersPerBatch ${spec.perCall * spec.maxChars}, so every call carries ${spec.perCall}), cacheEntries 0, the other options at their defaults (markers layout).`,
-      `The model: ${spec.firstTokenMs} ms to its first token, then ${spec.tokensPerSecond} tokens/s at ${spec.charsPerToken} characters a token; it writes the batch's marked reply (each translation between its own markers, one segment per line) as it would stream it. Streaming: an async generator yielding each token as a stream value. Whole batch: the same reply, returned when its last token is written. One call per paragraph: the same model, one single request per paragraph. The "bound" row is not a run of its own: it reads the streaming run's timeline, when each segment's closing marker was written, the earliest any reader could show a paragraph (by trusting the id it finds, with no proof).`,
+      `The model: ${spec.firstTokenMs} ms to its first token, then ${spec.tokensPerSecond} tokens/s at ${spec.charsPerToken} characters a token; it writes the batch's marked reply (each translation between its own markers, one segment per line) as it would stream it. Streaming: an async generator yielding each token as a stream value. Whole batch: the same reply, returned when its last token is written. One call per paragraph: the same model, one single request per paragraph. "A later page": the same streaming run on a pacer that first translated an earlier page of 8 other paragraphs (its figures count from this page's start): the ratio of the provider's translations to their sources, learned from that page's proven segments (per provider and language pair, kept by snapshot()), lets a call's first segment resolve once it has closed, when its length reads as the first translation alone. The "bound" row is not a run of its own: it reads the streaming run's timeline, when each segment's closing marker was written, the earliest any reader could show a paragraph (by trusting the id it finds, with no proof).`,
       `"call start → paragraph": for each paragraph, from the start of the provider call that carried it to its promise's resolution; the page's queueing behind the rate is left out, so the figures are the model's latency as each layout gives it. "page start → first paragraph": from submitting the page to the first resolved paragraph. Baseline ("vs baseline"): the whole-batch row; targets for streaming: mean ≤ 0.75× and first paragraph ≤ 0.4× the baseline. Virtual time on @sinonjs/fake-timers (the pacer through its clock option, the model on the same clock): one run is exact, no median needed. Every translation is checked against its own paragraph.`,
     ],
   });

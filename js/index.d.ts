@@ -1414,6 +1414,13 @@ export interface PacerProviderSnapshot {
   };
   /** The batch size it learned (`adaptiveBatching`), when it learned one. */
   batchLimit?: number;
+  /**
+   * How long its proven streamed translations were against their sources (characters
+   * of translation per character of source), per language pair, once a few showed it: a
+   * streamed reply's first segment resolves as soon as it closes when its length reads
+   * as the first translation alone at that ratio.
+   */
+  lengthRatios?: { sourceLang: string; targetLang: string; ratio: number }[];
 }
 
 /**
