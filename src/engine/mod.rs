@@ -44,8 +44,10 @@
 //! the rebuild under new limits), `lookups` (the persistent store), `pacing` (dispatch:
 //! the gate asked per provider, a 429's pause and rate), `quotas` (token estimates,
 //! reported usage, blocks), `dealing` (a call takes the best items of its group's due
-//! batches), `calls` (composing a call, reading its reply), `streams`, `retries`
-//! (failures), `endings` (how a job ends), `timers`, `restart` (snapshot and restore).
+//! batches), `calls` (composing a call, reading its reply, what a batch reply teaches of
+//! the provider's batch size), `streams`, `retries` (failures), `fallbacks` (where a
+//! provider's items go when it cannot serve them), `endings` (how a job ends), `timers`,
+//! `restart` (snapshot and restore).
 
 mod assembly;
 mod batches;
