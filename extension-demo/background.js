@@ -1,13 +1,30 @@
 // The demo's background: one BatchPacer per flow (page, subtitles), each with its own
-// settings (streamed replies and previews included), behind the content scripts' ports. It survives being stopped: bucket tokens
-// and 429 pauses go to storage.session and come back through `restore`.
+// settings (streamed replies and previews included) and its own fallback provider, behind
+// the content scripts' ports. It survives being stopped: bucket tokens, 429 pauses, daily
+// blocks and learned batch sizes go to storage.session and come back through `restore`.
+//
+// A flow with a fallback provider has two provider functions, one per providerId; the
+// pacer gets one callback, `routeProviders` of both, and `fallbackProviders` maps the
+// provider's id to the fallback's, so the items move when the provider cannot serve them.
 //
 // MV3 rules kept here: static imports only, no top-level await, every listener
 // registered synchronously at start; work waits for `ready` inside the listeners.
-import { initSync, BatchPacer, openAIProvider, indexedDBCache } from "./vendor/batch-pacer/js/index.js";
+import { initSync, BatchPacer, openAIProvider, indexedDBCache, routeProviders } from "./vendor/batch-pacer/js/index.js";
 // The core inline: no fetch of the .wasm each time the browser restarts this worker.
 import { wasmBytes } from "./vendor/batch-pacer/pkg/inline-wasm.js";
-import { DEFAULT_SETTINGS, FLOWS, FLOW_FIELDS, FLOW_SWITCHES, MESSAGES, PORT_NAME, ext } from "./protocol.js";
+import {
+  DEFAULT_SETTINGS,
+  FALLBACK_FIELDS,
+  FALLBACK_KINDS,
+  FLOWS,
+  FLOW_FIELDS,
+  FLOW_SWITCHES,
+  MESSAGES,
+  PORT_NAME,
+  ext,
+  providerIdOf,
+  resolveFallback,
+} from "./protocol.js";
 import { demoProvider } from "./demo-provider.js";
 
 const SNAPSHOT_EVERY_MS = 250;
@@ -17,9 +34,19 @@ const PREVIEW_EVERY_MS = 100;
 const SERIES_STEP_MS = 1000;
 
 let settings = structuredClone(DEFAULT_SETTINGS);
-/** The provider each flow calls: streaming or not, as that flow's switch says. */
+/**
+ * The provider each flow calls: streaming or not, as that flow's switch says; with a
+ * fallback, routed by `request.providerId` to the provider or to the fallback.
+ */
 let callProvider = { page: demoProvider(), subtitles: demoProvider() };
 const pacers = {};
+/**
+ * Per flow, the batch size each provider learned (`adaptiveBatching`): from the pacer's
+ * `batchLimit` events, and for a restarted worker from its restored snapshot
+ * (`providers[].batchLimit`). A provider without one batches up to `maxItemsPerBatch`.
+ * Not statistics: a reset keeps them, as the pacer does.
+ */
+const batchLimits = Object.fromEntries(FLOWS.map((flow) => [flow, {}]));
 const cache = indexedDBCache({ name: "batch-pacer-demo" });
 /** Counters of earlier worker lifetimes, so statistics survive a restart. */
 let history = { startedAt: Date.now(), flows: {} };
@@ -45,7 +72,7 @@ async function start() {
 }
 
 function emptyFlowHistory() {
-  return { totals: {}, byProvider: {}, series: [], timing: emptyTiming() };
+  return { totals: {}, byProvider: {}, series: [], timing: emptyTiming(), cacheServed: 0 };
 }
 
 /**
@@ -60,10 +87,45 @@ function emptyTiming() {
 /** Per flow: text -> when the latest provider call carrying it started. */
 const callStarts = Object.fromEntries(FLOWS.map((flow) => [flow, new Map()]));
 
+/*
+ * Which provider served each paragraph ("Served" on the statistics page), counted
+ * exactly, per `translate` call that resolved:
+ *
+ * - The provider wrapper below notes, for each text of a call that returned a reply
+ *   (resolved, or returned a stream) rather than failing, the call's `request.providerId`
+ *   (the fallback's id when the call carries moved items). Only texts of items still
+ *   waiting are noted (`waiting`), so a late reply for an aborted item leaves nothing.
+ * - A paragraph resolves only from a reply that proved it, and an item is in at most one
+ *   call at a time: a text whose reply did not prove it is sent again, and that call's
+ *   reply notes its provider again before the paragraph can resolve. So when `translate`
+ *   resolves, the note is the provider whose reply carried its translation.
+ * - Identical paragraphs (dedup) resolve together from the same note; a paragraph
+ *   answered from the cache had no call and no note: it counts as `cacheServed`.
+ * - Notes are keyed by what makes items compatible besides the provider (languages,
+ *   context, text) and dropped once no item with that key waits.
+ *
+ * Counting texts per successful call instead would count a batch's unproven texts twice
+ * (once for the call that did not prove them, again for the one that did) and a shared
+ * paragraph once.
+ */
+const servedBy = Object.fromEntries(FLOWS.map((flow) => [flow, new Map()]));
+const waiting = Object.fromEntries(FLOWS.map((flow) => [flow, new Map()]));
+const itemKey = (sourceLang, targetLang, context, text) => JSON.stringify([sourceLang, targetLang, context, text]);
+
+function noteServed(flow, request) {
+  for (const text of request.texts) {
+    const key = itemKey(request.sourceLang, request.targetLang, request.context ?? "", text);
+    if ((waiting[flow].get(key) ?? 0) > 0) servedBy[flow].set(key, request.providerId);
+  }
+}
+
 function mergeSettings(base, stored) {
   const merged = structuredClone(base);
   if (!stored || typeof stored !== "object") return merged;
-  for (const flow of FLOWS) Object.assign(merged[flow], pick(stored[flow], [...FLOW_FIELDS, ...FLOW_SWITCHES]));
+  for (const flow of FLOWS) {
+    Object.assign(merged[flow], pick(stored[flow], [...FLOW_FIELDS, ...FLOW_SWITCHES]));
+    Object.assign(merged[flow].fallback, pick(stored[flow]?.fallback, FALLBACK_FIELDS));
+  }
   Object.assign(merged.provider, pick(stored.provider, ["kind", "baseUrl", "apiKey", "model"]));
   for (const key of ["sourceLang", "targetLang"]) {
     if (typeof stored[key] === "string" && stored[key]) merged[key] = stored[key];
@@ -85,17 +147,53 @@ function providerFor(provider, stream) {
   return demoProvider({ stream });
 }
 
+/**
+ * Each flow's provider callback. With a fallback, one provider function per providerId,
+ * routed by `routeProviders` (the pacer sends moved items under the fallback's id).
+ * Throws with `where` ("provider" or "<flow>.fallback") on a setting openAIProvider refuses.
+ */
 function providersFor(next) {
-  return Object.fromEntries(FLOWS.map((flow) => [flow, providerFor(next.provider, next[flow].stream === true)]));
+  return Object.fromEntries(
+    FLOWS.map((flow) => {
+      const stream = next[flow].stream === true;
+      const main = withWhere("provider", () => providerFor(next.provider, stream));
+      const fallback = resolveFallback(next[flow].fallback, next.provider);
+      if (!fallback) return [flow, main];
+      const second = withWhere(`${flow}.fallback`, () => providerFor(fallback, stream));
+      // The same id for both is refused by the pacer's options ("maps ... to itself").
+      return [flow, routeProviders({ [providerIdOf(fallback)]: second, [providerIdOf(next.provider)]: main })];
+    }),
+  );
 }
 
-/** The BatchPacer options of a flow's settings (the switches are the demo's own). */
-function pacerOptions(flowSettings) {
-  return pick(flowSettings, FLOW_FIELDS);
+function withWhere(where, make) {
+  try {
+    return make();
+  } catch (error) {
+    throw Object.assign(error, { where });
+  }
+}
+
+/** The flow's fallback provider's id, or null. */
+function fallbackIdOf(next, flow) {
+  const fallback = resolveFallback(next[flow].fallback, next.provider);
+  return fallback ? providerIdOf(fallback) : null;
+}
+
+/**
+ * The BatchPacer options of a flow's settings (the switches are the demo's own), with
+ * `fallbackProviders` from its fallback setting (an empty map clears it in setOptions).
+ */
+function pacerOptions(next, flow) {
+  const fallbackId = fallbackIdOf(next, flow);
+  return {
+    ...pick(next[flow], FLOW_FIELDS),
+    fallbackProviders: fallbackId === null ? {} : { [providerIdOf(next.provider)]: fallbackId },
+  };
 }
 
 function providerId() {
-  return settings.provider.kind === "openai" ? `openai:${settings.provider.baseUrl}` : "demo";
+  return providerIdOf(settings.provider);
 }
 
 function createPacer(flow, snapshot) {
@@ -107,15 +205,21 @@ function createPacer(flow, snapshot) {
     for (const text of request.texts) callStarts[flow].set(text, performance.now());
     await saveState().catch(() => {});
     const reply = await callProvider[flow](request);
+    noteServed(flow, request);
     // The pacer sums usage per pacer only; the statistics page shows it per provider.
     if (isStream(reply)) return countedStream(reply, (usage) => countUsage(flow, request.providerId, { usage }));
     countUsage(flow, request.providerId, reply);
     return reply;
   };
-  const options = { ...pacerOptions(settings[flow]), cache, onEvent: (event) => onPacerEvent(flow, event) };
+  const options = { ...pacerOptions(settings, flow), cache, onEvent: (event) => onPacerEvent(flow, event) };
   if (snapshot) {
     try {
-      return new BatchPacer(provider, { ...options, restore: snapshot });
+      const pacer = new BatchPacer(provider, { ...options, restore: snapshot });
+      // A restarted worker heard none of the batchLimit events: the snapshot has the limits.
+      for (const entry of snapshot.providers ?? []) {
+        if (Number.isInteger(entry?.batchLimit)) batchLimits[flow][entry.providerId] = entry.batchLimit;
+      }
+      return pacer;
     } catch {
       // A snapshot the package rejects (from the future, malformed): start afresh.
     }
@@ -190,17 +294,22 @@ async function translateItem(port, signal, message, item, page) {
     : undefined;
   countParagraph(flow, id);
   const text = String(item?.text ?? "");
+  const { sourceLang, targetLang } = settings;
+  const context = typeof message.context === "string" ? message.context : "";
+  const key = itemKey(sourceLang, targetLang, context, text);
+  waiting[flow].set(key, (waiting[flow].get(key) ?? 0) + 1);
   try {
     const translation = await pacers[flow].translate({
       text,
-      sourceLang: settings.sourceLang,
-      targetLang: settings.targetLang,
+      sourceLang,
+      targetLang,
       providerId: id,
-      context: typeof message.context === "string" ? message.context : "",
+      context,
       priority: Number.isFinite(item?.priority) ? item.priority : 0,
       signal,
       ...(onPartial ? { onPartial } : {}),
     });
+    countServed(flow, key, text);
     timeParagraph(flow, page, text);
     post(port, { type: MESSAGES.translated, id: item.id, translation });
   } catch (error) {
@@ -209,8 +318,22 @@ async function translateItem(port, signal, message, item, page) {
   } finally {
     // Items sharing a text (dedup) settle together; the map holds only texts in flight.
     queueMicrotask(() => callStarts[flow].delete(text));
+    const left = (waiting[flow].get(key) ?? 1) - 1;
+    if (left > 0) waiting[flow].set(key, left);
+    else {
+      waiting[flow].delete(key);
+      servedBy[flow].delete(key);
+    }
     scheduleSave();
   }
+}
+
+/** A paragraph resolved: it counts for the provider that served it (see `servedBy`). */
+function countServed(flow, key, text) {
+  if (!/\S/.test(text)) return; // resolved to itself, no provider involved
+  const served = servedBy[flow].get(key);
+  if (served === undefined) flowHistory(flow).cacheServed = (flowHistory(flow).cacheServed ?? 0) + 1;
+  else providerCounters(flow, served).served += 1;
 }
 
 function post(port, message) {
@@ -229,9 +352,10 @@ function flowHistory(flow) {
 
 function providerCounters(flow, id) {
   const counters = (flowHistory(flow).byProvider[id] ??= { paragraphs: 0, calls: 0, rateLimited: 0 });
-  // Counters saved by an older version of the demo have no token fields yet.
+  // Counters saved by an older version of the demo have no token or served fields yet.
   counters.inputTokens ??= 0;
   counters.outputTokens ??= 0;
+  counters.served ??= 0;
   return counters;
 }
 
@@ -258,11 +382,14 @@ function countUsage(flow, id, reply) {
 
 function onPacerEvent(flow, event) {
   if (event.type === "rateLimited") providerCounters(flow, event.providerId).rateLimited += 1;
+  if (event.type === "batchLimit") batchLimits[flow][event.providerId] = event.limit;
   if (event.type === "blocked") {
     // No call to this provider can succeed until the user acts (or a daily quota
-    // resets): the options page shows why, next to the provider settings.
+    // resets): the options page shows why, next to the provider settings, and where the
+    // flow's items go meanwhile when it has a fallback.
     const { providerId, reason, status, message, retryAt } = event;
-    history.blocked = { flow, providerId, reason, status, message, retryAt, at: Date.now() };
+    const fallbackTo = providerId === providerIdOf(settings.provider) ? fallbackIdOf(settings, flow) : null;
+    history.blocked = { flow, providerId, reason, status, message, retryAt, fallbackTo, at: Date.now() };
   }
   scheduleSave();
 }
@@ -308,8 +435,12 @@ function statsView() {
     sample(flow);
     flows[flow] = {
       providerId: providerId(),
+      fallbackProviderId: fallbackIdOf(settings, flow),
+      maxItemsPerBatch: settings[flow].maxItemsPerBatch,
       pacer: totals(flow),
       byProvider: flowHistory(flow).byProvider,
+      batchLimits: { ...batchLimits[flow] },
+      cacheServed: flowHistory(flow).cacheServed ?? 0,
       series: flowHistory(flow).series,
       timing: { ...emptyTiming(), ...flowHistory(flow).timing },
     };
@@ -393,7 +524,11 @@ function negate(stats) {
 
 function publicSettings() {
   const { apiKey, ...provider } = settings.provider;
-  return { ...structuredClone(settings), provider: { ...provider, apiKey: "", apiKeySet: Boolean(apiKey) } };
+  const out = { ...structuredClone(settings), provider: { ...provider, apiKey: "", apiKeySet: Boolean(apiKey) } };
+  for (const flow of FLOWS) {
+    out[flow].fallback = { ...out[flow].fallback, apiKey: "", apiKeySet: Boolean(settings[flow].fallback.apiKey) };
+  }
+  return out;
 }
 
 /** Validates everything with the package's own rules first; applies only if all is valid. */
@@ -403,6 +538,27 @@ async function applySettings(incoming) {
   }
   const next = structuredClone(settings);
   for (const flow of FLOWS) Object.assign(next[flow], pick(incoming[flow], [...FLOW_FIELDS, ...FLOW_SWITCHES]));
+  const provider = { ...next.provider, ...pick(incoming.provider, ["kind", "baseUrl", "model"]) };
+  if (typeof incoming.provider?.apiKey === "string" && incoming.provider.apiKey !== "") provider.apiKey = incoming.provider.apiKey;
+  next.provider = provider;
+  for (const flow of FLOWS) {
+    const given = incoming[flow]?.fallback;
+    const fallback = { ...next[flow].fallback, ...pick(given, ["kind", "baseUrl", "model"]) };
+    // An empty key field keeps the stored key, as for the provider.
+    if (typeof given?.apiKey === "string" && given.apiKey !== "") fallback.apiKey = given.apiKey;
+    if (!FALLBACK_KINDS.includes(fallback.kind)) {
+      const message = `the fallback provider must be one of ${FALLBACK_KINDS.join(", ")} (got ${JSON.stringify(fallback.kind)})`;
+      return { ok: false, error: { flow, field: "fallback.kind", code: "invalid_options", message } };
+    }
+    for (const name of ["baseUrl", "model"]) {
+      if (typeof fallback[name] !== "string") {
+        const message = `${name} must be a string (got ${JSON.stringify(fallback[name])})`;
+        return { ok: false, error: { flow, field: `fallback.${name}`, code: "invalid_options", message } };
+      }
+      fallback[name] = fallback[name].trim();
+    }
+    next[flow].fallback = fallback;
+  }
   for (const flow of FLOWS) {
     const field = FLOW_SWITCHES.find((name) => typeof next[flow][name] !== "boolean");
     if (field !== undefined) {
@@ -410,25 +566,35 @@ async function applySettings(incoming) {
       return { ok: false, error: { flow, field, code: "invalid_options", message } };
     }
     try {
-      new BatchPacer(() => "", pacerOptions(next[flow])).dispose();
+      new BatchPacer(() => "", pacerOptions(next, flow)).dispose();
     } catch (error) {
-      const field = FLOW_FIELDS.find((f) => String(error.message).startsWith(`${f} `)) ?? null;
+      const text = String(error.message);
+      if (text.startsWith("fallbackProviders ")) {
+        // The only way the demo's map can be refused: the fallback is the provider itself.
+        const message = `the fallback must be another provider or model than the provider settings' (${text})`;
+        return { ok: false, error: { flow, field: "fallback.kind", code: error.code ?? "invalid_options", message } };
+      }
+      const field = FLOW_FIELDS.find((f) => text.startsWith(`${f} `)) ?? null;
       return { ok: false, error: { flow, field, code: error.code ?? "invalid_options", message: error.message } };
     }
   }
-  const provider = { ...next.provider, ...pick(incoming.provider, ["kind", "baseUrl", "model"]) };
-  if (typeof incoming.provider?.apiKey === "string" && incoming.provider.apiKey !== "") provider.apiKey = incoming.provider.apiKey;
   let nextProvider;
   try {
-    nextProvider = providersFor({ ...next, provider });
+    nextProvider = providersFor(next);
   } catch (error) {
-    return { ok: false, error: { flow: "provider", field: null, code: "invalid_options", message: error.message } };
+    const message = String(error?.message ?? error);
+    if (typeof error?.where === "string" && error.where.endsWith(".fallback")) {
+      // openAIProvider's messages start with the option's name: "baseUrl must be ...".
+      const flow = error.where.slice(0, -".fallback".length);
+      const name = ["baseUrl", "model", "apiKey"].find((f) => message.startsWith(`${f} `));
+      return { ok: false, error: { flow, field: name ? `fallback.${name}` : "fallback.kind", code: "invalid_options", message } };
+    }
+    return { ok: false, error: { flow: "provider", field: null, code: "invalid_options", message } };
   }
   for (const key of ["sourceLang", "targetLang"]) {
     if (typeof incoming[key] === "string" && incoming[key].trim()) next[key] = incoming[key].trim();
   }
-  next.provider = provider;
-  for (const flow of FLOWS) pacers[flow].setOptions(pacerOptions(next[flow]));
+  for (const flow of FLOWS) pacers[flow].setOptions(pacerOptions(next, flow));
   settings = next;
   callProvider = nextProvider;
   // The user acted: items are sent again, so an old settings or billing message would mislead.

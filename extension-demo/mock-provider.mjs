@@ -46,14 +46,39 @@
 // Quota: a token bucket refilled at rpm/60 tokens per second holding at most `burst`
 // tokens (it starts full; rpm 0 = unlimited). A chat request finding no token is answered
 // at once (no latency) with 429, `Retry-After` (whole seconds, at least 1) and
-// `retry-after-ms`. Order of checks: API key (401), body (400), quota (429), fault.
+// `retry-after-ms`. Order of checks: API key (401), body (400), daily quota (429), quota
+// (429), fault.
+//
+// Models (option `models`, by the request's `model`; any other name is served as
+// "mock-translator" is): `{ [model]: { requestsPerDay, canBatch } }`.
+//   requestsPerDay  accepted requests a day for that model alone (0 or absent: no limit),
+//                   as free tiers give each model its own daily quota (e.g. 20 a day for
+//                   one, 500 for a lighter one). The day is `dayMs` long (default 24 h)
+//                   from the start or the last reset(). A request past it gets a 429 that
+//                   clients read as a spent daily quota, not a per-minute one: with
+//                   `dailyStyle` "openai" (default), OpenAI's and Groq's wording "... on
+//                   requests per day (RPD): Limit N, Used N ..." and `Retry-After` until
+//                   the day ends; with "gemini", Gemini's body: an array holding an error
+//                   with status RESOURCE_EXHAUSTED, a google.rpc.QuotaFailure whose
+//                   quotaId is "GenerateRequestsPerDayPerProjectPerModel-FreeTier" and a
+//                   google.rpc.RetryInfo whose retryDelay is the time until the day ends.
+//                   Such a 429 takes no token of the per-minute bucket (which all models
+//                   share, like one key's or project's rate limit).
+//   canBatch        false: the model cannot keep a batch's layout, as small models
+//                   cannot; a request holding 2+ segments is answered with their
+//                   translations as plain paragraphs (blank lines between them, no markers,
+//                   no separator), which proves none of them.
 //
 // stats(): { requests (chat requests received), ok (200 answers), rateLimited,
-//   unauthorized, badRequests, faults: { "wrong-count", "drop-separator", "extra-segment",
+//   dailyLimited (429s for a spent daily quota), unauthorized, badRequests, faults: { "wrong-count", "drop-separator", "extra-segment",
 //   "http-500", "hang" }, segments (source segments of 200 answers), batches: { markers,
 //   separator } (200 answers to batches by layout), startedAt (ms),
 //   requestTimes (Date.now() of each accepted request), inFlight, maxConcurrent,
-//   streamed (200 answers sent as a stream), thought (answers that began with a draft) }
+//   streamed (200 answers sent as a stream), thought (answers that began with a draft),
+//   unbatched (batches a model that cannot batch answered as plain paragraphs),
+//   byModel: { [model]: { requests, ok, segments, dailyLimited, rateLimited } } (chat
+//   requests with a valid body, by the model they named), usedToday: { [model]: accepted
+//   requests since the day began } }
 //
 // Faults (option `fault`, or per request the header `x-mock-fault`, with the optional
 // header `x-mock-fault-rate`):
@@ -80,6 +105,13 @@ import { prng } from "./prng.mjs";
 import { thinkingDraft, tokenize, writeStream } from "./mock-stream.mjs";
 
 export const MODEL_ID = "mock-translator";
+/** A second model of the mock, for a fallback with its own daily quota (see `models`). */
+export const LITE_MODEL_ID = "mock-translator-lite";
+
+/** The quota id Gemini names in the QuotaFailure of a spent per-day request quota. */
+export const GEMINI_DAILY_QUOTA_ID = "GenerateRequestsPerDayPerProjectPerModel-FreeTier";
+
+const DAY_MS = 24 * 60 * 60 * 1000;
 
 export const FAULT_MODES = Object.freeze([
   "none",
@@ -110,6 +142,9 @@ export const DEFAULT_OPTIONS = Object.freeze({
   split: "auto",
   tokensPerSecond: 0, // 0 = no writing time: the reply comes whole after the latency
   think: false,
+  models: {}, // { [model]: { requestsPerDay?, canBatch? } }, see the header
+  dayMs: DAY_MS,
+  dailyStyle: "openai", // "openai" | "gemini": how a spent daily quota is told
   log: undefined, // (line: string) => void, one line per chat request
 });
 
@@ -405,7 +440,32 @@ function validateOptions(options) {
   check("split", (v) => ["auto", "text", "none"].includes(v), 'one of "auto", "text", "none"');
   check("tokensPerSecond", nonNegative, "a number of tokens per second >= 0 (0 = no writing time)");
   check("think", (v) => typeof v === "boolean", "a boolean");
+  check("models", validModels, "an object of model ids to { requestsPerDay: number >= 0, canBatch: boolean }");
+  check("dayMs", (v) => typeof v === "number" && Number.isFinite(v) && v > 0, "a number of milliseconds > 0");
+  check("dailyStyle", (v) => v === "openai" || v === "gemini", '"openai" or "gemini"');
   check("log", (v) => typeof v === "function", "a function");
+}
+
+function validModels(models) {
+  if (models === null || typeof models !== "object" || Array.isArray(models)) return false;
+  return Object.values(models).every(
+    (m) =>
+      m !== null &&
+      typeof m === "object" &&
+      Object.keys(m).every((k) => k === "requestsPerDay" || k === "canBatch") &&
+      (m.requestsPerDay === undefined || (typeof m.requestsPerDay === "number" && Number.isFinite(m.requestsPerDay) && m.requestsPerDay >= 0)) &&
+      (m.canBatch === undefined || typeof m.canBatch === "boolean"),
+  );
+}
+
+/** "7h59m3s" for a wait in ms, as Groq writes its "Please try again in ..." (at least 1s). */
+function spokenDuration(ms) {
+  let rest = Math.max(1, Math.ceil(ms / 1000));
+  const h = Math.floor(rest / 3600);
+  rest -= h * 3600;
+  const m = Math.floor(rest / 60);
+  const sec = rest - m * 60;
+  return `${h ? `${h}h` : ""}${h || m ? `${m}m` : ""}${sec}s`;
 }
 
 function emptyStats() {
@@ -424,6 +484,9 @@ function emptyStats() {
     maxConcurrent: 0,
     streamed: 0,
     thought: 0,
+    dailyLimited: 0,
+    unbatched: 0,
+    byModel: {},
   };
 }
 
@@ -510,6 +573,22 @@ export async function startMockProvider(options = {}) {
     return (1 - tokens) / rate();
   };
 
+  // Daily quotas: accepted requests per model since the day began.
+  let dayStartedAt = Date.now();
+  let usedToday = new Map();
+  const modelSettings = (model) => (Object.hasOwn(opts.models, model) ? opts.models[model] : {});
+  /** Starts a new day when the current one has ended; returns the ms left of it. */
+  const dayLeftMs = () => {
+    const elapsed = Date.now() - dayStartedAt;
+    if (elapsed >= opts.dayMs) {
+      dayStartedAt += Math.floor(elapsed / opts.dayMs) * opts.dayMs;
+      usedToday = new Map();
+    }
+    return dayStartedAt + opts.dayMs - Date.now();
+  };
+  const modelStats = (model) =>
+    (stats.byModel[model] ??= { requests: 0, ok: 0, segments: 0, dailyLimited: 0, rateLimited: 0 });
+
   const timers = new Set();
   const sockets = new Set();
   let closed = false;
@@ -538,6 +617,40 @@ export async function startMockProvider(options = {}) {
 
   function sendError(res, status, message, type, code, headers) {
     send(res, status, { error: { message, type, param: null, code } }, headers);
+  }
+
+  /** The 429 of a spent daily quota, in the words of `opts.dailyStyle` (see the header). */
+  function sendDailyLimit(res, model, requestsPerDay, dayLeft) {
+    const seconds = Math.max(1, Math.ceil(dayLeft / 1000));
+    if (opts.dailyStyle === "gemini") {
+      const message =
+        "You exceeded your current quota, please check your plan and billing details. " +
+        `* Quota exceeded for metric: generativelanguage.googleapis.com/generate_content_free_tier_requests, limit: ${requestsPerDay}, model: ${model}`;
+      const details = [
+        {
+          "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+          violations: [
+            {
+              quotaMetric: "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+              quotaId: GEMINI_DAILY_QUOTA_ID,
+              quotaDimensions: { location: "global", model },
+              quotaValue: String(requestsPerDay),
+            },
+          ],
+        },
+        { "@type": "type.googleapis.com/google.rpc.RetryInfo", retryDelay: `${seconds}s` },
+      ];
+      return send(res, 429, [{ error: { code: 429, message, status: "RESOURCE_EXHAUSTED", details } }]);
+    }
+    return sendError(
+      res,
+      429,
+      `Rate limit reached for model \`${model}\` on requests per day (RPD): Limit ${requestsPerDay}, ` +
+        `Used ${requestsPerDay}, Requested 1. Please try again in ${spokenDuration(dayLeft)}.`,
+      "requests",
+      "rate_limit_exceeded",
+      { "Retry-After": String(seconds) },
+    );
   }
 
   function readBody(req) {
@@ -639,9 +752,22 @@ export async function startMockProvider(options = {}) {
       return sendError(res, 400, setting.error, "invalid_request_error", "invalid_fault");
     }
 
+    const model = typeof body.model === "string" && body.model !== "" ? body.model : MODEL_ID;
+    const perModel = modelStats(model);
+    perModel.requests += 1;
+    const { requestsPerDay = 0, canBatch = true } = modelSettings(model);
+    const dayLeft = dayLeftMs();
+    if (requestsPerDay > 0 && (usedToday.get(model) ?? 0) >= requestsPerDay) {
+      stats.dailyLimited += 1;
+      perModel.dailyLimited += 1;
+      log(`429 POST /v1/chat/completions (${model}: daily quota of ${requestsPerDay} spent, resets in ${spokenDuration(dayLeft)})`);
+      return sendDailyLimit(res, model, requestsPerDay, dayLeft);
+    }
+
     const wait = takeToken();
     if (wait > 0) {
       stats.rateLimited += 1;
+      perModel.rateLimited += 1;
       const waitMs = Math.max(1, Math.ceil(wait));
       const seconds = Math.max(1, Math.ceil(waitMs / 1000));
       log(`429 POST /v1/chat/completions (retry after ${waitMs} ms)`);
@@ -662,7 +788,9 @@ export async function startMockProvider(options = {}) {
       );
     }
 
-    // Accepted: it counts for concurrency until its response ends or its socket closes.
+    // Accepted: it counts for concurrency until its response ends or its socket closes,
+    // and against its model's daily quota.
+    usedToday.set(model, (usedToday.get(model) ?? 0) + 1);
     stats.requestTimes.push(started);
     inFlight += 1;
     stats.maxConcurrent = Math.max(stats.maxConcurrent, inFlight);
@@ -693,8 +821,13 @@ export async function startMockProvider(options = {}) {
     });
     if (BATCH_FAULTS.has(fault) && result.fault === "none") fault = "none";
 
+    // A model that cannot batch writes the batch's translations as plain paragraphs.
+    const unbatched = !canBatch && result.sourceSegments.length > 1;
+    const answerText = unbatched
+      ? result.sourceSegments.map((segment) => pseudoTranslate(segment, result.lang)).join("\n\n")
+      : result.content;
     const thinks = opts.think || req.headers["x-mock-think"] === "1";
-    const content = (thinks ? thinkingDraft(result) : "") + result.content;
+    const content = (thinks ? thinkingDraft(result) : "") + answerText;
     const firstTokenMs = opts.latency + (opts.jitter > 0 ? jitterRandom() * opts.jitter : 0);
     const writingMs = opts.tokensPerSecond > 0 ? (Math.max(1, tokenize(content).length) - 1) * (1000 / opts.tokensPerSecond) : 0;
     // A stream starts with its first token; a whole reply waits for its last one.
@@ -711,6 +844,10 @@ export async function startMockProvider(options = {}) {
       if (fault !== "none") currentStats.faults[fault] += 1;
       currentStats.ok += 1;
       currentStats.segments += result.sourceSegments.length;
+      const answeredModel = (currentStats.byModel[model] ??= { requests: 0, ok: 0, segments: 0, dailyLimited: 0, rateLimited: 0 });
+      answeredModel.ok += 1;
+      answeredModel.segments += result.sourceSegments.length;
+      if (unbatched) currentStats.unbatched += 1;
       if (result.sourceSegments.length > 1) currentStats.batches[result.markers !== null ? "markers" : "separator"] += 1;
       const promptChars = body.messages.reduce((n, m) => n + contentText(m?.content).length, 0);
       const prompt = Math.ceil(promptChars / 4);
@@ -718,11 +855,10 @@ export async function startMockProvider(options = {}) {
       if (thinks) currentStats.thought += 1;
       log(
         `200 POST /v1/chat/completions (${result.sourceSegments.length} segment(s)` +
-          `${fault !== "none" ? `, fault ${fault}` : ""}${streamed ? ", streamed" : ""}${thinks ? ", thinking" : ""})`,
+          `${fault !== "none" ? `, fault ${fault}` : ""}${unbatched ? ", unbatched" : ""}${streamed ? ", streamed" : ""}${thinks ? ", thinking" : ""})`,
       );
       const id = `chatcmpl-mock-${currentStats.requestTimes.length}-${started.toString(36)}`;
       const created = Math.floor(started / 1000);
-      const model = typeof body.model === "string" && body.model !== "" ? body.model : MODEL_ID;
       const usage = { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion };
       const headers = {
         ...CORS_HEADERS,
@@ -809,7 +945,12 @@ export async function startMockProvider(options = {}) {
       }
       return send(res, 200, {
         object: "list",
-        data: [{ id: MODEL_ID, object: "model", created: 0, owned_by: "batch-pacer-mock" }],
+        data: [...new Set([MODEL_ID, ...Object.keys(opts.models)])].map((id) => ({
+          id,
+          object: "model",
+          created: 0,
+          owned_by: "batch-pacer-mock",
+        })),
       });
     }
 
@@ -843,7 +984,14 @@ export async function startMockProvider(options = {}) {
     port,
     /** A snapshot of the counters (requestTimes are Date.now() ms of accepted requests). */
     stats() {
-      return { ...stats, inFlight, faults: { ...stats.faults }, requestTimes: [...stats.requestTimes] };
+      return {
+        ...stats,
+        inFlight,
+        faults: { ...stats.faults },
+        requestTimes: [...stats.requestTimes],
+        byModel: Object.fromEntries(Object.entries(stats.byModel).map(([model, counts]) => [model, { ...counts }])),
+        usedToday: Object.fromEntries(usedToday),
+      };
     },
     /** Changes options while running (port excepted). The bucket keeps its tokens, capped at burst. */
     setOptions(partial = {}) {
@@ -862,9 +1010,11 @@ export async function startMockProvider(options = {}) {
       if (opts.rpm > 0) tokens = Math.min(tokens, opts.burst);
       if ("seed" in partial && partial.seed !== undefined) reseed();
     },
-    /** Zeroes the counters, refills the bucket and reseeds the PRNGs. */
+    /** Zeroes the counters, refills the bucket, starts a new day and reseeds the PRNGs. */
     reset() {
       stats = emptyStats();
+      dayStartedAt = Date.now();
+      usedToday = new Map();
       stats.maxConcurrent = inFlight;
       tokens = opts.burst;
       refilledAt = now();
@@ -910,6 +1060,12 @@ A local OpenAI-compatible chat-completions server that pseudo-translates.
                     writing speed after the first token, 4 characters a token
                     (default 0: the whole reply at once after the latency)
   --think           write a <think> draft holding markers before each answer
+  --requests-per-day MODEL=N
+                    a daily quota of N accepted requests for MODEL alone (repeatable)
+  --cannot-batch MODEL
+                    MODEL answers batches as plain paragraphs, no markers (repeatable)
+  --day-ms MS       length of the mock's day for the daily quotas (default 86400000)
+  --daily-style S   openai | gemini: how a spent daily quota is told (default openai)
   --log             print one line per chat request to stderr
   --help            show this help
 `;
@@ -924,8 +1080,17 @@ function parseArgs(argv) {
     "--jitter": "jitter",
     "--fault-rate": "faultRate",
     "--tokens-per-second": "tokensPerSecond",
+    "--day-ms": "dayMs",
   };
-  const strings = { "--fault": "fault", "--seed": "seed", "--api-key": "apiKey", "--split": "split" };
+  const strings = {
+    "--fault": "fault",
+    "--seed": "seed",
+    "--api-key": "apiKey",
+    "--split": "split",
+    "--daily-style": "dailyStyle",
+    "--requests-per-day": "requestsPerDay",
+    "--cannot-batch": "cannotBatch",
+  };
   for (let i = 0; i < argv.length; i++) {
     let arg = argv[i];
     let value;
@@ -955,6 +1120,14 @@ function parseArgs(argv) {
       out[key] = n;
     } else if (key === "seed") {
       out.seed = /^\d+$/.test(value) ? Number(value) : value;
+    } else if (key === "requestsPerDay") {
+      const match = /^(.+)=(\d+)$/.exec(value);
+      if (!match) throw new Error(`option ${arg} needs MODEL=N (got ${value})`);
+      out.models ??= {};
+      out.models[match[1]] = { ...out.models[match[1]], requestsPerDay: Number(match[2]) };
+    } else if (key === "cannotBatch") {
+      out.models ??= {};
+      out.models[value] = { ...out.models[value], canBatch: false };
     } else {
       out[key] = value;
     }

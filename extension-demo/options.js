@@ -1,7 +1,8 @@
-// Request Control: the options page. Edits the settings of both flows and the provider,
-// and lets the background validate them with the package's own rules and messages.
+// Request Control: the options page. Edits the settings of both flows (each with its own
+// fallback provider) and the provider, and lets the background validate them with the
+// package's own rules and messages.
 
-import { FLOWS, FLOW_FIELDS, FLOW_SWITCHES, PRESETS, DEFAULT_SETTINGS, MESSAGES, describeFailure, send } from "./protocol.js";
+import { FLOWS, FLOW_FIELDS, FLOW_SWITCHES, FALLBACK_KINDS, PRESETS, DEFAULT_SETTINGS, MESSAGES, describeFailure, send } from "./protocol.js";
 import { element } from "./dom.js";
 
 const FLOW_TITLES = { page: "Page translation", subtitles: "Video subtitles" };
@@ -64,6 +65,18 @@ const SWITCH_INFO = {
   },
 };
 
+/** Label and hint of each part of a flow's fallback provider. */
+const FALLBACK_INFO = {
+  kind: {
+    label: "Fallback provider",
+    hint: "Where this flow's paragraphs go when the provider cannot serve them: its daily quota is spent, it asks to wait longer than 10 s, it refuses the key or the account, or it keeps failing.",
+  },
+  model: { label: "Fallback model", hint: "Another model, e.g. a lighter one with its own quota." },
+  baseUrl: { label: "Fallback base URL", hint: "Empty: the provider settings' base URL." },
+  apiKey: { label: "Fallback API key", hint: "" },
+};
+const FALLBACK_KIND_LABELS = { none: "None", demo: "Demo provider (offline)", openai: "OpenAI-compatible" };
+
 const PROVIDER_FIELDS = ["kind", "baseUrl", "apiKey", "model"];
 const PROVIDER_LABELS = { kind: "Provider", baseUrl: "Base URL", apiKey: "API key", model: "Model" };
 const LANGUAGE_LABELS = { sourceLang: "Source language", targetLang: "Target language" };
@@ -77,6 +90,8 @@ const statusLine = $("status");
 let loaded = false;
 let busy = false;
 let apiKeySet = false;
+/** Per flow: whether its fallback provider has a key of its own stored. */
+const fallbackKeySet = Object.fromEntries(FLOWS.map((flow) => [flow, false]));
 
 // ---------------------------------------------------------------------------------------
 // Building the flow sections
@@ -165,7 +180,7 @@ function buildFlow(container) {
     }),
   );
 
-  container.append(toolbar, grid, switches);
+  container.append(toolbar, grid, switches, buildFallback(flow));
 
   presetSelect.addEventListener("change", () => applyPreset(flow, presetSelect.value));
   rpmInput.addEventListener("input", () => {
@@ -177,6 +192,55 @@ function buildFlow(container) {
     $(`${flow}-${field}`).addEventListener("input", () => updatePresetMatch(flow));
   }
   $(`${flow}-stream`).addEventListener("change", () => updateSwitches(flow));
+}
+
+/** The flow's fallback provider: a kind, and for "openai" a model, base URL and key. */
+function buildFallback(flow) {
+  const id = (part) => `${flow}-fallback-${part}`;
+  const describedBy = (part) => `${id(part)}-hint ${id(part)}-error`;
+  const field = (part, control) =>
+    element("div", { class: "field" }, [
+      element("label", { for: id(part), text: FALLBACK_INFO[part].label }),
+      control,
+      element("p", { class: "hint", id: `${id(part)}-hint`, text: FALLBACK_INFO[part].hint }),
+      element("p", { class: "field-error", id: `${id(part)}-error`, role: "alert" }),
+    ]);
+  const kind = element(
+    "select",
+    { id: id("kind"), name: id("kind"), "data-flow": flow, "aria-describedby": describedBy("kind") },
+    FALLBACK_KINDS.map((value) => element("option", { value, text: FALLBACK_KIND_LABELS[value] })),
+  );
+  const text = (part, attributes = {}) =>
+    element("input", {
+      id: id(part),
+      name: id(part),
+      type: "text",
+      spellcheck: "false",
+      autocomplete: "off",
+      "aria-describedby": describedBy(part),
+      ...attributes,
+    });
+  const endpoint = element("div", { class: "field-grid", id: id("openai") }, [
+    field("model", text("model", { placeholder: "gemini-2.5-flash-lite" })),
+    field("baseUrl", text("baseUrl", { type: "url", placeholder: "same as the provider settings" })),
+    field("apiKey", text("apiKey", { type: "password" })),
+  ]);
+  const fieldset = element("fieldset", { class: "fallback table-gap", id: id("settings") }, [
+    element("legend", { text: "When the provider cannot serve this flow" }),
+    element("div", { class: "field-grid" }, [field("kind", kind)]),
+    endpoint,
+  ]);
+  kind.addEventListener("change", () => updateFallbackState(flow));
+  return fieldset;
+}
+
+/** The endpoint fields count only for an OpenAI-compatible fallback. */
+function updateFallbackState(flow) {
+  const openai = $(`${flow}-fallback-kind`).value === "openai";
+  $(`${flow}-fallback-openai`).classList.toggle("inactive", !openai);
+  $(`${flow}-fallback-apiKey-hint`).textContent = fallbackKeySet[flow]
+    ? "A key of its own is stored. Leave the field empty to keep it, or type a new key to replace it."
+    : "Empty: the provider settings' key, on their base URL only.";
 }
 
 /** Previews need a streamed reply: their switch is off-limits while streaming is off. */
@@ -277,6 +341,12 @@ function collect() {
       FLOW_FIELDS.map((field) => [field, readNumber($(`${flow}-${field}`))]),
     );
     for (const name of FLOW_SWITCHES) settings[flow][name] = $(`${flow}-${name}`).checked;
+    settings[flow].fallback = {
+      kind: $(`${flow}-fallback-kind`).value,
+      baseUrl: $(`${flow}-fallback-baseUrl`).value.trim(),
+      apiKey: $(`${flow}-fallback-apiKey`).value, // empty keeps the stored key
+      model: $(`${flow}-fallback-model`).value.trim(),
+    };
   }
   settings.provider = {
     kind: $("provider-kind").value,
@@ -294,6 +364,13 @@ function render(settings) {
     const values = { ...DEFAULT_SETTINGS[flow], ...(settings?.[flow] ?? {}) };
     for (const field of FLOW_FIELDS) writeValue($(`${flow}-${field}`), values[field]);
     for (const name of FLOW_SWITCHES) $(`${flow}-${name}`).checked = values[name] === true;
+    const fallback = { ...DEFAULT_SETTINGS[flow].fallback, ...(settings?.[flow]?.fallback ?? {}) };
+    $(`${flow}-fallback-kind`).value = FALLBACK_KINDS.includes(fallback.kind) ? fallback.kind : "none";
+    writeValue($(`${flow}-fallback-model`), fallback.model);
+    writeValue($(`${flow}-fallback-baseUrl`), fallback.baseUrl);
+    $(`${flow}-fallback-apiKey`).value = "";
+    fallbackKeySet[flow] = Boolean(fallback.apiKeySet);
+    updateFallbackState(flow);
     updateSwitches(flow);
     syncRpmFromRate(flow);
     updatePresetMatch(flow);
@@ -338,6 +415,10 @@ function errorTarget(error) {
   }
   if (FLOWS.includes(flow) && FLOW_SWITCHES.includes(field)) {
     return { id: `${flow}-${field}`, name: `${FLOW_TITLES[flow]} › ${SWITCH_INFO[field].label}` };
+  }
+  const fallbackPart = typeof field === "string" && field.startsWith("fallback.") ? field.slice("fallback.".length) : null;
+  if (FLOWS.includes(flow) && Object.hasOwn(FALLBACK_INFO, fallbackPart)) {
+    return { id: `${flow}-fallback-${fallbackPart}`, name: `${FLOW_TITLES[flow]} › ${FALLBACK_INFO[fallbackPart].label}` };
   }
   if (Object.hasOwn(LANGUAGE_LABELS, field)) {
     return { id: field, name: LANGUAGE_LABELS[field] };
@@ -455,8 +536,13 @@ function showBlock(blocked) {
   }
   const title = BLOCK_TITLES[blocked.reason] ?? "The provider is blocked";
   const status = typeof blocked.status === "number" ? ` (HTTP ${blocked.status})` : "";
-  const until =
-    typeof blocked.retryAt === "number" ? ` Items for it fail until ${new Date(blocked.retryAt).toLocaleString()}.` : "";
+  const when = typeof blocked.retryAt === "number" ? new Date(blocked.retryAt).toLocaleString() : null;
+  const flowTitle = FLOW_TITLES[blocked.flow] ?? blocked.flow;
+  const until = blocked.fallbackTo
+    ? ` ${flowTitle}: its items go to the fallback provider ${blocked.fallbackTo}${when ? ` until ${when}` : ""}.`
+    : when
+      ? ` Items for it fail until ${when}.`
+      : "";
   slot.textContent = `${title}${status}: ${blocked.message}${until}`;
   slot.dataset.reason = blocked.reason;
 }

@@ -36,13 +36,20 @@ export const PORT_NAME = "batch-pacer-translate";
  *
  * settings = {
  *   page:      { rate, capacity, maxInFlight, maxCharactersPerBatch, maxItemsPerBatch, batchDelayMs,
- *                stream, previews },                  // FLOW_FIELDS, then FLOW_SWITCHES
+ *                stream, previews,                    // FLOW_FIELDS, then FLOW_SWITCHES
+ *                fallback: { kind: "none" | "demo" | "openai", baseUrl, apiKey, model } },
  *   subtitles: { ...same fields },
  *   provider:  { kind: "demo" | "openai", baseUrl, apiKey, model },
  *   sourceLang, targetLang,
  * }
- * The apiKey is never sent to a content script and never logged; getSettings returns
- * it only to extension pages, as `apiKeySet: boolean` plus `apiKey: ""` (the options
+ * A flow's `fallback` is the provider its items move to when the provider cannot serve
+ * them (a spent daily quota, a long 429 pause, a billing or settings error, retries
+ * spent): the pacer's `fallbackProviders`, { [providerIdOf(provider)]: providerIdOf(fallback) }.
+ * For "openai", an empty baseUrl means the provider's own endpoint (another model on the
+ * same account), and with no key of its own it uses the provider's key on that same
+ * endpoint only (a key is never sent to another host than its own).
+ * The apiKeys are never sent to a content script and never logged; getSettings returns
+ * them only to extension pages, as `apiKeySet: boolean` plus `apiKey: ""` (the options
  * page leaves the field empty to keep the stored key).
  *
  * stats = {
@@ -50,9 +57,15 @@ export const PORT_NAME = "batch-pacer-translate";
  *   startedAt: epoch ms,
  * }
  * FlowStats = {
- *   providerId,                                 // "demo" or "openai:<baseUrl>"
- *   pacer: <BatchPacer.stats()>,                // items, providerCalls, retries, ...
- *   byProvider: { [providerId]: { paragraphs, calls, rateLimited } },
+ *   providerId,                                 // "demo" or "openai:<baseUrl>#<model>"
+ *   fallbackProviderId,                         // the flow's fallback's id, or null
+ *   maxItemsPerBatch,                           // the flow's setting: a batch limit not learned
+ *   pacer: <BatchPacer.stats()>,                // items, providerCalls, retries, fallbackItems, ...
+ *   byProvider: { [providerId]: { paragraphs,   // asked for under this providerId
+ *                                 served,       // translated by this provider (see background.js)
+ *                                 calls, rateLimited, inputTokens, outputTokens } },
+ *   batchLimits: { [providerId]: limit },       // learned batch sizes (adaptiveBatching)
+ *   cacheServed,                                // paragraphs answered without a call (cache)
  *   timing: { pages, firstMsSum, lastFirstMs,    // time to each page's first paragraph
  *             paragraphs, callMsSum },          // from a paragraph's call start to its translation
  *   series: [{ t: seconds since startedAt, paragraphs, calls }],   // cumulative, one point per second of activity
@@ -73,7 +86,8 @@ export const MESSAGES = Object.freeze({
 /*
  * Blocked = the last `blocked` event of either pacer, while it may still hold:
  *   { flow, providerId, reason: "settings" | "billing" | "daily", status?, message,
- *     retryAt?: epoch ms, at: epoch ms }
+ *     retryAt?: epoch ms, fallbackTo: providerId | null, at: epoch ms }
+ * (`fallbackTo`: the flow's fallback provider, where its items go meanwhile.)
  * A settings or billing block is cleared when the settings are applied again (the user
  * acted); a daily block when its retryAt has passed.
  */
@@ -112,14 +126,43 @@ export const PRESETS = Object.freeze({
   }),
 });
 
+/** The parts of a flow's fallback provider, and its kinds ("none": no fallback). */
+export const FALLBACK_FIELDS = Object.freeze(["kind", "baseUrl", "apiKey", "model"]);
+export const FALLBACK_KINDS = Object.freeze(["none", "demo", "openai"]);
+
+const NO_FALLBACK = Object.freeze({ kind: "none", baseUrl: "", apiKey: "", model: "" });
+
 /** Settings of a fresh install: the package defaults, the offline demo provider. */
 export const DEFAULT_SETTINGS = Object.freeze({
-  page: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100, stream: false, previews: true },
-  subtitles: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100, stream: false, previews: true },
+  page: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100, stream: false, previews: true, fallback: { ...NO_FALLBACK } },
+  subtitles: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100, stream: false, previews: true, fallback: { ...NO_FALLBACK } },
   provider: { kind: "demo", baseUrl: "", apiKey: "", model: "" },
   sourceLang: "en",
   targetLang: "de",
 });
+
+/**
+ * The `providerId` of a provider setting: "demo", or "openai:<baseUrl>#<model>" (each
+ * model its own id: free tiers give each model its own quota, and the pacer keeps 429
+ * pauses, daily blocks and learned batch sizes per id).
+ */
+export function providerIdOf(provider) {
+  if (provider?.kind !== "openai") return "demo";
+  return `openai:${provider.baseUrl ?? ""}#${provider.model ?? ""}`;
+}
+
+/**
+ * The provider a flow's `fallback` setting names, with the provider's endpoint and key
+ * filled in where it has none of its own (see `settings` above), or null for "none".
+ */
+export function resolveFallback(fallback, provider) {
+  if (!fallback || !FALLBACK_KINDS.includes(fallback.kind) || fallback.kind === "none") return null;
+  if (fallback.kind === "demo") return { kind: "demo", baseUrl: "", apiKey: "", model: "" };
+  const mainUrl = provider?.kind === "openai" ? provider.baseUrl ?? "" : "";
+  const baseUrl = fallback.baseUrl || mainUrl;
+  const apiKey = fallback.apiKey || (baseUrl === mainUrl && provider?.kind === "openai" ? provider.apiKey ?? "" : "");
+  return { kind: "openai", baseUrl, apiKey, model: fallback.model ?? "" };
+}
 
 /** The browser's extension API: `browser` in Firefox, `chrome` in Chromium. */
 export const ext = globalThis.browser ?? globalThis.chrome;

@@ -3,14 +3,18 @@
 // with a quota (or a real provider: OPENAI_BASE_URL, OPENAI_API_KEY, MODEL). The page is
 // translated twice, first with whole replies, then with streamed ones, and the report
 // sets their times to the first paragraph and to each paragraph side by side, then gives
-// the streamed run's details. Writes screenshots of the translated page and of the
-// statistics page.
+// the streamed run's details. A third run (on the mock) gives the first model a daily
+// quota that runs out halfway through the page: the flows' items move to their fallback
+// provider, a second model with its own quota, and the report says how many paragraphs
+// each served. Writes screenshots of the translated page and of the statistics page
+// (after the streamed run, and after the fallback run).
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
-import { startMockProvider } from "./mock-provider.mjs";
+import { LITE_MODEL_ID, MODEL_ID, startMockProvider } from "./mock-provider.mjs";
 import { startDemoServer } from "./demo-server.mjs";
 import { EXTENSION_DIR, applySettings, extensionMessage, getStats, launchChromium, translations, waitTranslated } from "./harness.mjs";
 import { pseudoTranslate } from "./demo-provider.js";
+import { providerIdOf } from "./protocol.js";
 
 const OUTPUT_DIR = join(EXTENSION_DIR, "..", "demo-output");
 
@@ -48,11 +52,12 @@ function pageTiming(page) {
  * its own language, so the second finds nothing in the first's cache). Returns the
  * page, what it showed, its timing and the flows' statistics of this run alone.
  */
-async function translatePage(browser, site, { stream, targetLang, real }) {
+async function translatePage(browser, site, { stream, targetLang, real, fallback }) {
   await extensionMessage(browser, { type: "resetStats" });
+  const fallbackSetting = fallback ?? { kind: "none" };
   await applySettings(browser, {
-    page: { ...FLOW_SETTINGS.page, stream, previews: true },
-    subtitles: { ...FLOW_SETTINGS.subtitles, stream, previews: true },
+    page: { ...FLOW_SETTINGS.page, stream, previews: true, fallback: fallbackSetting },
+    subtitles: { ...FLOW_SETTINGS.subtitles, stream, previews: true, fallback: fallbackSetting },
     targetLang,
   });
   const page = await browser.context.newPage();
@@ -67,6 +72,94 @@ async function translatePage(browser, site, { stream, targetLang, real }) {
   const callMs = paragraphs > 0 ? callMsSum / paragraphs : NaN;
   return { stream, targetLang, page, done, wallSeconds, wrong, timing: await pageTiming(page), callMs, stats };
 }
+
+/** The statistics page, loaded and rendered, and a full-page screenshot of it at `path`. */
+async function statsScreenshot(browser, path) {
+  const statsPage = await browser.context.newPage();
+  await statsPage.goto(browser.pageUrl("stats.html"));
+  await statsPage.waitForFunction(() => document.documentElement.dataset.statsLoaded === "1", null, { timeout: 10_000 });
+  await statsPage.waitForTimeout(1200);
+  await statsPage.screenshot({ path, fullPage: true });
+  return statsPage;
+}
+
+/** What the statistics page shows in its By provider tables: flow -> id -> { served, batchLimit }. */
+function shownByProvider(statsPage) {
+  return statsPage.evaluate(() => {
+    const out = {};
+    for (const section of document.querySelectorAll("section[data-flow]")) {
+      const rows = {};
+      for (const row of section.querySelectorAll("tr[data-provider]")) {
+        const cell = (key) => row.querySelector(`[data-provider-stat="${key}"]`)?.textContent ?? "";
+        rows[row.dataset.provider] = { served: Number(cell("served").replaceAll(",", "")), batchLimit: cell("batchLimit") };
+      }
+      out[section.dataset.flow] = rows;
+    }
+    return out;
+  });
+}
+
+/**
+ * The fallback run: the first model (MODEL_ID) may answer `quota` requests today, about
+ * half of what the page and its subtitles need; each flow's fallback is LITE_MODEL_ID on
+ * the same endpoint and key, a model with its own daily quota. Returns the run, the
+ * counts the statistics page shows, and the mock's own counts per model.
+ */
+async function fallbackRun(browser, site, mock, { quota, wholeCalls }) {
+  mock.setOptions({ models: { [MODEL_ID]: { requestsPerDay: quota }, [LITE_MODEL_ID]: { requestsPerDay: LITE_QUOTA } } });
+  mock.reset(); // counters zeroed, a new day: the first model has its whole quota
+  const run = await translatePage(browser, site, {
+    stream: false,
+    targetLang: "es",
+    real: null,
+    fallback: { kind: "openai", baseUrl: "", apiKey: "", model: LITE_MODEL_ID },
+  });
+  const path = join(OUTPUT_DIR, "statistics-fallback.png");
+  const statsPage = await statsScreenshot(browser, path);
+  const shown = await shownByProvider(statsPage);
+  await statsPage.close();
+  return { ...run, quota, wholeCalls, mockStats: mock.stats(), shown, screenshot: path };
+}
+
+/** The fallback run's lines of the report, and whether it kept its promise. */
+function fallbackReport(run, ids) {
+  const { done, stats, mockStats, shown, quota, wholeCalls, wrong } = run;
+  const flows = stats.flows;
+  const served = (id) => FLOWS_OF_RUN.reduce((n, flow) => n + (flows[flow].byProvider[id]?.served ?? 0), 0);
+  const servedIn = (flow, id) => flows[flow].byProvider[id]?.served ?? 0;
+  const items = done.pageTotal + done.subtitlesTotal;
+  const first = served(ids.first);
+  const second = served(ids.second);
+  const cached = FLOWS_OF_RUN.reduce((n, flow) => n + (flows[flow].cacheServed ?? 0), 0);
+  const moved = FLOWS_OF_RUN.map((flow) => flows[flow].pacer.fallbackItems ?? 0);
+  const width = Math.max(ids.first.length, ids.second.length);
+  const limits = (flow) =>
+    [ids.first, ids.second].map((id) => `${id.split("#")[1]} ${shown[flow]?.[id]?.batchLimit ?? "—"}`).join(", ");
+  // The statistics page must show what the background counted.
+  const pageAgrees = FLOWS_OF_RUN.every((flow) =>
+    [ids.first, ids.second].every((id) => (shown[flow]?.[id]?.served ?? 0) === servedIn(flow, id)));
+  const firstModel = mockStats.byModel[MODEL_ID] ?? { ok: 0, dailyLimited: 0 };
+  const liteModel = mockStats.byModel[LITE_MODEL_ID] ?? { ok: 0, dailyLimited: 0 };
+  const ok = done.failed === 0 && wrong.length === 0 && first > 0 && second > 0 && first + second + cached === items && pageAgrees;
+  const lines = [
+    "",
+    `The fallback run (es, whole replies): ${MODEL_ID} may answer ${quota} requests today, about half of the ${wholeCalls} calls the whole-reply run made; each flow's fallback provider is ${LITE_MODEL_ID}, on the same endpoint and key, with its own daily quota (${LITE_QUOTA})`,
+    `paragraphs          ${done.pageDone} on the page + ${done.subtitlesDone} subtitle cues = ${items} items (${done.failed} failed, ${wrong.length} misplaced)`,
+    `served by           ${ids.first.padEnd(width)}  ${String(first).padStart(4)}  (page ${servedIn("page", ids.first)}, subtitles ${servedIn("subtitles", ids.first)})`,
+    `                    ${ids.second.padEnd(width)}  ${String(second).padStart(4)}  (page ${servedIn("page", ids.second)}, subtitles ${servedIn("subtitles", ids.second)})`,
+    `                    ${first} + ${second}${cached ? ` + ${cached} from the cache` : ""} = ${first + second + cached} of ${items} items${pageAgrees ? ", as the statistics page shows them" : "; THE STATISTICS PAGE SHOWS OTHER COUNTS"}`,
+    `moved               ${moved[0] + moved[1]} items to the fallback (stats().fallbackItems: page ${moved[0]}, subtitles ${moved[1]})`,
+    `batch limits        page: ${limits("page")}; subtitles: ${limits("subtitles")}`,
+    `the mock counted    ${MODEL_ID}: ${firstModel.ok} answered, then ${firstModel.dailyLimited} daily 429s; ${LITE_MODEL_ID}: ${liteModel.ok} answered, ${liteModel.dailyLimited} daily 429s`,
+    `wall time           ${run.wallSeconds.toFixed(1)} s`,
+    `screenshot          ${run.screenshot}`,
+  ];
+  return { lines, ok };
+}
+
+const FLOWS_OF_RUN = ["page", "subtitles"];
+/** The fallback model's own daily quota: far more than one page needs. */
+const LITE_QUOTA = 1000;
 
 const ms = (value) => (Number.isFinite(value) ? `${Math.round(value)} ms` : "—");
 const times = (value, baseline) => (Number.isFinite(value) && baseline > 0 ? `${(value / baseline).toFixed(2)}x` : "—");
@@ -94,12 +187,8 @@ async function main() {
     await mkdir(OUTPUT_DIR, { recursive: true });
     const pageShot = join(OUTPUT_DIR, "translated-page.png");
     await page.screenshot({ path: pageShot, fullPage: true });
-    const statsPage = await browser.context.newPage();
-    await statsPage.goto(browser.pageUrl("stats.html"));
-    await statsPage.waitForFunction(() => document.documentElement.dataset.statsLoaded === "1", null, { timeout: 10_000 });
-    await statsPage.waitForTimeout(1200);
     const statsShot = join(OUTPUT_DIR, "statistics-page.png");
-    await statsPage.screenshot({ path: statsShot, fullPage: true });
+    await (await statsScreenshot(browser, statsShot)).close();
 
     const flows = stats.flows;
     const paragraphs = flows.page.pacer.items + flows.subtitles.pacer.items;
@@ -141,12 +230,28 @@ async function main() {
     } else {
       lines.push(`wall time           ${wallSeconds.toFixed(1)} s`);
     }
-    lines.push(`screenshots         ${pageShot}`, `                    ${statsShot}`, `total run           ${((Date.now() - started) / 1000).toFixed(1)} s`, "");
+    lines.push(`screenshots         ${pageShot}`, `                    ${statsShot}`);
+    const runs = [whole, streamed];
+    let fallbackOk = true;
+    if (mock) {
+      await page.close();
+      const quota = Math.max(1, Math.round(mockWhole.ok / 2));
+      const fallback = await fallbackRun(browser, site, mock, { quota, wholeCalls: mockWhole.ok });
+      runs.push(fallback);
+      const provider = { kind: "openai", baseUrl: mock.url };
+      const ids = { first: providerIdOf({ ...provider, model: MODEL_ID }), second: providerIdOf({ ...provider, model: LITE_MODEL_ID }) };
+      const report = fallbackReport(fallback, ids);
+      lines.push(...report.lines);
+      fallbackOk = report.ok;
+    } else {
+      lines.push("", "The fallback run needs the local mock (a real provider's daily quota is not spent for a demo): skipped.");
+    }
+    lines.push("", `total run           ${((Date.now() - started) / 1000).toFixed(1)} s`, "");
     console.log(lines.join("\n"));
-    for (const run of [whole, streamed]) {
+    for (const run of runs) {
       for (const w of run.wrong) console.log(`misplaced (${run.targetLang}) ${w.id}: ${JSON.stringify(w.text)} -> ${JSON.stringify(w.translation)}`);
     }
-    if ([whole, streamed].some((run) => run.wrong.length > 0 || run.done.failed > 0)) process.exitCode = 1;
+    if (!fallbackOk || runs.some((run) => run.wrong.length > 0 || run.done.failed > 0)) process.exitCode = 1;
   } finally {
     await browser.close();
     await site.close();

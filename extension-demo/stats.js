@@ -1,7 +1,8 @@
 // Statistics: polls the background once a second and shows, per flow, how many original
 // paragraphs became how many provider calls, how long a page waited for its first
-// paragraph (streamed replies shorten it), the pacer's counters, the counts per provider
-// (tokens included, from the providers' reported usage), a chart of both totals over time
+// paragraph (streamed replies shorten it), the pacer's counters (items moved to the
+// fallback provider included), the counts per provider (paragraphs it served, its
+// learned batch size, tokens from its reported usage), a chart of both totals over time
 // and one of the tokens used per minute.
 
 import { FLOWS, MESSAGES, describeFailure, send } from "./protocol.js";
@@ -26,6 +27,7 @@ const ROWS = [
   ["retries", "Retries"],
   ["countMismatches", "Count mismatches"],
   ["fallbacks", "Fallbacks (one by one)"],
+  ["fallbackItems", "Moved to the fallback provider"],
   ["rateLimited", "429s (rate limited)"],
   ["cacheHits", "Cache hits"],
   ["dedupHits", "Dedup hits"],
@@ -36,10 +38,18 @@ const ROWS = [
   ["inFlight", "In flight"],
 ];
 
+/**
+ * The By provider table. "Served": paragraphs this provider translated (its reply carried
+ * them), whoever asked; "Asked": paragraphs asked for under its id (moved ones included);
+ * "Batch limit": the most paragraphs its batches carry now, learned from its replies or,
+ * when nothing was learned, the flow's "Most paragraphs per batch".
+ */
 const PROVIDER_COLUMNS = [
-  ["paragraphs", "Paragraphs"],
+  ["served", "Served"],
+  ["paragraphs", "Asked"],
   ["calls", "Calls"],
   ["saved", "Saved"],
+  ["batchLimit", "Batch limit"],
   ["rateLimited", "429s"],
   ["inputTokens", "Input tokens"],
   ["outputTokens", "Output tokens"],
@@ -137,6 +147,10 @@ function buildFlow(flow) {
   const provider = element("p", { class: "provider-id" }, [
     "Current provider: ",
     element("code", { "data-field": "providerId", text: "—" }),
+    element("span", { "data-field": "fallback", hidden: "" }, [
+      " · fallback provider: ",
+      element("code", { "data-field": "fallbackProviderId", text: "—" }),
+    ]),
   ]);
 
   const headline = element("div", { class: "headline" }, [
@@ -200,13 +214,14 @@ function buildFlow(flow) {
     ]),
     element("tbody", { "data-providers": flow }),
   ]);
+  const fromCache = element("p", { class: "hint", "data-field": "cacheServed" });
 
   section.append(
     provider,
     headline,
     // The two charts side by side across the card, above the tables.
     element("div", { class: "charts" }, [figure, tokenFigure]),
-    element("div", { class: "flow-stats" }, [table, providers]),
+    element("div", { class: "flow-stats" }, [table, element("div", {}, [providers, fromCache])]),
   );
   drawChart(chart, flow, title, []);
   drawTokenChart(tokenChart, flow, title, []);
@@ -217,22 +232,33 @@ function renderFlow(flow, flowStats) {
   const title = section.querySelector("h2")?.textContent ?? flow;
 
   section.querySelector('[data-field="providerId"]').textContent = flowStats?.providerId || "—";
+  const fallbackId = typeof flowStats?.fallbackProviderId === "string" ? flowStats.fallbackProviderId : null;
+  section.querySelector('[data-field="fallback"]').hidden = fallbackId === null;
+  section.querySelector('[data-field="fallbackProviderId"]').textContent = fallbackId ?? "—";
+  const cacheServed = flowStats?.cacheServed;
+  section.querySelector('[data-field="cacheServed"]').textContent = isCount(cacheServed)
+    ? `Paragraphs answered from the cache, with no provider call: ${count(cacheServed)}.`
+    : "";
 
   for (const cell of section.querySelectorAll("[data-stat]")) cell.textContent = cellText(cell.dataset.stat, flowStats);
   for (const cell of section.querySelectorAll("[data-headline]")) cell.textContent = cellText(cell.dataset.headline, flowStats);
 
   const body = section.querySelector("[data-providers]");
-  const entries = Object.entries(flowStats?.byProvider ?? {});
-  const rows = entries.map(([id, stats]) =>
-    element("tr", { "data-provider": id }, [
-      element("th", { scope: "row" }, [element("code", { text: id })]),
-      ...PROVIDER_COLUMNS.map(([key]) =>
-        element("td", {
-          class: "num",
-          "data-provider-stat": key,
-          text: key === "saved" ? saved(stats?.paragraphs, stats?.calls) : count(stats?.[key]),
-        }),
-      ),
+  const rows = providerRows(flowStats).map(({ id, role, stats, limit }) =>
+    element("tr", { "data-provider": id, ...(role ? { "data-role": role } : {}) }, [
+      element("th", { scope: "row" }, [
+        element("code", { text: id }),
+        ...(role === "fallback" ? [element("span", { class: "role", text: " (fallback)" })] : []),
+      ]),
+      ...PROVIDER_COLUMNS.map(([key]) => {
+        if (key === "batchLimit") {
+          return element("td", { class: "num", "data-provider-stat": key, "data-learned": limit.learned ? "1" : "0", text: limit.text });
+        }
+        // Saved is per paragraph the provider served; counters of older versions have no
+        // served figure, and then it is per paragraph asked for.
+        const text = key === "saved" ? saved(isCount(stats?.served) ? stats.served : stats?.paragraphs, stats?.calls) : count(stats?.[key]);
+        return element("td", { class: "num", "data-provider-stat": key, text });
+      }),
     ]),
   );
   if (rows.length === 0) {
@@ -247,6 +273,36 @@ function renderFlow(flow, flowStats) {
   const series = Array.isArray(flowStats?.series) ? flowStats.series : [];
   drawChart($(`chart-${flow}`), flow, title, series);
   drawTokenChart($(`tokens-${flow}`), flow, title, series);
+}
+
+/**
+ * The By provider rows: every provider with counters or a learned batch size, the flow's
+ * provider first, then its fallback, then the others (earlier settings).
+ */
+function providerRows(flowStats) {
+  const byProvider = flowStats?.byProvider ?? {};
+  const limits = flowStats?.batchLimits ?? {};
+  const main = flowStats?.providerId;
+  const fallback = flowStats?.fallbackProviderId;
+  const ids = [...new Set([...Object.keys(byProvider), ...Object.keys(limits)])];
+  const rank = (id) => (id === main ? 0 : id === fallback ? 1 : 2);
+  ids.sort((a, b) => rank(a) - rank(b));
+  return ids.map((id) => ({
+    id,
+    role: id === main ? "provider" : id === fallback ? "fallback" : null,
+    stats: byProvider[id],
+    limit: batchLimitOf(limits[id], flowStats?.maxItemsPerBatch),
+  }));
+}
+
+/**
+ * A provider's batch limit as the pacer applies it: the size it learned (never above the
+ * flow's maximum), or the flow's "Most paragraphs per batch" when it learned none.
+ */
+function batchLimitOf(learned, maximum) {
+  const max = isCount(maximum) ? maximum : Infinity;
+  if (isCount(learned) && learned < max) return { text: `${count(learned)} (learned)`, learned: true };
+  return { text: Number.isFinite(max) ? `${count(max)} (maximum)` : "—", learned: false };
 }
 
 // ---------------------------------------------------------------------------------------

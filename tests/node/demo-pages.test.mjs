@@ -50,6 +50,7 @@ function pacerStats(overrides = {}) {
 }
 
 const OPENAI_ID = "openai:http://127.0.0.1:8787/v1";
+const NO_FALLBACK = { kind: "none", baseUrl: "", apiKey: "", model: "" };
 
 const STATS = {
   startedAt: Date.UTC(2025, 0, 1, 12, 0, 0),
@@ -100,10 +101,18 @@ function installFakeExtension({ settings, stats }) {
   };
   globalThis.__fake = state;
 
-  const publicSettings = () => ({
-    ...structuredClone(state.settings),
-    provider: { ...state.settings.provider, apiKey: "", apiKeySet: state.apiKey !== "" },
-  });
+  // Keys of the flows' fallback providers, as the background stores them.
+  state.fallbackKeys = { page: "", subtitles: "" };
+  const publicSettings = () => {
+    const out = {
+      ...structuredClone(state.settings),
+      provider: { ...state.settings.provider, apiKey: "", apiKeySet: state.apiKey !== "" },
+    };
+    for (const flow of ["page", "subtitles"]) {
+      if (out[flow].fallback) out[flow].fallback = { ...out[flow].fallback, apiKey: "", apiKeySet: state.fallbackKeys[flow] !== "" };
+    }
+    return out;
+  };
 
   function answer(message) {
     switch (message?.type) {
@@ -135,8 +144,18 @@ function installFakeExtension({ settings, stats }) {
             error: { flow: "provider", field: null, code: "invalid_options", message: 'baseUrl must be a non-empty http(s) URL string (got "")' },
           };
         }
+        for (const flow of ["page", "subtitles"]) {
+          const fallback = next[flow].fallback;
+          if (fallback?.kind === "openai" && !fallback.model) {
+            return { ok: false, error: { flow, field: "fallback.model", code: "invalid_options", message: "model must be a non-empty string (got \"\")" } };
+          }
+          if (fallback?.apiKey) state.fallbackKeys[flow] = fallback.apiKey;
+        }
         if (next.provider.apiKey !== "") state.apiKey = next.provider.apiKey;
         state.settings = { ...structuredClone(next), provider: { ...next.provider, apiKey: "" } };
+        for (const flow of ["page", "subtitles"]) {
+          if (state.settings[flow].fallback) state.settings[flow].fallback.apiKey = "";
+        }
         return { ok: true, settings: publicSettings() };
       }
       case "getStats":
@@ -435,9 +454,10 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         assert.deepEqual(sent[0], {
           type: "setSettings",
           settings: {
-            // The switches the fixture leaves out come from the defaults: no streaming, previews on.
-            page: { rate: 1, capacity: 1, maxInFlight: 3, maxCharactersPerBatch: 900, maxItemsPerBatch: 5, batchDelayMs: 150, stream: false, previews: true },
-            subtitles: { rate: 4, capacity: 8, maxInFlight: 0, maxCharactersPerBatch: 400, maxItemsPerBatch: 6, batchDelayMs: 12.5, stream: false, previews: true },
+            // The switches and the fallback the fixture leaves out come from the defaults:
+            // no streaming, previews on, no fallback provider.
+            page: { rate: 1, capacity: 1, maxInFlight: 3, maxCharactersPerBatch: 900, maxItemsPerBatch: 5, batchDelayMs: 150, stream: false, previews: true, fallback: NO_FALLBACK },
+            subtitles: { rate: 4, capacity: 8, maxInFlight: 0, maxCharactersPerBatch: 400, maxItemsPerBatch: 6, batchDelayMs: 12.5, stream: false, previews: true, fallback: NO_FALLBACK },
             provider: { kind: "openai", baseUrl: "http://127.0.0.1:8787/v1", apiKey: "sk-new", model: "mock-translator" },
             sourceLang: "en",
             targetLang: "ja",
@@ -445,6 +465,7 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         });
         for (const flow of ["page", "subtitles"]) {
           for (const [field, value] of Object.entries(sent[0].settings[flow])) {
+            if (field === "fallback") continue;
             const type = field === "stream" || field === "previews" ? "boolean" : "number";
             assert.equal(typeof value, type, `${flow}.${field} is sent as a ${type}`);
           }
@@ -580,6 +601,84 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         await close();
       }
     });
+
+    test("each flow's fallback provider: shown from getSettings, sent on Apply in the protocol's shape, its key kept, its errors at its fields", async () => {
+      const settings = structuredClone(SETTINGS);
+      settings.page.fallback = { kind: "openai", baseUrl: "", apiKey: "", apiKeySet: false, model: "mock-translator-lite" };
+      const { page, close } = await open("options.html", "settingsLoaded", { settings });
+      try {
+        assert.deepEqual(
+          await values(page, ["page-fallback-kind", "page-fallback-model", "page-fallback-baseUrl", "page-fallback-apiKey", "subtitles-fallback-kind"]),
+          { "page-fallback-kind": "openai", "page-fallback-model": "mock-translator-lite", "page-fallback-baseUrl": "", "page-fallback-apiKey": "", "subtitles-fallback-kind": "none" },
+        );
+        assert.deepEqual(
+          await page.locator("#page-fallback-kind option").evaluateAll((options) => options.map((o) => [o.value, o.textContent])),
+          [["none", "None"], ["demo", "Demo provider (offline)"], ["openai", "OpenAI-compatible"]],
+        );
+        // Each flow's fallback sits in its own card; the key field hides what is typed.
+        assert.equal(await page.evaluate(() => document.getElementById("subtitles-fallback-kind").closest("#section-subtitles") !== null), true);
+        assert.equal(await page.locator("#page-fallback-apiKey").getAttribute("type"), "password");
+        assert.match(await page.locator("#page-fallback-apiKey-hint").textContent(), /provider settings' key/);
+        // The endpoint fields count for an OpenAI-compatible fallback only.
+        assert.equal(await page.locator("#subtitles-fallback-openai").getAttribute("class"), "field-grid inactive");
+        assert.equal(await page.locator("#page-fallback-openai").getAttribute("class"), "field-grid");
+
+        await page.selectOption("#subtitles-fallback-kind", "openai");
+        await page.fill("#subtitles-fallback-model", "other-model");
+        await page.fill("#subtitles-fallback-baseUrl", "https://api.groq.example/openai/v1");
+        await page.fill("#subtitles-fallback-apiKey", "gsk-fallback");
+        await page.click("#apply");
+        await page.waitForSelector('#status[data-state="ok"]');
+        const [sent] = await calls(page, "setSettings");
+        assert.deepEqual(sent.settings.page.fallback, { kind: "openai", baseUrl: "", apiKey: "", model: "mock-translator-lite" });
+        assert.deepEqual(sent.settings.subtitles.fallback, {
+          kind: "openai", baseUrl: "https://api.groq.example/openai/v1", apiKey: "gsk-fallback", model: "other-model",
+        });
+        // Re-rendered from the answer: the key field is empty again, the key is stored.
+        assert.equal(await page.inputValue("#subtitles-fallback-apiKey"), "");
+        assert.match(await page.locator("#subtitles-fallback-apiKey-hint").textContent(), /key of its own is stored/i);
+        assert.equal(await page.inputValue("#subtitles-fallback-model"), "other-model");
+
+        // An empty key keeps it; a refused fallback is shown at its own field.
+        await page.fill("#page-fallback-model", "");
+        await page.click("#apply");
+        await page.waitForSelector('#status[data-state="error"]');
+        const second = (await calls(page, "setSettings"))[1];
+        assert.equal(second.settings.subtitles.fallback.apiKey, "");
+        assert.equal(await page.evaluate(() => globalThis.__fake.fallbackKeys.subtitles), "gsk-fallback");
+        assert.equal(await page.locator("#page-fallback-model-error").textContent(), 'model must be a non-empty string (got "")');
+        assert.equal(await page.locator("#page-fallback-model").getAttribute("aria-invalid"), "true");
+        assert.match(await page.locator("#status").textContent(), /Page translation › Fallback model/);
+        assert.equal(await page.locator("#subtitles-fallback-model-error").textContent(), "");
+      } finally {
+        await close();
+      }
+    });
+
+    test("a daily block with a fallback says where the flow's items go meanwhile", async () => {
+      const { page, close } = await open("options.html", "settingsLoaded");
+      try {
+        await page.evaluate(() => {
+          globalThis.__fake.blocked = {
+            flow: "page",
+            providerId: "openai:http://x/v1#flash",
+            reason: "daily",
+            status: 429,
+            message: "the provider's daily quota is spent; items for it reject until it resets",
+            retryAt: Date.now() + 3_600_000,
+            fallbackTo: "openai:http://x/v1#flash-lite",
+            at: Date.now(),
+          };
+        });
+        await page.waitForFunction(() => document.getElementById("provider-blocked").textContent !== "", null, { timeout: 5000 });
+        const shown = await page.textContent("#provider-blocked");
+        assert.match(shown, /daily quota is spent \(HTTP 429\)/);
+        assert.match(shown, /Page translation: its items go to the fallback provider openai:http:\/\/x\/v1#flash-lite until /);
+        assert.doesNotMatch(shown, /Items for it fail/);
+      } finally {
+        await close();
+      }
+    });
   });
 
   // -------------------------------------------------------------------------------------
@@ -629,6 +728,63 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         assert.match(await page.locator("#stats-subtitles").textContent(), /No provider calls yet/);
         assert.match(await page.locator("#stats-page").textContent(), /Current provider: openai:http:\/\/127\.0\.0\.1:8787\/v1/);
         assert.equal(await page.title(), "Statistics — batch-pacer demo");
+      } finally {
+        await close();
+      }
+    });
+
+    test("fallback providers: paragraphs each provider served, its batch limit (learned or the maximum), items moved", async () => {
+      const FIRST = "openai:http://127.0.0.1:8787/v1#flash";
+      const SECOND = "openai:http://127.0.0.1:8787/v1#flash-lite";
+      const stats = structuredClone(STATS);
+      Object.assign(stats.flows.page, {
+        providerId: FIRST,
+        fallbackProviderId: SECOND,
+        maxItemsPerBatch: 4,
+        cacheServed: 3,
+        batchLimits: { [SECOND]: 1 },
+        byProvider: {
+          // The fallback first: the table puts the flow's provider first all the same.
+          [SECOND]: { paragraphs: 0, served: 15, calls: 15, rateLimited: 0, inputTokens: 10, outputTokens: 5 },
+          [FIRST]: { paragraphs: 40, served: 22, calls: 6, rateLimited: 2, inputTokens: 20, outputTokens: 9 },
+        },
+      });
+      stats.flows.page.pacer.fallbackItems = 15;
+      const { page, close } = await open("stats.html", "statsLoaded", { stats });
+      try {
+        assert.match(await page.locator("#stats-page .provider-id").textContent(), /Current provider: openai:http:\/\/127\.0\.0\.1:8787\/v1#flash · fallback provider: openai:http:\/\/127\.0\.0\.1:8787\/v1#flash-lite$/);
+        assert.equal(await page.locator("#stats-subtitles [data-field=fallback]").isVisible(), false, "no fallback: not mentioned");
+        assert.deepEqual(
+          await page.locator("#stats-page tr[data-provider]").evaluateAll((rows) => rows.map((r) => [r.dataset.provider, r.dataset.role])),
+          [[FIRST, "provider"], [SECOND, "fallback"]],
+        );
+        assert.match(await page.locator(`#stats-page tr[data-provider="${SECOND}"] th`).textContent(), /\(fallback\)$/);
+        assert.equal(await providerCell(page, "page", FIRST, "served"), "22");
+        assert.equal(await providerCell(page, "page", SECOND, "served"), "15");
+        assert.equal(await providerCell(page, "page", FIRST, "paragraphs"), "40");
+        assert.equal(await providerCell(page, "page", SECOND, "paragraphs"), "0");
+        // Saved per paragraph served: 15 singles saved nothing.
+        assert.equal(await providerCell(page, "page", SECOND, "saved"), "0%");
+        assert.equal(await providerCell(page, "page", FIRST, "saved"), "72.7%");
+        assert.equal(await providerCell(page, "page", SECOND, "batchLimit"), "1 (learned)");
+        assert.equal(await providerCell(page, "page", FIRST, "batchLimit"), "4 (maximum)");
+        assert.equal(await cell(page, "page", "fallbackItems"), "15");
+        assert.match(await page.locator("#stats-page [data-field=cacheServed]").textContent(), /from the cache, with no provider call: 3\./);
+        const headers = await page.locator("#stats-page .provider-table thead th").allTextContents();
+        assert.deepEqual(headers.slice(0, 3), ["Provider", "Served", "Asked"]);
+        assert.ok(headers.includes("Batch limit"));
+
+        // A limit learned again and a maximum lowered below it: the table follows both.
+        await page.evaluate((id) => {
+          const flow = globalThis.__fake.stats.flows.page;
+          flow.batchLimits[id] = 3;
+          flow.maxItemsPerBatch = 2;
+        }, SECOND);
+        await page.waitForFunction(
+          (id) => document.querySelector(`#stats-page tr[data-provider="${id}"] [data-provider-stat="batchLimit"]`).textContent === "2 (maximum)",
+          SECOND,
+          { timeout: 3000 },
+        );
       } finally {
         await close();
       }

@@ -675,3 +675,197 @@ describe("streams and thinking", () => {
     await assert.rejects(startMockProvider({ think: "yes" }), /think/);
   });
 });
+
+// ---------------------------------------------------------------------------------------
+// Models with their own daily quotas, models that cannot batch, and the package's
+// fallback providers against them.
+
+describe("models: daily quotas and batching", () => {
+  const mod = () => import(pathToFileURL(join(repo, "extension-demo/mock-provider.mjs")).href);
+
+  test("a model's daily quota is its own: past it, a 429 in OpenAI's words with Retry-After until the day ends; other models go on", async (t) => {
+    const mock = await start(t, { models: { "mock-translator": { requestsPerDay: 2 } } });
+    for (const user of ["one", "two"]) assert.equal((await chat(mock, { user })).status, 200);
+    const spent = await chat(mock, { user: "three" });
+    assert.equal(spent.status, 429);
+    assert.match(spent.json.error.message, /^Rate limit reached for model `mock-translator` on requests per day \(RPD\): Limit 2, Used 2, Requested 1\. Please try again in 2[34]h/);
+    assert.equal(spent.json.error.code, "rate_limit_exceeded");
+    const retryAfter = Number(spent.headers.get("retry-after"));
+    assert.ok(retryAfter > 23 * 3600 && retryAfter <= 24 * 3600, `Retry-After ${retryAfter}`);
+    // Another model's quota is separate: unlimited here.
+    for (const user of ["a", "b", "c"]) assert.equal((await chat(mock, { user, model: "mock-translator-lite" })).status, 200);
+    assert.equal((await chat(mock, { user: "four" })).status, 429, "still spent");
+    const stats = mock.stats();
+    assert.equal(stats.dailyLimited, 2);
+    assert.equal(stats.rateLimited, 0, "a daily 429 is not a per-minute one");
+    assert.deepEqual(stats.usedToday, { "mock-translator": 2, "mock-translator-lite": 3 });
+    assert.deepEqual(stats.byModel["mock-translator"], { requests: 4, ok: 2, segments: 2, dailyLimited: 2, rateLimited: 0 });
+    assert.deepEqual(stats.byModel["mock-translator-lite"], { requests: 3, ok: 3, segments: 3, dailyLimited: 0, rateLimited: 0 });
+  });
+
+  test("a spent daily quota takes no token of the per-minute bucket the models share", async (t) => {
+    const mock = await start(t, { rpm: 1, burst: 2, models: { "mock-translator": { requestsPerDay: 1 } } });
+    assert.equal((await chat(mock, { user: "one" })).status, 200);
+    assert.equal((await chat(mock, { user: "two" })).status, 429);
+    assert.equal((await chat(mock, { user: "three" })).status, 429);
+    // The bucket's second token is still there, for the other model.
+    assert.equal((await chat(mock, { user: "x", model: "mock-translator-lite" })).status, 200);
+    const perMinute = await chat(mock, { user: "y", model: "mock-translator-lite" });
+    assert.equal(perMinute.status, 429);
+    assert.match(perMinute.json.error.message, /limit 1 \/ min/);
+    assert.deepEqual([mock.stats().dailyLimited, mock.stats().rateLimited], [2, 1]);
+  });
+
+  test("the day ends after dayMs, and reset() starts a new one", async (t) => {
+    const mock = await start(t, { dayMs: 300, models: { "mock-translator": { requestsPerDay: 1 } } });
+    assert.equal((await chat(mock, { user: "one" })).status, 200);
+    const spent = await chat(mock, { user: "two" });
+    assert.equal(spent.status, 429);
+    assert.equal(spent.headers.get("retry-after"), "1", "whole seconds, at least 1");
+    await new Promise((resolve) => setTimeout(resolve, 320));
+    assert.equal((await chat(mock, { user: "three" })).status, 200, "a new day");
+    assert.equal((await chat(mock, { user: "four" })).status, 429);
+    mock.reset();
+    assert.equal((await chat(mock, { user: "five" })).status, 200, "reset starts a new day");
+    assert.deepEqual(mock.stats().usedToday, { "mock-translator": 1 });
+  });
+
+  for (const dailyStyle of ["openai", "gemini"]) {
+    test(`the package's openAIProvider reads the mock's spent daily quota (${dailyStyle} style) as quota "daily", with the wait until the day ends`, async (t) => {
+      const { openAIProvider } = await import("batch-pacer");
+      const mock = await start(t, { dailyStyle, models: { flash: { requestsPerDay: 1 } } });
+      const provider = openAIProvider({ baseUrl: mock.url, apiKey: "", model: "flash" });
+      const request = { texts: ["Hello"], text: "Hello", isBatch: false, sourceLang: "en", targetLang: "de", context: "", attempt: 0, instructions: "Translate from en into de." };
+      const first = await provider(request);
+      assert.equal(typeof first === "string" ? first : first.translations, "[de] hELLO");
+      const error = await provider(request).then(() => null, (e) => e);
+      assert.ok(error, "the second request fails");
+      assert.equal(error.status, 429);
+      assert.equal(error.quota, "daily");
+      assert.ok(error.retryAfterMs > 23 * 3600_000 && error.retryAfterMs <= 24 * 3600_000, `retryAfterMs ${error.retryAfterMs}`);
+      if (dailyStyle === "gemini") assert.match(error.message, /You exceeded your current quota/);
+    });
+  }
+
+  test("the Gemini style is Gemini's body: an array, RESOURCE_EXHAUSTED, a per-day QuotaFailure and a RetryInfo", async (t) => {
+    const { GEMINI_DAILY_QUOTA_ID: quotaId } = await mod();
+    const mock = await start(t, { dailyStyle: "gemini", models: { flash: { requestsPerDay: 1 } } });
+    await chat(mock, { user: "one", model: "flash" });
+    const spent = await chat(mock, { user: "two", model: "flash" });
+    assert.equal(spent.status, 429);
+    assert.ok(Array.isArray(spent.json));
+    const { error } = spent.json[0];
+    assert.equal(error.status, "RESOURCE_EXHAUSTED");
+    const failure = error.details.find((d) => d["@type"].endsWith("google.rpc.QuotaFailure"));
+    assert.equal(failure.violations[0].quotaId, quotaId);
+    assert.match(quotaId, /PerDay/);
+    assert.equal(failure.violations[0].quotaDimensions.model, "flash");
+    const retry = error.details.find((d) => d["@type"].endsWith("google.rpc.RetryInfo"));
+    assert.match(retry.retryDelay, /^\d+s$/);
+  });
+
+  test("a model that cannot batch answers a batch as plain paragraphs, without markers; single texts as usual", async (t) => {
+    const mock = await start(t, { models: { tiny: { canBatch: false } } });
+    const system = `${SYSTEM_SINGLE}\n\nThe text holds 2 segments, each between its own pair of markers, from <s21>…</s21> to <s58>…</s58>.`;
+    const user = "<s21>Alpha one</s21>\n<s58>Beta two</s58>";
+    const plain = await chat(mock, { system, user, model: "tiny" });
+    assert.equal(plain.content, "[de] aLPHA ONE\n\n[de] bETA TWO");
+    const able = await chat(mock, { system, user });
+    assert.equal(able.content, "<s21>[de] aLPHA ONE</s21>\n<s58>[de] bETA TWO</s58>");
+    assert.equal((await chat(mock, { system: SYSTEM_SINGLE, user: "Gamma", model: "tiny" })).content, "[de] gAMMA");
+    assert.equal(mock.stats().unbatched, 1);
+  });
+
+  test("/v1/models lists the configured models; invalid model settings are refused", async (t) => {
+    const mock = await start(t, { models: { "mock-translator-lite": { requestsPerDay: 5 } } });
+    const list = await (await fetch(`${mock.url}/models`)).json();
+    assert.deepEqual(list.data.map((m) => m.id), ["mock-translator", "mock-translator-lite"]);
+    await assert.rejects(startMockProvider({ models: { a: { requestsPerDay: -1 } } }), /models/);
+    await assert.rejects(startMockProvider({ models: { a: { canBatch: "no" } } }), /models/);
+    await assert.rejects(startMockProvider({ models: { a: { perDay: 3 } } }), /models/);
+    await assert.rejects(startMockProvider({ dailyStyle: "anthropic" }), /dailyStyle/);
+    assert.throws(() => mock.setOptions({ dayMs: 0 }), /dayMs/);
+  });
+
+  test("the command line sets a model's daily quota and a model that cannot batch", async (t) => {
+    const { spawn } = await import("node:child_process");
+    const child = spawn(process.execPath, [
+      join(repo, "extension-demo/mock-provider.mjs"),
+      "--port", "0", "--rpm", "0", "--requests-per-day", "flash=1", "--cannot-batch", "tiny", "--daily-style", "gemini",
+    ]);
+    t.after(() => child.kill());
+    const url = await new Promise((resolve, reject) => {
+      let out = "";
+      child.stdout.on("data", (chunk) => {
+        out += chunk;
+        const match = /listening on (\S+)/.exec(out);
+        if (match) resolve(match[1]);
+      });
+      child.on("exit", (code) => reject(new Error(`the mock exited with ${code}`)));
+    });
+    const mock = { url };
+    assert.equal((await chat(mock, { user: "one", model: "flash" })).status, 200);
+    const spent = await chat(mock, { user: "two", model: "flash" });
+    assert.equal(spent.status, 429);
+    assert.equal(spent.json[0].error.status, "RESOURCE_EXHAUSTED");
+    const system = `${SYSTEM_SINGLE}\n\nMarkers from <s1>…</s1> to <s2>…</s2>.`;
+    assert.equal((await chat(mock, { system, user: "<s1>A</s1>\n<s2>B</s2>", model: "tiny" })).content, "[de] a\n\n[de] b");
+  });
+
+  // The package's fallback providers over HTTP: one pacer, two models behind one
+  // endpoint, each its own providerId, routed by routeProviders.
+  async function fallbackPacer(t, mock, { second = "mock-translator-lite", onEvent } = {}) {
+    const { default: init, BatchPacer, openAIProvider, routeProviders } = await import("batch-pacer");
+    await init();
+    const route = routeProviders({
+      first: openAIProvider({ baseUrl: mock.url, apiKey: "", model: "mock-translator" }),
+      second: openAIProvider({ baseUrl: mock.url, apiKey: "", model: second }),
+    });
+    const pacer = new BatchPacer(route, {
+      rate: 1000,
+      capacity: 1000,
+      batchDelayMs: 5,
+      baseRetryDelayMs: 1,
+      maxItemsPerBatch: 4,
+      fallbackProviders: { first: "second" },
+      ...(onEvent ? { onEvent } : {}),
+    });
+    t.after(() => pacer.dispose());
+    return { pacer };
+  }
+
+  test("BatchPacer with fallbackProviders: the first model's daily quota runs out halfway, every paragraph is translated, the rest by the second model", async (t) => {
+    const mock = await start(t, { models: { "mock-translator": { requestsPerDay: 3 } } });
+    const moves = [];
+    const { pacer } = await fallbackPacer(t, mock, { onEvent: (e) => e.type === "providerFallback" && moves.push(e) });
+    const paragraphs = Array.from({ length: 24 }, (_, i) => `Paragraph ${i} of the page`);
+    const translate = (text) => pacer.translate({ text, sourceLang: "en", targetLang: "de", providerId: "first" });
+    // The first half while the quota lasts, then the second half.
+    const firstHalf = await Promise.all(paragraphs.slice(0, 12).map(translate));
+    const secondHalf = await Promise.all(paragraphs.slice(12).map(translate));
+    assert.deepEqual([...firstHalf, ...secondHalf], paragraphs.map((x) => pseudoTranslate(x, "de")));
+    const byModel = mock.stats().byModel;
+    assert.equal(byModel["mock-translator"].ok, 3, "the first model answered its whole quota");
+    assert.ok(byModel["mock-translator"].dailyLimited >= 1);
+    assert.equal(byModel["mock-translator"].segments + byModel["mock-translator-lite"].segments, paragraphs.length, "each paragraph translated once");
+    assert.ok(byModel["mock-translator-lite"].segments >= 12, "the second half by the second model");
+    assert.equal(pacer.stats().fallbackItems, byModel["mock-translator-lite"].segments);
+    assert.ok(moves.length > 0 && moves.every((m) => m.from === "first" && m.to === "second"));
+    assert.equal(pacer.stats().failed, 0);
+  });
+
+  test("BatchPacer with a fallback model that cannot batch: its learned batch limit drops, the first model's stays, no paragraph fails", async (t) => {
+    const mock = await start(t, { models: { "mock-translator": { requestsPerDay: 1 }, tiny: { canBatch: false } } });
+    const limits = [];
+    const { pacer } = await fallbackPacer(t, mock, { second: "tiny", onEvent: (e) => e.type === "batchLimit" && limits.push(e) });
+    const paragraphs = Array.from({ length: 30 }, (_, i) => `Sentence number ${i}`);
+    const out = await Promise.all(paragraphs.map((text) => pacer.translate({ text, sourceLang: "en", targetLang: "de", providerId: "first" })));
+    assert.deepEqual(out, paragraphs.map((x) => pseudoTranslate(x, "de")));
+    assert.ok(limits.length > 0 && limits.every((e) => e.providerId === "second"), JSON.stringify(limits));
+    const learned = pacer.snapshot().providers.find((p) => p.providerId === "second")?.batchLimit;
+    assert.ok(learned < 4, `learned ${learned}`);
+    assert.equal(learned, limits.at(-1).limit, "the snapshot keeps the last limit announced");
+    assert.equal(pacer.snapshot().providers.find((p) => p.providerId === "first")?.batchLimit, undefined);
+    assert.ok(mock.stats().unbatched > 0);
+  });
+});
