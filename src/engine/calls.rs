@@ -5,6 +5,7 @@
 use std::rc::Rc;
 
 use super::batches::{Batch, Try};
+use super::outbox::Counter;
 use super::pacer::Charge;
 use super::running::{CallStrings, Running};
 use super::streams::{left_empty, visible_reply};
@@ -184,9 +185,9 @@ impl<C: Clone> Engine<C> {
         let (text, layout, instructions, reading) =
             lay_out(self.options.segment_format, &texts, self.calls.strings());
         let ids = self.calls.strings().ids(texts.len());
-        self.out.counters().provider_calls += 1;
-        self.out.counters().batch_calls += u64::from(is_batch);
-        self.out.counters().retries += u64::from(attempt > 0);
+        self.out.count(Counter::ProviderCalls, 1);
+        self.out.count(Counter::BatchCalls, u64::from(is_batch));
+        self.out.count(Counter::Retries, u64::from(attempt > 0));
         self.pacer.note_call(provider, texts.len());
         let ratio = self.pacer.input_ratio(provider);
         let max_output_tokens = output_bound(text_tokens, texts.len(), ratio, bound_scale);
@@ -338,7 +339,7 @@ impl<C: Clone> Engine<C> {
         got: usize,
         unproven: Unproven,
     ) {
-        self.out.counters().count_mismatches += 1;
+        self.out.count(Counter::CountMismatches, 1);
         let provider_id = self.pacer.provider_id(run.provider());
         let Some(missing) = self.batches.get(run.batch()).map(|b| b.jobs().len()) else {
             return;

@@ -11,6 +11,7 @@
 //! pacer's bucket covers them all.
 
 use super::batches::Member;
+use super::outbox::Counter;
 use super::{Batch, Engine, Group};
 use crate::slab::Id;
 use crate::stats::Event;
@@ -64,7 +65,7 @@ impl<C: Clone> Engine<C> {
     fn move_job(&mut self, member: Member, group: Id<Group>, dest: Id<Group>, first_at: Instant) {
         if !self.groups.get(group).is_some_and(Group::is_moved) {
             let waiters = self.jobs.get(member.job).map_or(0, |j| j.waiters().len());
-            self.out.counters().fallback_items += waiters as u64;
+            self.out.count(Counter::FallbackItems, waiters as u64);
         }
         self.groups.job_added(dest);
         self.groups.job_ended(group);

@@ -3,6 +3,7 @@
 
 use super::batches::Member;
 use super::endings::Ending;
+use super::outbox::Counter;
 use super::{Engine, Group, Job};
 use crate::slab::Id;
 use crate::stats::Event;
@@ -61,7 +62,7 @@ impl<C: Clone> Engine<C> {
         };
         match result {
             LookupResult::Hit(translation) => {
-                self.out.counters().cache_hits += 1;
+                self.out.count(Counter::CacheHits, 1);
                 self.end_job(job_key, pending.group, &Ending::Stored(translation));
             }
             LookupResult::Miss | LookupResult::Failed(_) => {

@@ -73,7 +73,7 @@ use batches::{limits_of, Batch, Batches, State};
 use groups::Groups;
 use jobs::{Jobs, Left};
 use lookups::PendingLookup;
-use outbox::Outbox;
+use outbox::{Counter, Outbox};
 use pacer::Pacer;
 use priority::Priority;
 use running::{Calls, Running};
@@ -245,7 +245,7 @@ impl<C: Clone> Engine<C> {
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
             let ticket = self.jobs.counted_ticket();
-            self.out.counters().cache_hits += 1;
+            self.out.count(Counter::CacheHits, 1);
             self.resolve(ticket, hit);
             self.groups.release_if_idle(group);
             return Ok(ticket);
@@ -265,7 +265,7 @@ impl<C: Clone> Engine<C> {
         }
         let priority = Priority::new(item.priority);
         if let Some((ticket, batch)) = self.jobs.join_twin(key, priority) {
-            self.out.counters().dedup_hits += 1;
+            self.out.count(Counter::DedupHits, 1);
             self.batches.raise_priority(batch, priority);
             self.after_input();
             return Ok(ticket);
@@ -483,7 +483,7 @@ impl<C: Clone> Engine<C> {
     /// The driver found no unsettled promise for a settlement: its item had settled
     /// before. The settlement is dropped; `stats().duplicate_settlements` counts it.
     pub fn note_duplicate_settlement(&mut self) {
-        self.out.counters().duplicate_settlements += 1;
+        self.out.count(Counter::DuplicateSettlements, 1);
     }
 
     /// The next notable event.

@@ -1,6 +1,7 @@
 //! What the engine has for its driver: calls to start, calls to cancel, items that ended,
 //! events, and the statistics. Settling an item goes through [`Outbox::settle`], which
-//! keeps `items == succeeded + failed + aborted + disposed + pending` in one place.
+//! keeps `items == succeeded + failed + aborted + disposed + pending` in one place: the
+//! other counters are counted through [`Counter`], which names none of the item counters.
 
 use std::collections::VecDeque;
 
@@ -8,6 +9,26 @@ use super::streams::Preview;
 use crate::call::{Call, CallId};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::stats::{Event, Stats};
+
+/// The counters the engine's flows count (calls, retries, hits, tokens): every counter
+/// of `Stats` but the item counters, which only settling moves.
+#[derive(Copy, Clone, Debug, PartialEq, Eq)]
+pub(super) enum Counter {
+    BatchCalls,
+    CacheHits,
+    CountMismatches,
+    DedupHits,
+    DuplicateSettlements,
+    EarlyResolved,
+    FallbackItems,
+    Fallbacks,
+    InputTokens,
+    OutputTokens,
+    ProviderCalls,
+    RateLimited,
+    Retries,
+    StreamedCalls,
+}
 
 /// The engine's outputs and counters.
 #[derive(Debug)]
@@ -76,12 +97,27 @@ impl<C> Outbox<C> {
         &self.stats
     }
 
-    /// The counters the engine's flows count (calls, retries, hits, tokens). The item
-    /// counters (`items`, `pending` and the outcomes) are moved only by `accept`,
-    /// `unaccept` and `settle`: callers leave them alone, since this hands out all of
-    /// `Stats`.
-    pub(super) fn counters(&mut self) -> &mut Stats {
-        &mut self.stats
+    /// Counts `n` more of `counter`. The item counters (`items`, `pending` and the
+    /// outcomes) are not among them: only `accept`, `unaccept` and `settle` move those, so
+    /// `items == succeeded + failed + aborted + disposed + pending` is kept here alone.
+    pub(super) fn count(&mut self, counter: Counter, n: u64) {
+        let field = match counter {
+            Counter::BatchCalls => &mut self.stats.batch_calls,
+            Counter::CacheHits => &mut self.stats.cache_hits,
+            Counter::CountMismatches => &mut self.stats.count_mismatches,
+            Counter::DedupHits => &mut self.stats.dedup_hits,
+            Counter::DuplicateSettlements => &mut self.stats.duplicate_settlements,
+            Counter::EarlyResolved => &mut self.stats.early_resolved,
+            Counter::FallbackItems => &mut self.stats.fallback_items,
+            Counter::Fallbacks => &mut self.stats.fallbacks,
+            Counter::InputTokens => &mut self.stats.input_tokens,
+            Counter::OutputTokens => &mut self.stats.output_tokens,
+            Counter::ProviderCalls => &mut self.stats.provider_calls,
+            Counter::RateLimited => &mut self.stats.rate_limited,
+            Counter::Retries => &mut self.stats.retries,
+            Counter::StreamedCalls => &mut self.stats.streamed_calls,
+        };
+        *field += n;
     }
 
     /// Previews are wanted from now on.

@@ -2,6 +2,7 @@
 //! provider reported about itself (held calls, `limited`), and the blocks that reject a
 //! provider's queue at once (settings and billing errors, a spent daily quota).
 
+use super::outbox::Counter;
 use super::retries::final_error;
 use super::running::Running;
 use super::Engine;
@@ -88,8 +89,10 @@ impl<C: Clone> Engine<C> {
             return;
         };
         if let Some(usage) = usage {
-            self.out.counters().input_tokens += usage.input_tokens as u64;
-            self.out.counters().output_tokens += usage.output_tokens as u64;
+            self.out
+                .count(Counter::InputTokens, usage.input_tokens as u64);
+            self.out
+                .count(Counter::OutputTokens, usage.output_tokens as u64);
         }
         if first_window {
             self.estimate_queued_tokens();

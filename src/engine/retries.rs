@@ -2,6 +2,7 @@
 //! their own budget), a 413 split in halves, a batch sent one by one, final errors.
 
 use super::batches::{Batch, Try};
+use super::outbox::Counter;
 use super::running::Running;
 use super::timers::Timer;
 use super::Engine;
@@ -67,7 +68,7 @@ impl<C: Clone> Engine<C> {
             };
             if let Some(reason) = reason {
                 if class == FailureClass::RateLimited {
-                    self.out.counters().rate_limited += 1;
+                    self.out.count(Counter::RateLimited, 1);
                 }
                 self.block_provider(run, failure, reason);
                 return;
@@ -82,7 +83,7 @@ impl<C: Clone> Engine<C> {
         }
         match class {
             FailureClass::RateLimited => {
-                self.out.counters().rate_limited += 1;
+                self.out.count(Counter::RateLimited, 1);
                 let tries = self
                     .batches
                     .count_try(run.batch(), Try::RateLimit)
@@ -134,7 +135,7 @@ impl<C: Clone> Engine<C> {
     /// A 429 still pauses and slows the provider down: it is over its quota all the same.
     fn not_retryable(&mut self, run: Running, failure: Failure<C>, class: FailureClass) {
         if class == FailureClass::RateLimited {
-            self.out.counters().rate_limited += 1;
+            self.out.count(Counter::RateLimited, 1);
             let pause = failure.retry_after.unwrap_or_else(|| self.base_delay());
             self.pause_provider(&run, pause.min(MAX_RETRY_AFTER), failure.retry_after);
         }
@@ -206,7 +207,7 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.remove(batch_key) else {
             return;
         };
-        self.out.counters().fallbacks += 1;
+        self.out.count(Counter::Fallbacks, 1);
         self.out.event(Event::Fallback {
             provider_id: self.pacer.provider_id(batch.provider()),
             items: batch.jobs().len(),

@@ -6,6 +6,7 @@
 
 use super::batches::{Batch, Batches};
 use super::calls::{Reading, Unproven};
+use super::outbox::Counter;
 use super::running::Running;
 use super::{Engine, Job};
 use crate::batch_limit::Proved;
@@ -166,7 +167,7 @@ impl<C: Clone> Engine<C> {
         let batch = self.batches.get(run.batch())?;
         let compat = Rc::clone(self.groups.get(batch.compat())?.info());
         let provider = batch.provider();
-        self.out.counters().streamed_calls += 1;
+        self.out.count(Counter::StreamedCalls, 1);
         let jobs = batch.jobs().to_vec();
         let mut texts = Vec::with_capacity(jobs.len());
         for job in jobs.iter().filter_map(|j| self.jobs.get(*j)) {
@@ -226,7 +227,8 @@ impl<C: Clone> Engine<C> {
             let Some(job) = self.jobs.get(job_key) else {
                 continue;
             };
-            self.out.counters().early_resolved += job.waiters().len() as u64;
+            self.out
+                .count(Counter::EarlyResolved, job.waiters().len() as u64);
             let Some(group) = self.batches.get(batch_key).map(Batch::compat) else {
                 continue;
             };
