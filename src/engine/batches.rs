@@ -488,17 +488,17 @@ impl Batches {
         self.set_state(key, State::Backoff(until));
     }
 
-    /// Call `call` starts with the batch: out of its ready set, sealed, no longer open;
-    /// its attempt number (the calls started before).
-    pub(super) fn start(&mut self, key: Id<Batch>, call: u64) -> Option<u32> {
+    /// Call `call` starts with the batch: out of its ready set, sealed, no longer open,
+    /// one more attempt counted.
+    pub(super) fn start(&mut self, key: Id<Batch>, call: u64) {
         self.set_state(key, State::Running(call));
-        let batch = self.slab.get_mut(key)?;
+        let Some(batch) = self.slab.get_mut(key) else {
+            return;
+        };
         batch.sealed = true;
-        let attempt = batch.attempts;
         batch.attempts += 1;
         let group = batch.compat;
         self.close(group, key);
-        Some(attempt)
     }
 
     /// Removes a batch, whatever its state: out of its provider's ready set, and no

@@ -157,14 +157,10 @@ impl<C: Clone> Engine<C> {
         if self.batches.get(batch_key).is_none() {
             return;
         }
-        let id = self.calls.new_id();
-        let Some(attempt) = self.batches.start(batch_key, id) else {
-            return;
-        };
         let Some(batch) = self.batches.get(batch_key) else {
             return;
         };
-        let (group_key, provider) = (batch.compat(), batch.provider());
+        let (group_key, provider, attempt) = (batch.compat(), batch.provider(), batch.attempts());
         let mut texts: Vec<String> = Vec::with_capacity(batch.jobs().len());
         // The output bound needs the texts' tokens: the jobs' estimates when they were
         // made (a token budget, the user's estimateTokens), else the built-in one.
@@ -197,10 +193,12 @@ impl<C: Clone> Engine<C> {
         let timeout = self.call_timeout();
         let run = Running::new(batch_key, provider, charge, reading, timeout, self.now)
             .with_bounds(estimated_input, cap);
-        if let Some(deadline) = run.deadline() {
+        let deadline = run.deadline();
+        let id = self.calls.insert_new(run);
+        self.batches.start(batch_key, id);
+        if let Some(deadline) = deadline {
             self.timers.push(deadline, Timer::Deadline(id));
         }
-        self.calls.insert(id, run);
         self.out.call(Call {
             id,
             ids,

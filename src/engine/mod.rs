@@ -24,8 +24,8 @@
 //! - `pacer::Pacer`: the request bucket, the token budget, the shared budget and each
 //!   provider's id and pacing state (`ProviderPacing`, shared through an `Rc<RefCell<…>>`
 //!   with the other pacers of a shared budget; no borrow leaves the part). One gate,
-//!   `Pacer::ready_at(provider, cost, now)`, asked by `pump` and `poll_timeout`; one
-//!   charge, `Pacer::take`, for everything a call costs.
+//!   `Pacer::ready_at(provider, cost, now)`, asked by `poll_timeout`; one charge,
+//!   `Pacer::try_take`, which asks that gate itself and charges everything a call costs.
 //! - `jobs::Jobs`: the job slab, both key indexes, tickets and arrival order; a live job
 //!   is in the indexes, an ended one in neither, and every way a job ends goes through
 //!   `Jobs::end` (the engine's side of it is the one `end_job`, in `endings`).
@@ -33,7 +33,7 @@
 //!   combinations of fields; a group lives while it has jobs and is found by its fields,
 //!   and a registered combination's item keys equal those made from its fields.
 //! - `running::Calls`: the running calls, call ids and the strings calls repeat; a call
-//!   id is given once, and a call is running until its answer, its timeout or dispose.
+//!   id is given once (`Calls::insert_new` makes it with its record), and a call is running until its answer, its timeout or dispose.
 //! - `outbox::Outbox`: the outputs in order and the statistics; every settlement goes
 //!   through `Outbox::settle`, so the item counters add up.
 //! - `timers::Timers`, and the leaf types `Store`, `Lru`, `TokenBucket`, `TokenBudget`,

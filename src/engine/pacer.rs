@@ -5,7 +5,8 @@
 //! It keeps "a call starts only when every budget that applies holds it, and a call that
 //! starts is charged to all of them": one gate, [`Pacer::ready_at`], which dispatch asks
 //! before a call and `poll_timeout` asks for the next wake-up, and one charge,
-//! [`Pacer::take`]. A provider's pacing state is behind an `Rc<RefCell<…>>` because the
+//! [`Pacer::try_take`], which asks the gate itself: a charge without its check does not
+//! compile outside this file. A provider's pacing state is behind an `Rc<RefCell<…>>` because the
 //! pacers of a shared budget share it; no borrow of it leaves this file.
 
 use std::cell::RefCell;
@@ -183,10 +184,27 @@ impl Pacer {
             .fold(at, Instant::max)
     }
 
+    /// The one way a call is charged: when every budget that applies holds a call of
+    /// `raw_cost` (`cost` after the provider's scaling) now (see [`Pacer::ready_at`]),
+    /// its charge, taken from all of them; else when it could start.
+    pub(super) fn try_take(
+        &mut self,
+        provider: u32,
+        (raw_cost, cost): (f64, f64),
+        now: Instant,
+        options: &Options,
+    ) -> Result<Charge, Instant> {
+        let at = self.ready_at(provider, cost, now);
+        if at > now {
+            return Err(at);
+        }
+        Ok(self.take(provider, (raw_cost, cost), now, options))
+    }
+
     /// Charges a call of `raw_cost` (`cost` after the provider's scaling) that starts
     /// now: a request token (the adaptive rate's too), the token budgets, and the
     /// provider's reported windows.
-    pub(super) fn take(
+    fn take(
         &mut self,
         provider: u32,
         (raw_cost, cost): (f64, f64),

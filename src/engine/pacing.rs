@@ -70,12 +70,10 @@ impl<C: Clone> Engine<C> {
             let call = self.first_call(ready.2);
             let call = self.within_batch_limit(index, call);
             let cost = self.call_cost(index, call);
-            if self.pacer.ready_at(index, cost.1, now) > now {
-                held.push(index);
-                continue;
+            match self.pacer.try_take(index, cost, now, &self.options) {
+                Ok(charge) => self.start(call, charge),
+                Err(_) => held.push(index),
             }
-            let charge = self.pacer.take(index, cost, now, &self.options);
-            self.start(call, charge);
         }
     }
 

@@ -147,20 +147,17 @@ impl Default for Calls {
 }
 
 impl Calls {
-    /// The id of the next call to start.
-    pub(super) fn new_id(&mut self) -> CallId {
+    /// Adds a call that starts now, under an id of its own (never one given before).
+    pub(super) fn insert_new(&mut self, run: Running) -> CallId {
         let id = self.next;
         self.next += 1;
+        self.running.insert(id, run);
         id
     }
 
     /// Ids and instructions made once for all calls.
     pub(super) fn strings(&mut self) -> &mut CallStrings {
         &mut self.strings
-    }
-
-    pub(super) fn insert(&mut self, id: CallId, run: Running) {
-        self.running.insert(id, run);
     }
 
     pub(super) fn get(&self, id: CallId) -> Option<&Running> {
