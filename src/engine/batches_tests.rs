@@ -97,7 +97,9 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     batches.check(&jobs);
     assert_eq!(batches.first_ready(1).map(|k| k.2), Some(open));
 
-    assert_eq!(batches.start(full, 7), Some(0));
+    assert_eq!(batches.get(full).map(Batch::attempts), Some(0));
+    batches.start(full, 7);
+    assert_eq!(batches.get(full).map(Batch::attempts), Some(1));
     batches.check(&jobs);
     assert_eq!(batches.unsent(), 1);
     let until = now + Duration::from_millis(50.0);
