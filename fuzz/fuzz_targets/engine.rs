@@ -8,7 +8,8 @@
 //! - nothing panics (debug assertions and overflow checks are on);
 //! - `handle_translate` rejects exactly the invalid items;
 //! - every accepted ticket settles at most once, and only accepted tickets settle;
-//! - `items = succeeded + failed + aborted + disposed + pending` after every step;
+//! - `items = succeeded + failed + aborted + disposed + pending` after every step, and
+//!   every rule that spans the engine's parts (`Engine::check`, the `check` feature);
 //! - while every reply is built from the call's own texts (correct, or malformed in a way
 //!   the codec must reject), every translation is the one of the item's own text;
 //! - at the end, with sane options and a provider that answers, the engine goes idle with
@@ -146,6 +147,8 @@ impl Run {
             }
         }
         while self.engine.poll_event().is_some() {}
+        // Every rule that spans the engine's parts.
+        self.engine.check();
         let s = self.engine.stats();
         assert_eq!(
             s.items,

@@ -249,6 +249,12 @@ impl Batch {
     pub(super) fn bound_scale(&self) -> u8 {
         self.bound_scale
     }
+
+    /// Their total characters.
+    #[cfg(any(test, feature = "check"))]
+    pub(super) fn chars(&self) -> u64 {
+        self.chars
+    }
 }
 
 /// Order of due batches: highest priority first, then first come, first served.
@@ -338,6 +344,12 @@ impl Batches {
 
     pub(super) fn get(&self, key: Id<Batch>) -> Option<&Batch> {
         self.slab.get(key)
+    }
+
+    /// Every batch.
+    #[cfg(any(test, feature = "check"))]
+    pub(super) fn iter(&self) -> impl Iterator<Item = (Id<Batch>, &Batch)> {
+        self.slab.iter()
     }
 
     /// How many items wait in batches whose call is not running.

@@ -114,6 +114,14 @@ impl Groups {
         self.slab.get(group)
     }
 
+    /// Every live group, with the count of its jobs.
+    #[cfg(any(test, feature = "check"))]
+    pub(super) fn counts(&self) -> impl Iterator<Item = (Id<Group>, u64, bool)> + '_ {
+        self.slab
+            .iter()
+            .map(|(key, g)| (key, g.jobs, g.origin.is_some()))
+    }
+
     /// The group of these fields (created on first use, its provider's index given by
     /// `provider_of`) and the item key of `text` in it; under a registered combination
     /// (`entry`, whose fields `compat` are) nothing but `text` is hashed.

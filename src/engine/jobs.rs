@@ -194,6 +194,12 @@ impl Jobs {
         self.slab.get(job)
     }
 
+    /// Every live job.
+    #[cfg(any(test, feature = "check"))]
+    pub(super) fn iter(&self) -> impl Iterator<Item = (Id<Job>, &Job)> {
+        self.slab.iter()
+    }
+
     /// The job of a store lookup id (a job's full bits), if it is still live.
     pub(super) fn id_from_full_bits(&self, bits: u64) -> Option<Id<Job>> {
         self.slab.id_from_full_bits(bits)

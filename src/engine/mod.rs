@@ -52,6 +52,8 @@
 mod assembly;
 mod batches;
 mod calls;
+#[cfg(any(test, feature = "check"))]
+mod check;
 mod dealing;
 mod endings;
 mod fallbacks;

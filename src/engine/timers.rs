@@ -48,6 +48,12 @@ impl Timers {
         self.heap.peek().map(|Reverse((at, _))| *at)
     }
 
+    /// Whether `timer` is pending.
+    #[cfg(any(test, feature = "check"))]
+    pub(super) fn contains(&self, timer: Timer) -> bool {
+        self.heap.iter().any(|Reverse((_, t))| *t == timer)
+    }
+
     /// The soonest timer if it is due at `now`, taken off the heap.
     fn pop_due(&mut self, now: Instant) -> Option<Timer> {
         let &Reverse((at, timer)) = self.heap.peek()?;

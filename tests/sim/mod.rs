@@ -331,6 +331,8 @@ fn collect(
     store: &mut Option<StoreScript>,
     log: &mut Log,
 ) {
+    // After every input: the rules that span the engine's parts (`Engine::check`).
+    engine.check();
     let now = time.now;
     // Cancels first: a call cancelled by a timeout is no longer running when its retry
     // starts in the same step.

@@ -1,0 +1,122 @@
+//! `Engine::check`: every rule that spans two parts, asserted at once (tests and fuzzing
+//! only: the `check` feature). Each part keeps its own fields' rules by itself; what it
+//! cannot see is how its state agrees with another part's:
+//! - every live job is listed by its batch (or waits for its store lookup);
+//! - a group's job count equals its live jobs (in batches and in lookups);
+//! - a batch's character and token sums equal its jobs' sizes;
+//! - every collecting batch has its due timer;
+//! - every running call's batch is running under that call;
+//! - the item counters add up (`items = succeeded + failed + aborted + disposed +
+//!   pending`) and `queued` is the items of batches not running;
+//! - each provider's learned batch limit is within 1 and `maxItemsPerBatch`, no group of
+//!   moved items is served by its items' own provider, and no more items were moved than
+//!   accepted.
+
+use std::collections::HashMap;
+
+use super::batches::State;
+use super::timers::Timer;
+use super::{Engine, Group};
+use crate::slab::Id;
+use crate::text::utf16_len;
+
+impl<C: Clone> Engine<C> {
+    /// Panics, naming the rule, if a rule that spans the engine's parts does not hold.
+    pub fn check(&self) {
+        if self.disposed {
+            return;
+        }
+        let mut group_jobs: HashMap<Id<Group>, u64> = HashMap::new();
+        for (key, job) in self.jobs.iter() {
+            let pending = self.store.as_ref().and_then(|s| s.pending(key));
+            let group = match pending {
+                Some(lookup) => lookup.group,
+                None => {
+                    let batch = self.batches.get(job.batch());
+                    let listed = batch.is_some_and(|b| b.jobs().contains(&key));
+                    assert!(listed, "job {key:?}: its batch {:?} lists it", job.batch());
+                    batch.map_or(Id::NONE, |b| b.compat())
+                }
+            };
+            *group_jobs.entry(group).or_default() += 1;
+        }
+        for (group, count, _) in self.groups.counts() {
+            let live = group_jobs.remove(&group).unwrap_or(0);
+            assert_eq!(count, live, "group {group:?}: its count is its live jobs");
+        }
+        assert!(
+            group_jobs.is_empty(),
+            "every job's group is live: {group_jobs:?}"
+        );
+        let mut unsent = 0;
+        for (key, batch) in self.batches.iter() {
+            let jobs = batch.jobs().iter().filter_map(|j| self.jobs.get(*j));
+            let chars: u64 = jobs.clone().map(|j| utf16_len(j.text())).sum();
+            let tokens: f64 = jobs.map(|j| f64::from(j.tokens())).sum();
+            assert_eq!(batch.chars(), chars, "batch {key:?}: its character sum");
+            assert!(
+                (batch.tokens() - tokens).abs() <= 1e-3 * tokens.max(1.0),
+                "batch {key:?}: its token sum {} is its jobs' {tokens}",
+                batch.tokens()
+            );
+            match batch.state() {
+                State::Collecting => assert!(
+                    self.timers.contains(Timer::Due(key)),
+                    "collecting batch {key:?} has its due timer"
+                ),
+                State::Running(call) => assert!(
+                    self.calls.get(call).is_some_and(|run| run.batch() == key),
+                    "running batch {key:?}: call {call} runs it"
+                ),
+                State::Ready | State::Backoff(_) => {}
+            }
+            if !matches!(batch.state(), State::Running(_)) {
+                unsent += batch.jobs().len() as u64;
+            }
+        }
+        for id in self.calls.ids() {
+            let Some(run) = self.calls.get(id) else {
+                continue;
+            };
+            let state = self.batches.get(run.batch()).map(|b| b.state());
+            assert_eq!(
+                state,
+                Some(State::Running(id)),
+                "call {id}: its batch runs under it"
+            );
+        }
+        let s = self.stats();
+        assert_eq!(
+            s.items,
+            s.succeeded + s.failed + s.aborted + s.disposed + s.pending,
+            "the item counters add up: {s:?}"
+        );
+        assert_eq!(
+            s.queued, unsent,
+            "queued is the items of batches not running"
+        );
+        assert!(s.fallback_items <= s.items, "moved items were accepted");
+        let max = u32::try_from(self.options.max_items_per_batch).unwrap_or(u32::MAX);
+        for provider in 0..self.pacer.provider_count() as u32 {
+            let limit = self.pacer.call_limit(provider, max, &self.options);
+            assert!(
+                (1..=max).contains(&limit),
+                "provider {provider}: its batch limit {limit} is within 1 and {max}"
+            );
+        }
+        for (group, _, moved) in self.groups.counts() {
+            let Some(g) = self.groups.get(group) else {
+                continue;
+            };
+            if moved {
+                let own = g.info().fallback_from.as_deref();
+                assert!(
+                    own.is_some_and(|own| own != g.info().provider_id),
+                    "moved group {group:?} is served by another provider than its items' own"
+                );
+            } else {
+                assert!(g.info().fallback_from.is_none(), "own group {group:?}");
+            }
+        }
+    }
+}
