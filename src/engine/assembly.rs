@@ -3,6 +3,7 @@
 //! limit.
 
 use super::batches::{Home, Member};
+use super::timers::Timer;
 use super::{Engine, Group};
 use crate::slab::Id;
 use crate::time::Instant;
@@ -18,14 +19,12 @@ impl<C: Clone> Engine<C> {
             provider: group.provider(),
             llm: group.info().llm,
         };
-        self.batches.place(
-            member,
-            home,
-            first_at,
-            self.now,
-            &mut self.jobs,
-            &mut self.timers,
-        );
+        let collecting = self
+            .batches
+            .place(member, home, first_at, self.now, &mut self.jobs);
+        if let Some((batch, due)) = collecting {
+            self.timers.push(due, Timer::Due(batch));
+        }
     }
 
     /// Rebuilds every batch that has not started, under the limits now in force.

@@ -16,7 +16,6 @@ use std::collections::BinaryHeap;
 
 use super::jobs::{Job, Jobs};
 use super::priority::Priority;
-use super::timers::{Timer, Timers};
 use super::Group;
 use crate::options::Options;
 use crate::output_bound;
@@ -539,7 +538,9 @@ impl Batches {
         self.unsent = 0;
     }
 
-    /// Puts a new job into its group's open batch, or starts a new batch (rule 2).
+    /// Puts a new job into its group's open batch, or starts a new batch (rule 2). A new
+    /// batch that is still collecting comes back with the end of its window: the caller
+    /// wakes the engine then (`Timer::Due`).
     pub(super) fn place(
         &mut self,
         member: Member,
@@ -547,8 +548,7 @@ impl Batches {
         first_at: Instant,
         now: Instant,
         jobs: &mut Jobs,
-        timers: &mut Timers,
-    ) {
+    ) -> Option<(Id<Batch>, Instant)> {
         let Home {
             group,
             provider,
@@ -562,7 +562,7 @@ impl Batches {
                 self.make_due_now(open_key);
             }
             self.insert_due(Batch::new(&member, group, provider, first_at), jobs);
-            return;
+            return None;
         }
         if let Some(open_key) = open {
             let fits = self
@@ -571,7 +571,7 @@ impl Batches {
                 .is_some_and(|b| b.admits(&member, &self.limits));
             if fits {
                 self.join(open_key, &member, jobs);
-                return;
+                return None;
             }
             // The item would break a limit: the open batch is due now, the item starts the next.
             self.make_due_now(open_key);
@@ -583,11 +583,11 @@ impl Batches {
             .get(batch)
             .map(|b| (b.is_full(&self.limits), b.due_at(&self.limits)));
         match due_at {
-            Some((true, _)) => self.make_ready(batch),
-            Some((false, at)) if at <= now => self.make_ready(batch),
-            Some((false, at)) => timers.push(at, Timer::Due(batch)),
+            Some((false, at)) if at > now => return Some((batch, at)),
+            Some(_) => self.make_ready(batch),
             None => {}
         }
+        None
     }
 
     fn join(&mut self, key: Id<Batch>, member: &Member, jobs: &mut Jobs) {

@@ -66,7 +66,7 @@ fn job(jobs: &mut Jobs, n: u64, text: &str, priority: f64) -> Member {
 
 #[test]
 fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
-    let (mut jobs, mut timers) = (Jobs::default(), Timers::default());
+    let mut jobs = Jobs::default();
     let mut batches = Batches::new(limits(2));
     let group = Slab::<Group>::default().next_id();
     let home = Home {
@@ -80,8 +80,9 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     let members: Vec<Member> = (0..4)
         .map(|i| job(&mut jobs, i, texts[i as usize].0, texts[i as usize].1))
         .collect();
+    let mut collecting = Vec::new();
     for member in &members[..3] {
-        batches.place(*member, home, now, now, &mut jobs, &mut timers);
+        collecting.extend(batches.place(*member, home, now, now, &mut jobs));
         batches.check(&jobs);
     }
     // Two items fill a batch (due at once), the third opens the next.
@@ -89,6 +90,10 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     let open = batches.open(group).unwrap();
     assert_eq!(batches.get(full).map(Batch::state), Some(State::Ready));
     assert_eq!(batches.get(open).map(Batch::state), Some(State::Collecting));
+    // Each batch opened collecting came back with the end of its window (the first
+    // filled up since: its wake-up will find it due already).
+    let window = now + Duration::from_millis(10.0);
+    assert_eq!(collecting, vec![(full, window), (open, window)]);
     assert_eq!(batches.first_ready(1).map(|k| k.2), Some(full));
     assert_eq!(batches.unsent(), 3);
 
@@ -118,7 +123,8 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     assert_eq!(batches.unsent(), 2);
 
     // Joining a due batch moves it in its ready set.
-    batches.place(members[3], home, now, now, &mut jobs, &mut timers);
+    // A join opens no batch: no window to wake up for.
+    assert_eq!(batches.place(members[3], home, now, now, &mut jobs), None);
     batches.check(&jobs);
     assert_eq!(batches.get(open).map(|b| b.jobs().len()), Some(2));
     let dealt = Batch::resent(batches.get(open).unwrap(), &[members[3].job], &jobs, false);
