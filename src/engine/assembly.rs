@@ -9,7 +9,7 @@ use crate::slab::Id;
 use crate::time::Instant;
 
 impl<C: Clone> Engine<C> {
-    /// Puts a job into its group's open batch, or starts a new batch (rule 2).
+    /// Puts a job into its group's open batch, or starts a new batch.
     pub(super) fn place_in(&mut self, member: Member, group_key: Id<Group>, first_at: Instant) {
         let Some(group) = self.groups.get(group_key) else {
             return;

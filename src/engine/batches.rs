@@ -191,7 +191,7 @@ impl Batch {
         Some(batch)
     }
 
-    /// Whether `member` may join it (rule 2).
+    /// Whether `member` may join it (room under the item and character limits).
     pub(super) fn admits(&self, member: &Member, limits: &Limits) -> bool {
         let (chars, tokens) = (member.chars, member.tokens);
         !self.sealed
@@ -460,7 +460,8 @@ impl Batches {
         self.set_state(key, State::Ready);
     }
 
-    /// Makes a batch that is still collecting due at once (rule 2).
+    /// Makes a batch that is still collecting due at once (an item that would break a
+    /// limit, or travels alone, makes the open batch due).
     fn make_due_now(&mut self, key: Id<Batch>) {
         if self
             .slab
@@ -538,7 +539,8 @@ impl Batches {
         self.unsent = 0;
     }
 
-    /// Puts a new job into its group's open batch, or starts a new batch (rule 2). A new
+    /// Puts a new job into its group's open batch, or starts a new batch (a batch is
+    /// due when full by items or characters, or when its window closes). A new
     /// batch that is still collecting comes back with the end of its window: the caller
     /// wakes the engine then (`Timer::Due`).
     pub(super) fn place(

@@ -1,398 +1,239 @@
-//! Provider calls: composing a call from a due batch (its layout, cost and timeout), and
-//! reading its reply back onto the items: proven translations resolve at once, the
-//! rest go out again as a count mismatch (partial acceptance).
+//! The `Calls` part: the calls running now, the next call id, and the strings every call
+//! of a size or layout repeats. It keeps "a call id is given once, and a running call is
+//! in the table until its answer, its timeout or dispose takes it out".
 
 use std::rc::Rc;
 
-use super::batches::{Batch, Try};
-use super::outbox::Counter;
 use super::pacer::Charge;
-use super::running::{CallStrings, Running};
-use super::streams::{left_empty, visible_reply};
-use super::timers::Timer;
-use super::Engine;
-use crate::alignment;
-use crate::batch_limit::Proved;
-use crate::call::{Call, Failure, Layout, Reply};
-use crate::codec::{self, Mismatch};
+use super::replies::Reading;
+use super::streams::Streamed;
+use super::Batch;
+use crate::call::CallId;
+use crate::id_table::IdTable;
 use crate::markers;
-use crate::options::SegmentFormat;
-use crate::output_bound::output_bound;
-use crate::proof;
-use crate::quota;
-use crate::retry::backoff;
-use crate::settle::{ErrorCode, PacerFailure};
 use crate::slab::Id;
-use crate::stats::{Event, RetryReason};
-use crate::stream::reply_cap;
+use crate::time::{Duration, Instant};
 
-/// How a call's reply is read back onto its items.
+/// A call on its way: what its answer needs to be read and charged.
 #[derive(Debug)]
-pub(super) enum Reading {
-    /// Pairs of markers with this tag.
-    Markers(String),
-    /// Split on this separator; `strip_fence`: a code fence around the reply was added
-    /// by the model (not the texts').
-    Separator {
-        separator: String,
-        strip_fence: bool,
-    },
+pub(super) struct Running {
+    batch: Id<Batch>,
+    provider: u32,
+    /// What it was charged (its estimated cost, its place among the provider's calls,
+    /// the provider's 429 episode when it started).
+    charge: Charge,
+    /// The call's timeout (`timeoutMs` when it started) and when it runs out.
+    timeout: Option<Duration>,
+    deadline: Option<Instant>,
+    /// How to read the reply.
+    reading: Reading,
+    /// The reply received so far, once it streams.
+    stream: Option<Box<Streamed>>,
+    /// Its estimated input tokens (texts, context, prompt), to correct later estimates
+    /// by what it reports.
+    estimated_input: f64,
+    /// The longest reply read (bytes): a longer one is cut there and read as truncated.
+    reply_cap: usize,
 }
 
-/// A call's text, its layout and instructions for the provider, and how its reply will
-/// be read.
-pub(super) fn lay_out(
-    format: SegmentFormat,
-    texts: &[String],
-    strings: &mut CallStrings,
-) -> (String, Layout, Rc<str>, Reading) {
-    let count = texts.len();
-    let single = count <= 1;
-    match format {
-        SegmentFormat::Markers => {
-            if single {
-                // A single text's reply is taken as it is: no tag to choose.
-                let text = texts.first().cloned().unwrap_or_default();
-                let reading = Reading::Markers(String::new());
-                return (text, Layout::Single, strings.none(), reading);
-            }
-            let tag = markers::choose_tag(texts);
-            let mut pairs = Vec::with_capacity(count);
-            for index in 0..count {
-                pairs.push(markers::pair(&tag, markers::number(index)));
-            }
-            let text = markers::lay_out(texts, &pairs);
-            let instructions =
-                strings.instructions(&tag, count, || markers::instructions(&tag, count));
-            (
-                text,
-                Layout::Markers(pairs),
-                instructions,
-                Reading::Markers(tag),
-            )
-        }
-        SegmentFormat::Separator => {
-            let separator = codec::choose_separator(texts);
-            let (text, instructions) = if single {
-                (texts.first().cloned().unwrap_or_default(), strings.none())
-            } else {
-                let instructions = strings
-                    .instructions(&separator, count, || codec::instructions(&separator, count));
-                (codec::join(texts, &separator), instructions)
-            };
-            let reading = Reading::Separator {
-                separator: separator.clone(),
-                strip_fence: codec::fence_is_added(texts),
-            };
-            (text, Layout::Separator(separator), instructions, reading)
-        }
-    }
-}
-
-/// The translation of each text that the reply proves (`None` for the missing ones), or
-/// why the whole reply cannot be mapped onto the texts.
-pub(super) fn read_reply(
-    reading: &Reading,
-    texts: &[&str],
-    reply: Reply,
-) -> Result<Vec<Option<String>>, Mismatch> {
-    let expected = texts.len();
-    let all = |segments: Vec<String>| segments.into_iter().map(Some).collect();
-    let reply = match reply {
-        Reply::Text(text) if expected > 1 => {
-            crate::structured::keyed(text, expected).map_or_else(Reply::Text, Reply::Keyed)
-        }
-        other => other,
-    };
-    match (reading, reply) {
-        (_, Reply::Text(text)) if expected == 1 => Ok(vec![Some(text)]),
-        (Reading::Markers(tag), Reply::Keyed(pairs)) => {
-            let pairs = crate::copied_markers::unwrap_keyed(pairs, tag, expected);
-            Ok(proof::prove(texts, proof::keyed_entries(pairs)))
-        }
-        (_, Reply::Keyed(pairs)) => Ok(proof::prove(texts, proof::keyed_entries(pairs))),
-        (Reading::Markers(tag), Reply::Text(text)) => Ok(proof::prove(
-            texts,
-            proof::by_index(proof::marked_entries(&text, tag)),
-        )),
-        (Reading::Markers(tag), Reply::Texts(segments)) if segments.len() == expected => {
-            let segments = crate::copied_markers::unwrap_listed(segments, tag);
-            Ok(proof::prove(texts, proof::listed_entries(segments)))
-        }
-        (Reading::Markers(_), Reply::Texts(segments)) => Err(Mismatch::Count {
-            expected,
-            got: segments.len(),
-        }),
-        (Reading::Separator { .. }, Reply::Texts(segments)) => {
-            check_aligned(texts, codec::check_segments(segments, expected)?).map(all)
-        }
-        (
-            Reading::Separator {
-                separator,
-                strip_fence,
-            },
-            Reply::Text(text),
-        ) => check_aligned(
-            texts,
-            codec::split(&text, separator, expected, *strip_fence)?,
-        )
-        .map(all),
-    }
-}
-
-/// The separator layout's evidence of a shift (see the `alignment` module).
-pub(super) fn check_aligned(
-    texts: &[&str],
-    segments: Vec<String>,
-) -> Result<Vec<String>, Mismatch> {
-    if texts.len() > 1 {
-        alignment::check(texts, &segments)?;
-    }
-    Ok(segments)
-}
-
-impl<C: Clone> Engine<C> {
-    /// Starts the call of `batch_key`, charged `charge`.
-    pub(super) fn start(&mut self, batch_key: Id<Batch>, charge: Charge) {
-        if self.batches.get(batch_key).is_none() {
-            return;
-        }
-        let Some(batch) = self.batches.get(batch_key) else {
-            return;
-        };
-        let (group_key, provider, attempt) = (batch.compat(), batch.provider(), batch.attempts());
-        let mut texts: Vec<String> = Vec::with_capacity(batch.jobs().len());
-        // The output bound needs the texts' tokens: the jobs' estimates when they were
-        // made (a token budget, the user's estimateTokens), else the built-in one.
-        let mut text_tokens = 0.0;
-        for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
-            text_tokens += match job.tokens() {
-                t if t > 0.0 => f64::from(t),
-                _ => quota::input_tokens(job.text()),
-            };
-            texts.push(job.text().to_string());
-        }
-        let bound_scale = batch.bound_scale();
-        let Some(group) = self.groups.get(group_key) else {
-            return;
-        };
-        let compat = group.info().clone();
-        let is_batch = texts.len() > 1;
-        let (text, layout, instructions, reading) =
-            lay_out(self.options.segment_format, &texts, self.calls.strings());
-        let ids = self.calls.strings().ids(texts.len());
-        self.out.count(Counter::ProviderCalls, 1);
-        self.out.count(Counter::BatchCalls, u64::from(is_batch));
-        self.out.count(Counter::Retries, u64::from(attempt > 0));
-        self.pacer.note_call(provider, texts.len());
-        let ratio = self.pacer.input_ratio(provider);
-        let max_output_tokens = output_bound(text_tokens, texts.len(), ratio, bound_scale);
-        let cap = reply_cap(&texts);
-        let context = quota::input_tokens(&compat.context);
-        let estimated_input = quota::prompt_input(text_tokens, context, is_batch);
-        let timeout = self.call_timeout();
-        let run = Running::new(batch_key, provider, charge, reading, timeout, self.now)
-            .with_bounds(estimated_input, cap);
-        let deadline = run.deadline();
-        let id = self.calls.insert_new(run);
-        self.batches.start(batch_key, id);
-        if let Some(deadline) = deadline {
-            self.timers.push(deadline, Timer::Deadline(id));
-        }
-        self.out.call(Call {
-            id,
-            ids,
-            texts,
-            text,
-            layout,
-            instructions,
-            is_batch,
-            compat,
-            attempt,
+impl Running {
+    /// A call of `batch` to `provider` that started at `now`, charged `charge`, out of
+    /// time `timeout` later, its reply to read as `reading` says.
+    pub(super) fn new(
+        batch: Id<Batch>,
+        provider: u32,
+        charge: Charge,
+        reading: Reading,
+        timeout: Option<Duration>,
+        now: Instant,
+    ) -> Self {
+        Running {
+            batch,
+            provider,
+            charge,
             timeout,
-            max_output_tokens,
-            reply_cap: u32::try_from(cap).unwrap_or(u32::MAX),
-        });
-    }
-
-    /// A whole reply to the call of `run`; `truncated`: it stopped at its token limit (or
-    /// at the length cap).
-    pub(super) fn on_reply(&mut self, run: Running, reply: Reply, truncated: bool) {
-        let mut reply = match reply {
-            Reply::Text(text) => match visible_reply(text, run.batch_len(&self.batches)) {
-                Some(text) => Reply::Text(text),
-                None => return self.on_failure(run, left_empty()),
-            },
-            other => other,
-        };
-        let truncated = reply.cut_to(run.reply_cap()) || truncated;
-        let Some(batch) = self.batches.get(run.batch()) else {
-            return;
-        };
-        let expected = batch.jobs().len();
-        if expected <= 1 && truncated {
-            // A single text cut short is no translation: its retry gets twice the bound.
-            self.batches.double_bound(run.batch());
-            return self.on_failure(run, unfinished());
-        }
-        let unproven = Unproven {
-            fingerprint: (expected > 1).then(|| reply.fingerprint()),
-            truncated,
-        };
-        let mut texts: Vec<&str> = Vec::with_capacity(expected);
-        for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
-            texts.push(job.text());
-        }
-        let read = read_reply(run.reading(), &texts, reply);
-        let proved = match &read {
-            Ok(t) if t.iter().all(Option::is_some) => Proved::All,
-            Ok(t) if t.iter().any(Option::is_some) => Proved::Some,
-            _ => Proved::Nothing,
-        };
-        if expected > 1 {
-            self.learn_batch_size(&run, proved);
-        }
-        match read {
-            Ok(translations) if proved == Proved::All => {
-                self.succeed(run, translations.into_iter().flatten().collect())
-            }
-            Ok(translations) if proved == Proved::Some => {
-                self.accept_proven(run, translations, unproven)
-            }
-            Ok(_) => self.on_mismatch(run, expected, 0, unproven),
-            Err(mismatch) => {
-                let got = match mismatch {
-                    Mismatch::Count { got, .. } => got,
-                    Mismatch::EmptySegment { .. } | Mismatch::Misaligned { .. } => expected,
-                };
-                self.on_mismatch(run, expected, got, unproven)
-            }
+            deadline: timeout.map(|t| now + t),
+            reading,
+            stream: None,
+            estimated_input: 0.0,
+            reply_cap: usize::MAX,
         }
     }
 
-    /// A batch reply to `run` proved `proved` of its segments: the provider's learned
-    /// batch size follows (`adaptiveBatching`), reported when it changes.
-    pub(super) fn learn_batch_size(&mut self, run: &Running, proved: Proved) {
-        let max = u32::try_from(self.options.max_items_per_batch).unwrap_or(u32::MAX);
-        let changed = self
-            .pacer
-            .note_batch_reply(run.provider(), proved, max, &self.options);
-        if let Some(limit) = changed {
-            self.out.event(Event::BatchLimit {
-                provider_id: self.pacer.provider_id(run.provider()),
-                limit,
-            });
-        }
+    /// The call, its input estimated at `tokens`, its reply capped at `reply_cap` bytes.
+    pub(super) fn with_bounds(mut self, tokens: f64, reply_cap: usize) -> Self {
+        self.estimated_input = tokens;
+        self.reply_cap = reply_cap;
+        self
     }
 
-    pub(super) fn succeed(&mut self, run: Running, translations: Vec<String>) {
-        self.grow_adaptive_rate(&run);
-        let Some(batch) = self.batches.remove(run.batch()) else {
-            return;
-        };
-        let group = batch.compat();
-        for (job_key, translation) in batch.into_jobs().into_iter().zip(translations) {
-            self.resolve_job(job_key, group, translation);
-        }
+    /// The longest reply read, in bytes.
+    pub(super) fn reply_cap(&self) -> usize {
+        self.reply_cap
     }
 
-    /// Partial acceptance: the proven segments resolve their items now; the batch goes
-    /// out again with the missing ones only, as a count mismatch.
-    pub(super) fn accept_proven(
-        &mut self,
-        run: Running,
-        translations: Vec<Option<String>>,
-        unproven: Unproven,
-    ) {
-        self.grow_adaptive_rate(&run);
-        let Some(batch) = self.batches.get(run.batch()) else {
-            return;
-        };
-        let expected = batch.jobs().len();
-        let mut proven = Vec::new();
-        for (job_key, translation) in batch.jobs().iter().zip(translations) {
-            if let Some(t) = translation {
-                proven.push((*job_key, t));
-            }
-        }
-        let got = proven.len();
-        let group = batch.compat();
-        for (job_key, translation) in proven {
-            self.batches
-                .leave(run.batch(), job_key, self.jobs.get(job_key));
-            self.resolve_job(job_key, group, translation);
-        }
-        self.on_mismatch(run, expected, got, unproven);
+    /// Its estimated input tokens.
+    pub(super) fn estimated_input(&self) -> f64 {
+        self.estimated_input
     }
 
-    /// The reply did not prove every item of the batch (`got` of `expected`, the proven
-    /// ones already resolved): the rest are retried, then sent one by one. A reply that
-    /// repeats the last one to the same texts ends the retries at once (a model at
-    /// temperature 0 answers the same prompt the same way); a truncated one sends the
-    /// rest with twice the bound.
-    pub(super) fn on_mismatch(
-        &mut self,
-        run: Running,
-        expected: usize,
-        got: usize,
-        unproven: Unproven,
-    ) {
-        self.out.count(Counter::CountMismatches, 1);
-        let provider_id = self.pacer.provider_id(run.provider());
-        let Some(missing) = self.batches.get(run.batch()).map(|b| b.jobs().len()) else {
-            return;
-        };
-        self.out.event(Event::CountMismatch {
-            provider_id: provider_id.clone(),
-            expected,
-            got,
-        });
-        if unproven.truncated {
-            self.batches.double_bound(run.batch());
-        }
-        let repeated = !unproven.truncated
-            && unproven
-                .fingerprint
-                .is_some_and(|f| self.batches.repeats_last_reply(run.batch(), f));
-        let Some(tries) = self.batches.count_try(run.batch(), Try::Mismatch) else {
-            return;
-        };
-        if !repeated && u64::from(tries) <= self.options.max_batch_retries {
-            let delay = backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter);
-            self.retry_after(run.batch(), delay, RetryReason::CountMismatch);
-        } else if (missing > 1 || repeated) && self.options.fallback_to_individual {
-            self.fall_back(run.batch());
-        } else {
-            let why = if repeated {
-                format!("on {tries} tries, the last one answered the same as the one before")
-            } else {
-                format!("on {tries} tries")
-            };
-            let message = format!(
-                "the provider's reply did not prove the translation of {missing} of {expected} texts, {why}"
-            );
-            self.fail(
-                run.batch(),
-                PacerFailure::new(ErrorCode::CountMismatch, message),
-            );
+    /// The batch it sends.
+    pub(super) fn batch(&self) -> Id<Batch> {
+        self.batch
+    }
+
+    /// The provider it calls.
+    pub(super) fn provider(&self) -> u32 {
+        self.provider
+    }
+
+    /// What it was charged.
+    pub(super) fn charge(&self) -> &Charge {
+        &self.charge
+    }
+
+    /// Its timeout (`timeoutMs` when it started).
+    pub(super) fn timeout(&self) -> Option<Duration> {
+        self.timeout
+    }
+
+    /// When it runs out of time.
+    pub(super) fn deadline(&self) -> Option<Instant> {
+        self.deadline
+    }
+
+    /// A value of its stream came at `now`: its timeout starts again.
+    pub(super) fn restart_deadline(&mut self, now: Instant) {
+        self.deadline = self.timeout.map(|t| now + t);
+    }
+
+    /// How to read its reply.
+    pub(super) fn reading(&self) -> &Reading {
+        &self.reading
+    }
+
+    /// Its reply so far, once it streams.
+    pub(super) fn stream(&self) -> Option<&Streamed> {
+        self.stream.as_deref()
+    }
+
+    /// Takes its stream state out (to add a value to it, or to read it at the end).
+    pub(super) fn take_stream(&mut self) -> Option<Box<Streamed>> {
+        self.stream.take()
+    }
+
+    /// Puts its stream state back.
+    pub(super) fn put_stream(&mut self, stream: Box<Streamed>) {
+        self.stream = Some(stream);
+    }
+}
+
+/// The running calls, their ids, and the strings made once for all calls.
+#[derive(Debug)]
+pub(super) struct Calls {
+    running: IdTable<Running>,
+    next: CallId,
+    strings: CallStrings,
+}
+
+impl Default for Calls {
+    fn default() -> Self {
+        Calls {
+            running: IdTable::default(),
+            next: 1,
+            strings: CallStrings::default(),
         }
     }
 }
 
-/// What a reply that did not prove every item says about retrying it.
-#[derive(Copy, Clone, Debug, Default)]
-pub(super) struct Unproven {
-    /// Its fingerprint, for a batch (to tell a reply that repeats the last one).
-    pub(super) fingerprint: Option<u64>,
-    /// It stopped at its token limit or the length cap.
-    pub(super) truncated: bool,
+impl Calls {
+    /// Adds a call that starts now, under an id of its own (never one given before).
+    pub(super) fn insert_new(&mut self, run: Running) -> CallId {
+        let id = self.next;
+        self.next += 1;
+        self.running.insert(id, run);
+        id
+    }
+
+    /// Ids and instructions made once for all calls.
+    pub(super) fn strings(&mut self) -> &mut CallStrings {
+        &mut self.strings
+    }
+
+    pub(super) fn get(&self, id: CallId) -> Option<&Running> {
+        self.running.get(id)
+    }
+
+    pub(super) fn get_mut(&mut self, id: CallId) -> Option<&mut Running> {
+        self.running.get_mut(id)
+    }
+
+    pub(super) fn contains(&self, id: CallId) -> bool {
+        self.running.contains(id)
+    }
+
+    /// The call ended (answered, timed out): it is no longer running.
+    pub(super) fn remove(&mut self, id: CallId) -> Option<Running> {
+        self.running.remove(id)
+    }
+
+    /// How many calls are running.
+    pub(super) fn len(&self) -> usize {
+        self.running.len()
+    }
+
+    /// The ids of the running calls.
+    pub(super) fn ids(&self) -> impl Iterator<Item = CallId> + '_ {
+        self.running.ids()
+    }
+
+    /// Ends every running call (dispose).
+    pub(super) fn clear(&mut self) {
+        self.running.clear();
+    }
 }
 
-/// A single reply that stopped at its bound: a failed call, retried with twice the bound.
-pub(super) fn unfinished<C>() -> Failure<C> {
-    Failure::error(
-        None,
-        None,
-        "the answer did not end within its bound (request.maxOutputTokens): the model may be repeating itself",
-    )
+/// The strings every call of a size or layout repeats, made once: ids and instructions.
+#[derive(Debug, Default)]
+pub(super) struct CallStrings {
+    /// `ids[n]`: the ids of a call of `n` texts.
+    ids: Vec<Rc<[String]>>,
+    /// The last instructions made, with the tag or separator and the count they are for.
+    instructions: Option<(String, usize, Rc<str>)>,
+    /// A single text's (empty) instructions.
+    none: Option<Rc<str>>,
+}
+
+impl CallStrings {
+    /// The ids of a call of `count` texts.
+    pub(super) fn ids(&mut self, count: usize) -> Rc<[String]> {
+        while self.ids.len() <= count {
+            let n = self.ids.len();
+            self.ids.push(markers::ids(n).into());
+        }
+        self.ids[count].clone()
+    }
+
+    /// The instructions for `count` texts laid out with `key` (a tag or a separator),
+    /// made by `make` only when the last ones were for another layout.
+    pub(super) fn instructions(
+        &mut self,
+        key: &str,
+        count: usize,
+        make: impl FnOnce() -> String,
+    ) -> Rc<str> {
+        match &self.instructions {
+            Some((k, c, last)) if k == key && *c == count => last.clone(),
+            _ => {
+                let made: Rc<str> = make().into();
+                self.instructions = Some((key.to_owned(), count, made.clone()));
+                made
+            }
+        }
+    }
+
+    /// A single text's instructions: none.
+    pub(super) fn none(&mut self) -> Rc<str> {
+        self.none.get_or_insert_with(|| Rc::from("")).clone()
+    }
 }

@@ -10,7 +10,7 @@
 //! (docs/ARCHITECTURE.md, "The poll order"), and sleeps until `poll_timeout`.
 //!
 //! Every input that can start or end work ends in `after_input`: start what may start
-//! (`pacing`), then drop dead timers from the top of the heap (`timers`);
+//! (`dispatch`), then drop dead timers from the top of the heap (`timers`);
 //! `handle_dispose` ends everything itself and `handle_store_failure` only reports.
 //!
 //! Parts that own their state (private fields, so the compiler keeps the boundary) and
@@ -32,7 +32,7 @@
 //! - `groups::Groups`: the group slab, its field index, the keyer and the registered
 //!   combinations of fields; a group lives while it has jobs and is found by its fields,
 //!   and a registered combination's item keys equal those made from its fields.
-//! - `running::Calls`: the running calls, call ids and the strings calls repeat; a call
+//! - `calls::Calls`: the running calls, call ids and the strings calls repeat; a call
 //!   id is given once (`Calls::insert_new` makes it with its record), and a call is running until its answer, its timeout or dispose.
 //! - `outbox::Outbox`: the outputs in order and the statistics; every settlement goes
 //!   through `Outbox::settle`, so the item counters add up.
@@ -41,11 +41,11 @@
 //!
 //! `Engine` keeps the options, the time, the jitter and the parts, and the orchestration,
 //! in these files, in the order an item meets them: `assembly` (where a new item goes,
-//! the rebuild under new limits), `lookups` (the persistent store), `pacing` (dispatch:
-//! the gate asked per provider, a 429's pause and rate), `quotas` (token estimates,
+//! the rebuild under new limits), `lookups` (the persistent store), `dispatch` (the gate
+//! asked per provider, a 429's pause and rate), `quotas` (token estimates,
 //! reported usage, blocks), `dealing` (a call takes the best items of its group's due
-//! batches), `calls` (composing a call, reading its reply, what a batch reply teaches of
-//! the provider's batch size), `streams`, `retries` (failures), `fallbacks` (where a
+//! batches), `replies` (composing a call, reading its reply, what a batch reply teaches
+//! of the provider's batch size), `streams`, `retries` (failures), `fallbacks` (where a
 //! provider's items go when it cannot serve them), `endings` (how a job ends), `timers`,
 //! `restart` (snapshot and restore).
 
@@ -55,6 +55,7 @@ mod calls;
 #[cfg(any(test, feature = "check"))]
 mod check;
 mod dealing;
+mod dispatch;
 mod endings;
 mod fallbacks;
 mod groups;
@@ -62,23 +63,22 @@ mod jobs;
 mod lookups;
 mod outbox;
 mod pacer;
-mod pacing;
 mod priority;
 mod quotas;
+mod replies;
 mod restart;
 mod retries;
-mod running;
 mod streams;
 mod timers;
 
 use batches::{limits_of, Batch, Batches, State};
+use calls::{Calls, Running};
 use groups::Groups;
 use jobs::{Jobs, Left};
 use lookups::PendingLookup;
 use outbox::{Counter, Outbox};
 use pacer::Pacer;
 use priority::Priority;
-use running::{Calls, Running};
 use timers::{Timer, Timers};
 
 use crate::budget::SharedBudget;

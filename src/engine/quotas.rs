@@ -2,9 +2,9 @@
 //! provider reported about itself (held calls, `limited`), and the blocks that reject a
 //! provider's queue at once (settings and billing errors, a spent daily quota).
 
+use super::calls::Running;
 use super::outbox::Counter;
 use super::retries::final_error;
-use super::running::Running;
 use super::Engine;
 use crate::call::{Failure, Report};
 use crate::item::Item;

@@ -2,8 +2,8 @@
 //! their own budget), a 413 split in halves, a batch sent one by one, final errors.
 
 use super::batches::{Batch, Try};
+use super::calls::Running;
 use super::outbox::Counter;
-use super::running::Running;
 use super::timers::Timer;
 use super::Engine;
 use crate::call::{Failure, FailureKind, Quota};
@@ -151,7 +151,8 @@ impl<C: Clone> Engine<C> {
         Duration::from_millis(self.options.base_retry_delay_ms)
     }
 
-    /// Sends the batch again after `delay` (and a token: rule 5).
+    /// Sends the batch again after `delay` (and a token: a retry's delay never lets it
+    /// past the bucket).
     pub(super) fn retry_after(
         &mut self,
         batch_key: Id<Batch>,

@@ -5,9 +5,9 @@
 //! proves (`early`) resolve at once; the rest is read as a whole reply at the end.
 
 use super::batches::{Batch, Batches};
-use super::calls::{Reading, Unproven};
+use super::calls::Running;
 use super::outbox::Counter;
-use super::running::Running;
+use super::replies::{Reading, Unproven};
 use super::{Engine, Job};
 use crate::batch_limit::Proved;
 use std::rc::Rc;

@@ -5,7 +5,7 @@ use core::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::batches::{Batch, State};
-use super::running::Running;
+use super::calls::Running;
 use super::{Engine, Job};
 use crate::call::{CallId, Failure, FailureKind};
 use crate::display::js_number;

@@ -1,4 +1,4 @@
-//! A provider's own rate after 429s (rule 6): halved at each 429 episode, raised again
+//! A provider's own rate after 429s (`adaptiveRate`): halved at each 429 episode, raised again
 //! after successes, never above the pacer's rate.
 //!
 //! Two things are remembered of what the provider accepted, so that a 429 that comes at

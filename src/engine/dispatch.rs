@@ -1,8 +1,9 @@
 //! Dispatch: which due batch starts next (the `Pacer` part's gate, `maxInFlight`), and
-//! what a 429 or an accepted call tells the `Pacer` of a provider's rate (rule 6).
+//! what a 429 or an accepted call tells the `Pacer` of a provider's rate (the contract's
+//! 429 pause, and the adaptive rate after it).
 
 use super::batches::Batch;
-use super::running::Running;
+use super::calls::Running;
 use super::timers::Timer;
 use super::Engine;
 use crate::quota;
