@@ -9,9 +9,13 @@
 // --package DIR      the installed batch-pacer to measure (default: this repository's js/
 //                    and pkg/ after `npm run build`)
 // --no-chromium      skip the service-worker rows (page-registered and extension)
-// --only 1,4         run these workloads only
+// --only 1,4         run these workloads only (11: "Models that cannot batch", whose
+//                    real-model rows need LLAMA_SERVER and LLAMA_MODEL from scripts/llama-setup.sh)
 // --sizes 1000,5000  workload 1's paragraph counts
-// A full run writes bench/results.md and bench/quota.svg (--smoke and --only write nothing).
+// --write           with --only: replace those workloads' sections of bench/results.md
+//                    (each still measured side by side in its one run), noted in its header
+// A full run writes bench/results.md and bench/quota.svg (--smoke and --only write nothing,
+// but --only with --write).
 
 import { execFile as execFileCb, execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync, existsSync, readdirSync, statSync } from "node:fs";
@@ -42,6 +46,7 @@ import { timeToFirstParagraph } from "./workload-first-paragraph.mjs";
 import { layoutsUnderDamagedReplies } from "./workload-damaged-replies.mjs";
 import { requestsAndTokens } from "./workload-requests-tokens.mjs";
 import { sporadic429s } from "./workload-sporadic-429s.mjs";
+import { modelsThatCannotBatch } from "./workload-cannot-batch.mjs";
 import { fallbackProviders } from "./workload-fallback-providers.mjs";
 
 const execFile = promisify(execFileCb);
@@ -55,6 +60,7 @@ const { values: args } = parseArgs({
     "engine-output": { type: "string" },
     "no-chromium": { type: "boolean", default: false },
     only: { type: "string" },
+    write: { type: "boolean", default: false },
     sizes: { type: "string" },
   },
 });
@@ -685,6 +691,31 @@ function writeResults({ chromiumVersion, groups, started }) {
   console.log(`wrote ${join("bench", "results.md")} and ${join("bench", "quota.svg")}`);
 }
 
+/**
+ * Replaces the sections of bench/results.md of the workloads in `only` with this run's
+ * (a workload's sections are the headings `### <n>.` or `### <n><letter>.`), keeps the
+ * others, in workload order, and notes in the header which run measured which sections.
+ */
+function updateResults(only, started) {
+  const path = join(BENCH_DIR, "results.md");
+  const [head, ...old] = readFileSync(path, "utf8").split(/\n(?=### )/);
+  const workload = (section) => /^### (\d+)/.exec(section)?.[1];
+  const kept = old.filter((section) => !only.has(workload(section)));
+  const fresh = sections.map((section) => section.trimEnd() + "\n");
+  const ordered = [...kept, ...fresh].sort((a, b) => Number(workload(a)) - Number(workload(b)));
+  const m = machine();
+  const command =
+    process.env.BENCH_COMMAND ??
+    `node --expose-gc bench/run.mjs ${process.argv.slice(2).join(" ")}`.replace(/--package \S+/, "--package <the packed tarball, installed>").trim();
+  const note = `- sections ${[...only].join(", ")} measured by \`${command}\` on ${started.toISOString()} (load average when it ended: ${m.load}); the others by the run above`;
+  const header = head.trimEnd().split("\n");
+  // The header's bullet list ends before its first blank line.
+  const at = header.indexOf("", 2);
+  header.splice(at === -1 ? header.length : at, 0, note);
+  writeFileSync(path, [header.join("\n") + "\n", ...ordered].join("\n"));
+  console.log(`updated the sections of workloads ${[...only].join(", ")} in ${join("bench", "results.md")}`);
+}
+
 async function main() {
   const started = new Date();
   const only = args.only ? new Set(args.only.split(",").map((s) => s.trim())) : null;
@@ -700,8 +731,10 @@ async function main() {
   if (wanted(8)) await layoutsUnderDamagedReplies({ BatchPacer, report, smoke: SMOKE, runs: CONFIG.runs });
   if (wanted(9)) report(await requestsAndTokens({ BatchPacer, runs: CONFIG.runs, smoke: SMOKE }));
   if (wanted(10)) report(await sporadic429s({ BatchPacer, runs: CONFIG.runs, smoke: SMOKE }));
+  if (wanted(11)) report(await modelsThatCannotBatch({ BatchPacer, openAIProvider: pacerModule.openAIProvider, smoke: SMOKE }));
   if (wanted(12)) report(await fallbackProviders({ BatchPacer, routeProviders: pacerModule.routeProviders, runs: CONFIG.runs, smoke: SMOKE }));
   if (!SMOKE && !only) writeResults({ chromiumVersion: chromiumVersion ?? workerVersion, groups, started });
+  if (!SMOKE && only && args.write) updateResults(only, started);
 }
 
 await main();

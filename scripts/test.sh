@@ -48,5 +48,21 @@ bash scripts/build-demo.sh
 section "toolchain matrix: the packed package built by WXT, Vite, webpack, esbuild, Rollup, Bun; run in Chromium, Firefox ESR, Node, Deno, Bun"
 node tests/toolchains/run.mjs
 
+# The real-model tests (tests/node/real-model.test.mjs) drive llama.cpp's llama-server with
+# SmolLM2-135M-Instruct: scripts/llama-setup.sh builds and fetches them once (the first run
+# about 15-20 minutes on two cores, cached under ~/.cache/batch-pacer/llama, later runs
+# nothing) and prints `LLAMA_SERVER=... LLAMA_MODEL=...` as its last line.
+section "real model: llama-server and SmolLM2-135M-Instruct (scripts/llama-setup.sh)"
+llama="$(bash scripts/llama-setup.sh | tail -n 1)"
+case "$llama" in
+  LLAMA_SERVER=*" LLAMA_MODEL="*) ;;
+  *) echo "scripts/llama-setup.sh did not end with LLAMA_SERVER=... LLAMA_MODEL=... (got: $llama)" >&2; exit 1 ;;
+esac
+LLAMA_SERVER="${llama#LLAMA_SERVER=}"
+LLAMA_SERVER="${LLAMA_SERVER%% LLAMA_MODEL=*}"
+LLAMA_MODEL="${llama##* LLAMA_MODEL=}"
+export LLAMA_SERVER LLAMA_MODEL
+echo "LLAMA_SERVER=$LLAMA_SERVER LLAMA_MODEL=$LLAMA_MODEL"
+
 section "packed package in Node and in browsers, demo end to end: node --test"
 SKIP_BUILD=1 bash tests/node/run-package-tests.sh

