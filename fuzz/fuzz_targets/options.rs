@@ -21,6 +21,8 @@ enum Rule {
     IntegerAtLeast(u8),
     Boolean,
     OneOf(&'static [&'static str]),
+    /// An object of non-empty providerId strings, none mapped to itself, no cycle.
+    ProviderMap,
 }
 
 fn rule(name: &str) -> Option<Rule> {
@@ -33,11 +35,11 @@ fn rule(name: &str) -> Option<Rule> {
         | "maxRateLimitRetries"
         | "cacheEntries"
         | "maxQueued" => Rule::IntegerAtLeast(0),
-        "batchDelayMs" | "timeoutMs" | "baseRetryDelayMs" | "tokensPerMinute" => {
-            Rule::FiniteAtLeastZero
-        }
+        "batchDelayMs" | "timeoutMs" | "baseRetryDelayMs" | "tokensPerMinute"
+        | "fallbackAfterMs" => Rule::FiniteAtLeastZero,
         "segmentFormat" => Rule::OneOf(&["markers", "separator"]),
-        "fallbackToIndividual" | "adaptiveRate" => Rule::Boolean,
+        "fallbackToIndividual" | "adaptiveRate" | "adaptiveBatching" => Rule::Boolean,
+        "fallbackProviders" => Rule::ProviderMap,
         _ => return None,
     })
 }
@@ -56,8 +58,33 @@ fn valid(name: &str, value: &OptionValue) -> bool {
         }
         (Rule::Boolean, OptionValue::Bool(_)) => true,
         (Rule::OneOf(names), OptionValue::Text(text)) => names.contains(&text.as_str()),
+        (Rule::ProviderMap, OptionValue::Map(entries)) => provider_map_valid(entries),
         _ => false,
     }
+}
+
+/// The reference for `fallbackProviders`: every key and value a non-empty providerId, no
+/// provider mapped to itself, and following the map from any provider ends.
+fn provider_map_valid(entries: &[(String, OptionValue)]) -> bool {
+    let mut map = Vec::new();
+    for (from, to) in entries {
+        match to {
+            OptionValue::Text(to) if !to.is_empty() && !from.is_empty() && from != to => {
+                map.push((from.as_str(), to.as_str()))
+            }
+            _ => return false,
+        }
+    }
+    map.iter().all(|(start, _)| {
+        let mut at = *start;
+        for _ in 0..=map.len() {
+            match map.iter().find(|(from, _)| *from == at) {
+                Some((_, next)) => at = next,
+                None => return true,
+            }
+        }
+        false
+    })
 }
 
 fn check_ranges(o: &Options) {
@@ -140,7 +167,11 @@ fuzz_target!(|data: &[u8]| {
         }
         (Err(error), Some((name, value))) => {
             let message = &error.message;
-            let got = format!("(got {value})");
+            // An object is shown by what in it was wrong (the entry, the cycle).
+            let got = match value {
+                OptionValue::Map(_) => String::from(")"),
+                _ => format!("(got {value})"),
+            };
             assert!(
                 message.ends_with(&got),
                 "{message:?} does not end in {got:?}"

@@ -287,17 +287,23 @@ fn fallback_map(name: &str, value: &OptionValue) -> Result<Vec<(String, String)>
             OptionValue::Text(to) if !to.is_empty() => to,
             other => {
                 return Err(fail(format!(
-                    "{name}.{from} must be a non-empty providerId string (got {other})"
+                    "{name} must map each providerId to a non-empty providerId string (got {}: {other})",
+                    js_string(from)
                 )))
             }
         };
         if from.is_empty() {
             return Err(fail(format!(
-                "{name} keys must be non-empty providerIds (got \"\")"
+                "{name} must map non-empty providerIds (got \"\": {})",
+                js_string(to)
             )));
         }
         if from == to {
-            return Err(fail(format!("{name} maps {} to itself", js_string(from))));
+            return Err(fail(format!(
+                "{name} must not map a provider to itself (got {} -> {})",
+                js_string(from),
+                js_string(to)
+            )));
         }
         map.push((from.clone(), to.clone()));
     }
@@ -309,7 +315,10 @@ fn fallback_map(name: &str, value: &OptionValue) -> Result<Vec<(String, String)>
             chain.push(next);
             if looped {
                 let shown: Vec<String> = chain.iter().map(|id| js_string(id)).collect();
-                return Err(fail(format!("{name} has a cycle: {}", shown.join(" -> "))));
+                return Err(fail(format!(
+                    "{name} must not have a cycle (got {})",
+                    shown.join(" -> ")
+                )));
             }
             at = next;
         }
@@ -562,20 +571,20 @@ mod tests {
         assert_eq!(o.fallback_of("c"), None);
         assert_eq!(
             err(&[("fallbackProviders", map(&[("a", Text("a".into()))]))]),
-            r#"fallbackProviders maps "a" to itself"#
+            r#"fallbackProviders must not map a provider to itself (got "a" -> "a")"#
         );
         let cycle = map(&[("a", Text("b".into())), ("b", Text("a".into()))]);
         assert_eq!(
             err(&[("fallbackProviders", cycle)]),
-            r#"fallbackProviders has a cycle: "a" -> "b" -> "a""#
+            r#"fallbackProviders must not have a cycle (got "a" -> "b" -> "a")"#
         );
         assert_eq!(
             err(&[("fallbackProviders", map(&[("a", Number(1.0))]))]),
-            "fallbackProviders.a must be a non-empty providerId string (got 1)"
+            r#"fallbackProviders must map each providerId to a non-empty providerId string (got "a": 1)"#
         );
         assert_eq!(
             err(&[("fallbackProviders", map(&[("a", Text(String::new()))]))]),
-            r#"fallbackProviders.a must be a non-empty providerId string (got "")"#
+            r#"fallbackProviders must map each providerId to a non-empty providerId string (got "a": "")"#
         );
         assert_eq!(
             err(&[("fallbackProviders", Text("b".into()))]),
