@@ -32,6 +32,7 @@ const HEADERS = [
   "### 9. Requests and tokens per minute",
   "### 10. Sporadic 429s",
   "### 11. Models that cannot batch",
+  "### 12. Fallback providers",
 ];
 
 test("bench/run.mjs --smoke exits 0 and prints each workload's table", { timeout: 120_000 }, async () => {

@@ -205,10 +205,10 @@ describe("fallbackProviders", () => {
   });
 
   for (const [what, value, pattern] of [
-    ["a cycle", { a: "b", b: "a" }, /cycle/],
-    ["a self-map", { a: "a" }, /itself/],
-    ["a number", { a: 1 }, /fallbackProviders\.a must be a non-empty providerId string/],
-    ["an empty string", { a: "" }, /fallbackProviders\.a/],
+    ["a cycle", { a: "b", b: "a" }, /fallbackProviders must not have a cycle \(got "a" -> "b" -> "a"\)/],
+    ["a self-map", { a: "a" }, /fallbackProviders must not map a provider to itself \(got "a" -> "a"\)/],
+    ["a number", { a: 1 }, /fallbackProviders must map each providerId to a non-empty providerId string \(got "a": 1\)/],
+    ["an empty string", { a: "" }, /fallbackProviders must map each providerId .*\(got "a": ""\)/],
     ["a string", "b", /fallbackProviders must be an object/],
   ]) {
     test(`${what} is invalid_options naming what was wrong`, () => {
