@@ -214,11 +214,17 @@ export async function modelsThatCannotBatch({ BatchPacer, openAIProvider, smoke 
       const streamed = () => recordedProvider(openAIProvider, server.baseUrl, { stream: true });
       const unbounded = unboundedProvider(openAIProvider, server.baseUrl);
       fallback = unbounded.fallback;
+      // Minutes each: a line on stderr per run shows where the workload is.
+      const timed = async (name, provider, options) => {
+        const r = await realRun(BatchPacer, provider, options);
+        console.error(`  ${number}. ${name}: ${r.calls} calls (${r.batchCalls} batch), ${fmt(r.seconds, 1)} s, ${r.outputTokens} output tokens, ${r.failed} failed`);
+        return r;
+      };
       runs = {
-        single: await realRun(BatchPacer, whole(), { maxItemsPerBatch: 1 }),
-        whole: await realRun(BatchPacer, whole(), {}),
-        streamed: await realRun(BatchPacer, streamed(), {}),
-        unbounded: await realRun(BatchPacer, unbounded, { maxItemsPerBatch: 1 }),
+        single: await timed("real model, one call per paragraph", whole(), { maxItemsPerBatch: 1 }),
+        whole: await timed("real model, defaults, whole replies", whole(), {}),
+        streamed: await timed("real model, defaults, streamed", streamed(), {}),
+        unbounded: await timed("real model, one call per paragraph, without the bound", unbounded, { maxItemsPerBatch: 1 }),
       };
     } finally {
       await server.stop();
