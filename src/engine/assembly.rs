@@ -2,7 +2,8 @@
 //! given the item's group; `fallbacks` decides the group), and the rebuild of unsent batches when `setOptions` changes a
 //! limit.
 
-use super::batches::{Home, Member};
+use super::batches::Home;
+use super::jobs::Member;
 use super::timers::Timer;
 use super::{Engine, Group};
 use crate::slab::Id;

@@ -14,40 +14,15 @@
 use core::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::jobs::{Job, Jobs};
+use super::jobs::{Job, Jobs, Member};
+use super::limits::{travels_alone, Limits, Try};
 use super::priority::Priority;
 use super::Group;
-use crate::options::Options;
 use crate::output_bound;
-use crate::quota;
 use crate::ready::ReadySet;
 use crate::slab::{Id, Slab};
 use crate::text::utf16_len;
-use crate::time::{Duration, Instant};
-
-/// The batch limits in force.
-#[derive(Copy, Clone, Debug, PartialEq)]
-pub(super) struct Limits {
-    /// Most items in one LLM batch.
-    pub(super) max_items: usize,
-    /// Most characters in one LLM batch.
-    pub(super) max_chars: u64,
-    /// Collection window from a batch's first item.
-    pub(super) delay: Duration,
-    /// Most estimated input tokens in one LLM batch (what the token budget can hold);
-    /// infinite without a token budget.
-    pub(super) max_tokens: f64,
-}
-
-impl Limits {
-    /// Whether `count` items of `chars` characters and `tokens` tokens leave room for
-    /// one more of `more` characters and tokens.
-    pub(super) fn room_for(&self, count: usize, chars: u64, tokens: f64, more: (u64, f32)) -> bool {
-        count < self.max_items
-            && chars.saturating_add(more.0) <= self.max_chars
-            && tokens + f64::from(more.1) <= self.max_tokens
-    }
-}
+use crate::time::Instant;
 
 /// Where a batch is in its life.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
@@ -60,21 +35,6 @@ pub(super) enum State {
     Backoff(Instant),
     /// A provider call with this id is running.
     Running(u64),
-}
-
-/// What a batch needs to know of an item joining it.
-#[derive(Copy, Clone, Debug)]
-pub(super) struct Member {
-    /// The item's job.
-    pub(super) job: Id<Job>,
-    /// Its characters.
-    pub(super) chars: u64,
-    /// Its estimated input tokens (0 without a token budget).
-    pub(super) tokens: f32,
-    /// Its priority.
-    pub(super) priority: Priority,
-    /// Its arrival order.
-    pub(super) seq: u64,
 }
 
 /// A unit of dispatch: one provider call's worth of items.
@@ -265,32 +225,6 @@ fn ready_key(key: Id<Batch>, batch: &Batch) -> ReadyKey {
 
 fn is_running(state: State) -> bool {
     matches!(state, State::Running(_))
-}
-
-/// The batch limits the options set.
-pub(super) fn limits_of(options: &Options) -> Limits {
-    let max_tokens = if options.tokens_per_minute > 0.0 {
-        quota::max_batch_input(options.tokens_per_minute)
-    } else {
-        f64::INFINITY
-    };
-    Limits {
-        max_items: usize::try_from(options.max_items_per_batch).unwrap_or(usize::MAX),
-        max_chars: options.max_characters_per_batch,
-        delay: Duration::from_millis(options.batch_delay_ms),
-        max_tokens,
-    }
-}
-
-/// The tries a batch counts, each against its own budget.
-#[derive(Copy, Clone, Debug)]
-pub(super) enum Try {
-    /// A reply with the wrong count.
-    Mismatch,
-    /// A transient failure.
-    Error,
-    /// A 429 answer.
-    RateLimit,
 }
 
 /// Where a new item goes: its group, the group's provider, and whether it may share a
@@ -753,12 +687,6 @@ impl Batches {
         }
         members
     }
-}
-
-/// Whether an item must travel alone: non-LLM items never batch, and an item longer than
-/// the character limit, or costing more than the token budget can hold, cannot share.
-pub(super) fn travels_alone(llm: bool, chars: u64, tokens: f32, limits: &Limits) -> bool {
-    !llm || chars > limits.max_chars || f64::from(tokens) > limits.max_tokens
 }
 
 #[cfg(test)]

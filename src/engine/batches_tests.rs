@@ -6,6 +6,7 @@
 use super::*;
 use crate::key::ShortKey;
 use crate::slab::Slab;
+use crate::time::Duration;
 
 impl Batches {
     /// Panics if a rule of the part does not hold.

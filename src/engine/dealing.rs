@@ -5,7 +5,8 @@
 use core::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::batches::{travels_alone, Batch};
+use super::batches::Batch;
+use super::limits::travels_alone;
 use super::priority::Priority;
 use super::{Engine, Job};
 use crate::slab::Id;

@@ -10,7 +10,7 @@
 //! those), whose calls carry `fallbackFrom`. Each provider keeps its own pacing state; the
 //! pacer's bucket covers them all.
 
-use super::batches::Member;
+use super::jobs::Member;
 use super::outbox::Counter;
 use super::{Batch, Engine, Group};
 use crate::slab::Id;

@@ -6,7 +6,6 @@
 //! neither": every way a job ends goes through [`Jobs::end`] (or [`Jobs::end_all`] on
 //! dispose), which returns the job so the engine settles its tickets.
 
-use super::batches::Member;
 use super::priority::Priority;
 use super::Batch;
 use crate::id_index::IdIndex;
@@ -147,6 +146,22 @@ impl Job {
     pub(super) fn take_tickets(&mut self) -> Vec<Ticket> {
         self.waiters.take()
     }
+}
+
+/// What a batch needs to know of an item joining it (made by `Jobs`, which knows the
+/// item).
+#[derive(Copy, Clone, Debug)]
+pub(super) struct Member {
+    /// The item's job.
+    pub(super) job: Id<Job>,
+    /// Its characters.
+    pub(super) chars: u64,
+    /// Its estimated input tokens (0 without a token budget).
+    pub(super) tokens: f32,
+    /// Its priority.
+    pub(super) priority: Priority,
+    /// Its arrival order.
+    pub(super) seq: u64,
 }
 
 /// A waiter withdrew from a job (`Jobs::leave`).

@@ -1,8 +1,8 @@
 //! The persistent store's flow: a new item is looked up before it is queued (no token
 //! held); a hit settles it, a miss or a failure queues it, every success is written.
 
-use super::batches::Member;
 use super::endings::Ending;
+use super::jobs::Member;
 use super::outbox::Counter;
 use super::{Engine, Group, Job};
 use crate::slab::Id;

@@ -4,8 +4,9 @@
 
 use std::rc::Rc;
 
-use super::batches::{Batch, Try};
+use super::batches::Batch;
 use super::calls::{CallStrings, Running};
+use super::limits::Try;
 use super::outbox::Counter;
 use super::pacer::Charge;
 use super::streams::{left_empty, visible_reply};

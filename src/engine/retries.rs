@@ -1,8 +1,9 @@
 //! Failed calls: which are retried and after how long (backoff, Retry-After, 429s on
 //! their own budget), a 413 split in halves, a batch sent one by one, final errors.
 
-use super::batches::{Batch, Try};
+use super::batches::Batch;
 use super::calls::Running;
+use super::limits::Try;
 use super::outbox::Counter;
 use super::timers::Timer;
 use super::Engine;
