@@ -53,16 +53,7 @@ node tests/toolchains/run.mjs
 # about 15-20 minutes on two cores, cached under ~/.cache/batch-pacer/llama, later runs
 # nothing) and prints `LLAMA_SERVER=... LLAMA_MODEL=...` as its last line.
 section "real model: llama-server and SmolLM2-135M-Instruct (scripts/llama-setup.sh)"
-llama="$(bash scripts/llama-setup.sh | tail -n 1)"
-case "$llama" in
-  LLAMA_SERVER=*" LLAMA_MODEL="*) ;;
-  *) echo "scripts/llama-setup.sh did not end with LLAMA_SERVER=... LLAMA_MODEL=... (got: $llama)" >&2; exit 1 ;;
-esac
-LLAMA_SERVER="${llama#LLAMA_SERVER=}"
-LLAMA_SERVER="${LLAMA_SERVER%% LLAMA_MODEL=*}"
-LLAMA_MODEL="${llama##* LLAMA_MODEL=}"
-export LLAMA_SERVER LLAMA_MODEL
-echo "LLAMA_SERVER=$LLAMA_SERVER LLAMA_MODEL=$LLAMA_MODEL"
+source scripts/llama-env.sh
 
 section "packed package in Node and in browsers, demo end to end: node --test"
 SKIP_BUILD=1 bash tests/node/run-package-tests.sh
