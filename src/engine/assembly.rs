@@ -20,9 +20,7 @@ impl<C: Clone> Engine<C> {
             provider: group.provider(),
             llm: group.info().llm,
         };
-        let collecting = self
-            .batches
-            .place(member, home, first_at, self.now, &mut self.jobs);
+        let collecting = self.batches.place(member, home, first_at, self.now);
         if let Some((batch, due)) = collecting {
             self.timers.push(due, Timer::Due(batch));
         }

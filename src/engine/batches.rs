@@ -7,21 +7,23 @@
 //! this gives fuller batches rather than more of them.
 //!
 //! The `Batches` part keeps, in its methods alone: "a batch is in its provider's ready set
-//! ⇔ it is ready" (every state change goes through `set_state`), each group's open batch,
-//! each batch's character and token sums, and the count of items in batches whose call is
-//! not running (`stats.queued`).
+//! ⇔ it is ready" (every state change goes through `set_state`), "a job's batch is the
+//! one that lists it" (the job→batch map is this part's: `batch_of`), each group's open
+//! batch, each batch's character and token sums (from `Member`s, which only `Jobs`
+//! makes), and the count of items in batches whose call is not running
+//! (`stats.queued`).
 
 use core::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::jobs::{Job, Jobs, Member};
+use super::jobs::{Estimated, Job, Jobs, Joined, Member};
 use super::limits::{travels_alone, Limits, Try};
 use super::priority::Priority;
 use super::Group;
 use crate::output_bound;
 use crate::ready::ReadySet;
+use crate::settle::Ticket;
 use crate::slab::{Id, Slab};
-use crate::text::utf16_len;
 use crate::time::Instant;
 
 /// Where a batch is in its life.
@@ -80,12 +82,12 @@ impl Batch {
     /// A batch holding one item.
     pub(super) fn new(first: &Member, compat: Id<Group>, provider: u32, first_at: Instant) -> Self {
         Batch {
-            jobs: vec![first.job],
-            chars: first.chars,
-            tokens: f64::from(first.tokens),
+            jobs: vec![first.job()],
+            chars: first.chars(),
+            tokens: f64::from(first.tokens()),
             first_at,
-            priority: first.priority,
-            seq: first.seq,
+            priority: first.priority(),
+            seq: first.seq(),
             compat,
             provider,
             sealed: false,
@@ -101,13 +103,13 @@ impl Batch {
 
     /// Adds an item; the batch takes the highest priority of its items.
     pub(super) fn push(&mut self, member: &Member) {
-        self.jobs.push(member.job);
-        self.chars = self.chars.saturating_add(member.chars);
-        self.tokens += f64::from(member.tokens);
-        self.priority = self.priority.max(member.priority);
+        self.jobs.push(member.job());
+        self.chars = self.chars.saturating_add(member.chars());
+        self.tokens += f64::from(member.tokens());
+        self.priority = self.priority.max(member.priority());
         // An item may arrive out of line (after a store lookup, or regrouped): the key
         // stays ahead of every item.
-        self.seq = self.seq.min(member.seq);
+        self.seq = self.seq.min(member.seq());
     }
 
     /// Due by size: it holds the most items, or its characters reached the limit.
@@ -153,7 +155,7 @@ impl Batch {
 
     /// Whether `member` may join it (room under the item and character limits).
     pub(super) fn admits(&self, member: &Member, limits: &Limits) -> bool {
-        let (chars, tokens) = (member.chars, member.tokens);
+        let (chars, tokens) = (member.chars(), member.tokens());
         !self.sealed
             && !travels_alone(true, chars, tokens, limits)
             && limits.room_for(self.jobs.len(), self.chars, self.tokens, (chars, tokens))
@@ -246,6 +248,10 @@ pub(super) struct Batches {
     /// The batch open to each group's new items, by group slot (the batch's own group
     /// confirms it: slots are reused).
     open: Vec<Option<Id<Batch>>>,
+    /// The batch of each job in one, by the job's slot (`Id::NONE` for a job in none):
+    /// set when a job joins a batch, cleared when it leaves it, so a reused slot never
+    /// finds its former job's batch.
+    of_job: Vec<Id<Batch>>,
     /// Items in batches whose call is not running.
     unsent: u64,
     limits: Limits,
@@ -258,6 +264,7 @@ impl Batches {
             slab: Slab::default(),
             ready: Vec::new(),
             open: Vec::new(),
+            of_job: Vec::new(),
             unsent: 0,
             limits,
         }
@@ -309,8 +316,33 @@ impl Batches {
             .then_some(open)
     }
 
+    /// The batch `job` is in (`Id::NONE` while in none: its store lookup is under way).
+    pub(super) fn batch_of(&self, job: Id<Job>) -> Id<Batch> {
+        self.of_job.get(job.slot()).copied().unwrap_or(Id::NONE)
+    }
+
+    /// `job` is in `batch` now (or in none).
+    fn set_batch_of(&mut self, job: Id<Job>, batch: Id<Batch>) {
+        let slot = job.slot();
+        if self.of_job.len() <= slot {
+            self.of_job.resize(slot + 1, Id::NONE);
+        }
+        self.of_job[slot] = batch;
+    }
+
+    /// The job→batch map's entries: (job slot, batch), for `Engine::check`.
+    #[cfg(any(test, feature = "check"))]
+    pub(super) fn job_entries(&self) -> impl Iterator<Item = (usize, Id<Batch>)> + '_ {
+        let set = self
+            .of_job
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| **b != Id::NONE);
+        set.map(|(slot, batch)| (slot, *batch))
+    }
+
     /// `batch` is the one open to `group`'s new items (or none is).
-    pub(super) fn set_open(&mut self, group: Id<Group>, batch: Option<Id<Batch>>) {
+    fn set_open(&mut self, group: Id<Group>, batch: Option<Id<Batch>>) {
         let slot = group.slot();
         while self.open.len() <= slot {
             self.open.push(None);
@@ -328,15 +360,16 @@ impl Batches {
     }
 
     /// Adds `batch`, its items now in it.
-    fn insert(&mut self, batch: Batch, jobs: &mut Jobs) -> Id<Batch> {
+    fn insert(&mut self, batch: Batch) -> Id<Batch> {
         let state = batch.state;
+        let key = self.slab.next_id();
+        for job in &batch.jobs {
+            self.set_batch_of(*job, key);
+        }
         let key = self.slab.insert(batch);
         let Some(batch) = self.slab.get(key) else {
             return key;
         };
-        for job in &batch.jobs {
-            jobs.set_batch(*job, key);
-        }
         if !is_running(state) {
             self.unsent += batch.jobs.len() as u64;
         }
@@ -349,9 +382,9 @@ impl Batches {
 
     /// Adds `batch` as due (an item that travels alone, or a batch made by dealing, a
     /// split or a fall-back).
-    pub(super) fn insert_due(&mut self, mut batch: Batch, jobs: &mut Jobs) -> Id<Batch> {
+    pub(super) fn insert_due(&mut self, mut batch: Batch) -> Id<Batch> {
         batch.state = State::Ready;
-        self.insert(batch, jobs)
+        self.insert(batch)
     }
 
     fn ready_set(&mut self, provider: u32) -> &mut ReadySet<ReadyKey> {
@@ -459,6 +492,11 @@ impl Batches {
         if !is_running(batch.state) {
             self.unsent -= batch.jobs.len() as u64;
         }
+        for job in &batch.jobs {
+            if let Some(entry) = self.of_job.get_mut(job.slot()).filter(|b| **b == key) {
+                *entry = Id::NONE;
+            }
+        }
         self.close(batch.compat, key);
         Some(batch)
     }
@@ -470,6 +508,7 @@ impl Batches {
         self.slab = Slab::default();
         self.ready.iter_mut().for_each(ReadySet::clear);
         self.open.clear();
+        self.of_job.clear();
         self.unsent = 0;
     }
 
@@ -483,7 +522,6 @@ impl Batches {
         home: Home,
         first_at: Instant,
         now: Instant,
-        jobs: &mut Jobs,
     ) -> Option<(Id<Batch>, Instant)> {
         let Home {
             group,
@@ -491,13 +529,13 @@ impl Batches {
             llm,
         } = home;
         let open = self.open(group);
-        if travels_alone(llm, member.chars, member.tokens, &self.limits) {
+        if travels_alone(llm, member.chars(), member.tokens(), &self.limits) {
             // Rule 2: an item longer than the limit makes the open batch due at once too,
             // so the earlier items are not left behind it for their whole window.
             if let Some(open_key) = open.filter(|_| llm) {
                 self.make_due_now(open_key);
             }
-            self.insert_due(Batch::new(&member, group, provider, first_at), jobs);
+            self.insert_due(Batch::new(&member, group, provider, first_at));
             return None;
         }
         if let Some(open_key) = open {
@@ -506,13 +544,13 @@ impl Batches {
                 .get(open_key)
                 .is_some_and(|b| b.admits(&member, &self.limits));
             if fits {
-                self.join(open_key, &member, jobs);
+                self.join(open_key, &member);
                 return None;
             }
             // The item would break a limit: the open batch is due now, the item starts the next.
             self.make_due_now(open_key);
         }
-        let batch = self.insert(Batch::new(&member, group, provider, first_at), jobs);
+        let batch = self.insert(Batch::new(&member, group, provider, first_at));
         self.set_open(group, Some(batch));
         let due_at = self
             .slab
@@ -526,8 +564,11 @@ impl Batches {
         None
     }
 
-    fn join(&mut self, key: Id<Batch>, member: &Member, jobs: &mut Jobs) {
-        jobs.set_batch(member.job, key);
+    fn join(&mut self, key: Id<Batch>, member: &Member) {
+        if self.slab.get(key).is_none() {
+            return;
+        }
+        self.set_batch_of(member.job(), key);
         let Some(batch) = self.slab.get_mut(key) else {
             return;
         };
@@ -553,8 +594,15 @@ impl Batches {
         }
     }
 
+    /// A new ticket joined a twin (dedup): the twin's batch takes its priority if
+    /// higher. The ticket.
+    pub(super) fn joined(&mut self, joined: Joined) -> Ticket {
+        self.raise_priority(self.batch_of(joined.job()), joined.priority());
+        joined.into_ticket()
+    }
+
     /// A twin of one of its items came with a higher priority.
-    pub(super) fn raise_priority(&mut self, key: Id<Batch>, priority: Priority) {
+    fn raise_priority(&mut self, key: Id<Batch>, priority: Priority) {
         let Some(batch) = self.slab.get_mut(key) else {
             return;
         };
@@ -570,23 +618,24 @@ impl Batches {
         }
     }
 
-    /// `job_key` leaves batch `key` (withdrawn, or resolved before its call's end);
-    /// `job`, when still known, gives what it added to the sums. Whether the batch is
-    /// left empty.
-    pub(super) fn leave(&mut self, key: Id<Batch>, job_key: Id<Job>, job: Option<&Job>) -> bool {
-        let Some(batch) = self.slab.get_mut(key) else {
-            return false;
-        };
+    /// `member` leaves its batch (withdrawn, or resolved before its call's end): the
+    /// batch, and whether it is left empty. `None` when the job is in no batch.
+    pub(super) fn leave(&mut self, member: &Member) -> Option<(Id<Batch>, bool)> {
+        let key = self.batch_of(member.job());
+        let batch = self.slab.get_mut(key)?;
         let before = batch.jobs.len();
-        batch.jobs.retain(|j| *j != job_key);
-        if let Some(job) = job {
-            batch.chars = batch.chars.saturating_sub(utf16_len(job.text()));
-            batch.tokens -= f64::from(job.tokens());
+        batch.jobs.retain(|j| *j != member.job());
+        let left = before - batch.jobs.len();
+        if left > 0 {
+            batch.chars = batch.chars.saturating_sub(member.chars());
+            batch.tokens -= f64::from(member.tokens());
         }
         if !is_running(batch.state) {
-            self.unsent -= (before - batch.jobs.len()) as u64;
+            self.unsent -= left as u64;
         }
-        batch.jobs.is_empty()
+        let empty = batch.jobs.is_empty();
+        self.set_batch_of(member.job(), Id::NONE);
+        Some((key, empty))
     }
 
     /// Counts one more try of this kind for the batch; the count so far.
@@ -621,7 +670,7 @@ impl Batches {
     /// Keeps the first `keep` items in due batch `key` and puts the rest in a batch of
     /// their own behind it, both keeping its tries and place in line: a call may carry
     /// no more (the provider's learned batch size). The key of the batch to send.
-    pub(super) fn split_off(&mut self, key: Id<Batch>, keep: usize, jobs: &mut Jobs) -> Id<Batch> {
+    pub(super) fn split_off(&mut self, key: Id<Batch>, keep: usize, jobs: &Jobs) -> Id<Batch> {
         if self.slab.get(key).is_none_or(|b| b.jobs.len() <= keep) {
             return key;
         }
@@ -631,16 +680,58 @@ impl Batches {
         let (first, rest) = batch.jobs.split_at(keep.max(1));
         let mut sent = key;
         if let Some(part) = Batch::resent(&batch, first, jobs, true) {
-            sent = self.insert_due(part, jobs);
+            sent = self.insert_due(part);
         }
         if let Some(part) = Batch::resent(&batch, rest, jobs, true) {
-            self.insert_due(part, jobs);
+            self.insert_due(part);
+        }
+        sent
+    }
+
+    /// Deals the due batches `pool` of `group` again (see `Engine::first_call`): the
+    /// items of `call` become one due batch, those of `rest` (in arrival order) fill due
+    /// batches behind it, and if the group's open batch was dealt, the last of these is
+    /// open now. The call's batch.
+    pub(super) fn redeal(
+        &mut self,
+        pool: &[Id<Batch>],
+        call: &[(Member, Instant)],
+        rest: &[(Member, Instant)],
+        (group, provider): (Id<Group>, u32),
+    ) -> Option<Id<Batch>> {
+        let open_dealt = self.open(group).is_some_and(|open| pool.contains(&open));
+        for key in pool {
+            self.remove(*key);
+        }
+        let mut sent: Option<Batch> = None;
+        for (member, first_at) in call {
+            match &mut sent {
+                None => sent = Some(Batch::new(member, group, provider, *first_at)),
+                Some(c) => c.push(member),
+            }
+        }
+        let sent = sent.map(|c| self.insert_due(c));
+        let mut current: Option<Batch> = None;
+        for (member, first_at) in rest {
+            match &mut current {
+                Some(c) if c.admits(member, &self.limits) => c.push(member),
+                _ => {
+                    if let Some(done) = current.take() {
+                        self.insert_due(done);
+                    }
+                    current = Some(Batch::new(member, group, provider, *first_at));
+                }
+            }
+        }
+        let current = current.map(|done| self.insert_due(done));
+        if open_dealt {
+            self.set_open(group, current);
         }
         sent
     }
 
     /// Token estimates became known: every batch's token sum again.
-    pub(super) fn sum_tokens(&mut self, jobs: &Jobs) {
+    pub(super) fn sum_tokens(&mut self, jobs: &Jobs, _estimated: Estimated) {
         for batch in self.slab.values_mut() {
             batch.tokens = batch
                 .jobs

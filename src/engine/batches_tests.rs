@@ -1,11 +1,12 @@
 //! The `Batches` part keeps its rules through every method: a batch is in its provider's
 //! ready set exactly while `Ready` (under its current key), the unsent count is the
 //! number of items in batches whose call is not running, a batch's sums are those of its
-//! items, and a group's open batch is live, its own and still taking items.
+//! items, the job→batch map names each job's batch and no other, and a group's open batch is live, its own and still taking items.
 
 use super::*;
 use crate::key::ShortKey;
 use crate::slab::Slab;
+use crate::text::utf16_len;
 use crate::time::Duration;
 
 impl Batches {
@@ -43,6 +44,18 @@ impl Batches {
             "a ready set lists a batch that is gone"
         );
         assert_eq!(self.unsent, unsent, "unsent count");
+        for (slot, of) in self.job_entries() {
+            let listed = self
+                .slab
+                .get(of)
+                .is_some_and(|b| b.jobs.iter().any(|j| j.slot() == slot));
+            assert!(listed, "job slot {slot}: its batch {of:?} lists it");
+        }
+        for (key, batch) in self.slab.iter() {
+            for job in &batch.jobs {
+                assert_eq!(self.batch_of(*job), key, "{job:?} is in {key:?}");
+            }
+        }
         for open in self.open.iter().flatten() {
             if let Some(batch) = self.slab.get(*open) {
                 assert!(!batch.sealed && matches!(batch.state, State::Collecting | State::Ready));
@@ -83,11 +96,11 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
         .collect();
     let mut collecting = Vec::new();
     for member in &members[..3] {
-        collecting.extend(batches.place(*member, home, now, now, &mut jobs));
+        collecting.extend(batches.place(*member, home, now, now));
         batches.check(&jobs);
     }
     // Two items fill a batch (due at once), the third opens the next.
-    let full = jobs.get(members[0].job).map(Job::batch).unwrap();
+    let full = batches.batch_of(members[0].job());
     let open = batches.open(group).unwrap();
     assert_eq!(batches.get(full).map(Batch::state), Some(State::Ready));
     assert_eq!(batches.get(open).map(Batch::state), Some(State::Collecting));
@@ -116,22 +129,28 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     batches.check(&jobs);
 
     let gone = jobs
-        .get(members[1].job)
+        .get(members[1].job())
         .map(|j| (j.text().to_owned(), j.tokens()));
     assert_eq!(gone, Some(("deux".to_owned(), 2.5)));
-    assert!(!batches.leave(full, members[1].job, jobs.get(members[1].job)));
+    assert_eq!(batches.leave(&members[1]), Some((full, false)));
+    assert_eq!(batches.batch_of(members[1].job()), Id::NONE);
     batches.check(&jobs);
     assert_eq!(batches.unsent(), 2);
 
     // Joining a due batch moves it in its ready set.
     // A join opens no batch: no window to wake up for.
-    assert_eq!(batches.place(members[3], home, now, now, &mut jobs), None);
+    assert_eq!(batches.place(members[3], home, now, now), None);
     batches.check(&jobs);
     assert_eq!(batches.get(open).map(|b| b.jobs().len()), Some(2));
-    let dealt = Batch::resent(batches.get(open).unwrap(), &[members[3].job], &jobs, false);
+    let dealt = Batch::resent(
+        batches.get(open).unwrap(),
+        &[members[3].job()],
+        &jobs,
+        false,
+    );
     batches.remove(open);
     batches.check(&jobs);
-    let alone = batches.insert_due(dealt.unwrap(), &mut jobs);
+    let alone = batches.insert_due(dealt.unwrap());
     batches.check(&jobs);
     assert_eq!(batches.get(alone).map(Batch::sealed), Some(true));
 

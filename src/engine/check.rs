@@ -1,7 +1,8 @@
 //! `Engine::check`: every rule that spans two parts, asserted at once (tests and fuzzing
 //! only: the `check` feature). Each part keeps its own fields' rules by itself; what it
 //! cannot see is how its state agrees with another part's:
-//! - every live job is listed by its batch (or waits for its store lookup);
+//! - every live job is listed by its batch (or waits for its store lookup), and the
+//!   job→batch map names no batch for a job slot that batch does not list;
 //! - a group's job count equals its live jobs (in batches and in lookups);
 //! - a batch's character and token sums equal its jobs' sizes;
 //! - every collecting batch has its due timer;
@@ -27,18 +28,30 @@ impl<C: Clone> Engine<C> {
             return;
         }
         let mut group_jobs: HashMap<Id<Group>, u64> = HashMap::new();
-        for (key, job) in self.jobs.iter() {
+        for (key, _) in self.jobs.iter() {
             let pending = self.store.as_ref().and_then(|s| s.pending(key));
             let group = match pending {
                 Some(lookup) => lookup.group,
                 None => {
-                    let batch = self.batches.get(job.batch());
+                    let of = self.batches.batch_of(key);
+                    let batch = self.batches.get(of);
                     let listed = batch.is_some_and(|b| b.jobs().contains(&key));
-                    assert!(listed, "job {key:?}: its batch {:?} lists it", job.batch());
+                    assert!(listed, "job {key:?}: its batch {of:?} lists it");
                     batch.map_or(Id::NONE, |b| b.compat())
                 }
             };
             *group_jobs.entry(group).or_default() += 1;
+        }
+        for (slot, of) in self.batches.job_entries() {
+            let listed = self.batches.get(of).is_some_and(|b| {
+                b.jobs()
+                    .iter()
+                    .any(|j| j.slot() == slot && self.jobs.get(*j).is_some())
+            });
+            assert!(
+                listed,
+                "job slot {slot}: its batch {of:?} lists its live job"
+            );
         }
         for (group, count, _) in self.groups.counts() {
             let live = group_jobs.remove(&group).unwrap_or(0);

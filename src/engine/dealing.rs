@@ -104,47 +104,22 @@ impl<C: Clone> Engine<C> {
         if pool.len() == 1 {
             return chosen;
         }
-        let open_dealt = self
-            .batches
-            .open(group_key)
-            .is_some_and(|open| pool.contains(&open));
-        for key in &pool {
-            self.batches.remove(*key);
-        }
-        let mut call: Option<Batch> = None;
-        for (job, first_at) in taken {
-            let Some(member) = self.jobs.member(job) else {
-                continue;
-            };
-            match &mut call {
-                None => call = Some(Batch::new(&member, group_key, provider, first_at)),
-                Some(c) => c.push(&member),
-            }
-        }
-        let call = call.map(|c| self.batches.insert_due(c, &mut self.jobs));
+        let members = |list: &mut dyn Iterator<Item = (Id<Job>, Instant)>| {
+            let list = list.filter_map(|(job, at)| Some((self.jobs.member(job)?, at)));
+            list.collect::<Vec<_>>()
+        };
+        let call = members(&mut taken.into_iter());
+        // What the call did not take goes back in arrival order.
         let mut rest: BinaryHeap<Reverse<(u64, Id<Job>, Instant)>> = BinaryHeap::new();
         while let Some(Reverse((_, seq, job, first_at))) = line.pop() {
             rest.push(Reverse((seq, job, first_at)));
         }
-        let mut current: Option<Batch> = None;
-        while let Some(Reverse((_, job, first_at))) = rest.pop() {
-            let Some(member) = self.jobs.member(job) else {
-                continue;
-            };
-            match &mut current {
-                Some(c) if c.admits(&member, &limits) => c.push(&member),
-                _ => {
-                    if let Some(done) = current.take() {
-                        self.batches.insert_due(done, &mut self.jobs);
-                    }
-                    current = Some(Batch::new(&member, group_key, provider, first_at));
-                }
-            }
-        }
-        let current = current.map(|done| self.batches.insert_due(done, &mut self.jobs));
-        if open_dealt {
-            self.batches.set_open(group_key, current);
-        }
+        let rest = members(&mut core::iter::from_fn(|| {
+            rest.pop()
+                .map(|Reverse((_, job, first_at))| (job, first_at))
+        }));
+        let home = (group_key, provider);
+        let call = self.batches.redeal(&pool, &call, &rest, home);
         call.unwrap_or(chosen)
     }
 

@@ -90,7 +90,7 @@ impl<C: Clone> Engine<C> {
         if !over {
             return call;
         }
-        self.batches.split_off(call, limit as usize, &mut self.jobs)
+        self.batches.split_off(call, limit as usize, &self.jobs)
     }
 
     /// Rule 6: pause every call to the provider, and slow it down once per 429 episode.

@@ -63,7 +63,7 @@ impl<C: Clone> Engine<C> {
 
     /// Removes a job nobody waits for from its (not running) batch.
     pub(super) fn withdraw(&mut self, job_key: Id<Job>) {
-        let Some(batch_key) = self.jobs.get(job_key).map(Job::batch) else {
+        let Some(member) = self.jobs.member(job_key) else {
             return;
         };
         if let Some(pending) = self.store.as_mut().and_then(|s| s.finish_lookup(job_key)) {
@@ -71,14 +71,14 @@ impl<C: Clone> Engine<C> {
             self.end_job(job_key, pending.group, &Ending::Withdrawn);
             return;
         }
-        // No batch (never the case outside a lookup) is no group either.
-        let group = self.batches.get(batch_key).map_or(Id::NONE, Batch::compat);
-        let Some(job) = self.end_job(job_key, group, &Ending::Withdrawn) else {
-            return;
-        };
-        if self.batches.leave(batch_key, job_key, Some(&job)) {
+        // A live job outside a lookup is in a batch (`Engine::check`).
+        let left = self.batches.leave(&member);
+        let group = left.and_then(|(batch, _)| self.batches.get(batch));
+        let group = group.map_or(Id::NONE, Batch::compat);
+        if let Some((batch_key, true)) = left {
             self.batches.remove(batch_key);
         }
+        self.end_job(job_key, group, &Ending::Withdrawn);
     }
 
     /// Rejects every waiter of every item of a batch, running or not.

@@ -64,7 +64,7 @@ impl<C: Clone> Engine<C> {
     /// its own provider.
     fn move_job(&mut self, member: Member, group: Id<Group>, dest: Id<Group>, first_at: Instant) {
         if !self.groups.get(group).is_some_and(Group::is_moved) {
-            let waiters = self.jobs.get(member.job).map_or(0, |j| j.waiters().len());
+            let waiters = self.jobs.get(member.job()).map_or(0, |j| j.waiters().len());
             self.out.count(Counter::FallbackItems, waiters as u64);
         }
         self.groups.job_added(dest);

@@ -7,7 +7,6 @@
 //! dispose), which returns the job so the engine settles its tickets.
 
 use super::priority::Priority;
-use super::Batch;
 use crate::id_index::IdIndex;
 use crate::key::ShortKey;
 use crate::settle::Ticket;
@@ -17,16 +16,15 @@ use crate::text::utf16_len;
 /// A provider item: one distinct text of one compatibility group, shared by every
 /// identical `translate` call while it is queued or running.
 ///
-/// Kept small on purpose (it is most of the memory a queued item costs): the group
-/// lives on the job's batch, and the character count is recomputed on the rare paths
-/// that need it again. Priority and arrival stay on the job: a call takes items by them,
+/// Kept small on purpose (it is most of the memory a queued item costs): the batch it
+/// is in is the `Batches` part's to know, the group lives on that batch, and the
+/// character count is recomputed on the rare paths that need it again. Priority and arrival stay on the job: a call takes items by them,
 /// whichever batch collected them (see `first_call`).
 #[derive(Debug)]
 pub struct Job {
     key: ShortKey,
     text: Box<str>,
     waiters: Waiters,
-    batch: Id<Batch>,
     /// Its place in line: the highest priority of its waiters, then its arrival.
     priority: Priority,
     seq: u64,
@@ -117,11 +115,6 @@ impl Job {
         &self.text
     }
 
-    /// The batch it is in (`Id::NONE` while its store lookup is under way).
-    pub(super) fn batch(&self) -> Id<Batch> {
-        self.batch
-    }
-
     /// Its priority: the highest of its waiters'.
     pub(super) fn priority(&self) -> Priority {
         self.priority
@@ -148,31 +141,85 @@ impl Job {
     }
 }
 
-/// What a batch needs to know of an item joining it (made by `Jobs`, which knows the
-/// item).
+/// What a batch needs to know of an item joining it. Only `Jobs`, which knows the item,
+/// makes one, so a batch's sums are always its items' own sizes.
 #[derive(Copy, Clone, Debug)]
 pub(super) struct Member {
+    job: Id<Job>,
+    chars: u64,
+    tokens: f32,
+    priority: Priority,
+    seq: u64,
+}
+
+impl Member {
     /// The item's job.
-    pub(super) job: Id<Job>,
+    pub(super) fn job(&self) -> Id<Job> {
+        self.job
+    }
+
     /// Its characters.
-    pub(super) chars: u64,
+    pub(super) fn chars(&self) -> u64 {
+        self.chars
+    }
+
     /// Its estimated input tokens (0 without a token budget).
-    pub(super) tokens: f32,
+    pub(super) fn tokens(&self) -> f32 {
+        self.tokens
+    }
+
     /// Its priority.
-    pub(super) priority: Priority,
+    pub(super) fn priority(&self) -> Priority {
+        self.priority
+    }
+
     /// Its arrival order.
-    pub(super) seq: u64,
+    pub(super) fn seq(&self) -> u64 {
+        self.seq
+    }
 }
 
 /// A waiter withdrew from a job (`Jobs::leave`).
 pub(super) struct Left {
     /// The job it waited on.
     pub(super) job: Id<Job>,
-    /// The job's batch.
-    pub(super) batch: Id<Batch>,
     /// Whether nobody waits for the job any more.
     pub(super) last: bool,
 }
+
+/// A new ticket joined a live twin (`Jobs::join_twin`), whose priority may have risen:
+/// the ticket is handed out by `Batches::joined`, which moves the twin's batch up in
+/// line with it, so the batch cannot be left behind its own item.
+#[must_use]
+#[derive(Debug)]
+pub(super) struct Joined {
+    ticket: Ticket,
+    job: Id<Job>,
+    priority: Priority,
+}
+
+impl Joined {
+    /// The twin.
+    pub(super) fn job(&self) -> Id<Job> {
+        self.job
+    }
+
+    /// The twin's priority now.
+    pub(super) fn priority(&self) -> Priority {
+        self.priority
+    }
+
+    /// The new ticket.
+    pub(super) fn into_ticket(self) -> Ticket {
+        self.ticket
+    }
+}
+
+/// Jobs got token estimates (`Jobs::estimate_tokens`): the batches' token sums are stale
+/// until `Batches::sum_tokens` takes this.
+#[must_use]
+#[derive(Debug)]
+pub(super) struct Estimated(());
 
 /// The jobs, both key indexes, the ticket counter and the arrival sequence.
 #[derive(Debug)]
@@ -226,22 +273,21 @@ impl Jobs {
     }
 
     /// A new ticket waits on the live job of `key`, if there is one (dedup): the job
-    /// takes its priority if higher. The ticket, and the job's batch, whose priority may
-    /// have to rise too.
-    pub(super) fn join_twin(
-        &mut self,
-        key: ShortKey,
-        priority: Priority,
-    ) -> Option<(Ticket, Id<Batch>)> {
+    /// takes its priority if higher.
+    pub(super) fn join_twin(&mut self, key: ShortKey, priority: Priority) -> Option<Joined> {
         let job = self.by_key.get(key.0[0])?;
         let twin = self.slab.get_mut(job).filter(|j| j.key == key)?;
         twin.priority = twin.priority.max(priority);
         self.next_counted_ticket += 1;
         let ticket = self.next_counted_ticket;
         twin.waiters.push(ticket);
-        let batch = twin.batch;
+        let priority = twin.priority;
         self.by_ticket.insert(ticket, job);
-        Some((ticket, batch))
+        Some(Joined {
+            ticket,
+            job,
+            priority,
+        })
     }
 
     /// A new job for `text` under `key`: its ticket, and its place in a batch.
@@ -259,8 +305,6 @@ impl Jobs {
             key,
             text: text.into(),
             waiters: Waiters::one(ticket),
-            // Set when it joins a batch (at once, or after its store lookup).
-            batch: Id::NONE,
             priority,
             seq,
             tokens,
@@ -278,15 +322,8 @@ impl Jobs {
         (ticket, member)
     }
 
-    /// `job` is now in `batch`.
-    pub(super) fn set_batch(&mut self, job: Id<Job>, batch: Id<Batch>) {
-        if let Some(job) = self.slab.get_mut(job) {
-            job.batch = batch;
-        }
-    }
-
-    /// Gives every job without an estimate its estimate; whether any changed.
-    pub(super) fn estimate_tokens(&mut self, estimate: impl Fn(&str) -> f32) -> bool {
+    /// Gives every job without an estimate its estimate; `Some` when any changed.
+    pub(super) fn estimate_tokens(&mut self, estimate: impl Fn(&str) -> f32) -> Option<Estimated> {
         let mut changed = false;
         for job in self.slab.values_mut() {
             if job.tokens == 0.0 {
@@ -294,7 +331,7 @@ impl Jobs {
                 changed = true;
             }
         }
-        changed
+        changed.then_some(Estimated(()))
     }
 
     /// The waiter of `ticket` leaves its job (its signal was aborted); `None` when the
@@ -314,7 +351,6 @@ impl Jobs {
         j.waiters.remove(ticket);
         Some(Left {
             job,
-            batch: j.batch,
             last: j.waiters.is_empty(),
         })
     }

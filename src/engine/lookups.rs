@@ -72,11 +72,9 @@ impl<C: Clone> Engine<C> {
                         message,
                     });
                 }
-                // A twin may have raised the job's priority during the lookup.
-                let mut member = pending.member;
-                if let Some(j) = self.jobs.get(job_key) {
-                    member.priority = j.priority();
-                }
+                // A twin may have raised the job's priority during the lookup, and a
+                // token budget set meanwhile given it an estimate.
+                let member = self.jobs.member(job_key).unwrap_or(pending.member);
                 self.place(member, pending.group, self.now);
             }
         }

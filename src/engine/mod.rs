@@ -268,9 +268,9 @@ impl<C: Clone> Engine<C> {
             return Ok(ticket);
         }
         let priority = Priority::new(item.priority);
-        if let Some((ticket, batch)) = self.jobs.join_twin(key, priority) {
+        if let Some(joined) = self.jobs.join_twin(key, priority) {
             self.out.count(Counter::DedupHits, 1);
-            self.batches.raise_priority(batch, priority);
+            let ticket = self.batches.joined(joined);
             self.after_input();
             return Ok(ticket);
         }
@@ -288,7 +288,7 @@ impl<C: Clone> Engine<C> {
         }
         let tokens = self.input_tokens(item);
         let (ticket, member) = self.jobs.add(key, item.text, priority, tokens);
-        let job = member.job;
+        let job = member.job();
         self.groups.job_added(group);
         let deadline = self.call_timeout().map(|t| self.now + t);
         match &mut self.store {
@@ -394,14 +394,10 @@ impl<C: Clone> Engine<C> {
     /// now, and leaves its batch unless its call is already running.
     pub fn handle_abort(&mut self, now: Instant, ticket: Ticket) {
         self.advance(now);
-        let Some(Left {
-            job: job_key,
-            batch: batch_key,
-            last,
-        }) = self.jobs.leave(ticket)
-        else {
+        let Some(Left { job: job_key, last }) = self.jobs.leave(ticket) else {
             return;
         };
+        let batch_key = self.batches.batch_of(job_key);
         self.out.settle(ticket, Err(aborted_error()));
         if !last {
             return;

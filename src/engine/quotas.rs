@@ -103,11 +103,11 @@ impl<C: Clone> Engine<C> {
     /// window): the queued items get theirs, and the batches are rebuilt under the token
     /// limit.
     pub(super) fn estimate_queued_tokens(&mut self) {
-        let changed = self
+        let estimated = self
             .jobs
             .estimate_tokens(|text| quota::input_tokens(text) as f32);
-        if changed {
-            self.batches.sum_tokens(&self.jobs);
+        if let Some(estimated) = estimated {
+            self.batches.sum_tokens(&self.jobs, estimated);
         }
     }
 

@@ -319,8 +319,9 @@ impl<C: Clone> Engine<C> {
         let got = proven.len();
         let group = batch.compat();
         for (job_key, translation) in proven {
-            self.batches
-                .leave(run.batch(), job_key, self.jobs.get(job_key));
+            if let Some(member) = self.jobs.member(job_key) {
+                self.batches.leave(&member);
+            }
             self.resolve_job(job_key, group, translation);
         }
         self.on_mismatch(run, expected, got, unproven);

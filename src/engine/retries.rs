@@ -198,7 +198,7 @@ impl<C: Clone> Engine<C> {
         for part in batch.jobs().chunks(half) {
             // Still the same texts: the halves keep the batch's tries and place in line.
             if let Some(half) = Batch::resent(&batch, part, &self.jobs, true) {
-                self.batches.insert_due(half, &mut self.jobs);
+                self.batches.insert_due(half);
             }
         }
         true
@@ -218,7 +218,7 @@ impl<C: Clone> Engine<C> {
             // Each item keeps its batch's place in line.
             let alone = core::slice::from_ref(job_key);
             if let Some(single) = Batch::resent(&batch, alone, &self.jobs, false) {
-                self.batches.insert_due(single, &mut self.jobs);
+                self.batches.insert_due(single);
             }
         }
     }

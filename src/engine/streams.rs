@@ -224,7 +224,8 @@ impl<C: Clone> Engine<C> {
             );
             stream.resolved[i] = true;
             let job_key = stream.jobs[i];
-            let Some(job) = self.jobs.get(job_key) else {
+            let (Some(job), Some(member)) = (self.jobs.get(job_key), self.jobs.member(job_key))
+            else {
                 continue;
             };
             self.out
@@ -232,7 +233,7 @@ impl<C: Clone> Engine<C> {
             let Some(group) = self.batches.get(batch_key).map(Batch::compat) else {
                 continue;
             };
-            self.batches.leave(batch_key, job_key, Some(job));
+            self.batches.leave(&member);
             self.resolve_job(job_key, group, translation);
         }
     }
