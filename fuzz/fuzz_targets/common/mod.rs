@@ -122,20 +122,52 @@ impl<'a> Bytes<'a> {
 
     /// Any option value, hostile ones included.
     pub fn option_value(&mut self) -> OptionValue {
-        match self.u8() % 8 {
+        match self.u8() % 9 {
             0 => OptionValue::Undefined,
             1 => OptionValue::Null,
             2 => OptionValue::Bool(self.bool()),
             3 => OptionValue::Text(self.string(16)),
             4 => OptionValue::Other(self.string(8)),
+            5 => self.provider_map(),
             _ => OptionValue::Number(self.number()),
         }
+    }
+
+    /// A providerId as the targets use them ("p", "q"), one no item uses, an empty one or
+    /// any string.
+    fn provider_id(&mut self) -> String {
+        match self.u8() % 6 {
+            0 | 1 => "p".to_owned(),
+            2 => "q".to_owned(),
+            3 => "r".to_owned(),
+            4 => String::new(),
+            _ => self.string(6),
+        }
+    }
+
+    /// An object, as `fallbackProviders` takes: mostly providerId → providerId (valid,
+    /// mapped to itself, with a cycle), sometimes with a value of another type.
+    fn provider_map(&mut self) -> OptionValue {
+        let n = usize::from(self.u8() % 4);
+        let entries = (0..n)
+            .map(|_| {
+                let from = self.provider_id();
+                let to = match self.u8() % 8 {
+                    0 => OptionValue::Null,
+                    1 => OptionValue::Number(self.number()),
+                    2 => OptionValue::Other(self.string(8)),
+                    _ => OptionValue::Text(self.provider_id()),
+                };
+                (from, to)
+            })
+            .collect();
+        OptionValue::Map(entries)
     }
 
     /// An option name: a real one most of the time, else a near miss or garbage.
     pub fn option_name(&mut self) -> String {
         let pick = usize::from(self.u8());
-        if let Some(name) = OPTION_NAMES.get(pick % 20) {
+        if let Some(name) = OPTION_NAMES.get(pick % (OPTION_NAMES.len() + 4)) {
             return (*name).to_owned();
         }
         match pick % 4 {
