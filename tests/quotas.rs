@@ -235,6 +235,64 @@ fn a_batch_never_grows_past_what_the_budget_can_hold() {
 }
 
 #[test]
+fn a_call_dealt_by_priority_that_the_token_budget_holds_back_still_starts() {
+    // 600 tokens a minute (10 a second), batches of 4, no learned batch size. Token counts
+    // are given, so every cost below is exact: a batch costs twice its input plus 140.
+    let options = marker_options(&[("tokensPerMinute", 600.0), ("maxItemsPerBatch", 4.0)])
+        .patched(&[("adaptiveBatching", batch_pacer::OptionValue::Bool(false))])
+        .expect("valid options");
+    let mut sim = Sim::new(options, echo_provider(10.0));
+    let with = |text: &'static str, priority: f64, tokens: f64| {
+        let mut it = item(text);
+        it.priority = priority;
+        it.tokens = Some(tokens);
+        it
+    };
+    // A single request of 2 x 200 + 40 = 440 leaves 160 in the budget.
+    let mut first = single("a long page");
+    first.tokens = Some(200.0);
+    let mut tickets = vec![sim.translate(&first)];
+    // A batch due at once: a low-priority item first, then three of priority 1 (40
+    // tokens, cost 220, which the budget holds at 6 s). Two more of priority 1 collect
+    // in a second batch, due at 100 ms.
+    let texts = [
+        ("low", 0.0, 10.0),
+        ("high 1", 1.0, 10.0),
+        ("high 2", 1.0, 10.0),
+        ("high 3", 1.0, 10.0),
+        ("high 4", 1.0, 30.0),
+        ("high 5", 1.0, 5.0),
+    ];
+    for (text, priority, tokens) in texts {
+        tickets.push(sim.translate(&with(text, priority, tokens)));
+    }
+    // At 6 s the call is dealt by priority: the four best items (60 tokens, cost 260,
+    // held until 10 s), while the two others (cost 170, which the budget holds) are
+    // now first in line. The dealt call must still start once the budget holds it.
+    sim.drive();
+    let s = sim.engine.stats();
+    assert_eq!(
+        (s.pending, s.queued),
+        (0, 0),
+        "idle with items waiting: {s:?}"
+    );
+    for (ticket, (text, ..)) in tickets[1..].iter().zip(texts) {
+        assert_eq!(sim.ok(*ticket), echo(text));
+    }
+    sim.assert_settled_once(&tickets);
+    let batches: Vec<(f64, Vec<String>)> = sim
+        .calls
+        .iter()
+        .skip(1)
+        .map(|c| (c.at.as_millis().round(), c.texts.clone()))
+        .collect();
+    let high: Vec<String> = (1..=4).map(|i| format!("high {i}")).collect();
+    let rest = vec!["low".to_owned(), "high 5".to_owned()];
+    // 260 tokens are there at 10 s; then the 170 of the rest at 27 s.
+    assert_eq!(batches, [(10_000.0, high), (27_000.0, rest)]);
+}
+
+#[test]
 fn reported_limits_hold_calls_before_any_429() {
     // The first call is answered by hand below, with the limits.
     let mut sim = Sim::new(

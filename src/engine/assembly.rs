@@ -4,7 +4,6 @@
 
 use super::batches::Home;
 use super::jobs::Member;
-use super::timers::Timer;
 use super::{Engine, Group};
 use crate::slab::Id;
 use crate::time::Instant;
@@ -20,10 +19,7 @@ impl<C: Clone> Engine<C> {
             provider: group.provider(),
             llm: group.info().llm,
         };
-        let collecting = self.batches.place(member, home, first_at, self.now);
-        if let Some((batch, due)) = collecting {
-            self.timers.push(due, Timer::Due(batch));
-        }
+        self.batches.place(member, home, first_at, self.now);
     }
 
     /// Rebuilds every batch that has not started, under the limits now in force.

@@ -11,7 +11,9 @@
 //! one that lists it" (the job→batch map is this part's: `batch_of`), each group's open
 //! batch, each batch's character and token sums (from `Member`s, which only `Jobs`
 //! makes), and the count of items in batches whose call is not running
-//! (`stats.queued`).
+//! (`stats.queued`). It also owns the wake-ups its batches' states need (a collecting
+//! batch's window end, a backoff's end), answered through `next_wakeup` and `wake` as
+//! every part with a deadline does, so that no other part judges its states.
 
 use core::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -229,6 +231,16 @@ fn is_running(state: State) -> bool {
     matches!(state, State::Running(_))
 }
 
+/// A batch's wake-up: its collection window ends, or its backoff does, or the budgets
+/// that held back its dealt call hold it. At one instant, windows come first (the order
+/// the engine's wake-ups have always had).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Wakeup {
+    Due(Id<Batch>),
+    Backoff(Id<Batch>),
+    Held(Id<Batch>),
+}
+
 /// Where a new item goes: its group, the group's provider, and whether it may share a
 /// call at all.
 #[derive(Copy, Clone, Debug)]
@@ -254,6 +266,9 @@ pub(super) struct Batches {
     of_job: Vec<Id<Batch>>,
     /// Items in batches whose call is not running.
     unsent: u64,
+    /// Wake-ups, soonest first; one whose batch moved on stays until it reaches the top,
+    /// where `drop_stale` removes it.
+    wakeups: BinaryHeap<Reverse<(Instant, Wakeup)>>,
     limits: Limits,
 }
 
@@ -266,6 +281,7 @@ impl Batches {
             open: Vec::new(),
             of_job: Vec::new(),
             unsent: 0,
+            wakeups: BinaryHeap::new(),
             limits,
         }
     }
@@ -439,8 +455,63 @@ impl Batches {
         }
     }
 
+    /// Whether `wakeup` still has a reason to fire: its batch is still in the state it
+    /// was set for.
+    fn wakeup_live(&self, wakeup: Wakeup) -> bool {
+        match wakeup {
+            Wakeup::Due(key) => self
+                .slab
+                .get(key)
+                .is_some_and(|b| b.state == State::Collecting),
+            Wakeup::Backoff(key) => self
+                .slab
+                .get(key)
+                .is_some_and(|b| matches!(b.state, State::Backoff(_))),
+            // Dealt again since (a new call), or started: the new call has its own.
+            Wakeup::Held(key) => self.slab.get(key).is_some_and(|b| b.state == State::Ready),
+        }
+    }
+
+    /// The soonest wake-up a batch needs.
+    pub(super) fn next_wakeup(&self) -> Option<Instant> {
+        self.wakeups.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Drops the wake-ups at the top whose batches moved on, so that `next_wakeup` never
+    /// wakes anyone for nothing.
+    pub(super) fn drop_stale(&mut self) {
+        while let Some(&Reverse((_, wakeup))) = self.wakeups.peek() {
+            if self.wakeup_live(wakeup) {
+                break;
+            }
+            self.wakeups.pop();
+        }
+    }
+
+    /// Fires the soonest wake-up if it is due at `now`; whether there was one.
+    pub(super) fn wake(&mut self, now: Instant) -> bool {
+        let Some(&Reverse((_, wakeup))) = self.wakeups.peek().filter(|w| w.0 .0 <= now) else {
+            return false;
+        };
+        self.wakeups.pop();
+        match wakeup {
+            Wakeup::Due(key) => self.window_closed(key, now),
+            Wakeup::Backoff(key) => self.backoff_over(key, now),
+            // It only wakes the engine, which tries the call again.
+            Wakeup::Held(_) => {}
+        }
+        true
+    }
+
+    /// Whether collecting batch `key` has its wake-up (for `Engine::check`).
+    #[cfg(any(test, feature = "check"))]
+    pub(super) fn has_due_wakeup(&self, key: Id<Batch>) -> bool {
+        let due = Wakeup::Due(key);
+        self.wakeups.iter().any(|Reverse((_, w))| *w == due)
+    }
+
     /// A collecting batch's window may have closed at `now`.
-    pub(super) fn window_closed(&mut self, key: Id<Batch>, now: Instant) {
+    fn window_closed(&mut self, key: Id<Batch>, now: Instant) {
         let limits = self.limits;
         let due = self
             .slab
@@ -452,7 +523,7 @@ impl Batches {
     }
 
     /// A batch's backoff may be over at `now`.
-    pub(super) fn backoff_over(&mut self, key: Id<Batch>, now: Instant) {
+    fn backoff_over(&mut self, key: Id<Batch>, now: Instant) {
         let over = self
             .slab
             .get(key)
@@ -462,9 +533,17 @@ impl Batches {
         }
     }
 
+    /// The call dealt from due batch `key` did not fit its budgets until `at`: the engine
+    /// wakes then. The batch first in line, whose cost `poll_timeout` reads, may be
+    /// another by then, or cheaper than the call dealt (a deal may add items).
+    pub(super) fn hold(&mut self, key: Id<Batch>, at: Instant) {
+        self.wakeups.push(Reverse((at, Wakeup::Held(key))));
+    }
+
     /// The batch waits out a retry backoff until `until`.
     pub(super) fn back_off(&mut self, key: Id<Batch>, until: Instant) {
         self.set_state(key, State::Backoff(until));
+        self.wakeups.push(Reverse((until, Wakeup::Backoff(key))));
     }
 
     /// Call `call` starts with the batch: out of its ready set, sealed, no longer open,
@@ -510,19 +589,12 @@ impl Batches {
         self.open.clear();
         self.of_job.clear();
         self.unsent = 0;
+        self.wakeups.clear();
     }
 
     /// Puts a new job into its group's open batch, or starts a new batch (a batch is
-    /// due when full by items or characters, or when its window closes). A new
-    /// batch that is still collecting comes back with the end of its window: the caller
-    /// wakes the engine then (`Timer::Due`).
-    pub(super) fn place(
-        &mut self,
-        member: Member,
-        home: Home,
-        first_at: Instant,
-        now: Instant,
-    ) -> Option<(Id<Batch>, Instant)> {
+    /// due when full by items or characters, or when its window closes: its wake-up).
+    pub(super) fn place(&mut self, member: Member, home: Home, first_at: Instant, now: Instant) {
         let Home {
             group,
             provider,
@@ -536,7 +608,7 @@ impl Batches {
                 self.make_due_now(open_key);
             }
             self.insert_due(Batch::new(&member, group, provider, first_at));
-            return None;
+            return;
         }
         if let Some(open_key) = open {
             let fits = self
@@ -545,7 +617,7 @@ impl Batches {
                 .is_some_and(|b| b.admits(&member, &self.limits));
             if fits {
                 self.join(open_key, &member);
-                return None;
+                return;
             }
             // The item would break a limit: the open batch is due now, the item starts the next.
             self.make_due_now(open_key);
@@ -557,11 +629,12 @@ impl Batches {
             .get(batch)
             .map(|b| (b.is_full(&self.limits), b.due_at(&self.limits)));
         match due_at {
-            Some((false, at)) if at > now => return Some((batch, at)),
+            Some((false, at)) if at > now => {
+                self.wakeups.push(Reverse((at, Wakeup::Due(batch))));
+            }
             Some(_) => self.make_ready(batch),
             None => {}
         }
-        None
     }
 
     fn join(&mut self, key: Id<Batch>, member: &Member) {

@@ -94,9 +94,8 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     let members: Vec<Member> = (0..4)
         .map(|i| job(&mut jobs, i, texts[i as usize].0, texts[i as usize].1))
         .collect();
-    let mut collecting = Vec::new();
     for member in &members[..3] {
-        collecting.extend(batches.place(*member, home, now, now));
+        batches.place(*member, home, now, now);
         batches.check(&jobs);
     }
     // Two items fill a batch (due at once), the third opens the next.
@@ -104,15 +103,19 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     let open = batches.open(group).unwrap();
     assert_eq!(batches.get(full).map(Batch::state), Some(State::Ready));
     assert_eq!(batches.get(open).map(Batch::state), Some(State::Collecting));
-    // Each batch opened collecting came back with the end of its window (the first
-    // filled up since: its wake-up will find it due already).
+    // Each batch opened collecting set its wake-up at the end of its window (the first
+    // filled up since: its wake-up is stale, and dropped once at the top).
     let window = now + Duration::from_millis(10.0);
-    assert_eq!(collecting, vec![(full, window), (open, window)]);
+    assert_eq!(batches.wakeups.len(), 2);
+    assert!(batches.has_due_wakeup(full) && batches.has_due_wakeup(open));
+    assert_eq!(batches.next_wakeup(), Some(window));
     assert_eq!(batches.first_ready(1).map(|k| k.2), Some(full));
     assert_eq!(batches.unsent(), 3);
 
     batches.raise_priority(open, Priority::new(5.0));
-    batches.window_closed(open, now + Duration::from_millis(10.0));
+    assert!(!batches.wake(window - Duration::from_millis(1.0)));
+    while batches.wake(window) {}
+    assert_eq!(batches.next_wakeup(), None);
     batches.check(&jobs);
     assert_eq!(batches.first_ready(1).map(|k| k.2), Some(open));
 
@@ -125,7 +128,9 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     batches.back_off(full, until);
     batches.check(&jobs);
     assert_eq!(batches.unsent(), 3);
-    batches.backoff_over(full, until);
+    assert_eq!(batches.next_wakeup(), Some(until));
+    assert!(batches.wake(until));
+    assert_eq!(batches.get(full).map(Batch::state), Some(State::Ready));
     batches.check(&jobs);
 
     let gone = jobs
@@ -139,7 +144,8 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
 
     // Joining a due batch moves it in its ready set.
     // A join opens no batch: no window to wake up for.
-    assert_eq!(batches.place(members[3], home, now, now), None);
+    batches.place(members[3], home, now, now);
+    assert_eq!(batches.next_wakeup(), None);
     batches.check(&jobs);
     assert_eq!(batches.get(open).map(|b| b.jobs().len()), Some(2));
     let dealt = Batch::resent(

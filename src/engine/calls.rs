@@ -1,18 +1,33 @@
-//! The `Calls` part: the calls running now, the next call id, and the strings every call
-//! of a size or layout repeats. It keeps "a call id is given once, and a running call is
-//! in the table until its answer, its timeout or dispose takes it out".
+//! The `Calls` part: the calls running now, the next call id, their deadlines, and the
+//! strings every call of a size or layout repeats. It keeps "a call id is given once, and
+//! a running call is in the table until its answer, its timeout or dispose takes it out",
+//! and owns the deadlines (`next_deadline`, `expired`), which only it can judge.
 
+use core::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::rc::Rc;
 
+use super::batches::{Batch, Batches};
 use super::pacer::Charge;
-use super::replies::Reading;
-use super::streams::Streamed;
-use super::Batch;
-use crate::call::CallId;
+use super::streamed::Streamed;
+use crate::call::{CallId, Report};
 use crate::id_table::IdTable;
 use crate::markers;
 use crate::slab::Id;
 use crate::time::{Duration, Instant};
+
+/// How a call's reply is read back onto its items.
+#[derive(Debug)]
+pub(super) enum Reading {
+    /// Pairs of markers with this tag.
+    Markers(String),
+    /// Split on this separator; `strip_fence`: a code fence around the reply was added
+    /// by the model (not the texts').
+    Separator {
+        separator: String,
+        strip_fence: bool,
+    },
+}
 
 /// A call on its way: what its answer needs to be read and charged.
 #[derive(Debug)]
@@ -126,13 +141,27 @@ impl Running {
     pub(super) fn put_stream(&mut self, stream: Box<Streamed>) {
         self.stream = Some(stream);
     }
+
+    /// What the call's stream reported so far, if it streamed.
+    pub(super) fn stream_report(&self) -> Option<&Report> {
+        self.stream().map(Streamed::report)
+    }
+
+    /// How many items the call's batch still holds.
+    pub(super) fn batch_len(&self, batches: &Batches) -> usize {
+        batches.get(self.batch).map_or(0, |b| b.jobs().len())
+    }
 }
 
-/// The running calls, their ids, and the strings made once for all calls.
+/// The running calls, their ids, their deadlines, and the strings made once for all
+/// calls.
 #[derive(Debug)]
 pub(super) struct Calls {
     running: IdTable<Running>,
     next: CallId,
+    /// Each call's deadline as it was set, soonest first. A call that ended, or whose
+    /// stream moved its deadline on, keeps its entry until the entry reaches the top.
+    deadlines: BinaryHeap<Reverse<(Instant, CallId)>>,
     strings: CallStrings,
 }
 
@@ -141,6 +170,7 @@ impl Default for Calls {
         Calls {
             running: IdTable::default(),
             next: 1,
+            deadlines: BinaryHeap::new(),
             strings: CallStrings::default(),
         }
     }
@@ -151,8 +181,42 @@ impl Calls {
     pub(super) fn insert_new(&mut self, run: Running) -> CallId {
         let id = self.next;
         self.next += 1;
+        if let Some(deadline) = run.deadline {
+            self.deadlines.push(Reverse((deadline, id)));
+        }
         self.running.insert(id, run);
         id
+    }
+
+    /// The soonest deadline of a running call (as of the last `drop_stale`).
+    pub(super) fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Brings the top of the deadlines up to date: entries of calls that ended go, an
+    /// entry whose call's stream moved its deadline on goes back in at the new one.
+    pub(super) fn drop_stale(&mut self) {
+        while let Some(&Reverse((at, id))) = self.deadlines.peek() {
+            let deadline = self.running.get(id).and_then(Running::deadline);
+            match deadline {
+                Some(d) if d == at => break,
+                Some(later) => {
+                    self.deadlines.pop();
+                    self.deadlines.push(Reverse((later, id)));
+                }
+                None => {
+                    self.deadlines.pop();
+                }
+            }
+        }
+    }
+
+    /// The next call out of time at `now`, taken out.
+    pub(super) fn expired(&mut self, now: Instant) -> Option<(CallId, Running)> {
+        self.drop_stale();
+        let &Reverse((_, id)) = self.deadlines.peek().filter(|d| d.0 .0 <= now)?;
+        self.deadlines.pop();
+        self.running.remove(id).map(|run| (id, run))
     }
 
     /// Ids and instructions made once for all calls.
@@ -166,10 +230,6 @@ impl Calls {
 
     pub(super) fn get_mut(&mut self, id: CallId) -> Option<&mut Running> {
         self.running.get_mut(id)
-    }
-
-    pub(super) fn contains(&self, id: CallId) -> bool {
-        self.running.contains(id)
     }
 
     /// The call ended (answered, timed out): it is no longer running.
@@ -190,6 +250,7 @@ impl Calls {
     /// Ends every running call (dispose).
     pub(super) fn clear(&mut self) {
         self.running.clear();
+        self.deadlines.clear();
     }
 }
 

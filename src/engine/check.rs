@@ -16,14 +16,13 @@
 use std::collections::HashMap;
 
 use super::batches::State;
-use super::timers::Timer;
 use super::{Engine, Group};
 use crate::slab::Id;
 use crate::text::utf16_len;
 
 impl<C: Clone> Engine<C> {
     /// Panics, naming the rule, if a rule that spans the engine's parts does not hold.
-    pub fn check(&self) {
+    pub(super) fn check_rules(&self) {
         if self.disposed {
             return;
         }
@@ -74,7 +73,7 @@ impl<C: Clone> Engine<C> {
             );
             match batch.state() {
                 State::Collecting => assert!(
-                    self.timers.contains(Timer::Due(key)),
+                    self.batches.has_due_wakeup(key),
                     "collecting batch {key:?} has its due timer"
                 ),
                 State::Running(call) => assert!(

@@ -4,7 +4,6 @@
 
 use super::batches::Batch;
 use super::calls::Running;
-use super::timers::Timer;
 use super::Engine;
 use crate::quota;
 use crate::slab::Id;
@@ -73,7 +72,13 @@ impl<C: Clone> Engine<C> {
             let cost = self.call_cost(index, call);
             match self.pacer.try_take(index, cost, now, &self.options) {
                 Ok(charge) => self.start(call, charge),
-                Err(_) => held.push(index),
+                Err(at) => {
+                    // The dealt call may cost more than the batch first in line, and
+                    // another batch may be first in line now: `poll_timeout`, which reads
+                    // the first batch's cost, would not wake the engine for this one.
+                    self.batches.hold(call, at);
+                    held.push(index);
+                }
             }
         }
     }
@@ -106,9 +111,6 @@ impl<C: Clone> Engine<C> {
         else {
             return;
         };
-        if let Some(until) = paused.pause_end {
-            self.timers.push(until, Timer::PauseEnd(until));
-        }
         let provider_id = self.pacer.provider_id(run.provider());
         self.out.event(Event::RateLimited {
             provider_id: provider_id.clone(),

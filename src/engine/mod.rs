@@ -10,17 +10,20 @@
 //! (docs/ARCHITECTURE.md, "The poll order"), and sleeps until `poll_timeout`.
 //!
 //! Every input that can start or end work ends in `after_input`: start what may start
-//! (`dispatch`), then drop dead timers from the top of the heap (`timers`);
+//! (`dispatch`), then let each part drop its deadlines that no longer matter (`wakeups`);
 //! `handle_dispose` ends everything itself and `handle_store_failure` only reports.
 //!
 //! Parts that own their state (private fields, so the compiler keeps the boundary) and
 //! the invariant each keeps; the engine hands a part the others it needs as arguments
 //! (disjoint borrows of its fields), never itself:
 //! - `batches::Batches`: the batch slab (and each batch's fields), the ready set per
-//!   provider, each group's open batch, the unsent count and the limits. A batch is in
-//!   its provider's ready set exactly while `Ready` (every state change goes through one
-//!   method, dealing included: the call's batch stays due until `Batches::start` marks it
-//!   running), a batch's sums are those of its items, and `stats.queued` is its count.
+//!   provider, the job→batch map, each group's open batch, the unsent count, the limits
+//!   and the batches' wake-ups (window and backoff ends). A batch is in its provider's
+//!   ready set exactly while `Ready` (every state change goes through one method,
+//!   dealing included: the call's batch stays due until `Batches::start` marks it
+//!   running), a job's batch is the one that lists it, a batch's sums are those of its
+//!   items (changed only by `Member`s, which only `Jobs` makes), and `stats.queued` is
+//!   its count.
 //! - `pacer::Pacer`: the request bucket, the token budget, the shared budget and each
 //!   provider's id and pacing state (`ProviderPacing`, shared through an `Rc<RefCell<…>>`
 //!   with the other pacers of a shared budget; no borrow leaves the part). One gate,
@@ -32,25 +35,33 @@
 //! - `groups::Groups`: the group slab, its field index, the keyer and the registered
 //!   combinations of fields; a group lives while it has jobs and is found by its fields,
 //!   and a registered combination's item keys equal those made from its fields.
-//! - `calls::Calls`: the running calls, call ids and the strings calls repeat; a call
-//!   id is given once (`Calls::insert_new` makes it with its record), and a call is running until its answer, its timeout or dispose.
+//! - `calls::Calls`: the running calls, call ids, their deadlines and the strings calls
+//!   repeat; a call id is given once (`Calls::insert_new` makes it with its record), and
+//!   a call is running until its answer, its timeout or dispose.
 //! - `outbox::Outbox`: the outputs in order and the statistics; every settlement goes
 //!   through `Outbox::settle`, so the item counters add up.
-//! - `timers::Timers`, and the leaf types `Store`, `Lru`, `TokenBucket`, `TokenBudget`,
-//!   `ReadySet`: each its own state.
+//! - the leaf types `Store` (with its lookups' deadlines), `Lru`, `TokenBucket`,
+//!   `TokenBudget`, `ReadySet`: each its own state.
 //!
-//! `Engine` keeps the options, the time, the jitter and the parts, and the orchestration,
-//! in these files, in the order an item meets them: `assembly` (where a new item goes,
-//! the rebuild under new limits), `lookups` (the persistent store), `dispatch` (the gate
-//! asked per provider, a 429's pause and rate), `quotas` (token estimates,
-//! reported usage, blocks), `dealing` (a call takes the best items of its group's due
-//! batches), `replies` (composing a call, reading its reply, what a batch reply teaches
-//! of the provider's batch size), `streams`, `retries` (failures), `fallbacks` (where a
-//! provider's items go when it cannot serve them), `endings` (how a job ends), `timers`,
-//! `restart` (snapshot and restore).
+//! Each part with deadlines answers for them itself (`next_*`, `drop_stale`, and `wake`
+//! or `expired`), as str0m's parts answer `poll_timeout` / `handle_timeout`: no part
+//! judges another's state to know whether a wake-up still matters.
+//!
+//! `Engine` keeps the options, the time, the jitter and the parts; every `pub fn` of
+//! the engine is in this file, and the orchestration in these files, in the order an
+//! item meets them: `assembly` (where a new item goes, the rebuild under new limits),
+//! `lookups` (the persistent store), `dispatch` (the gate asked per provider, a 429's
+//! pause and rate), `usage` (token estimates, reported usage and limits), `dealing` (a
+//! call takes the best items of its group's due batches), `replies` (composing a call,
+//! reading its reply, what a batch reply teaches of the provider's batch size),
+//! `streams` (a streamed reply's values), `retries` (failures), `blocks` (settings,
+//! billing and daily-quota blocks), `fallbacks` (where a provider's items go when it
+//! cannot serve them), `endings` (how a job ends), `wakeups` (the parts' deadlines
+//! merged). `check` asserts the rules that span parts (tests and fuzzing only).
 
 mod assembly;
 mod batches;
+mod blocks;
 mod calls;
 #[cfg(any(test, feature = "check"))]
 mod check;
@@ -65,12 +76,12 @@ mod lookups;
 mod outbox;
 mod pacer;
 mod priority;
-mod quotas;
 mod replies;
-mod restart;
 mod retries;
+mod streamed;
 mod streams;
-mod timers;
+mod usage;
+mod wakeups;
 
 use batches::{Batch, Batches, State};
 use calls::{Calls, Running};
@@ -81,7 +92,6 @@ use lookups::PendingLookup;
 use outbox::{Counter, Outbox};
 use pacer::Pacer;
 use priority::Priority;
-use timers::{Timer, Timers};
 
 use crate::budget::SharedBudget;
 use crate::cache::Lru;
@@ -91,15 +101,16 @@ use crate::key::{item_key, Compat, Keyer};
 use crate::options::{OptionValue, Options};
 use crate::retry::Jitter;
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
+use crate::snapshot::Snapshot;
 use crate::stats::{Event, Stats};
-use crate::store::Store;
-use crate::time::Instant;
+use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
+use crate::time::{Duration, Instant};
 
 pub use crate::item::{disposed_error, invalid_input, is_blank, Item};
 pub use crate::provider::ProviderPacing;
 pub use groups::Group;
 pub use jobs::Job;
-pub use streams::Preview;
+pub use streamed::Preview;
 
 /// The sans-IO pacer. `C` is the driver's error type, returned as `cause`.
 #[derive(Debug)]
@@ -115,7 +126,6 @@ pub struct Engine<C> {
     groups: Groups,
     /// The running calls, their ids and strings.
     calls: Calls,
-    timers: Timers,
     cache: Lru,
     /// Calls, cancels, settled items, events and statistics for the driver.
     out: Outbox<C>,
@@ -138,7 +148,6 @@ impl<C: Clone> Engine<C> {
             // In-memory item keys, under a secret derived from the seed.
             groups: Groups::new(Keyer::new(seed.rotate_left(32) ^ 0x6B65_7965_725F_7365)),
             calls: Calls::default(),
-            timers: Timers::default(),
             out: Outbox::default(),
             store: None,
             disposed: false,
@@ -295,18 +304,7 @@ impl<C: Clone> Engine<C> {
             Some(store) => {
                 // The job waits for its store lookup, outside any batch.
                 let digest = item_key(&item.compat, item.text);
-                store.begin(
-                    job,
-                    &digest,
-                    PendingLookup {
-                        member,
-                        group,
-                        deadline,
-                    },
-                );
-                if let Some(deadline) = deadline {
-                    self.timers.push(deadline, Timer::Lookup(job));
-                }
+                store.begin(job, &digest, PendingLookup { member, group }, deadline);
             }
             None => self.place(member, group, now),
         }
@@ -360,6 +358,98 @@ impl<C: Clone> Engine<C> {
     pub fn handle_timeout(&mut self, now: Instant) {
         self.advance(now);
         self.after_input();
+    }
+
+    /// A piece of call `id`'s streamed reply. Unknown ids are ignored.
+    pub fn handle_chunk(&mut self, now: Instant, id: CallId, piece: &str) {
+        self.advance(now);
+        self.on_chunk(id, piece);
+        self.after_input();
+    }
+
+    /// A `{ usage, limits }` value of call `id`'s stream.
+    pub fn handle_stream_report(&mut self, now: Instant, id: CallId, report: Report) {
+        self.advance(now);
+        self.on_stream_report(id, report);
+        self.after_input();
+    }
+
+    /// Call `id`'s stream ended: what is left is read as a whole reply.
+    pub fn handle_stream_end(&mut self, now: Instant, id: CallId) {
+        self.advance(now);
+        self.on_stream_end(id);
+        self.after_input();
+    }
+
+    /// Asks for previews (`poll_preview`); without this call none are made.
+    pub fn want_previews(&mut self) {
+        self.out.want_previews();
+    }
+
+    /// The next preview of an item's translation.
+    pub fn poll_preview(&mut self) -> Option<Preview> {
+        self.out.next_preview()
+    }
+
+    /// Puts a persistent store behind the LRU: new items are looked up before they are
+    /// queued (`poll_lookup`), and every success is written (`poll_store_write`).
+    pub fn enable_store(&mut self) {
+        self.store.get_or_insert_with(Store::default);
+    }
+
+    /// Reports what a lookup found. A failure is a miss, reported as an event.
+    pub fn handle_lookup(&mut self, now: Instant, id: LookupId, result: LookupResult) {
+        self.advance(now);
+        // Full bits: a lookup's answer may arrive long after its job ended.
+        if let Some(job) = self.jobs.id_from_full_bits(id) {
+            self.end_lookup(job, result);
+        }
+        self.after_input();
+    }
+
+    /// Reports a failed `store.set`; it changes nothing but the events.
+    pub fn handle_store_failure(&mut self, message: String) {
+        self.out.event(Event::CacheError {
+            operation: "set",
+            message,
+        });
+    }
+
+    /// The next store lookup to perform.
+    pub fn poll_lookup(&mut self) -> Option<Lookup> {
+        self.store.as_mut()?.poll_lookup()
+    }
+
+    /// The next store write to perform.
+    pub fn poll_store_write(&mut self) -> Option<StoreWrite> {
+        self.store.as_mut()?.poll_write()
+    }
+
+    /// Whether items need token estimates (a token budget, or a provider that reports
+    /// its token window): the driver then passes the user's `estimateTokens`, if any.
+    pub fn wants_token_estimates(&self) -> bool {
+        self.pacer.wants_token_estimates()
+    }
+
+    /// The state a restarted pacer needs (see [`Engine::restore`]), at wall time
+    /// `wall_ms`: tokens, pauses, adaptive rates, reported limits, daily blocks, learned
+    /// batch sizes and length ratios (the `Pacer` part's state).
+    pub fn snapshot(&self, wall_ms: f64) -> Snapshot {
+        self.pacer.snapshot(self.now, wall_ms)
+    }
+
+    /// Resumes from a snapshot taken `elapsed` ago: tokens earned meanwhile are added (up
+    /// to `capacity`), what is left of each pause still holds, adaptive rates return.
+    pub fn restore(&mut self, snapshot: &Snapshot, elapsed: Duration) {
+        self.pacer
+            .restore(snapshot, elapsed, self.now, &self.options);
+    }
+
+    /// Panics, naming the rule, if a rule that spans the engine's parts does not hold
+    /// (`engine/check.rs`).
+    #[cfg(any(test, feature = "check"))]
+    pub fn check(&self) {
+        self.check_rules();
     }
 
     /// After `dispose`, every call rejects `disposed`, a malformed item too.
@@ -458,7 +548,6 @@ impl<C: Clone> Engine<C> {
         self.groups.clear();
         // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
         // element type, dropping the old one is not.
-        self.timers = Timers::default();
         self.out.drop_calls();
         if let Some(store) = &mut self.store {
             store.clear();
@@ -494,7 +583,7 @@ impl<C: Clone> Engine<C> {
     /// When to call `handle_timeout` next; `None` when only a response or a new item
     /// can move anything.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        let mut next = self.timers.next();
+        let mut next = self.next_wakeup();
         if self.disposed || self.at_call_limit() {
             return next;
         }
@@ -510,10 +599,10 @@ impl<C: Clone> Engine<C> {
         next
     }
 
-    /// Every input ends here: start what may start, then drop timers that no longer
-    /// matter from the top of the heap so `poll_timeout` does not wake anyone for nothing.
+    /// Every input ends here: start what may start, then let each part drop the
+    /// deadlines that no longer matter, so `poll_timeout` does not wake anyone for nothing.
     fn after_input(&mut self) {
         self.pump();
-        self.drop_dead_timers();
+        self.drop_stale_deadlines();
     }
 }

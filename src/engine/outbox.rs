@@ -5,7 +5,7 @@
 
 use std::collections::VecDeque;
 
-use super::streams::Preview;
+use super::streamed::Preview;
 use crate::call::{Call, CallId};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::stats::{Event, Stats};

@@ -45,11 +45,9 @@ pub(super) struct Charge {
     episode: u32,
 }
 
-/// What a 429 changed: the end of a longer pause (a wake-up to set), and the slowed
-/// rate if this 429 began a new episode.
+/// What a 429 changed: the slowed rate if this 429 began a new episode.
 #[derive(Copy, Clone, Debug)]
 pub(super) struct Paused {
-    pub(super) pause_end: Option<Instant>,
     pub(super) slowed_to: Option<f64>,
 }
 
@@ -252,13 +250,9 @@ impl Pacer {
         let provider = self.providers.get(provider as usize)?;
         let mut pacing = provider.pacing.borrow_mut();
         let until = now + pause;
-        let mut paused = Paused {
-            pause_end: None,
-            slowed_to: None,
-        };
+        let mut paused = Paused { slowed_to: None };
         if until > pacing.paused_until {
             pacing.paused_until = until;
-            paused.pause_end = Some(until);
         }
         let paused_until = pacing.paused_until;
         if let Some(adaptive) = pacing.adaptive.as_mut() {
@@ -387,12 +381,14 @@ impl Pacer {
         !blocked && pacing.paused_until <= now + wait
     }
 
-    /// Whether a pause ending at `until` is still some provider's (a pause made longer
-    /// has a wake-up of its own).
-    pub(super) fn pause_ends_at(&self, until: Instant) -> bool {
-        self.providers
+    /// The soonest end of a provider's 429 pause after `now`: the engine wakes then,
+    /// as the provider can serve again.
+    pub(super) fn next_pause_end(&self, now: Instant) -> Option<Instant> {
+        let ends = self
+            .providers
             .iter()
-            .any(|p| p.pacing.borrow().paused_until == until)
+            .map(|p| p.pacing.borrow().paused_until);
+        ends.filter(|until| *until > now).min()
     }
 
     /// New options at `now`: rates, burst, adaptive rates and the token budget. Whether
@@ -549,18 +545,16 @@ impl Pacer {
 
     /// Resumes from a snapshot taken `elapsed` ago: tokens earned meanwhile are added (up
     /// to `capacity`), what is left of each pause still holds, adaptive rates return.
-    /// The ends of the pauses restored, to wake up at.
     pub(super) fn restore(
         &mut self,
         snapshot: &Snapshot,
         elapsed: Duration,
         now: Instant,
         options: &Options,
-    ) -> Vec<Instant> {
+    ) {
         let (rate, capacity) = (options.rate, options.capacity);
         let earned = elapsed.as_secs() * rate;
         self.bucket = TokenBucket::with_tokens(rate, capacity, snapshot.tokens + earned, now);
-        let mut pause_ends = Vec::new();
         for saved in &snapshot.providers {
             let index = self.provider_for(&saved.provider_id);
             let Some(provider) = self.providers.get(index as usize) else {
@@ -582,7 +576,6 @@ impl Pacer {
                 let until = now + left_after(saved.paused_for, elapsed);
                 provider.paused_until = until;
                 provider.episode = provider.episode.wrapping_add(1);
-                pause_ends.push(until);
             }
             if let Some(limits) = &saved.limits {
                 // A restarted worker's first burst respects what the provider reported.
@@ -623,7 +616,6 @@ impl Pacer {
                 )
             });
         }
-        pause_ends
     }
 }
 

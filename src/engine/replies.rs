@@ -5,12 +5,10 @@
 use std::rc::Rc;
 
 use super::batches::Batch;
-use super::calls::{CallStrings, Running};
+use super::calls::{CallStrings, Reading, Running};
 use super::limits::Try;
 use super::outbox::Counter;
 use super::pacer::Charge;
-use super::streams::{left_empty, visible_reply};
-use super::timers::Timer;
 use super::Engine;
 use crate::alignment;
 use crate::batch_limit::Proved;
@@ -25,19 +23,29 @@ use crate::retry::backoff;
 use crate::settle::{ErrorCode, PacerFailure};
 use crate::slab::Id;
 use crate::stats::{Event, RetryReason};
-use crate::stream::reply_cap;
+use crate::stream::{reply_cap, ReplyText};
 
-/// How a call's reply is read back onto its items.
-#[derive(Debug)]
-pub(super) enum Reading {
-    /// Pairs of markers with this tag.
-    Markers(String),
-    /// Split on this separator; `strip_fence`: a code fence around the reply was added
-    /// by the model (not the texts').
-    Separator {
-        separator: String,
-        strip_fence: bool,
-    },
+/// A string reply's visible text: reasoning removed. `None` for a single text left
+/// empty by the removal: no answer at all, a failed call ([`left_empty`]), retried like
+/// a reply of the wrong type.
+pub(super) fn visible_reply(text: String, texts: usize) -> Option<String> {
+    let Some(visible) = ReplyText::visible(&text) else {
+        return Some(text);
+    };
+    if texts <= 1 {
+        // The line breaks a model writes after `</think>` are not the translation's.
+        let answer = visible.trim();
+        return (!answer.is_empty()).then(|| answer.to_owned());
+    }
+    Some(visible)
+}
+
+pub(super) fn left_empty<C>() -> Failure<C> {
+    let mut failure =
+        Failure::bad_reply("a reply left empty once its <think> reasoning is removed");
+    failure.message =
+        String::from("provider returned nothing but <think> reasoning: no translation");
+    failure
 }
 
 /// A call's text, its layout and instructions for the provider, and how its reply will
@@ -194,12 +202,8 @@ impl<C: Clone> Engine<C> {
         let timeout = self.call_timeout();
         let run = Running::new(batch_key, provider, charge, reading, timeout, self.now)
             .with_bounds(estimated_input, cap);
-        let deadline = run.deadline();
         let id = self.calls.insert_new(run);
         self.batches.start(batch_key, id);
-        if let Some(deadline) = deadline {
-            self.timers.push(deadline, Timer::Deadline(id));
-        }
         self.out.call(Call {
             id,
             ids,

@@ -5,7 +5,6 @@ use super::batches::Batch;
 use super::calls::Running;
 use super::limits::Try;
 use super::outbox::Counter;
-use super::timers::Timer;
 use super::Engine;
 use crate::call::{Failure, FailureKind, Quota};
 use crate::retry::{backoff, classify, FailureClass, MAX_RETRY_AFTER};
@@ -170,7 +169,6 @@ impl<C: Clone> Engine<C> {
         } else {
             let until = now + delay;
             self.batches.back_off(batch_key, until);
-            self.timers.push(until, Timer::Backoff(batch_key));
         }
         let provider_id = self.pacer.provider_id(provider);
         self.out.event(Event::Retry {

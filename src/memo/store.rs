@@ -3,9 +3,13 @@
 //! both against the user's `{ get, set }`; a store that fails or hangs only ever costs a
 //! miss.
 
+use core::cmp::Reverse;
+use std::collections::BinaryHeap;
+
 use crate::id_table::IdTable;
 use crate::key::to_hex;
 use crate::slab::Id;
+use crate::time::Instant;
 
 /// Identifies a lookup between `poll_lookup` and `handle_lookup`.
 pub type LookupId = u64;
@@ -54,11 +58,15 @@ impl<P> JobEntry<P> {
     }
 }
 
-/// Lookups under way, full keys of jobs (for their write), and the driver's work. Jobs
-/// are slab entries of type `J`; `P` is what a job keeps while its lookup is under way.
+/// Lookups under way with their deadlines, full keys of jobs (for their write), and the
+/// driver's work. Jobs are slab entries of type `J`; `P` is what a job keeps while its
+/// lookup is under way.
 #[derive(Debug)]
 pub struct Store<J, P> {
     jobs: IdTable<JobEntry<P>>,
+    /// When each lookup runs out of time, soonest first; one that ended keeps its entry
+    /// until the entry reaches the top.
+    deadlines: BinaryHeap<Reverse<(Instant, Id<J>)>>,
     lookups: std::collections::VecDeque<Lookup>,
     writes: std::collections::VecDeque<StoreWrite>,
     job_type: core::marker::PhantomData<fn(Id<J>)>,
@@ -68,6 +76,7 @@ impl<J, P> Default for Store<J, P> {
     fn default() -> Self {
         Store {
             jobs: IdTable::default(),
+            deadlines: BinaryHeap::new(),
             lookups: Default::default(),
             writes: Default::default(),
             job_type: core::marker::PhantomData,
@@ -76,9 +85,12 @@ impl<J, P> Default for Store<J, P> {
 }
 
 impl<J, P> Store<J, P> {
-    /// Starts the lookup of a new job.
-    pub fn begin(&mut self, job: Id<J>, digest: &[u8; 32], pending: P) {
+    /// Starts the lookup of a new job, out of time at `deadline`.
+    pub fn begin(&mut self, job: Id<J>, digest: &[u8; 32], pending: P, deadline: Option<Instant>) {
         let id = job.to_full_bits();
+        if let Some(deadline) = deadline {
+            self.deadlines.push(Reverse((deadline, job)));
+        }
         self.jobs.insert(
             id,
             JobEntry {
@@ -97,9 +109,33 @@ impl<J, P> Store<J, P> {
         self.take(job, |entry| entry.pending.take())
     }
 
-    /// The lookup of `job`, if under way (for its deadline).
+    /// The lookup of `job`, if under way.
     pub fn pending(&self, job: Id<J>) -> Option<&P> {
         self.jobs.get(job.to_full_bits())?.pending.as_ref()
+    }
+
+    /// The soonest deadline of a lookup (as of the last `drop_stale`).
+    pub fn next_deadline(&self) -> Option<Instant> {
+        self.deadlines.peek().map(|Reverse((at, _))| *at)
+    }
+
+    /// Drops the deadlines at the top whose lookups ended.
+    pub fn drop_stale(&mut self) {
+        while let Some(&Reverse((_, job))) = self.deadlines.peek() {
+            if self.pending(job).is_some() {
+                break;
+            }
+            self.deadlines.pop();
+        }
+    }
+
+    /// The job of the next lookup out of time at `now` (still under way: the caller
+    /// ends it).
+    pub fn expired(&mut self, now: Instant) -> Option<Id<J>> {
+        self.drop_stale();
+        let &Reverse((_, job)) = self.deadlines.peek().filter(|d| d.0 .0 <= now)?;
+        self.deadlines.pop();
+        Some(job)
     }
 
     /// Queues the write of a success.

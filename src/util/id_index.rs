@@ -26,6 +26,7 @@ impl<T> IdIndex<T> {
 
     /// Whether `id` is there.
     #[inline]
+    #[cfg(test)]
     pub fn contains(&self, id: u64) -> bool {
         // Through `get`, whose code is in the .wasm already (`contains_key` is another copy).
         self.get(id).is_some()

@@ -41,6 +41,7 @@ impl<T> IdTable<T> {
     }
 
     /// Whether `id` is there.
+    #[cfg(test)]
     pub fn contains(&self, id: u64) -> bool {
         self.index.contains(id)
     }

@@ -1,0 +1,162 @@
+//! The engine's files import one another without a cycle: a part's file (`batches.rs`,
+//! `jobs.rs`, `calls.rs` ...) may use the types of the parts below it, never of one that
+//! uses it back. Names re-exported by `engine/mod.rs` (`super::Batch`) count as imports
+//! of the file that defines them; `Engine` itself (every orchestration file's `impl
+//! Engine`) does not.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs;
+use std::path::Path;
+
+/// Every `use super::…;` statement of `source`, as the paths it names
+/// (`super::{a::B, C}` gives `a::B` and `C`).
+fn super_imports(source: &str) -> Vec<String> {
+    let mut paths = Vec::new();
+    let mut rest = source;
+    while let Some(at) = rest.find("use super::") {
+        let after = &rest[at + "use super::".len()..];
+        let end = after.find(';').unwrap_or(after.len());
+        let list = after[..end].trim();
+        let list = list.strip_prefix('{').and_then(|l| l.strip_suffix('}'));
+        match list {
+            Some(list) => paths.extend(list.split(',').map(|p| p.trim().to_owned())),
+            None => paths.push(after[..end].trim().to_owned()),
+        }
+        rest = &after[end..];
+    }
+    paths.retain(|p| !p.is_empty() && p != "*");
+    paths
+}
+
+/// The file each name that `mod.rs` brings in (`use jobs::{Jobs, Left};`,
+/// `pub use groups::Group;`) comes from.
+fn reexports(mod_rs: &str, files: &BTreeSet<String>) -> BTreeMap<String, String> {
+    let mut names = BTreeMap::new();
+    for line in mod_rs.lines() {
+        let line = line.trim_start_matches("pub ").trim();
+        let Some(path) = line.strip_prefix("use ").and_then(|l| l.strip_suffix(';')) else {
+            continue;
+        };
+        let Some((file, items)) = path.split_once("::") else {
+            continue;
+        };
+        if !files.contains(file) {
+            continue;
+        }
+        let items = items.trim_start_matches('{').trim_end_matches('}');
+        for item in items.split(',') {
+            names.insert(item.trim().to_owned(), file.to_owned());
+        }
+    }
+    names
+}
+
+/// A cycle of the import graph, if there is one (a depth-first search).
+fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>> {
+    fn visit(
+        file: &str,
+        edges: &BTreeMap<String, BTreeSet<String>>,
+        path: &mut Vec<String>,
+        done: &mut BTreeSet<String>,
+    ) -> Option<Vec<String>> {
+        if let Some(at) = path.iter().position(|f| f == file) {
+            let mut cycle = path[at..].to_vec();
+            cycle.push(file.to_owned());
+            return Some(cycle);
+        }
+        if done.contains(file) {
+            return None;
+        }
+        path.push(file.to_owned());
+        for next in edges.get(file).into_iter().flatten() {
+            if let Some(cycle) = visit(next, edges, path, done) {
+                return Some(cycle);
+            }
+        }
+        path.pop();
+        done.insert(file.to_owned());
+        None
+    }
+    let mut done = BTreeSet::new();
+    edges
+        .keys()
+        .find_map(|file| visit(file, edges, &mut Vec::new(), &mut done))
+}
+
+fn engine_import_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let mut sources = BTreeMap::new();
+    for entry in fs::read_dir(&dir).expect("src/engine is readable") {
+        let path = entry.expect("a directory entry").path();
+        let name = path
+            .file_stem()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        // A part's own unit tests (`#[path]` modules) see everything of their part.
+        if path.extension().is_some_and(|e| e == "rs") && !name.ends_with("_tests") {
+            let source = fs::read_to_string(&path).expect("an engine file is readable");
+            sources.insert(name.to_owned(), source);
+        }
+    }
+    let files: BTreeSet<String> = sources.keys().cloned().collect();
+    let names = reexports(&sources["mod"], &files);
+    let mut edges = BTreeMap::new();
+    for (file, source) in sources.iter().filter(|(f, _)| *f != "mod") {
+        let mut uses = BTreeSet::new();
+        for path in super_imports(source) {
+            let head = path.split("::").next().unwrap_or_default();
+            let target = if files.contains(head) {
+                Some(head.to_owned())
+            } else {
+                names.get(head).cloned()
+            };
+            uses.extend(target.filter(|t| t != file));
+        }
+        edges.insert(file.clone(), uses);
+    }
+    edges
+}
+
+#[test]
+fn the_engine_files_import_one_another_without_a_cycle() {
+    let edges = engine_import_graph();
+    // The graph is read at all: the parts' files are there and import what they use.
+    assert!(edges["batches"].contains("jobs"), "{edges:?}");
+    assert!(edges["streams"].contains("calls"), "{edges:?}");
+    assert_eq!(find_cycle(&edges), None, "{edges:#?}");
+}
+
+#[test]
+fn a_cycle_is_found_when_there_is_one() {
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let link = |a: &str, b: &str, edges: &mut BTreeMap<String, BTreeSet<String>>| {
+        edges.entry(a.into()).or_default().insert(b.into());
+    };
+    link("calls", "streamed", &mut edges);
+    link("streamed", "jobs", &mut edges);
+    assert_eq!(find_cycle(&edges), None);
+    link("jobs", "calls", &mut edges);
+    let cycle = find_cycle(&edges).expect("calls -> streamed -> jobs -> calls");
+    assert_eq!(cycle.first(), cycle.last());
+    assert_eq!(cycle.len(), 4);
+}
+
+#[test]
+fn imports_are_read_from_lists_and_reexports() {
+    let source = "use super::batches::{Batch, State};\nuse super::{Engine, Job};\nuse super::calls::Running;\n";
+    let expected = ["batches::{Batch, State}", "Engine", "Job", "calls::Running"];
+    assert_eq!(super_imports(source), expected.map(String::from));
+    let files: BTreeSet<String> = ["jobs", "groups"].map(String::from).into();
+    let names = reexports(
+        "use jobs::{Jobs, Left};\npub use groups::Group;\nuse crate::x::Y;\n",
+        &files,
+    );
+    let pairs: Vec<(&str, &str)> = names
+        .iter()
+        .map(|(n, f)| (n.as_str(), f.as_str()))
+        .collect();
+    assert_eq!(
+        pairs,
+        [("Group", "groups"), ("Jobs", "jobs"), ("Left", "jobs")]
+    );
+}
