@@ -63,37 +63,42 @@ enum Class {
     Other,
 }
 
-/// Tokens per character, indexed by `Class as usize`.
-const WEIGHT: [f64; 17] = [
-    0.135, // Latin
-    0.67,  // Digit
-    0.62,  // Punct
-    0.41,  // Space
-    0.56,  // LatinExt
-    0.27,  // Cyrillic
-    0.36,  // Greek
-    0.27,  // Arabic
-    0.33,  // Hebrew
-    0.27,  // Indic
-    0.44,  // Thai
-    0.83,  // Cjk
-    0.70,  // Kana
-    0.75,  // Hangul
-    1.10,  // Emoji
-    1.00,  // CjkPunct
-    1.00,  // Other
+/// The weights' unit: every weight is a whole number of 1/200 tokens, so that a text's
+/// estimate is summed exactly, in integers (one add a character, no rounding), and
+/// divided once.
+const UNITS_PER_TOKEN: f64 = 200.0;
+
+/// Tokens per character in 1/200 tokens, indexed by `Class as usize`.
+const WEIGHT: [u32; 17] = [
+    27,  // Latin: 0.135
+    134, // Digit: 0.67
+    124, // Punct: 0.62
+    82,  // Space: 0.41
+    112, // LatinExt: 0.56
+    54,  // Cyrillic: 0.27
+    72,  // Greek: 0.36
+    54,  // Arabic: 0.27
+    66,  // Hebrew: 0.33
+    54,  // Indic: 0.27
+    88,  // Thai: 0.44
+    166, // Cjk: 0.83
+    140, // Kana: 0.70
+    150, // Hangul: 0.75
+    220, // Emoji: 1.10
+    200, // CjkPunct: 1.00
+    200, // Other: 1.00
 ];
 
 /// Tokens added where a word of an alphabetic script starts (a letter after anything
-/// that is not one): with the per-letter weight it makes short words cost more per
-/// letter than long ones, as they do in a BPE vocabulary.
-const WORD_START: f64 = 0.21;
+/// that is not one), in 1/200 tokens (0.21): with the per-letter weight it makes short
+/// words cost more per letter than long ones, as they do in a BPE vocabulary.
+const WORD_START: u32 = 42;
 
 /// Each ASCII character's weight and whether it is a letter of a script with words,
 /// looked up by byte: most texts are mostly ASCII, and a table read costs far less than
 /// the classification's range tests.
-const ASCII: [(f64, bool); 128] = {
-    let mut table = [(0.0, false); 128];
+const ASCII: [(u32, bool); 128] = {
+    let mut table = [(0, false); 128];
     let mut byte = 0;
     while byte < 128 {
         let class = Class::of(byte as u32);
@@ -148,42 +153,26 @@ impl Class {
 /// the measured error). 0 for the empty text; never negative; never smaller for a text
 /// than for any of its prefixes. One pass over the characters, no allocation.
 pub fn estimate_tokens(text: &str) -> f64 {
-    let mut tokens = 0.0;
+    let mut units: u64 = 0;
     let mut in_word = false;
-    let bytes = text.as_bytes();
+    let mut add = |weight: u32, letter: bool| {
+        let starts_word = letter && !in_word;
+        units += u64::from(weight) + u64::from(WORD_START) * u64::from(starts_word);
+        in_word = letter;
+    };
     if text.is_ascii() {
         // The common case, byte by byte with no decoding.
-        for &byte in bytes {
+        for &byte in text.as_bytes() {
             let (weight, letter) = ASCII[usize::from(byte & 0x7F)];
-            tokens += weight;
-            if letter && !in_word {
-                tokens += WORD_START;
-            }
-            in_word = letter;
+            add(weight, letter);
         }
-        return tokens;
-    }
-    let mut at = 0;
-    // Character by character, in order (the sum is the same to the last bit as a pass
-    // over `chars()`): ASCII through the table, the rest classified.
-    while let Some(&byte) = bytes.get(at) {
-        let (weight, letter) = if byte < 0x80 {
-            at += 1;
-            ASCII[byte as usize]
-        } else {
-            let c = text.get(at..).and_then(|rest| rest.chars().next());
-            let c = c.unwrap_or(char::REPLACEMENT_CHARACTER);
-            at += c.len_utf8();
+    } else {
+        for c in text.chars() {
             let class = Class::of(u32::from(c));
-            (WEIGHT[class as usize], class.has_words())
-        };
-        tokens += weight;
-        if letter && !in_word {
-            tokens += WORD_START;
+            add(WEIGHT[class as usize], class.has_words());
         }
-        in_word = letter;
     }
-    tokens
+    units as f64 / UNITS_PER_TOKEN
 }
 
 #[cfg(test)]
@@ -265,16 +254,17 @@ mod tests {
         )
     }
 
-    /// The estimate as one plain pass over `chars()`, every character classified.
+    /// The estimate as the sum of each character's weight in tokens, one plain pass
+    /// over `chars()`, every character classified.
     fn estimate_char_by_char(text: &str) -> f64 {
         let mut tokens = 0.0;
         let mut in_word = false;
         for c in text.chars() {
             let class = Class::of(u32::from(c));
-            tokens += WEIGHT[class as usize];
+            tokens += f64::from(WEIGHT[class as usize]) / UNITS_PER_TOKEN;
             let letter = class.has_words();
             if letter && !in_word {
-                tokens += WORD_START;
+                tokens += f64::from(WORD_START) / UNITS_PER_TOKEN;
             }
             in_word = letter;
         }
@@ -282,21 +272,19 @@ mod tests {
     }
 
     #[test]
-    fn the_ascii_table_gives_the_same_estimate_to_the_last_bit() {
-        for (_, text, _) in SUBSET {
-            assert_eq!(
-                estimate_tokens(text).to_bits(),
-                estimate_char_by_char(text).to_bits()
-            );
-        }
+    fn the_integer_sum_is_the_sum_of_the_weights() {
         let every_ascii: String = (0u8..128).map(char::from).collect();
         let mixed = format!("{every_ascii}é中🎉 a{every_ascii}");
-        for text in [every_ascii.as_str(), mixed.as_str(), "", "é", "a"] {
-            assert_eq!(
-                estimate_tokens(text).to_bits(),
-                estimate_char_by_char(text).to_bits()
+        let texts = SUBSET.iter().map(|(_, text, _)| *text);
+        for text in texts.chain([every_ascii.as_str(), mixed.as_str(), "", "é", "a"]) {
+            let (ours, summed) = (estimate_tokens(text), estimate_char_by_char(text));
+            assert!(
+                (ours - summed).abs() <= 1e-9 * summed.max(1.0),
+                "{text:?}: {ours} vs {summed}"
             );
         }
+        // Exact: 4 Latin letters, one word start.
+        assert_eq!(estimate_tokens("word"), (4.0 * 27.0 + 42.0) / 200.0);
     }
 
     #[test]
