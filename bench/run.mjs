@@ -13,7 +13,8 @@
 //                    real-model rows need LLAMA_SERVER and LLAMA_MODEL from scripts/llama-setup.sh)
 // --sizes 1000,5000  workload 1's paragraph counts
 // --write           with --only: replace those workloads' sections of bench/results.md
-//                    (each still measured side by side in its one run), noted in its header
+//                    (each still measured side by side in its one run), noted in its header;
+//                    0 (the core engine) takes its figures from --engine-output
 // A full run writes bench/results.md and bench/quota.svg (--smoke and --only write nothing,
 // but --only with --write).
 
@@ -659,13 +660,16 @@ function machine() {
   return { uname, cpu: `${cpu[0]?.model ?? "unknown"} (${cpu.length} logical CPUs)`, node: process.version, load };
 }
 
+/** Section 0: the output of `cargo bench --bench engine`, when `--engine-output` names it. */
+function engineSection() {
+  if (!args["engine-output"] || !existsSync(args["engine-output"])) return "";
+  return ["### 0. Core engine (`cargo bench --bench engine`)", "", "```", readFileSync(args["engine-output"], "utf8").trim(), "```", ""].join("\n");
+}
+
 function writeResults({ chromiumVersion, groups, started }) {
   const m = machine();
   const command = process.env.BENCH_COMMAND ?? `node bench/run.mjs ${process.argv.slice(2).join(" ")}`.trim();
-  let engine = "";
-  if (args["engine-output"] && existsSync(args["engine-output"])) {
-    engine = ["### 0. Core engine (`cargo bench --bench engine`)", "", "```", readFileSync(args["engine-output"], "utf8").trim(), "```", ""].join("\n");
-  }
+  const engine = engineSection();
   const header = [
     "# batch-pacer benchmark results",
     "",
@@ -701,7 +705,9 @@ function updateResults(only, started) {
   const [head, ...old] = readFileSync(path, "utf8").split(/\n(?=### )/);
   const workload = (section) => /^### (\d+)/.exec(section)?.[1];
   const kept = old.filter((section) => !only.has(workload(section)));
-  const fresh = sections.map((section) => section.trimEnd() + "\n");
+  // Workload 0 is the core engine's own benchmark, run before this script.
+  const engine = only.has("0") ? engineSection() : "";
+  const fresh = [engine, ...sections].filter(Boolean).map((section) => section.trimEnd() + "\n");
   const ordered = [...kept, ...fresh].sort((a, b) => Number(workload(a)) - Number(workload(b)));
   const m = machine();
   const command =
@@ -720,6 +726,9 @@ async function main() {
   const started = new Date();
   const only = args.only ? new Set(args.only.split(",").map((s) => s.trim())) : null;
   const wanted = (n) => !only || only.has(String(n));
+  if (only?.has("0") && !engineSection()) {
+    throw new Error("--only 0 needs --engine-output FILE, the output of `cargo bench --bench engine`");
+  }
   console.log(`batch-pacer benchmarks${SMOKE ? " (smoke: tiny inputs, one run each)" : ""}; package: ${PACKAGE_DIR}\n`);
   const { chromiumVersion } = wanted(1) ? await schedulingOverhead() : {};
   const groups = wanted(2) ? await quotaEfficiency() : [];
