@@ -602,8 +602,8 @@ impl Batches {
         } = home;
         let open = self.open(group);
         if travels_alone(llm, member.chars(), member.tokens(), &self.limits) {
-            // Rule 2: an item longer than the limit makes the open batch due at once too,
-            // so the earlier items are not left behind it for their whole window.
+            // An item longer than the limit travels alone, and makes the open batch due at
+            // once too, so the earlier items are not left behind it for their whole window.
             if let Some(open_key) = open.filter(|_| llm) {
                 self.make_due_now(open_key);
             }

@@ -87,7 +87,7 @@ impl<C: Clone> Engine<C> {
                 .jobs
                 .get(job)
                 .map_or((0, 0.0), |j| (utf16_len(j.text()), j.tokens()));
-            // Rule 2: the first item that does not fit ends the call (a long one alone).
+            // The first item that does not fit ends the call (a long one travels alone).
             let fits = count == 0
                 || (!travels_alone(true, c, t, &limits)
                     && !travels_alone(true, chars, tokens as f32, &limits)

@@ -98,7 +98,7 @@ impl<C: Clone> Engine<C> {
         self.batches.split_off(call, limit as usize, &self.jobs)
     }
 
-    /// Rule 6: pause every call to the provider, and slow it down once per 429 episode.
+    /// A 429: pause every call to the provider, and slow it down once per 429 episode.
     pub(super) fn pause_provider(
         &mut self,
         run: &Running,

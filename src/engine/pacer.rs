@@ -237,7 +237,7 @@ impl Pacer {
         charge
     }
 
-    /// Rule 6: a 429 pauses every call to the provider for `pause`, and slows it down
+    /// A 429 pauses every call to the provider for `pause`, and slows it down
     /// once per 429 episode (the episode of the call it answered is `charge`'s).
     pub(super) fn pause(
         &mut self,
