@@ -20,6 +20,9 @@ use std::collections::BinaryHeap;
 
 use super::jobs::{Estimated, Job, Jobs, Joined, Member};
 use super::limits::{travels_alone, Limits, Try};
+
+#[path = "batch.rs"]
+mod batch;
 use super::priority::Priority;
 use super::Group;
 use crate::output_bound;
@@ -27,208 +30,14 @@ use crate::ready::ReadySet;
 use crate::settle::Ticket;
 use crate::slab::{Id, Slab};
 use crate::time::Instant;
-
-/// Where a batch is in its life.
-#[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(super) enum State {
-    /// Collecting items, not yet due.
-    Collecting,
-    /// Due: waiting for a token (and still taking items if not sealed).
-    Ready,
-    /// Waiting out a retry backoff until the given instant.
-    Backoff(Instant),
-    /// A provider call with this id is running.
-    Running(u64),
-}
-
-/// A unit of dispatch: one provider call's worth of items.
-#[derive(Debug)]
-pub(super) struct Batch {
-    /// The items, in arrival order.
-    jobs: Vec<Id<Job>>,
-    /// Their total characters.
-    chars: u64,
-    /// Their total estimated input tokens.
-    tokens: f64,
-    /// Arrival of the first item (start of the collection window).
-    first_at: Instant,
-    /// Highest priority of its items.
-    priority: Priority,
-    /// Arrival order of its first item: FIFO among equal priorities.
-    seq: u64,
-    /// The compatibility group it belongs to.
-    compat: Id<Group>,
-    /// The provider it calls (its index in the `Pacer` part).
-    provider: u32,
-    /// Sealed batches take no more items (their first call has started).
-    sealed: bool,
-    /// Life-cycle state.
-    state: State,
-    /// Calls started so far (the next call's `attempt`).
-    attempts: u32,
-    /// Replies with the wrong count so far.
-    mismatches: u16,
-    /// Transient failures so far.
-    errors: u16,
-    /// 429 answers so far.
-    rate_limits: u16,
-    /// The last reply that did not prove every item, as its fingerprint and the number
-    /// of items it answered (a sealed batch only loses items, so the same number is the
-    /// same texts).
-    last_reply: Option<(u64, usize)>,
-    /// The output bound's multiplier: doubled by each truncated reply.
-    bound_scale: u8,
-}
-
-impl Batch {
-    /// A batch holding one item.
-    pub(super) fn new(first: &Member, compat: Id<Group>, provider: u32, first_at: Instant) -> Self {
-        Batch {
-            jobs: vec![first.job()],
-            chars: first.chars(),
-            tokens: f64::from(first.tokens()),
-            first_at,
-            priority: first.priority(),
-            seq: first.seq(),
-            compat,
-            provider,
-            sealed: false,
-            state: State::Collecting,
-            attempts: 0,
-            mismatches: 0,
-            errors: 0,
-            rate_limits: 0,
-            last_reply: None,
-            bound_scale: 1,
-        }
-    }
-
-    /// Adds an item; the batch takes the highest priority of its items.
-    pub(super) fn push(&mut self, member: &Member) {
-        self.jobs.push(member.job());
-        self.chars = self.chars.saturating_add(member.chars());
-        self.tokens += f64::from(member.tokens());
-        self.priority = self.priority.max(member.priority());
-        // An item may arrive out of line (after a store lookup, or regrouped): the key
-        // stays ahead of every item.
-        self.seq = self.seq.min(member.seq());
-    }
-
-    /// Due by size: it holds the most items, or its characters reached the limit.
-    fn is_full(&self, limits: &Limits) -> bool {
-        self.jobs.len() >= limits.max_items
-            || self.chars >= limits.max_chars
-            || self.tokens >= limits.max_tokens
-    }
-
-    /// When the collection window closes.
-    fn due_at(&self, limits: &Limits) -> Instant {
-        self.first_at + limits.delay
-    }
-
-    /// A batch sent again (sealed, in its batch's place in line) with the live jobs of
-    /// `part`, in this order; `keep_tries`: the same texts again, so it keeps the
-    /// batch's tries.
-    pub(super) fn resent(
-        from: &Batch,
-        part: &[Id<Job>],
-        jobs: &Jobs,
-        keep_tries: bool,
-    ) -> Option<Self> {
-        let mut members = part.iter().filter_map(|j| jobs.member(*j));
-        let first = members.next()?;
-        let mut batch = Batch::new(&first, from.compat, from.provider, from.first_at);
-        for member in members {
-            batch.push(&member);
-        }
-        batch.sealed = true;
-        batch.priority = from.priority;
-        batch.seq = from.seq;
-        // Its texts were sent with this bound before: a truncated reply's doubling holds.
-        batch.bound_scale = from.bound_scale;
-        if keep_tries {
-            batch.attempts = from.attempts;
-            batch.mismatches = from.mismatches;
-            batch.errors = from.errors;
-            batch.rate_limits = from.rate_limits;
-        }
-        Some(batch)
-    }
-
-    /// Whether `member` may join it (room under the item and character limits).
-    pub(super) fn admits(&self, member: &Member, limits: &Limits) -> bool {
-        let (chars, tokens) = (member.chars(), member.tokens());
-        !self.sealed
-            && !travels_alone(true, chars, tokens, limits)
-            && limits.room_for(self.jobs.len(), self.chars, self.tokens, (chars, tokens))
-    }
-
-    /// The items, in arrival order.
-    pub(super) fn jobs(&self) -> &[Id<Job>] {
-        &self.jobs
-    }
-
-    /// The items, the batch gone.
-    pub(super) fn into_jobs(self) -> Vec<Id<Job>> {
-        self.jobs
-    }
-
-    /// Their total estimated input tokens.
-    pub(super) fn tokens(&self) -> f64 {
-        self.tokens
-    }
-
-    /// Arrival of the first item.
-    pub(super) fn first_at(&self) -> Instant {
-        self.first_at
-    }
-
-    /// The compatibility group it belongs to.
-    pub(super) fn compat(&self) -> Id<Group> {
-        self.compat
-    }
-
-    /// The provider it calls.
-    pub(super) fn provider(&self) -> u32 {
-        self.provider
-    }
-
-    /// Whether it takes no more items.
-    pub(super) fn sealed(&self) -> bool {
-        self.sealed
-    }
-
-    /// Where it is in its life.
-    pub(super) fn state(&self) -> State {
-        self.state
-    }
-
-    /// Calls started so far (the next call's `attempt`).
-    pub(super) fn attempts(&self) -> u32 {
-        self.attempts
-    }
-
-    /// The output bound's multiplier (1, doubled by each truncated reply).
-    pub(super) fn bound_scale(&self) -> u8 {
-        self.bound_scale
-    }
-
-    /// Their total characters.
-    #[cfg(any(test, feature = "check"))]
-    pub(super) fn chars(&self) -> u64 {
-        self.chars
-    }
-}
+use batch::is_running;
+pub(super) use batch::{Batch, State};
 
 /// Order of due batches: highest priority first, then first come, first served.
 pub(super) type ReadyKey = (Reverse<Priority>, u64, Id<Batch>);
 
 fn ready_key(key: Id<Batch>, batch: &Batch) -> ReadyKey {
     (Reverse(batch.priority), batch.seq, key)
-}
-
-fn is_running(state: State) -> bool {
-    matches!(state, State::Running(_))
 }
 
 /// A batch's wake-up: its collection window ends, or its backoff does, or the budgets
