@@ -9,6 +9,8 @@ rm -rf pkg/snippets
 wasm-pack build --release --target web --out-dir pkg --out-name batch_pacer --no-pack --no-typescript
 # Without the glue's own default URL of the .wasm, bundlers see the .wasm once (see there).
 node scripts/patch-glue.mjs
+# The generated JS without its comments (the sources keep theirs; see there).
+node scripts/strip-comments.mjs
 # wasm-pack writes a .gitignore of "*" into pkg/, which would keep the files out of `npm pack`.
 rm -f pkg/.gitignore
 # The same module inline, for `batch-pacer/inline-wasm` (start-up without a fetch).

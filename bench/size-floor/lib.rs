@@ -1,21 +1,13 @@
 //! Each dependency used once, as batch-pacer uses it: a JS class whose options are read
-//! through js-sys and whose stats leave through serde-wasm-bindgen, a provider promise
+//! through js-sys and whose stats leave as a plain object set through js-sys, a provider promise
 //! awaited through wasm-bindgen-futures after a gloo-timers delay, a SHA-256 hex key, a
 //! keyed SipHash-1-3 of 128 bits (the in-memory key) and a number written by ryu.
 
 use core::hash::Hasher;
 
-use serde::Serialize;
 use sha2::{Digest, Sha256};
 use siphasher::sip128::{Hasher128, SipHasher13};
 use wasm_bindgen::prelude::*;
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Stats {
-    items: u32,
-    provider_calls: u32,
-}
 
 #[wasm_bindgen]
 pub struct Floor {
@@ -38,11 +30,10 @@ impl Floor {
     }
 
     pub fn stats(&self) -> Result<JsValue, JsValue> {
-        let stats = Stats {
-            items: self.items,
-            provider_calls: self.calls,
-        };
-        Ok(stats.serialize(&serde_wasm_bindgen::Serializer::json_compatible())?)
+        let stats = js_sys::Object::new();
+        js_sys::Reflect::set(&stats, &"items".into(), &self.items.into())?;
+        js_sys::Reflect::set(&stats, &"providerCalls".into(), &self.calls.into())?;
+        Ok(stats.into())
     }
 
     pub fn translate(&mut self, text: String) -> js_sys::Promise {

@@ -16,9 +16,9 @@ pub fn get(target: &JsValue, key: &str) -> JsValue {
 extern "C" {
     /// An object the binding has just made: it has no setter that could throw.
     type FreshObject;
-    /// `target[key] = value`. Not `Reflect.set`, whose import catches (no need here), and
-    /// this import has the signature of one serde-wasm-bindgen uses: one wrapper fewer
-    /// for V8 to compile at start-up.
+    /// `target[key] = value`. Not `Reflect.set`, whose import catches (no need here);
+    /// every object the binding builds (options, stats, snapshots, events) is filled
+    /// through this one import.
     #[wasm_bindgen(method, structural, indexing_setter)]
     fn set_field(this: &FreshObject, key: &JsValue, value: &JsValue);
 }

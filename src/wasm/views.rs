@@ -1,82 +1,112 @@
 //! What the core hands JS as plain objects: statistics, snapshots and events.
 
-use js_sys::Array;
-use serde::Serialize;
+use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
 
-use super::convert::{describe, get};
+use super::convert::{describe, get, set};
 use crate::length_ratio::PairRatio;
 use crate::quota::{SavedLimits, SavedWindow};
 use crate::{Duration, Event, ProviderSnapshot, SavedDailyBlock, Snapshot, Stats};
 
-// Counts cross as f64 (exact to 2^53): serde-wasm-bindgen writes a u64 through its own
-// BigInt import, one more signature for V8 to compile a wrapper for at start-up.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct StatsView {
-    items: f64,
-    cache_hits: f64,
-    dedup_hits: f64,
-    provider_calls: f64,
-    batch_calls: f64,
-    retries: f64,
-    count_mismatches: f64,
-    fallbacks: f64,
-    rate_limited: f64,
-    failed: f64,
-    aborted: f64,
-    succeeded: f64,
-    disposed: f64,
-    duplicate_settlements: f64,
-    pending: f64,
-    queued: f64,
-    in_flight: f64,
-    input_tokens: f64,
-    output_tokens: f64,
-    streamed_calls: f64,
-    early_resolved: f64,
-    fallback_items: f64,
-}
+/// A plain object filled in field by field, its keys in the order they are set (the order
+/// `Object.keys` and `JSON.stringify` show). Built by hand rather than derived through
+/// serde: the derived serializers and serde-wasm-bindgen's took 9 KB of the module for
+/// four shapes. Counts cross as f64 (exact to 2^53), never as BigInt.
+struct View(Object);
 
-fn to_js<T: Serialize>(value: &T) -> JsValue {
-    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
-    value.serialize(&serializer).unwrap_or(JsValue::UNDEFINED)
+impl View {
+    fn new() -> Self {
+        View(Object::new())
+    }
+
+    fn value(self, key: &str, value: &JsValue) -> Self {
+        set(&self.0, key, value);
+        self
+    }
+
+    fn number(self, key: &str, n: f64) -> Self {
+        self.value(key, &JsValue::from_f64(n))
+    }
+
+    fn text(self, key: &str, text: &str) -> Self {
+        self.value(key, &JsValue::from_str(text))
+    }
+
+    /// `null` for `None`: the key is always there.
+    fn number_or_null(self, key: &str, n: Option<f64>) -> Self {
+        self.value(key, &n.map_or(JsValue::NULL, JsValue::from_f64))
+    }
+
+    /// Left out for `None`.
+    fn number_if_some(self, key: &str, n: Option<f64>) -> Self {
+        match n {
+            Some(n) => self.number(key, n),
+            None => self,
+        }
+    }
+
+    fn into_js(self) -> JsValue {
+        self.0.into()
+    }
 }
 
 /// A snapshot as JSON sees it (`pacer.snapshot()`, the `restore` option).
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct SnapshotView {
-    version: u32,
-    wall_time: f64,
-    tokens: f64,
-    providers: Vec<ProviderView>,
+pub fn snapshot_object(snapshot: &Snapshot) -> JsValue {
+    let providers: Array = snapshot.providers.iter().map(provider_view).collect();
+    View::new()
+        .number("version", 1.0)
+        .number("wallTime", snapshot.wall_time_ms)
+        .number("tokens", snapshot.tokens)
+        .value("providers", &providers)
+        .into_js()
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct ProviderView {
-    provider_id: String,
-    paused_for_ms: f64,
-    adaptive_rate: Option<f64>,
-    adaptive_ceiling: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    daily_block: Option<DailyBlockView>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    limits: Option<LimitsView>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    batch_limit: Option<u32>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    length_ratios: Vec<RatioView>,
+fn provider_view(p: &ProviderSnapshot) -> JsValue {
+    let mut view = View::new()
+        .text("providerId", &p.provider_id)
+        .number("pausedForMs", p.paused_for.as_millis())
+        .number_or_null("adaptiveRate", p.adaptive_rate)
+        .number("adaptiveCeiling", p.adaptive_ceiling);
+    if let Some(b) = &p.daily_block {
+        let block = View::new()
+            .number("blockedForMs", b.blocked_for.as_millis())
+            .value("resetKnown", &JsValue::from_bool(b.reset_known))
+            .text("message", &b.message);
+        view = view.value("dailyBlock", &block.into_js());
+    }
+    if let Some(l) = &p.limits {
+        let mut limits = View::new();
+        if let Some(w) = &l.requests {
+            limits = limits.value("requests", &window_view(w));
+        }
+        if let Some(w) = &l.tokens {
+            limits = limits.value("tokens", &window_view(w));
+        }
+        view = view.value("limits", &limits.into_js());
+    }
+    view = view.number_if_some("batchLimit", p.batch_limit.map(f64::from));
+    if !p.length_ratios.is_empty() {
+        let ratios: Array = (p.length_ratios.iter())
+            .map(|r| {
+                View::new()
+                    .text("sourceLang", &r.source_lang)
+                    .text("targetLang", &r.target_lang)
+                    .number("ratio", r.ratio)
+                    .into_js()
+            })
+            .collect();
+        view = view.value("lengthRatios", &ratios);
+    }
+    view.into_js()
 }
 
-/// A language pair's length ratio as a snapshot keeps it.
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct RatioView {
-    source_lang: String,
-    target_lang: String,
-    ratio: f64,
+/// The limits a provider last reported, as a snapshot keeps them.
+fn window_view(w: &SavedWindow) -> JsValue {
+    View::new()
+        .number("remaining", w.remaining)
+        .number("whole", w.whole)
+        .number("resetMs", w.reset_in.as_millis())
+        .into_js()
 }
 
 /// Saved length ratios read back (`[]` when absent).
@@ -117,31 +147,6 @@ fn ratios_from(value: &JsValue) -> Result<Vec<PairRatio>, String> {
     Ok(ratios)
 }
 
-/// The limits a provider last reported, as a snapshot keeps them.
-#[derive(Serialize)]
-struct LimitsView {
-    #[serde(skip_serializing_if = "Option::is_none")]
-    requests: Option<WindowView>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    tokens: Option<WindowView>,
-}
-
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct WindowView {
-    remaining: f64,
-    whole: f64,
-    reset_ms: f64,
-}
-
-fn window_view(w: &SavedWindow) -> WindowView {
-    WindowView {
-        remaining: w.remaining,
-        whole: w.whole,
-        reset_ms: w.reset_in.as_millis(),
-    }
-}
-
 /// A saved window read back; `None` when absent.
 fn window_from(limits: &JsValue, field: &str) -> Result<Option<SavedWindow>, String> {
     let value = get(limits, field);
@@ -155,52 +160,6 @@ fn window_from(limits: &JsValue, field: &str) -> Result<Option<SavedWindow>, Str
     }))
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct DailyBlockView {
-    blocked_for_ms: f64,
-    reset_known: bool,
-    message: String,
-}
-
-/// A snapshot as plain JSON.
-pub fn snapshot_object(snapshot: &Snapshot) -> JsValue {
-    to_js(&SnapshotView {
-        version: 1,
-        wall_time: snapshot.wall_time_ms,
-        tokens: snapshot.tokens,
-        providers: snapshot
-            .providers
-            .iter()
-            .map(|p| ProviderView {
-                provider_id: p.provider_id.clone(),
-                paused_for_ms: p.paused_for.as_millis(),
-                adaptive_rate: p.adaptive_rate,
-                adaptive_ceiling: p.adaptive_ceiling,
-                daily_block: p.daily_block.as_ref().map(|b| DailyBlockView {
-                    blocked_for_ms: b.blocked_for.as_millis(),
-                    reset_known: b.reset_known,
-                    message: b.message.clone(),
-                }),
-                limits: p.limits.as_ref().map(|l| LimitsView {
-                    requests: l.requests.as_ref().map(window_view),
-                    tokens: l.tokens.as_ref().map(window_view),
-                }),
-                batch_limit: p.batch_limit,
-                length_ratios: p
-                    .length_ratios
-                    .iter()
-                    .map(|r| RatioView {
-                        source_lang: r.source_lang.clone(),
-                        target_lang: r.target_lang.clone(),
-                        ratio: r.ratio,
-                    })
-                    .collect(),
-            })
-            .collect(),
-    })
-}
-
 fn snapshot_number(value: &JsValue, field: &str) -> Result<f64, String> {
     get(value, field).as_f64().ok_or_else(|| {
         format!(
@@ -210,8 +169,8 @@ fn snapshot_number(value: &JsValue, field: &str) -> Result<f64, String> {
     })
 }
 
-/// Reads a `restore` value (read by hand: a serde deserializer would pull float
-/// formatting into the binary); the core checks what the numbers mean.
+/// Reads a `restore` value (read by hand: a derived deserializer would pull serde and
+/// float formatting into the binary); the core checks what the numbers mean.
 pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
     if !value.is_object() || Array::is_array(value) {
         return Err(format!(
@@ -301,94 +260,33 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
 
 /// Stats as a plain object.
 pub fn stats_object(s: &Stats) -> JsValue {
-    to_js(&StatsView {
-        items: s.items as f64,
-        cache_hits: s.cache_hits as f64,
-        dedup_hits: s.dedup_hits as f64,
-        provider_calls: s.provider_calls as f64,
-        batch_calls: s.batch_calls as f64,
-        retries: s.retries as f64,
-        count_mismatches: s.count_mismatches as f64,
-        fallbacks: s.fallbacks as f64,
-        rate_limited: s.rate_limited as f64,
-        failed: s.failed as f64,
-        aborted: s.aborted as f64,
-        succeeded: s.succeeded as f64,
-        disposed: s.disposed as f64,
-        duplicate_settlements: s.duplicate_settlements as f64,
-        pending: s.pending as f64,
-        queued: s.queued as f64,
-        in_flight: s.in_flight as f64,
-        input_tokens: s.input_tokens as f64,
-        output_tokens: s.output_tokens as f64,
-        streamed_calls: s.streamed_calls as f64,
-        early_resolved: s.early_resolved as f64,
-        fallback_items: s.fallback_items as f64,
-    })
-}
-
-#[derive(Serialize)]
-#[serde(
-    tag = "type",
-    rename_all = "camelCase",
-    rename_all_fields = "camelCase"
-)]
-enum EventView<'a> {
-    RateLimited {
-        provider_id: &'a str,
-        retry_after_ms: Option<f64>,
-        paused_for_ms: f64,
-    },
-    AdaptiveRate {
-        provider_id: &'a str,
-        rate: Option<f64>,
-    },
-    Retry {
-        provider_id: &'a str,
-        reason: &'static str,
-        attempt: u32,
-        delay_ms: f64,
-    },
-    CountMismatch {
-        provider_id: &'a str,
-        expected: f64,
-        got: f64,
-    },
-    Fallback {
-        provider_id: &'a str,
-        items: f64,
-    },
-    BatchLimit {
-        provider_id: &'a str,
-        limit: u32,
-    },
-    ProviderFallback {
-        from: &'a str,
-        to: &'a str,
-        items: f64,
-    },
-    Timeout {
-        provider_id: &'a str,
-    },
-    CacheError {
-        operation: &'static str,
-        message: &'a str,
-    },
-    Limited {
-        provider_id: &'a str,
-        reason: &'static str,
-        reset_ms: f64,
-        retry_at: f64,
-    },
-    Blocked {
-        provider_id: &'a str,
-        reason: &'static str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        status: Option<u16>,
-        message: &'a str,
-        #[serde(skip_serializing_if = "Option::is_none")]
-        retry_at: Option<f64>,
-    },
+    let counts = [
+        ("items", s.items),
+        ("cacheHits", s.cache_hits),
+        ("dedupHits", s.dedup_hits),
+        ("providerCalls", s.provider_calls),
+        ("batchCalls", s.batch_calls),
+        ("retries", s.retries),
+        ("countMismatches", s.count_mismatches),
+        ("fallbacks", s.fallbacks),
+        ("rateLimited", s.rate_limited),
+        ("failed", s.failed),
+        ("aborted", s.aborted),
+        ("succeeded", s.succeeded),
+        ("disposed", s.disposed),
+        ("duplicateSettlements", s.duplicate_settlements),
+        ("pending", s.pending),
+        ("queued", s.queued),
+        ("inFlight", s.in_flight),
+        ("inputTokens", s.input_tokens),
+        ("outputTokens", s.output_tokens),
+        ("streamedCalls", s.streamed_calls),
+        ("earlyResolved", s.early_resolved),
+        ("fallbackItems", s.fallback_items),
+    ];
+    (counts.into_iter())
+        .fold(View::new(), |view, (key, n)| view.number(key, n as f64))
+        .into_js()
 }
 
 /// Epoch milliseconds `after` from now.
@@ -398,78 +296,72 @@ pub fn wall_time_in(after: Duration) -> f64 {
 
 /// An event as a plain `{ type, ... }` object.
 pub fn event_object(event: &Event) -> JsValue {
-    let view = match event {
+    let view = |kind: &str| View::new().text("type", kind);
+    match event {
         Event::RateLimited {
             provider_id,
             retry_after,
             paused_for,
-        } => EventView::RateLimited {
-            provider_id,
-            retry_after_ms: retry_after.map(Duration::as_millis),
-            paused_for_ms: paused_for.as_millis(),
-        },
-        Event::AdaptiveRate { provider_id, rate } => EventView::AdaptiveRate {
-            provider_id,
-            rate: *rate,
-        },
+        } => view("rateLimited")
+            .text("providerId", provider_id)
+            .number_or_null("retryAfterMs", retry_after.map(Duration::as_millis))
+            .number("pausedForMs", paused_for.as_millis()),
+        Event::AdaptiveRate { provider_id, rate } => view("adaptiveRate")
+            .text("providerId", provider_id)
+            .number_or_null("rate", *rate),
         Event::Retry {
             provider_id,
             reason,
             attempt,
             delay,
-        } => EventView::Retry {
-            provider_id,
-            reason: reason.as_str(),
-            attempt: *attempt,
-            delay_ms: delay.as_millis(),
-        },
+        } => view("retry")
+            .text("providerId", provider_id)
+            .text("reason", reason.as_str())
+            .number("attempt", f64::from(*attempt))
+            .number("delayMs", delay.as_millis()),
         Event::CountMismatch {
             provider_id,
             expected,
             got,
-        } => EventView::CountMismatch {
-            provider_id,
-            expected: *expected as f64,
-            got: *got as f64,
-        },
-        Event::Fallback { provider_id, items } => EventView::Fallback {
-            provider_id,
-            items: *items as f64,
-        },
-        Event::ProviderFallback { from, to, items } => EventView::ProviderFallback {
-            from,
-            to,
-            items: *items as f64,
-        },
-        Event::BatchLimit { provider_id, limit } => EventView::BatchLimit {
-            provider_id,
-            limit: *limit,
-        },
-        Event::Timeout { provider_id } => EventView::Timeout { provider_id },
-        Event::CacheError { operation, message } => EventView::CacheError { operation, message },
+        } => view("countMismatch")
+            .text("providerId", provider_id)
+            .number("expected", *expected as f64)
+            .number("got", *got as f64),
+        Event::Fallback { provider_id, items } => view("fallback")
+            .text("providerId", provider_id)
+            .number("items", *items as f64),
+        Event::BatchLimit { provider_id, limit } => view("batchLimit")
+            .text("providerId", provider_id)
+            .number("limit", f64::from(*limit)),
+        Event::ProviderFallback { from, to, items } => view("providerFallback")
+            .text("from", from)
+            .text("to", to)
+            .number("items", *items as f64),
+        Event::Timeout { provider_id } => view("timeout").text("providerId", provider_id),
+        Event::CacheError { operation, message } => view("cacheError")
+            .text("operation", operation)
+            .text("message", message),
         Event::Limited {
             provider_id,
             reason,
             wait,
-        } => EventView::Limited {
-            provider_id,
-            reason: reason.as_str(),
-            reset_ms: wait.as_millis(),
-            retry_at: wall_time_in(*wait),
-        },
+        } => view("limited")
+            .text("providerId", provider_id)
+            .text("reason", reason.as_str())
+            .number("resetMs", wait.as_millis())
+            .number("retryAt", wall_time_in(*wait)),
         Event::Blocked {
             provider_id,
             reason,
             status,
             message,
             until,
-        } => EventView::Blocked {
-            provider_id,
-            reason: reason.as_str(),
-            status: *status,
-            message,
-            retry_at: until.map(wall_time_in),
-        },
-    };
-    to_js(&view)
+        } => view("blocked")
+            .text("providerId", provider_id)
+            .text("reason", reason.as_str())
+            .number_if_some("status", status.map(f64::from))
+            .text("message", message)
+            .number_if_some("retryAt", until.map(wall_time_in)),
+    }
+    .into_js()
 }
