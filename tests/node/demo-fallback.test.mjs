@@ -41,6 +41,9 @@ const DEFAULTS = { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch:
 const TINY_MODEL = "mock-tiny";
 
 let site;
+// Set below with the Firefox requirements; the hook may run before that line has (the
+// module awaits on its way there), and then serves the demo in any case.
+let firefoxSkip;
 before(async () => {
   if (!skip || !firefoxSkip) site = await startDemoServer({ port: 0 });
 });
@@ -257,7 +260,7 @@ function loadSelenium() {
 
 const geckodriver = findGeckodriver();
 const selenium = loadSelenium();
-const firefoxSkip = skipIfMissing(
+firefoxSkip = skipIfMissing(
   !existsSync(FIREFOX)
     ? `${FIREFOX} is missing`
     : !geckodriver
