@@ -56,7 +56,7 @@ impl ReplyText {
     /// The visible text of a whole string reply, `None` when it holds no reasoning tag
     /// (most replies: no copy is made then).
     pub fn visible(reply: &str) -> Option<String> {
-        if !contains_ignore_case(reply, "<think") && !contains_ignore_case(reply, "</think") {
+        if !holds_think_tag(reply) {
             return None;
         }
         let mut text = ReplyText::default();
@@ -165,8 +165,23 @@ fn find_ignore_case(haystack: &str, needle: &str) -> Option<usize> {
     None
 }
 
-fn contains_ignore_case(haystack: &str, needle: &str) -> bool {
-    find_ignore_case(haystack, needle).is_some()
+/// Whether `reply` holds `<think` or `</think` (ASCII case ignored), in one pass over its
+/// `<`s: every reply is asked, and a batch's has two markers per paragraph.
+fn holds_think_tag(reply: &str) -> bool {
+    let bytes = reply.as_bytes();
+    let mut from = 0;
+    while let Some(start) = find_lt(reply, from) {
+        let after = bytes.get(start + 1..).unwrap_or_default();
+        let after = after.strip_prefix(b"/").unwrap_or(after);
+        if after
+            .get(..5)
+            .is_some_and(|word| word.eq_ignore_ascii_case(b"think"))
+        {
+            return true;
+        }
+        from = start + 1;
+    }
+    false
 }
 
 /// The length of the longest tail of `text` that is a proper prefix of `tag`.
@@ -212,8 +227,20 @@ mod tests {
             let plain = format!("{}<thin <b>é<", "b".repeat(pad));
             assert_eq!(find_lt(&plain, pad + 1), Some(pad + 6));
         }
-        assert!(contains_ignore_case("x<think", "<think"));
-        assert!(!contains_ignore_case("<", "<think"));
+        for holds in ["x<think", "<THINK>", "a </Think> b", "<t1>x</t1><think"] {
+            assert!(holds_think_tag(holds), "{holds}");
+        }
+        for lacks in [
+            "<",
+            "</",
+            "<thin",
+            "< think",
+            "<//think",
+            "<t1>think</t1>",
+            "",
+        ] {
+            assert!(!holds_think_tag(lacks), "{lacks}");
+        }
     }
 
     #[test]
