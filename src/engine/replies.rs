@@ -163,9 +163,6 @@ pub(super) fn check_aligned(
 impl<C: Clone> Engine<C> {
     /// Starts the call of `batch_key`, charged `charge`.
     pub(super) fn start(&mut self, batch_key: Id<Batch>, charge: Charge) {
-        if self.batches.get(batch_key).is_none() {
-            return;
-        }
         let Some(batch) = self.batches.get(batch_key) else {
             return;
         };
