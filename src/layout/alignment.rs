@@ -51,8 +51,8 @@ pub fn check<S: AsRef<str>, T: AsRef<str>>(texts: &[S], segments: &[T]) -> Resul
 /// have it: text moved across segments. `None` stands for a segment the reply did not
 /// give; it holds no number.
 pub fn numbers_moved<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> Option<usize> {
-    // A number occurs in a text only inside one of its digit runs, so searching the
-    // (few, short) runs is the same as searching the whole text, and far cheaper.
+    // A number is a whole run of digits, so each text and segment is read once into its
+    // (few, short) runs, and the runs are compared.
     // Pushes rather than `collect`s: each collect is code of its own in the .wasm.
     let mut text_runs: Vec<Vec<&[u8]>> = Vec::with_capacity(texts.len());
     for text in texts {
@@ -151,10 +151,11 @@ fn has_digit(word: u64) -> bool {
     below_n & !word & above_m & (ONES * 128) != 0
 }
 
-/// Whether `number` occurs inside one of `runs`.
+/// Whether `number` is one of `runs`, as a whole run: a number found inside another
+/// number's digits (the `1` of `12`) is not that number, and taking it for one would let
+/// a paragraph's text moved next to a paragraph with such a number go unseen.
 fn occurs(number: &[u8], runs: &[&[u8]]) -> bool {
-    runs.iter()
-        .any(|run| run.windows(number.len()).any(|w| w == number))
+    runs.iter().any(|run| *run == number)
 }
 
 #[cfg(test)]
@@ -235,14 +236,13 @@ mod tests {
     }
 
     #[test]
-    fn a_number_inside_a_longer_number_still_counts() {
-        // "12" occurs in "2012": the check is by substring, as before, within digit runs.
+    fn a_number_inside_a_longer_number_is_not_that_number() {
         let texts = ["Item 12.", "Year 2012."];
         assert_eq!(check(&texts, &owned(&["Punkt 12.", "Jahr 2012."])), Ok(()));
         assert_eq!(
             check(&texts, &owned(&["Punkt.", "Jahr 2012 und 12."])),
-            Ok(()),
-            "12 is also in the second paragraph's own text, so it proves nothing"
+            Err(Mismatch::Misaligned { index: 0 }),
+            "the first paragraph's 12 moved under the second, whose 2012 is another number"
         );
         assert_eq!(
             check(
@@ -250,6 +250,22 @@ mod tests {
                 &owned(&["Nichts.", "Nr 7 hier."])
             ),
             Err(Mismatch::Misaligned { index: 0 })
+        );
+        // The fuzzer's case: paragraph 1's text merged into segment 0, whose own
+        // paragraph has a 12 but no 1.
+        let texts = [
+            "0 paragraph 12 apples",
+            "1 paragraph pears",
+            "2 paragraph plums",
+        ];
+        let merged = owned(&["0 Absatz 12 Äpfel 1 Absatz Birnen", "x", "2 Absatz"]);
+        assert_eq!(
+            check(&texts, &merged),
+            Err(Mismatch::Misaligned { index: 1 })
+        );
+        assert_eq!(
+            holding_another_number(&texts, &["0 Absatz 12 Äpfel 1 Absatz Birnen"]),
+            Some(0)
         );
     }
 
