@@ -155,7 +155,7 @@ fn has_digit(word: u64) -> bool {
 /// number's digits (the `1` of `12`) is not that number, and taking it for one would let
 /// a paragraph's text moved next to a paragraph with such a number go unseen.
 fn occurs(number: &[u8], runs: &[&[u8]]) -> bool {
-    runs.iter().any(|run| *run == number)
+    runs.contains(&number)
 }
 
 #[cfg(test)]
