@@ -51,27 +51,22 @@ pub fn check<S: AsRef<str>, T: AsRef<str>>(texts: &[S], segments: &[T]) -> Resul
 /// have it: text moved across segments. `None` stands for a segment the reply did not
 /// give; it holds no number.
 pub fn numbers_moved<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> Option<usize> {
-    // A number is a whole run of digits, so each text and segment is read once into its
-    // (few, short) runs, and the runs are compared.
-    // Pushes rather than `collect`s: each collect is code of its own in the .wasm.
-    let mut text_runs: Vec<Vec<&[u8]>> = Vec::with_capacity(texts.len());
-    for text in texts {
-        text_runs.push(digit_runs(text.as_ref()));
-    }
-    let mut segment_runs: Vec<Vec<&[u8]>> = Vec::with_capacity(segments.len());
-    for segment in segments {
-        segment_runs.push(segment.map(digit_runs).unwrap_or_default());
-    }
-    for (index, runs) in text_runs.iter().enumerate() {
-        for number in runs {
+    // A number is a whole run of digits: the `1` inside another number's `12` is not that
+    // number, and taking it for one would let a merge next to a `12` go unseen. So each
+    // text and segment is read once into its (few, short) runs, and runs are compared.
+    let text_runs = DigitRuns::of(texts.iter().map(|t| Some(t.as_ref())));
+    let segment_runs = DigitRuns::of(segments.iter().copied());
+    for index in 0..texts.len() {
+        for number in text_runs.of_text(index) {
             // The common case, a number kept in its own segment, needs no further search.
-            if occurs(number, &segment_runs[index]) {
+            if segment_runs.of_text(index).contains(number) {
                 continue;
             }
-            let elsewhere = segment_runs
-                .iter()
-                .enumerate()
-                .any(|(k, s)| k != index && occurs(number, s) && !occurs(number, &text_runs[k]));
+            let elsewhere = (0..segments.len()).any(|k| {
+                k != index
+                    && segment_runs.of_text(k).contains(number)
+                    && !text_runs.of_text(k).contains(number)
+            });
             if elsewhere {
                 return Some(index);
             }
@@ -85,29 +80,70 @@ pub fn numbers_moved<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> O
 /// it (a merge), whatever the rest of the reply turns out to be.
 pub fn holding_another_number<S: AsRef<str>>(texts: &[S], segments: &[&str]) -> Option<usize> {
     // Each text's runs once, not once per segment: a stream asks on every value.
-    let mut text_runs: Vec<Vec<&[u8]>> = Vec::with_capacity(texts.len());
-    for text in texts {
-        text_runs.push(digit_runs(text.as_ref()));
-    }
-    if text_runs.iter().all(Vec::is_empty) {
+    let text_runs = DigitRuns::of(texts.iter().map(|t| Some(t.as_ref())));
+    if text_runs.runs.is_empty() {
         return None;
     }
+    let mut segment_runs = DigitRuns::default();
     (0..segments.len().min(texts.len())).find(|&index| {
-        let segment_runs = digit_runs(segments[index]);
-        !segment_runs.is_empty()
-            && text_runs.iter().enumerate().any(|(j, runs)| {
+        segment_runs.clear();
+        segment_runs.push(Some(segments[index]));
+        let held = segment_runs.of_text(0);
+        !held.is_empty()
+            && (0..texts.len()).any(|j| {
                 j != index
-                    && runs.iter().any(|number| {
-                        occurs(number, &segment_runs) && !occurs(number, &text_runs[index])
+                    && text_runs.of_text(j).iter().any(|number| {
+                        held.contains(number) && !text_runs.of_text(index).contains(number)
                     })
             })
     })
 }
 
-/// The runs of ASCII digits in `text`. Every byte of every text and segment passes
-/// through here, and most bytes are not digits: those are skipped eight at a time.
-fn digit_runs(text: &str) -> Vec<&[u8]> {
-    let mut runs = Vec::new();
+/// The runs of ASCII digits of several texts, in one vector (two allocations for a
+/// whole batch rather than one per text): text `i`'s runs are `runs[ends[i - 1]..ends[i]]`.
+#[derive(Default)]
+struct DigitRuns<'a> {
+    runs: Vec<&'a [u8]>,
+    ends: Vec<usize>,
+}
+
+impl<'a> DigitRuns<'a> {
+    /// The runs of each of `texts`; `None` stands for a text that is not there, which has
+    /// none.
+    fn of(texts: impl ExactSizeIterator<Item = Option<&'a str>>) -> DigitRuns<'a> {
+        let mut runs = DigitRuns {
+            runs: Vec::new(),
+            ends: Vec::with_capacity(texts.len()),
+        };
+        for text in texts {
+            runs.push(text);
+        }
+        runs
+    }
+
+    fn push(&mut self, text: Option<&'a str>) {
+        if let Some(text) = text {
+            push_digit_runs(text, &mut self.runs);
+        }
+        self.ends.push(self.runs.len());
+    }
+
+    fn clear(&mut self) {
+        self.runs.clear();
+        self.ends.clear();
+    }
+
+    /// The runs of the `index`th text.
+    fn of_text(&self, index: usize) -> &[&'a [u8]] {
+        let start = index.checked_sub(1).map_or(0, |i| self.ends[i]);
+        &self.runs[start..self.ends[index]]
+    }
+}
+
+/// Appends the runs of ASCII digits in `text` to `runs`. Every byte of every text and
+/// segment passes through here, and most bytes are not digits: those are skipped eight at
+/// a time.
+fn push_digit_runs<'a>(text: &'a str, runs: &mut Vec<&'a [u8]>) {
     let mut rest = text.as_bytes();
     while let Some(start) = first_digit(rest) {
         let digits = &rest[start..];
@@ -119,7 +155,6 @@ fn digit_runs(text: &str) -> Vec<&[u8]> {
         runs.push(run);
         rest = after;
     }
-    runs
 }
 
 /// The index of the first ASCII digit in `bytes`.
@@ -151,13 +186,6 @@ fn has_digit(word: u64) -> bool {
     below_n & !word & above_m & (ONES * 128) != 0
 }
 
-/// Whether `number` is one of `runs`, as a whole run: a number found inside another
-/// number's digits (the `1` of `12`) is not that number, and taking it for one would let
-/// a paragraph's text moved next to a paragraph with such a number go unseen.
-fn occurs(number: &[u8], runs: &[&[u8]]) -> bool {
-    runs.contains(&number)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -182,7 +210,11 @@ mod tests {
 
     #[test]
     fn digit_runs_are_maximal() {
-        let runs = |t| digit_runs(t).iter().map(|r| r.to_vec()).collect::<Vec<_>>();
+        let runs = |t| {
+            let mut runs = Vec::new();
+            push_digit_runs(t, &mut runs);
+            runs.iter().map(|r| r.to_vec()).collect::<Vec<_>>()
+        };
         assert_eq!(
             runs("a1b22c333"),
             vec![b"1".to_vec(), b"22".to_vec(), b"333".to_vec()]
