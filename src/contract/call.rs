@@ -2,6 +2,7 @@
 
 use std::rc::Rc;
 
+use crate::hash::FoldHasher;
 use crate::text::utf16_len;
 use crate::time::Duration;
 
@@ -110,7 +111,8 @@ pub enum Layout {
     /// One text in the markers format: sent as it is.
     Single,
     /// Each text between its own `[open, close]` markers, one pair per text.
-    Markers(Vec<(String, String)>),
+    /// The pairs are shared by the calls of one tag and size.
+    Markers(Rc<[(String, String)]>),
     /// The texts joined with this separator line, which occurs in none of them.
     Separator(String),
 }
@@ -168,7 +170,7 @@ impl Reply {
     /// [`Reply::fingerprint`] of `Reply::Text(text)`, without making one.
     pub fn text_fingerprint(text: &str) -> u64 {
         use core::hash::Hasher;
-        let mut hasher = siphasher::sip::SipHasher13::new();
+        let mut hasher = FoldHasher::default();
         hasher.write_usize(text.len());
         hasher.write(text.as_bytes());
         hasher.write_u8(1);
@@ -176,13 +178,15 @@ impl Reply {
     }
 
     /// A digest of the reply, to tell a reply that repeats the last one (a model at
-    /// temperature 0 answers the same prompt the same way).
+    /// temperature 0 answers the same prompt the same way). A multiply-fold, not SipHash:
+    /// every batch reply is digested, and a collision only ends a batch's retries early
+    /// (its items go one by one), so nobody gains by crafting one.
     pub fn fingerprint(&self) -> u64 {
         use core::hash::Hasher;
         if let Reply::Text(text) = self {
             return Reply::text_fingerprint(text);
         }
-        let mut hasher = siphasher::sip::SipHasher13::new();
+        let mut hasher = FoldHasher::default();
         let mut field = |text: &str| {
             hasher.write_usize(text.len());
             hasher.write(text.as_bytes());

@@ -254,7 +254,8 @@ impl Calls {
     }
 }
 
-/// The strings every call of a size or layout repeats, made once: ids and instructions.
+/// The strings every call of a size or layout repeats, made once: ids, marker pairs and
+/// instructions.
 #[derive(Debug, Default)]
 pub(super) struct CallStrings {
     /// `ids[n]`: the ids of a call of `n` texts.
@@ -263,7 +264,12 @@ pub(super) struct CallStrings {
     instructions: Option<(String, usize, Rc<str>)>,
     /// A single text's (empty) instructions.
     none: Option<Rc<str>>,
+    /// The marker pairs of the last tag: `.1[n]` those of a call of `n` texts.
+    pairs: Option<(String, PairsBySize)>,
 }
+
+/// `[n]`: the marker pairs of a call of `n` texts.
+type PairsBySize = Vec<Rc<[(String, String)]>>;
 
 impl CallStrings {
     /// The ids of a call of `count` texts.
@@ -291,6 +297,24 @@ impl CallStrings {
                 made
             }
         }
+    }
+
+    /// The `[open, close]` marker pairs of a call of `count` texts under `tag`: every
+    /// batch of a page has the same tag and one of a few sizes.
+    pub(super) fn pairs(&mut self, tag: &str, count: usize) -> Rc<[(String, String)]> {
+        let (_, by_count) = match &mut self.pairs {
+            Some(made) if made.0 == tag => made,
+            slot => slot.insert((tag.to_owned(), Vec::new())),
+        };
+        while by_count.len() <= count {
+            let n = by_count.len();
+            let mut pairs = Vec::with_capacity(n);
+            for index in 0..n {
+                pairs.push(markers::pair(tag, markers::number(index)));
+            }
+            by_count.push(pairs.into());
+        }
+        by_count[count].clone()
     }
 
     /// A single text's instructions: none.

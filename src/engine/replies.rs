@@ -66,10 +66,7 @@ pub(super) fn lay_out(
                 return (text, Layout::Single, strings.none(), reading);
             }
             let tag = markers::choose_tag(texts);
-            let mut pairs = Vec::with_capacity(count);
-            for index in 0..count {
-                pairs.push(markers::pair(&tag, markers::number(index)));
-            }
+            let pairs = strings.pairs(&tag, count);
             let text = markers::lay_out(texts, &pairs);
             let instructions =
                 strings.instructions(&tag, count, || markers::instructions(&tag, count));

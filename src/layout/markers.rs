@@ -109,7 +109,11 @@ fn push_number(out: &mut String, n: usize) {
 
 /// What the model is sent: each text between its markers, one segment per line.
 pub fn lay_out<S: AsRef<str>>(texts: &[S], pairs: &[(String, String)]) -> String {
-    let mut text = String::new();
+    let mut length = texts.len();
+    for (t, (open, close)) in texts.iter().zip(pairs) {
+        length += t.as_ref().len() + open.len() + close.len();
+    }
+    let mut text = String::with_capacity(length);
     for (i, (t, (open, close))) in texts.iter().zip(pairs).enumerate() {
         if i > 0 {
             text.push('\n');
