@@ -25,29 +25,35 @@ impl<C: Clone> Engine<C> {
         &mut self,
         job_key: Id<Job>,
         group: Id<Group>,
-        ending: &Ending<C>,
+        ending: Ending<C>,
     ) -> Option<Job> {
-        let (job, tickets) = self.jobs.end(job_key)?;
-        if let Ending::Translated(translation) | Ending::Stored(translation) = ending {
+        let (job, mut tickets) = self.jobs.end(job_key)?;
+        if let Ending::Translated(translation) | Ending::Stored(translation) = &ending {
             self.cache.put(job.key(), translation);
         }
         if let Some(store) = &mut self.store {
-            match ending {
+            match &ending {
                 Ending::Translated(translation) => store.written(job_key, translation),
                 _ => store.forget(job_key),
             }
         }
         self.groups.job_ended(group);
-        for ticket in tickets {
-            let outcome = match ending {
-                Ending::Translated(translation) | Ending::Stored(translation) => {
-                    Ok(translation.clone())
-                }
-                Ending::Failed(error) => Err(error.clone()),
-                // A withdrawn job has no ticket left.
-                Ending::Withdrawn => continue,
-            };
-            self.out.settle(ticket, outcome);
+        let outcome = match ending {
+            Ending::Translated(translation) | Ending::Stored(translation) => Ok(translation),
+            Ending::Failed(error) => Err(error),
+            // A withdrawn job has no ticket left.
+            Ending::Withdrawn => return Some(job),
+        };
+        // Every ticket but the last settles with a copy; the last takes the outcome.
+        let mut next = tickets.next();
+        while let Some(ticket) = next {
+            next = tickets.next();
+            if next.is_some() {
+                self.out.settle(ticket, outcome.clone());
+            } else {
+                self.out.settle(ticket, outcome);
+                break;
+            }
         }
         Some(job)
     }
@@ -58,7 +64,7 @@ impl<C: Clone> Engine<C> {
 
     /// A job's translation is known: every waiter resolves, the cache and store learn it.
     pub(super) fn resolve_job(&mut self, job_key: Id<Job>, group: Id<Group>, translation: String) {
-        self.end_job(job_key, group, &Ending::Translated(translation));
+        self.end_job(job_key, group, Ending::Translated(translation));
     }
 
     /// Removes a job nobody waits for from its (not running) batch.
@@ -68,7 +74,7 @@ impl<C: Clone> Engine<C> {
         };
         if let Some(pending) = self.store.as_mut().and_then(|s| s.finish_lookup(job_key)) {
             // Left while its lookup was under way: it never reached a batch.
-            self.end_job(job_key, pending.group, &Ending::Withdrawn);
+            self.end_job(job_key, pending.group, Ending::Withdrawn);
             return;
         }
         // A live job outside a lookup is in a batch (`Engine::check`).
@@ -78,7 +84,7 @@ impl<C: Clone> Engine<C> {
         if let Some((batch_key, true)) = left {
             self.batches.remove(batch_key);
         }
-        self.end_job(job_key, group, &Ending::Withdrawn);
+        self.end_job(job_key, group, Ending::Withdrawn);
     }
 
     /// Rejects every waiter of every item of a batch, running or not.
@@ -86,10 +92,9 @@ impl<C: Clone> Engine<C> {
         let Some(batch) = self.batches.remove(batch_key) else {
             return;
         };
-        let ending = Ending::Failed(error);
         let group = batch.compat();
         for job_key in batch.into_jobs() {
-            self.end_job(job_key, group, &ending);
+            self.end_job(job_key, group, Ending::Failed(error.clone()));
         }
     }
 }

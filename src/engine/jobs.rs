@@ -86,12 +86,27 @@ impl Waiters {
         self.iter().count()
     }
 
-    fn take(&mut self) -> Vec<Ticket> {
-        let mut all = self.more.take().map_or_else(Vec::new, |m| *m);
-        if self.first != 0 {
-            all.push(core::mem::take(&mut self.first));
+    fn take(&mut self) -> Tickets {
+        Tickets {
+            more: self.more.take().map_or_else(Vec::new, |m| *m).into_iter(),
+            first: (self.first != 0).then(|| core::mem::take(&mut self.first)),
         }
-        all
+    }
+}
+
+/// The tickets of an ended job, in the order they settle: the later waiters, then the
+/// first. Taken without collecting them: nearly every job has only its first.
+#[derive(Debug)]
+pub(super) struct Tickets {
+    more: std::vec::IntoIter<Ticket>,
+    first: Option<Ticket>,
+}
+
+impl Iterator for Tickets {
+    type Item = Ticket;
+
+    fn next(&mut self) -> Option<Ticket> {
+        self.more.next().or_else(|| self.first.take())
     }
 }
 
@@ -136,7 +151,7 @@ impl Job {
     }
 
     /// Takes the tickets waiting on an ended job, to settle.
-    pub(super) fn take_tickets(&mut self) -> Vec<Ticket> {
+    pub(super) fn take_tickets(&mut self) -> Tickets {
         self.waiters.take()
     }
 }
@@ -357,13 +372,13 @@ impl Jobs {
 
     /// Ends `job`, however it ends: it leaves both indexes and is returned with its
     /// tickets, to settle.
-    pub(super) fn end(&mut self, job: Id<Job>) -> Option<(Job, Vec<Ticket>)> {
+    pub(super) fn end(&mut self, job: Id<Job>) -> Option<(Job, Tickets)> {
         let mut ended = self.slab.remove(job)?;
         self.by_key.remove_if_leads_to(ended.key.0[0], job);
-        let tickets = ended.waiters.take();
-        for ticket in &tickets {
-            self.by_ticket.remove(*ticket);
+        for ticket in ended.waiters.iter() {
+            self.by_ticket.remove(ticket);
         }
+        let tickets = ended.waiters.take();
         Some((ended, tickets))
     }
 

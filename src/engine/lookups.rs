@@ -25,7 +25,7 @@ impl<C: Clone> Engine<C> {
         match result {
             LookupResult::Hit(translation) => {
                 self.out.count(Counter::CacheHits, 1);
-                self.end_job(job_key, pending.group, &Ending::Stored(translation));
+                self.end_job(job_key, pending.group, Ending::Stored(translation));
             }
             LookupResult::Miss | LookupResult::Failed(_) => {
                 if let LookupResult::Failed(message) = result {
