@@ -411,14 +411,21 @@ fn shift_reads_better(segments: &[Option<&str>], lengths: &Lengths) -> bool {
     if known.len() < 2 {
         return false;
     }
-    let reading = |source_of: &dyn Fn(usize) -> f64| -> Vec<f64> {
-        known
-            .iter()
-            .map(|&(k, len)| (len / source_of(k)).ln())
-            .collect()
-    };
-    let base = scatter(&reading(&|k| source[k]));
-    let fits_well = |reading: &Vec<f64>| {
+    // One buffer for every reading: a batch reply tries 2 (n - 1) of them.
+    let mut buffer: Vec<f64> = Vec::with_capacity(known.len());
+    fn read<'a>(
+        into: &'a mut Vec<f64>,
+        known: &[(usize, f64)],
+        source_of: &dyn Fn(usize) -> f64,
+    ) -> &'a [f64] {
+        into.clear();
+        for &(k, len) in known {
+            into.push((len / source_of(k)).ln());
+        }
+        into
+    }
+    let base = scatter(read(&mut buffer, &known, &|k| source[k]));
+    let fits_well = |reading: &[f64]| {
         let centre = median(reading);
         reading.iter().all(|r| (r - centre).abs() <= 1.5f64.ln())
             && scatter(reading) + 2f64.ln() < base
@@ -430,13 +437,14 @@ fn shift_reads_better(segments: &[Option<&str>], lengths: &Lengths) -> bool {
         .find(|&k| segments[k].is_none())
         .map_or(0, |k| k + 1);
     (after_gap..n - 1).any(|j| {
-        let merged = reading(&|k| match k.cmp(&j) {
+        let merged = |k: usize| match k.cmp(&j) {
             core::cmp::Ordering::Less => source[k],
             core::cmp::Ordering::Equal => source[k] + source[k + 1],
             core::cmp::Ordering::Greater => source[k + 1],
-        });
-        let dropped = reading(&|k| source[if k < j { k } else { k + 1 }]);
-        fits_well(&merged) || fits_well(&dropped)
+        };
+        let dropped = |k: usize| source[if k < j { k } else { k + 1 }];
+        fits_well(read(&mut buffer, &known, &merged))
+            || fits_well(read(&mut buffer, &known, &dropped))
     })
 }
 
