@@ -64,6 +64,24 @@ pub(super) struct Groups {
     /// The live groups of moved items (not in the field index: found by their origin's
     /// fields and their provider).
     moved: Vec<Id<Group>>,
+    /// The groups most recently found through the field index, compared field by field
+    /// before anything is encoded or hashed: a page's items come in a few combinations.
+    recent: [Id<Group>; RECENT],
+    /// The slot of `recent` the next group found through the index takes.
+    next_recent: usize,
+}
+
+/// How many groups `recent` holds: a page's target languages and flows.
+const RECENT: usize = 8;
+
+/// Whether a group's fields are `compat`'s (a moved group's are never an item's own).
+fn same_fields(info: &CompatInfo, compat: &Compat<'_>) -> bool {
+    info.llm == compat.llm
+        && info.fallback_from.is_none()
+        && info.provider_id == compat.provider_id
+        && info.source_lang == compat.source_lang
+        && info.target_lang == compat.target_lang
+        && info.context == compat.context
 }
 
 /// A combination of fields prepared for grouping and keying: kept per registered
@@ -87,6 +105,8 @@ impl Groups {
             scratch: Vec::new(),
             entries: Vec::new(),
             moved: Vec::new(),
+            recent: [Id::NONE; RECENT],
+            next_recent: 0,
         }
     }
 
@@ -133,6 +153,17 @@ impl Groups {
         provider_of: impl FnOnce(&str) -> u32,
     ) -> (Id<Group>, ShortKey) {
         let entry = entry.and_then(|id| registered_entry(&self.entries, id));
+        if entry.is_none() {
+            let recent = self
+                .recent
+                .iter()
+                .filter_map(|key| Some((*key, self.slab.get(*key)?)));
+            for (key, group) in recent {
+                if group.origin.is_none() && same_fields(&group.fields.info, compat) {
+                    return (key, group.fields.keyer.key(text));
+                }
+            }
+        }
         let (encoded, fields_word) = match entry {
             Some(entry) => (&*entry.encoded, entry.fields_word),
             None => {
@@ -144,7 +175,11 @@ impl Groups {
         if let Some(key) = self.by_fields.get(fields_word) {
             if let Some(group) = self.slab.get(key) {
                 if *group.fields.encoded == *encoded {
-                    return (key, group.fields.keyer.key(text));
+                    let item_key = group.fields.keyer.key(text);
+                    if entry.is_none() {
+                        self.remember(key);
+                    }
+                    return (key, item_key);
                 }
             }
         }
@@ -162,7 +197,16 @@ impl Groups {
         // On the (2^-64) chance that another live group shares the word, this one simply
         // goes unindexed: its items then start groups of their own.
         self.by_fields.insert_if_vacant(fields_word, key);
+        if entry.is_none() {
+            self.remember(key);
+        }
         (key, item_key)
+    }
+
+    /// Puts `group` among the recent ones, in place of the oldest.
+    fn remember(&mut self, group: Id<Group>) {
+        self.recent[self.next_recent] = group;
+        self.next_recent = (self.next_recent + 1) % RECENT;
     }
 
     /// The group of the items of `from` (their own group, or one they were moved to)
@@ -240,6 +284,7 @@ impl Groups {
         self.slab = Slab::default();
         self.by_fields.clear();
         self.moved.clear();
+        self.recent = [Id::NONE; RECENT];
     }
 }
 
@@ -314,5 +359,37 @@ mod tests {
         );
         groups.clear_registered();
         assert!(groups.registered(entry).is_none());
+    }
+
+    #[test]
+    fn more_combinations_than_the_recent_ones_each_keep_their_group() {
+        let langs = ["de", "fr", "es", "it", "pt", "nl", "pl", "sv", "fi", "da"];
+        let compat = |target_lang| Compat {
+            provider_id: "openai",
+            source_lang: "en",
+            target_lang,
+            context: "",
+            llm: true,
+        };
+        let mut groups = Groups::new(Keyer::new(7));
+        let mut first = Vec::new();
+        for lang in langs {
+            let (group, key) = groups.group_for(&compat(lang), None, "Hello", |_| 0);
+            groups.job_added(group);
+            assert_eq!(key, Keyer::new(7).primed(&compat(lang)).key("Hello"));
+            first.push(group);
+        }
+        // Round after round, whether a combination is among the recent ones or not.
+        for _ in 0..3 {
+            for (lang, group) in langs.iter().zip(&first) {
+                assert_eq!(groups.group_for(&compat(lang), None, "Hi", |_| 0).0, *group);
+            }
+        }
+        // Another provider or context is another group.
+        let other = Compat {
+            context: "title",
+            ..compat("de")
+        };
+        assert!(!first.contains(&groups.group_for(&other, None, "Hi", |_| 0).0));
     }
 }
