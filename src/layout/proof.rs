@@ -121,7 +121,7 @@ pub(crate) fn parse_id(key: &str) -> Option<usize> {
 }
 
 /// The proven translation of each of `texts` (in order), `None` for the missing ones.
-pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<String>> {
+pub fn prove<S: AsRef<str>>(texts: &[S], mut entries: Vec<Entry>) -> Vec<Option<String>> {
     let n = texts.len();
     let index_of = |id: Option<usize>| id.filter(|id| (1..=n).contains(id)).map(|id| id - 1);
     let mut proven: Vec<Option<String>> = vec![None; n];
@@ -215,7 +215,7 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
             Entry::Broken { .. } => None,
         }));
     }
-    let lengths = Lengths::of(texts, &segments);
+    let lengths = Lengths::of_trimmed(&trimmed, &segments);
     // Rule 5.
     if shifted(texts, &segments, &lengths) {
         return proven;
@@ -229,26 +229,18 @@ pub fn prove<S: AsRef<str>>(texts: &[S], entries: Vec<Entry>) -> Vec<Option<Stri
     if last_suspect {
         missing[n - 1] = true;
     }
-    let trusted = if last_suspect {
-        trusted_before_missing_last(&lengths)
-    } else {
-        vec![true; n]
-    };
+    let trusted = last_suspect.then(|| trusted_before_missing_last(&lengths));
+    let trusted = |i: usize| trusted.as_ref().is_none_or(|trusted| trusted[i]);
     let taken: Vec<bool> = (0..n)
-        .map(|i| !missing[i] && (i == n - 1 || trusted[i]))
+        .map(|i| !missing[i] && (i == n - 1 || trusted(i)))
         .collect();
     if numbers_moved_into_taken(texts, &segments, &taken) {
         return proven;
     }
-    let mut take_from: Vec<Option<usize>> = vec![None; entries.len()];
+    drop(segments);
     for i in (0..n).filter(|&i| taken[i]) {
-        if let Some(p) = undamaged[i] {
-            take_from[p] = Some(i);
-        }
-    }
-    for (entry, slot) in entries.into_iter().zip(take_from) {
-        if let (Entry::Pair { text, .. }, Some(i)) = (entry, slot) {
-            proven[i] = Some(text);
+        if let Some(Entry::Pair { text, .. }) = undamaged[i].map(|p| &mut entries[p]) {
+            proven[i] = Some(core::mem::take(text));
         }
     }
     proven
@@ -457,11 +449,14 @@ struct Lengths {
 
 impl Lengths {
     fn of<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> Lengths {
+        let trimmed: Vec<&str> = texts.iter().map(|t| t.as_ref().trim()).collect();
+        Lengths::of_trimmed(&trimmed, segments)
+    }
+
+    /// [`Lengths::of`] for sources trimmed already.
+    fn of_trimmed(sources: &[&str], segments: &[Option<&str>]) -> Lengths {
         Lengths {
-            source: texts
-                .iter()
-                .map(|t| char_len(t.as_ref().trim()).max(1.0))
-                .collect(),
+            source: sources.iter().map(|t| char_len(t).max(1.0)).collect(),
             segment: segments
                 .iter()
                 .map(|s| s.map(|s| char_len(s).max(1.0)))
