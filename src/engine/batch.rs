@@ -69,8 +69,11 @@ impl Batch {
         provider: u32,
         first_at: Instant,
     ) -> Self {
+        // Room for a default batch (4 items): most batches grow to their limit.
+        let mut jobs = Vec::with_capacity(4);
+        jobs.push(first.job());
         Batch {
-            jobs: vec![first.job()],
+            jobs,
             chars: first.chars(),
             tokens: f64::from(first.tokens()),
             first_at,

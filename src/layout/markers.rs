@@ -157,7 +157,8 @@ pub struct Marker {
 /// text from one segment to another.
 pub fn scan(text: &str, tag: &str) -> Vec<Marker> {
     let bytes = text.as_bytes();
-    let mut found = Vec::new();
+    // Room for the markers of a default batch (4 pairs) without growing.
+    let mut found = Vec::with_capacity(8);
     let mut at = 0;
     // Every `at` is a character boundary: it follows a '<' or a '>'.
     while let Some(start) = find_lt(text, at) {
