@@ -152,7 +152,8 @@ pub(super) fn check_aligned(
     segments: Vec<String>,
 ) -> Result<Vec<String>, Mismatch> {
     if texts.len() > 1 {
-        alignment::check(texts, &segments)?;
+        let views: Vec<&str> = segments.iter().map(String::as_str).collect();
+        alignment::check(texts, &views)?;
     }
     Ok(segments)
 }

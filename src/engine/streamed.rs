@@ -138,7 +138,8 @@ impl Streamed {
     /// resolved yet, now counted as resolved: their index in call order and translation.
     pub(super) fn newly_proven(&mut self, tag: &str, ratio: Option<f64>) -> Vec<(usize, String)> {
         let run = early::leading_pairs(self.text.as_str(), tag);
-        let count = early::proven_count(&self.texts, &run, ratio).min(run.closed.len());
+        let texts: Vec<&str> = self.texts.iter().map(|text| &**text).collect();
+        let count = early::proven_count(&texts, &run, ratio).min(run.closed.len());
         // Values without a marker matter only while a closed segment waits for the text
         // after it.
         self.awaits_next = !run.broken && run.open.is_some() && count < run.closed.len();

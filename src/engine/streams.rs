@@ -182,7 +182,8 @@ impl<C: Clone> Engine<C> {
         }
         let fingerprint = Some(Reply::text_fingerprint(&text));
         let entries = proof::by_index(proof::marked_entries(&text, tag));
-        let mut proven = proof::prove(&texts, entries);
+        let views: Vec<&str> = texts.iter().map(|text| &**text).collect();
+        let mut proven = proof::prove(&views, entries);
         let Some(batch) = self.batches.get(run.batch()) else {
             return;
         };

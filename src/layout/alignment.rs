@@ -17,28 +17,23 @@
 use crate::codec::Mismatch;
 
 /// Checks `segments` (one per text, already counted) against `texts`.
-pub fn check<S: AsRef<str>, T: AsRef<str>>(texts: &[S], segments: &[T]) -> Result<(), Mismatch> {
+pub fn check(texts: &[&str], segments: &[&str]) -> Result<(), Mismatch> {
     for (index, (text, segment)) in texts.iter().zip(segments).enumerate() {
-        let text = text.as_ref().trim_end();
-        if segment.as_ref().trim_end().ends_with(':')
-            && !text.ends_with(':')
-            && !text.ends_with('：')
-        {
+        let text = text.trim_end();
+        if segment.trim_end().ends_with(':') && !text.ends_with(':') && !text.ends_with('：') {
             return Err(Mismatch::Misaligned { index });
         }
     }
     for (i, a) in segments.iter().enumerate() {
         for (j, b) in segments.iter().enumerate().skip(i + 1) {
-            if a.as_ref().trim() == b.as_ref().trim()
-                && texts[i].as_ref().trim() != texts[j].as_ref().trim()
-            {
+            if a.trim() == b.trim() && texts[i].trim() != texts[j].trim() {
                 return Err(Mismatch::Misaligned { index: j });
             }
         }
     }
     let mut present: Vec<Option<&str>> = Vec::with_capacity(segments.len());
     for segment in segments {
-        present.push(Some(segment.as_ref()));
+        present.push(Some(*segment));
     }
     match numbers_moved(texts, &present) {
         Some(index) => Err(Mismatch::Misaligned { index }),
@@ -50,11 +45,11 @@ pub fn check<S: AsRef<str>, T: AsRef<str>>(texts: &[S], segments: &[T]) -> Resul
 /// (or its segment is missing) but appears in another segment whose paragraph does not
 /// have it: text moved across segments. `None` stands for a segment the reply did not
 /// give; it holds no number.
-pub fn numbers_moved<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> Option<usize> {
+pub fn numbers_moved(texts: &[&str], segments: &[Option<&str>]) -> Option<usize> {
     // A number is a whole run of digits: the `1` inside another number's `12` is not that
     // number, and taking it for one would let a merge next to a `12` go unseen. So each
     // text and segment is read once into its (few, short) runs, and runs are compared.
-    let text_runs = DigitRuns::of(texts.iter().map(|t| Some(t.as_ref())));
+    let text_runs = DigitRuns::of(texts.iter().map(|t| Some(*t)));
     let segment_runs = DigitRuns::of(segments.iter().copied());
     for index in 0..texts.len() {
         for number in text_runs.of_text(index) {
@@ -78,9 +73,9 @@ pub fn numbers_moved<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> O
 /// The first of `segments` (segment `i` written for paragraph `i`) that holds a number
 /// of another paragraph which its own paragraph lacks: text of that paragraph moved into
 /// it (a merge), whatever the rest of the reply turns out to be.
-pub fn holding_another_number<S: AsRef<str>>(texts: &[S], segments: &[&str]) -> Option<usize> {
+pub fn holding_another_number(texts: &[&str], segments: &[&str]) -> Option<usize> {
     // Each text's runs once, not once per segment: a stream asks on every value.
-    let text_runs = DigitRuns::of(texts.iter().map(|t| Some(t.as_ref())));
+    let text_runs = DigitRuns::of(texts.iter().map(|t| Some(*t)));
     if text_runs.runs.is_empty() {
         return None;
     }
@@ -192,6 +187,13 @@ fn has_digit(word: u64) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `super::check` on any strings: the tests write their replies as owned ones.
+    fn check<S: AsRef<str>, T: AsRef<str>>(texts: &[S], segments: &[T]) -> Result<(), Mismatch> {
+        let texts: Vec<&str> = texts.iter().map(AsRef::as_ref).collect();
+        let segments: Vec<&str> = segments.iter().map(AsRef::as_ref).collect();
+        super::check(&texts, &segments)
+    }
 
     fn owned(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()

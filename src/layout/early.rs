@@ -85,15 +85,11 @@ pub fn leading_pairs<'a>(reply: &'a str, tag: &str) -> LeadingPairs<'a> {
 /// How many of the leading segments of a batch of `texts` the reply so far (`run`)
 /// proves, whatever follows; `ratio`: the provider's translation-to-source length ratio
 /// for the language pair, when its earlier proven replies showed one.
-pub fn proven_count<S: AsRef<str>>(
-    texts: &[S],
-    run: &LeadingPairs<'_>,
-    ratio: Option<f64>,
-) -> usize {
+pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) -> usize {
     let closed = &run.closed[..];
     let n = texts.len();
     let m = closed.len().min(n);
-    let sources: Vec<&str> = texts.iter().map(|t| t.as_ref().trim()).collect();
+    let sources: Vec<&str> = texts.iter().map(|t| t.trim()).collect();
     // Rule 1 on the run: damage stops it.
     let clean = (0..m)
         .take_while(|&i| {

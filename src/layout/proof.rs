@@ -121,7 +121,7 @@ pub(crate) fn parse_id(key: &str) -> Option<usize> {
 }
 
 /// The proven translation of each of `texts` (in order), `None` for the missing ones.
-pub fn prove<S: AsRef<str>>(texts: &[S], mut entries: Vec<Entry>) -> Vec<Option<String>> {
+pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
     let n = texts.len();
     let index_of = |id: Option<usize>| id.filter(|id| (1..=n).contains(id)).map(|id| id - 1);
     let mut proven: Vec<Option<String>> = vec![None; n];
@@ -139,7 +139,7 @@ pub fn prove<S: AsRef<str>>(texts: &[S], mut entries: Vec<Entry>) -> Vec<Option<
     }
     let mut trimmed: Vec<&str> = Vec::with_capacity(n);
     for text in texts {
-        trimmed.push(text.as_ref().trim());
+        trimmed.push(text.trim());
     }
     let source = |i: usize| trimmed[i];
     // Rule 1, per entry in reply order.
@@ -259,7 +259,7 @@ pub fn prove<S: AsRef<str>>(texts: &[S], mut entries: Vec<Entry>) -> Vec<Option<
 ///
 /// Either proves nothing: the whole batch goes out again. Among paragraphs of like
 /// lengths without numbers such a shift leaves no trace in any reply form.
-fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>], lengths: &Lengths) -> bool {
+fn shifted(texts: &[&str], segments: &[Option<&str>], lengths: &Lengths) -> bool {
     let n = texts.len();
     let source = &lengths.source;
     let ratios = lengths.ratios(n);
@@ -300,11 +300,7 @@ fn shifted<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>], lengths: &Leng
 /// paragraph's segment lacks it or is missing. Lengths cannot see a short paragraph merged
 /// into a long one, nor a drop, a merge and a split together that leave every length
 /// near its source's; the number can.
-fn numbers_moved_into_taken<S: AsRef<str>>(
-    texts: &[S],
-    segments: &[Option<&str>],
-    taken: &[bool],
-) -> bool {
+fn numbers_moved_into_taken(texts: &[&str], segments: &[Option<&str>], taken: &[bool]) -> bool {
     if taken.iter().all(|&take| take) && segments.iter().all(Option::is_some) {
         // Every segment there and taken: `shifted` has read their numbers already.
         return false;
@@ -357,7 +353,7 @@ fn fits_last(lengths: &Lengths) -> bool {
 /// the last pair with something of a translation's length (a closing remark). A single
 /// merged segment may be too little for `shift_reads_better`'s margin; a false alarm
 /// costs the two segments a call, never a paragraph.
-pub(crate) fn merged_before_last<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> bool {
+pub(crate) fn merged_before_last(texts: &[&str], segments: &[Option<&str>]) -> bool {
     merges_before_last(&Lengths::of(texts, segments))
 }
 
@@ -448,8 +444,8 @@ struct Lengths {
 }
 
 impl Lengths {
-    fn of<S: AsRef<str>>(texts: &[S], segments: &[Option<&str>]) -> Lengths {
-        let trimmed: Vec<&str> = texts.iter().map(|t| t.as_ref().trim()).collect();
+    fn of(texts: &[&str], segments: &[Option<&str>]) -> Lengths {
+        let trimmed: Vec<&str> = texts.iter().map(|t| t.trim()).collect();
         Lengths::of_trimmed(&trimmed, segments)
     }
 
