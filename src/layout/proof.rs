@@ -231,9 +231,11 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
     }
     let trusted = last_suspect.then(|| trusted_before_missing_last(&lengths));
     let trusted = |i: usize| trusted.as_ref().is_none_or(|trusted| trusted[i]);
-    let taken: Vec<bool> = (0..n)
-        .map(|i| !missing[i] && (i == n - 1 || trusted(i)))
-        .collect();
+    // The flags of the missing become those of the taken, in place.
+    let mut taken = missing;
+    for (i, take) in taken.iter_mut().enumerate() {
+        *take = !*take && (i == n - 1 || trusted(i));
+    }
     if numbers_moved_into_taken(texts, &segments, &taken) {
         return proven;
     }
@@ -264,7 +266,7 @@ fn shifted(texts: &[&str], segments: &[Option<&str>], lengths: &Lengths) -> bool
     let source = &lengths.source;
     let ratios = lengths.ratios(n);
     if ratios.len() >= 3 {
-        let m = median(&ratios);
+        let m = median(ratios);
         let fits = |len: f64, src: f64| (1.0 / 1.5..=1.5).contains(&(len / src / m));
         for (i, length) in lengths.segment.iter().enumerate() {
             let Some(len) = *length else { continue };
@@ -327,7 +329,7 @@ fn fits_last(lengths: &Lengths) -> bool {
         return false;
     };
     let source = |i: usize| lengths.source[i];
-    let mut ratios = lengths.ratios(n - 1);
+    let ratios = lengths.ratios(n - 1);
     if ratios.is_empty() {
         return true;
     }
@@ -343,8 +345,7 @@ fn fits_last(lengths: &Lengths) -> bool {
     if ratios.len() < 3 {
         return ratios.iter().any(|r| fits(*r));
     }
-    ratios.push(len / source(n - 1));
-    fits(median(&ratios))
+    fits(median_with(ratios, Some(len / source(n - 1))))
 }
 
 /// Whether the segment before the last reads closer to its own source and the last one's
@@ -371,7 +372,7 @@ fn merges_before_last(lengths: &Lengths) -> bool {
     if ratios.is_empty() {
         return false;
     }
-    let ratio = median(&ratios);
+    let ratio = median(ratios);
     let straight = (len / (ratio * source(n - 2))).ln().abs();
     let merged = (len / (ratio * (source(n - 2) + source(n - 1)))).ln().abs();
     merged < straight
@@ -441,6 +442,8 @@ fn shift_reads_better(segments: &[Option<&str>], lengths: &Lengths) -> bool {
 struct Lengths {
     source: Vec<f64>,
     segment: Vec<Option<f64>>,
+    /// The translation-to-source ratio of each segment there, in order.
+    ratio: Vec<f64>,
 }
 
 impl Lengths {
@@ -451,25 +454,29 @@ impl Lengths {
 
     /// [`Lengths::of`] for sources trimmed already.
     fn of_trimmed(sources: &[&str], segments: &[Option<&str>]) -> Lengths {
+        let source: Vec<f64> = sources.iter().map(|t| char_len(t).max(1.0)).collect();
+        let segment: Vec<Option<f64>> = segments
+            .iter()
+            .map(|s| s.map(|s| char_len(s).max(1.0)))
+            .collect();
+        let mut ratio = Vec::with_capacity(segment.len());
+        for (segment, source) in segment.iter().zip(&source) {
+            if let Some(len) = segment {
+                ratio.push(len / source);
+            }
+        }
         Lengths {
-            source: sources.iter().map(|t| char_len(t).max(1.0)).collect(),
-            segment: segments
-                .iter()
-                .map(|s| s.map(|s| char_len(s).max(1.0)))
-                .collect(),
+            source,
+            segment,
+            ratio,
         }
     }
 
     /// The translation-to-source length ratio of each segment there among the first
-    /// `count` (room is left for one more).
-    fn ratios(&self, count: usize) -> Vec<f64> {
-        let mut ratios: Vec<f64> = Vec::with_capacity(self.source.len());
-        for (segment, source) in self.segment.iter().zip(&self.source).take(count) {
-            if let Some(len) = segment {
-                ratios.push(len / source);
-            }
-        }
-        ratios
+    /// `count`: a prefix of `ratio`, as the rules ask for the first n, n - 1 or n - 2.
+    fn ratios(&self, count: usize) -> &[f64] {
+        let there = self.segment.iter().take(count).filter(|s| s.is_some());
+        &self.ratio[..there.count()]
     }
 
     /// The lengths of the segments before the last, `None` when one of them is missing.
@@ -553,15 +560,25 @@ pub(crate) fn char_len(text: &str) -> f64 {
 /// rules take many medians of a handful of values per reply: up to 16 are sorted on the
 /// stack.
 pub(crate) fn median(values: &[f64]) -> f64 {
+    median_with(values, None)
+}
+
+/// The median of `values` and `extra`, when there is one.
+fn median_with(values: &[f64], extra: Option<f64>) -> f64 {
     let mut small = [0.0f64; 16];
     let mut large;
-    let sorted: &mut [f64] = match small.get_mut(..values.len()) {
+    let count = values.len() + usize::from(extra.is_some());
+    let sorted: &mut [f64] = match small.get_mut(..count) {
         Some(small) => {
-            small.copy_from_slice(values);
+            small[..values.len()].copy_from_slice(values);
+            if let Some(extra) = extra {
+                small[count - 1] = extra;
+            }
             small
         }
         None => {
             large = values.to_vec();
+            large.extend(extra);
             &mut large
         }
     };

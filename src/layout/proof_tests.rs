@@ -191,6 +191,15 @@ fn median_is_the_upper_middle_of_the_sorted_values_on_and_off_the_stack() {
         sorted.sort_by(f64::total_cmp);
         let expected = sorted.get(len / 2).copied().unwrap_or(0.0);
         assert_eq!(median(&values), expected, "{values:?}");
+        // With one more value, which crosses the stack's 16 at len 16.
+        let mut more = sorted.clone();
+        more.push(2.5);
+        more.sort_by(f64::total_cmp);
+        assert_eq!(
+            median_with(&values, Some(2.5)),
+            more[more.len() / 2],
+            "{values:?}"
+        );
     }
 }
 
