@@ -297,11 +297,13 @@ fn shifted(texts: &[&str], segments: &[Option<&str>], lengths: &Lengths) -> bool
     n > 1 && crate::alignment::check(texts, &complete).is_err()
 }
 
-/// Rule 5's number evidence, wherever segments are missing: a segment about to be taken
-/// holds a number of another paragraph that its own paragraph lacks, while that
-/// paragraph's segment lacks it or is missing. Lengths cannot see a short paragraph merged
-/// into a long one, nor a drop, a merge and a split together that leave every length
-/// near its source's; the number can.
+/// Rule 5's number evidence, wherever segments are missing: a segment about to be taken,
+/// or any segment there, holds a number of another paragraph that its own paragraph
+/// lacks, while that paragraph's segment lacks it or is missing. Lengths cannot see a
+/// short paragraph merged into a long one, nor a drop, a merge and a split together that
+/// leave every length near its source's; the number can. A number moved into a segment
+/// that is not taken counts too: the text before it moved with it (a first translation
+/// split in two, its second half under the next id, looks like a faithful first segment).
 fn numbers_moved_into_taken(texts: &[&str], segments: &[Option<&str>], taken: &[bool]) -> bool {
     if taken.iter().all(|&take| take) && segments.iter().all(Option::is_some) {
         // Every segment there and taken: `shifted` has read their numbers already.
@@ -312,6 +314,7 @@ fn numbers_moved_into_taken(texts: &[&str], segments: &[Option<&str>], taken: &[
         kept.push(if take { *segment } else { None });
     }
     crate::alignment::numbers_moved(texts, &kept).is_some()
+        || crate::alignment::numbers_moved(texts, segments).is_some()
 }
 
 /// Whether the last pair, when found, holds what a translation of its source would: it
