@@ -27,7 +27,7 @@ impl<C: Clone> Engine<C> {
         group: Id<Group>,
         ending: Ending<C>,
     ) -> Option<Job> {
-        let (job, mut tickets) = self.jobs.end(job_key)?;
+        let (job, tickets) = self.jobs.end(job_key)?;
         if let Ending::Translated(translation) | Ending::Stored(translation) = &ending {
             self.cache.put(job.key(), translation);
         }
@@ -45,15 +45,13 @@ impl<C: Clone> Engine<C> {
             Ending::Withdrawn => return Some(job),
         };
         // Every ticket but the last settles with a copy; the last takes the outcome.
-        let mut next = tickets.next();
-        while let Some(ticket) = next {
-            next = tickets.next();
-            if next.is_some() {
-                self.out.settle(ticket, outcome.clone());
-            } else {
+        let mut tickets = tickets.peekable();
+        while let Some(ticket) = tickets.next() {
+            if tickets.peek().is_none() {
                 self.out.settle(ticket, outcome);
                 break;
             }
+            self.out.settle(ticket, outcome.clone());
         }
         Some(job)
     }

@@ -159,7 +159,7 @@ impl Groups {
                 .iter()
                 .filter_map(|key| Some((*key, self.slab.get(*key)?)));
             for (key, group) in recent {
-                if group.origin.is_none() && same_fields(&group.fields.info, compat) {
+                if same_fields(&group.fields.info, compat) {
                     return (key, group.fields.keyer.key(text));
                 }
             }
