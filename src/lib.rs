@@ -24,6 +24,7 @@
 //!   - `hash`: a fast hasher for keys that are already uniformly distributed.
 //!   - `slab`: generational slabs: ids that never meet a later entry.
 //!   - `id_table`: tables by numeric id.
+//!   - `deadlines`: deadlines soonest first, O(1) for those that come in order.
 //!   - `id_index`: indexes from a key word to a slab id.
 //!   - `ready`: ordered sets of due batches.
 //! - `contract/`: the public contract's types:
@@ -65,7 +66,7 @@
 
 mod util;
 pub use util::time;
-use util::{display, hash, id_index, id_table, ready, slab, text};
+use util::{deadlines, display, hash, id_index, id_table, ready, slab, text};
 mod contract;
 pub use contract::{call, item, options, settle, snapshot, stats};
 mod memo;

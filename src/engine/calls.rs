@@ -3,17 +3,15 @@
 //! a running call is in the table until its answer, its timeout or dispose takes it out",
 //! and owns the deadlines (`next_deadline`, `expired`), which only it can judge.
 
-use core::cmp::Reverse;
-use std::collections::BinaryHeap;
 use std::rc::Rc;
 
 use super::batches::{Batch, Batches};
 use super::pacer::Charge;
 use super::streamed::Streamed;
 use crate::call::{CallId, Report};
-use crate::id_table::IdTable;
+use crate::deadlines::Deadlines;
 use crate::markers;
-use crate::slab::Id;
+use crate::slab::{Id, Slab};
 use crate::time::{Duration, Instant};
 
 /// How a call's reply is read back onto its items.
@@ -49,6 +47,8 @@ pub(super) struct Running {
     estimated_input: f64,
     /// The longest reply read (bytes): a longer one is cut there and read as truncated.
     reply_cap: usize,
+    /// Its place in the order calls started: deadlines of one instant run out in it.
+    started: u64,
 }
 
 impl Running {
@@ -72,6 +72,7 @@ impl Running {
             stream: None,
             estimated_input: 0.0,
             reply_cap: usize::MAX,
+            started: 0,
         }
     }
 
@@ -155,54 +156,71 @@ impl Running {
 
 /// The running calls, their ids, their deadlines, and the strings made once for all
 /// calls.
+///
+/// A call's id is its slot's bits plus one (no id is 0), so finding a call needs no map.
+/// A slot reused 2^20 times gives an id again, while the JS host drops any answer whose
+/// call is no longer the one it started under that id: an answer reaches the core only
+/// for a call that is still running.
 #[derive(Debug)]
 pub(super) struct Calls {
-    running: IdTable<Running>,
-    next: CallId,
-    /// Each call's deadline as it was set, soonest first. A call that ended, or whose
-    /// stream moved its deadline on, keeps its entry until the entry reaches the top.
-    deadlines: BinaryHeap<Reverse<(Instant, CallId)>>,
+    running: Slab<Running>,
+    /// How many calls started: the next one's place in the order of starts.
+    started: u64,
+    /// Each call's deadline as it was set. A call that ended, or whose stream moved its
+    /// deadline on, keeps its entry until the entry reaches the top.
+    deadlines: Deadlines<CallId>,
     strings: CallStrings,
 }
 
 impl Default for Calls {
     fn default() -> Self {
         Calls {
-            running: IdTable::default(),
-            next: 1,
-            deadlines: BinaryHeap::new(),
+            running: Slab::default(),
+            started: 0,
+            deadlines: Deadlines::default(),
             strings: CallStrings::default(),
         }
     }
 }
 
 impl Calls {
-    /// Adds a call that starts now, under an id of its own (never one given before).
-    pub(super) fn insert_new(&mut self, run: Running) -> CallId {
-        let id = self.next;
-        self.next += 1;
-        if let Some(deadline) = run.deadline {
-            self.deadlines.push(Reverse((deadline, id)));
+    /// Adds a call that starts now, under an id no running call has.
+    pub(super) fn insert_new(&mut self, mut run: Running) -> CallId {
+        self.started += 1;
+        run.started = self.started;
+        let deadline = run.deadline;
+        let id = self.running.insert(run).to_bits() + 1;
+        if let Some(deadline) = deadline {
+            self.deadlines.push(deadline, self.started, id);
         }
-        self.running.insert(id, run);
         id
+    }
+
+    /// The slot of call `id`, if it is running.
+    fn slot(&self, id: CallId) -> Option<Id<Running>> {
+        self.running.id_from_bits(id.checked_sub(1)?)
     }
 
     /// The soonest deadline of a running call (as of the last `drop_stale`).
     pub(super) fn next_deadline(&self) -> Option<Instant> {
-        self.deadlines.peek().map(|Reverse((at, _))| *at)
+        self.deadlines.peek().map(|(at, _, _)| at)
     }
 
     /// Brings the top of the deadlines up to date: entries of calls that ended go, an
     /// entry whose call's stream moved its deadline on goes back in at the new one.
     pub(super) fn drop_stale(&mut self) {
-        while let Some(&Reverse((at, id))) = self.deadlines.peek() {
-            let deadline = self.running.get(id).and_then(Running::deadline);
+        while let Some((at, started, id)) = self.deadlines.peek() {
+            // The call under the id must be the one that set the deadline: a reused slot
+            // gives a later call the same id.
+            let deadline = self
+                .get(id)
+                .filter(|run| run.started == started)
+                .and_then(Running::deadline);
             match deadline {
                 Some(d) if d == at => break,
                 Some(later) => {
                     self.deadlines.pop();
-                    self.deadlines.push(Reverse((later, id)));
+                    self.deadlines.push(later, started, id);
                 }
                 None => {
                     self.deadlines.pop();
@@ -214,9 +232,9 @@ impl Calls {
     /// The next call out of time at `now`, taken out.
     pub(super) fn expired(&mut self, now: Instant) -> Option<(CallId, Running)> {
         self.drop_stale();
-        let &Reverse((_, id)) = self.deadlines.peek().filter(|d| d.0 .0 <= now)?;
+        let (_, _, id) = self.deadlines.peek().filter(|(at, _, _)| *at <= now)?;
         self.deadlines.pop();
-        self.running.remove(id).map(|run| (id, run))
+        self.remove(id).map(|run| (id, run))
     }
 
     /// Ids and instructions made once for all calls.
@@ -225,16 +243,18 @@ impl Calls {
     }
 
     pub(super) fn get(&self, id: CallId) -> Option<&Running> {
-        self.running.get(id)
+        self.running.get(self.slot(id)?)
     }
 
     pub(super) fn get_mut(&mut self, id: CallId) -> Option<&mut Running> {
-        self.running.get_mut(id)
+        let slot = self.slot(id)?;
+        self.running.get_mut(slot)
     }
 
     /// The call ended (answered, timed out): it is no longer running.
     pub(super) fn remove(&mut self, id: CallId) -> Option<Running> {
-        self.running.remove(id)
+        let slot = self.slot(id)?;
+        self.running.remove(slot)
     }
 
     /// How many calls are running.
@@ -244,12 +264,13 @@ impl Calls {
 
     /// The ids of the running calls.
     pub(super) fn ids(&self) -> impl Iterator<Item = CallId> + '_ {
-        self.running.ids()
+        self.running.iter().map(|(slot, _)| slot.to_bits() + 1)
     }
 
     /// Ends every running call (dispose).
     pub(super) fn clear(&mut self) {
-        self.running.clear();
+        // Ids stay unique: the slab drops its values, not its generations.
+        self.running.drain();
         self.deadlines.clear();
     }
 }

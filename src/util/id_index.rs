@@ -72,6 +72,7 @@ impl<T> IdIndex<T> {
 
     /// The ids, in the map's order.
     #[inline]
+    #[cfg(test)]
     pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
         self.0.keys().copied()
     }

@@ -52,16 +52,19 @@ impl<T> IdTable<T> {
     }
 
     /// Number of values.
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.index.len()
     }
 
     /// The ids, in the same order as a `HashMap` with the same hasher would give them.
+    #[cfg(test)]
     pub fn ids(&self) -> impl Iterator<Item = u64> + '_ {
         self.index.ids()
     }
 
     /// Removes every value.
+    #[cfg(test)]
     pub fn clear(&mut self) {
         // A fresh slab is enough: the index that held its keys is gone with it.
         *self = IdTable::default();

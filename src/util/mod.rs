@@ -1,6 +1,7 @@
 //! Building blocks with no knowledge of pacing: time, text measures, JavaScript's
 //! number formatting, and the containers the engine is built from.
 
+pub(crate) mod deadlines;
 pub(crate) mod display;
 pub(crate) mod hash;
 pub(crate) mod id_index;

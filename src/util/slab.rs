@@ -188,6 +188,11 @@ impl<T> Slab<T> {
         Some(value)
     }
 
+    /// How many values it holds.
+    pub fn len(&self) -> usize {
+        self.slots.len() - self.free.len()
+    }
+
     /// Removes every value; old keys stay dead.
     pub fn drain(&mut self) -> Vec<T> {
         let mut values = Vec::new();

@@ -120,12 +120,12 @@ export function makeCallHost(provider, input, respond) {
   const calls = new Map();
 
   /** Hands the core one value of call `id`'s stream; false when it failed to. */
-  const send = (kind, id, value) => {
+  const send = (kind, id, call, value) => {
     try {
       respond(kind, id, kind === CHUNK ? input.write(value) : value);
       return true;
     } catch (error) {
-      answer(FAIL, id, error);
+      answer(FAIL, id, call, error);
       return false;
     }
   };
@@ -140,7 +140,7 @@ export function makeCallHost(provider, input, respond) {
     try {
       iterator = iterable[Symbol.asyncIterator]();
     } catch (error) {
-      answer(FAIL, id, error);
+      answer(FAIL, id, call, error);
       return;
     }
     call.iterator = iterator;
@@ -148,7 +148,7 @@ export function makeCallHost(provider, input, respond) {
     const stop = (kind, value) => {
       if (!live()) return;
       if (kind !== END) release(iterator);
-      answer(kind, id, value);
+      answer(kind, id, call, value);
     };
     const onResult = (result) => {
       if (!live()) return;
@@ -164,9 +164,9 @@ export function makeCallHost(provider, input, respond) {
         return;
       }
       if (typeof value === "string") {
-        if (!send(CHUNK, id, value)) return;
+        if (!send(CHUNK, id, call, value)) return;
       } else if (value !== null && typeof value === "object" && ("usage" in value || "limits" in value || "truncated" in value)) {
-        if (!send(REPORT, id, value)) return;
+        if (!send(REPORT, id, call, value)) return;
       } else {
         stop(BAD_VALUE, value);
         return;
@@ -184,15 +184,22 @@ export function makeCallHost(provider, input, respond) {
     next();
   };
 
-  const answer = (kind, id, value) => {
-    if (kind === REPLY && isStream(value)) {
-      const call = calls.get(id);
-      // A call the core gave up before its stream came: nobody will read it.
-      if (call === undefined) release(value[Symbol.asyncIterator]?.());
-      else pull(id, call, value);
+  /**
+   * Hands the core the answer of `call`, started under `id`. An answer of a call that is
+   * no longer running under its id (timed out, cancelled, or its id given to a later
+   * call since: the core reuses ids) is dropped here, never read as another call's.
+   */
+  const answer = (kind, id, call, value) => {
+    if (calls.get(id) !== call) {
+      // A stream the core gave up before it came: nobody will read it.
+      if (kind === REPLY && isStream(value)) release(value[Symbol.asyncIterator]?.());
       return;
     }
-    const cap = calls.get(id)?.replyCap;
+    if (kind === REPLY && isStream(value)) {
+      pull(id, call, value);
+      return;
+    }
+    const cap = call.replyCap;
     calls.delete(id);
     if (kind === REPLY && typeof value === "string") {
       try {
@@ -235,18 +242,18 @@ export function makeCallHost(provider, input, respond) {
           new ProviderRequest(call, text, spans, ids, layout, instructions, isBatch, compat, attempt, maxOutputTokens),
         );
       } catch (error) {
-        answer(FAIL, id, error);
+        answer(FAIL, id, call, error);
         return;
       }
       try {
         // Promise.resolve accepts promises, thenables and plain values alike (it throws
         // only for a promise whose `constructor` getter throws).
         Promise.resolve(returned).then(
-          (value) => answer(REPLY, id, value),
-          (error) => answer(FAIL, id, error),
+          (value) => answer(REPLY, id, call, value),
+          (error) => answer(FAIL, id, call, error),
         );
       } catch (error) {
-        answer(FAIL, id, error);
+        answer(FAIL, id, call, error);
       }
     },
 

@@ -389,6 +389,28 @@ describe("timeoutMs", () => {
     assert.equal(s.status, "rejected");
   });
 
+  test("a late answer of a timed-out call lands on no call started after it", async (t) => {
+    const held = [];
+    const { clock, send } = setup(t, {
+      timeoutMs: 100,
+      maxRetries: 0,
+      answer: (r) => new Promise((resolve) => held.push({ text: r.text, resolve })),
+    });
+    const x = send(item("x", { llm: false }));
+    await clock.tickAsync(100);
+    assertPacerError(x.reason, "timeout");
+    const y = send(item("y", { llm: false }));
+    await clock.tickAsync(10);
+    assert.deepEqual(held.map((h) => h.text), ["x", "y"]);
+    held[0].resolve("the answer for x");
+    await clock.tickAsync(10);
+    assert.equal(y.status, "pending", "x's answer did not settle y");
+    held[1].resolve("the answer for y");
+    await clock.tickAsync(10);
+    assert.equal(y.value, "the answer for y");
+    assert.equal(x.settlements, 1);
+  });
+
   test("timeoutMs 0 means no timeout", async (t) => {
     let resolveLater;
     const { clock, calls, send } = setup(t, {
