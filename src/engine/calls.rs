@@ -161,7 +161,7 @@ impl Running {
 /// A slot reused 2^20 times gives an id again, while the JS host drops any answer whose
 /// call is no longer the one it started under that id: an answer reaches the core only
 /// for a call that is still running.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub(super) struct Calls {
     running: Slab<Running>,
     /// How many calls started: the next one's place in the order of starts.
@@ -170,17 +170,6 @@ pub(super) struct Calls {
     /// deadline on, keeps its entry until the entry reaches the top.
     deadlines: Deadlines<CallId>,
     strings: CallStrings,
-}
-
-impl Default for Calls {
-    fn default() -> Self {
-        Calls {
-            running: Slab::default(),
-            started: 0,
-            deadlines: Deadlines::default(),
-            strings: CallStrings::default(),
-        }
-    }
 }
 
 impl Calls {
