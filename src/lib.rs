@@ -25,6 +25,7 @@
 //!   - `slab`: generational slabs: ids that never meet a later entry.
 //!   - `id_table`: tables by numeric id.
 //!   - `deadlines`: deadlines soonest first, O(1) for those that come in order.
+//!   - `slotted_map`: values by number, found by index when the number names a slot.
 //!   - `id_index`: indexes from a key word to a slab id.
 //!   - `ready`: ordered sets of due batches.
 //! - `contract/`: the public contract's types:
@@ -65,6 +66,8 @@
 //! - `wasm/` (wasm32 only): the JS binding, which converts and drives.
 
 mod util;
+#[cfg(target_arch = "wasm32")]
+use util::slotted_map;
 pub use util::time;
 use util::{deadlines, display, hash, id_index, id_table, ready, slab, text};
 mod contract;
@@ -88,7 +91,7 @@ pub use call::{
     Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota, Reply, Report, ReportedLimits,
     Usage,
 };
-pub use engine::{disposed_error, invalid_input, is_blank, Engine, Item, Preview};
+pub use engine::{disposed_error, invalid_input, is_blank, ticket_slot, Engine, Item, Preview};
 pub use key::Compat;
 pub use options::{OptionValue, Options, OptionsError};
 pub use settle::{ErrorCode, PacerFailure, Settled, Ticket};

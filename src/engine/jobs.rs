@@ -119,6 +119,16 @@ fn job_ticket(job: Id<Job>) -> Ticket {
     job.to_bits() + 1
 }
 
+/// The job slot a ticket names, when it is a job's own ticket (not a counted one). A
+/// slot is reused: the ticket tells the jobs of one slot apart.
+pub fn ticket_slot(ticket: Ticket) -> Option<usize> {
+    if ticket & COUNTED_TICKET != 0 {
+        return None;
+    }
+    let bits = ticket.checked_sub(1)?;
+    Some((bits & 0xFFFF_FFFF) as usize)
+}
+
 impl Job {
     /// Its key in its compatibility group.
     pub(super) fn key(&self) -> ShortKey {

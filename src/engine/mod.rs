@@ -109,7 +109,7 @@ use crate::time::{Duration, Instant};
 pub use crate::item::{disposed_error, invalid_input, is_blank, Item};
 pub use crate::provider::ProviderPacing;
 pub use groups::Group;
-pub use jobs::Job;
+pub use jobs::{ticket_slot, Job};
 pub use streamed::Preview;
 
 /// The sans-IO pacer. `C` is the driver's error type, returned as `cause`.

@@ -8,5 +8,6 @@ pub(crate) mod id_index;
 pub(crate) mod id_table;
 pub(crate) mod ready;
 pub(crate) mod slab;
+pub(crate) mod slotted_map;
 pub(crate) mod text;
 pub mod time;

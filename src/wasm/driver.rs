@@ -20,6 +20,7 @@ use super::host::Calls;
 use super::input;
 use super::{replies, views};
 use crate::hash::IdMap;
+use crate::slotted_map::SlottedMap;
 use crate::{
     disposed_error, Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup,
     LookupId, LookupResult, Options, PacerFailure, Settled, StoreWrite, Ticket,
@@ -30,7 +31,8 @@ type Resolvers = (Function, Function);
 
 pub(super) struct State {
     pub(super) engine: Engine<JsValue>,
-    resolvers: IdMap<Resolvers>,
+    /// By ticket: a job's own ticket names its job's slot.
+    resolvers: SlottedMap<Resolvers>,
     timer: Option<(Instant, TimerHandle)>,
     /// A timer that has fired; dropped later, never inside its own callback.
     spent_timer: Option<TimerHandle>,
@@ -183,7 +185,7 @@ impl PacerCore {
         let inner = Rc::new_cyclic(|weak: &Weak<Inner>| Inner {
             state: RefCell::new(State {
                 engine,
-                resolvers: IdMap::default(),
+                resolvers: SlottedMap::new(crate::ticket_slot),
                 timer: None,
                 spent_timer: None,
                 on_event,
@@ -317,7 +319,7 @@ impl PacerCore {
     /// reply streams, until it settles.
     pub fn watch(&self, ticket: f64, on_partial: Function) {
         if let Ok(mut state) = self.inner.state.try_borrow_mut() {
-            if state.resolvers.contains_key(&(ticket as Ticket)) {
+            if state.resolvers.contains(ticket as Ticket) {
                 state.engine.want_previews();
                 state.partials.insert(ticket as Ticket, on_partial);
             }
@@ -480,8 +482,10 @@ impl Inner {
             return Some(Action::Cancel(id));
         }
         while let Some(settled) = state.engine.poll_settled() {
-            state.partials.remove(&settled.ticket);
-            match state.resolvers.remove(&settled.ticket) {
+            if !state.partials.is_empty() {
+                state.partials.remove(&settled.ticket);
+            }
+            match state.resolvers.remove(settled.ticket) {
                 Some(resolvers) => return Some(Action::Settle(resolvers, settled)),
                 None => state.engine.note_duplicate_settlement(),
             }
