@@ -26,6 +26,7 @@ impl<C: Clone> Engine<C> {
         if self.disposed {
             return;
         }
+        self.jobs.check();
         let mut group_jobs: HashMap<Id<Group>, u64> = HashMap::new();
         for (key, _) in self.jobs.iter() {
             let pending = self.store.as_ref().and_then(|s| s.pending(key));

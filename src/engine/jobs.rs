@@ -30,6 +30,9 @@ pub struct Job {
     seq: u64,
     /// Its estimated input tokens (0 without a token budget).
     tokens: f32,
+    /// Whether the key index leads to it (not when another live job has the first word
+    /// of its key).
+    indexed: bool,
 }
 
 /// Tickets waiting on a job; one is the common case and needs no allocation.
@@ -114,6 +117,11 @@ impl Iterator for Tickets {
 /// others are the bits of the job they wait on, plus one, so finding a job needs no map
 /// and no ticket is 0. Every ticket stays below 2^53: JS holds tickets as numbers.
 const COUNTED_TICKET: Ticket = 1 << 52;
+
+/// How many stale entries the key index keeps beyond as many as it has live ones: the
+/// index is rebuilt, at a cost of one insert per live job, only after at least as many
+/// jobs ended.
+const STALE_KEYS_KEPT: usize = 1024;
 
 fn job_ticket(job: Id<Job>) -> Ticket {
     job.to_bits() + 1
@@ -250,8 +258,15 @@ pub(super) struct Estimated(());
 #[derive(Debug)]
 pub(super) struct Jobs {
     slab: Slab<Job>,
-    /// Jobs by the first word of their key; the job's full key confirms a match.
+    /// Jobs by the first word of their key; the job's full key confirms a match. An
+    /// ended job's entry is left in place (taking it out would cost a cache miss per job
+    /// with many in flight) and found stale when looked up; the stale entries are
+    /// dropped all at once when they outnumber the live jobs.
     by_key: IdIndex<Job>,
+    /// How many entries of `by_key` lead to ended jobs.
+    stale_keys: usize,
+    /// How many live jobs `by_key` leads to: the distinct keys queued or running.
+    indexed: usize,
     /// Jobs by their counted tickets (dedup joiners); a job's own ticket is its id.
     by_ticket: IdIndex<Job>,
     next_counted_ticket: Ticket,
@@ -263,6 +278,8 @@ impl Default for Jobs {
         Jobs {
             slab: Slab::default(),
             by_key: IdIndex::default(),
+            stale_keys: 0,
+            indexed: 0,
             by_ticket: IdIndex::default(),
             next_counted_ticket: COUNTED_TICKET,
             next_seq: 0,
@@ -287,6 +304,22 @@ impl Jobs {
         self.slab.iter()
     }
 
+    /// Panics unless the key index leads to every indexed live job and `distinct`
+    /// counts them.
+    #[cfg(any(test, feature = "check"))]
+    pub(super) fn check(&self) {
+        let mut indexed = 0;
+        for (job, entry) in self.slab.iter().filter(|(_, entry)| entry.indexed) {
+            indexed += 1;
+            let found = self.by_key.get(entry.key.0[0]);
+            assert_eq!(found, Some(job), "job {job:?}: the key index leads to it");
+        }
+        assert_eq!(
+            indexed, self.indexed,
+            "distinct keys: the indexed live jobs"
+        );
+    }
+
     /// The job of a store lookup id (a job's full bits), if it is still live.
     pub(super) fn id_from_full_bits(&self, bits: u64) -> Option<Id<Job>> {
         self.slab.id_from_full_bits(bits)
@@ -294,13 +327,20 @@ impl Jobs {
 
     /// How many distinct keys are queued or running (what `maxQueued` bounds).
     pub(super) fn distinct(&self) -> usize {
-        self.by_key.len()
+        self.indexed
+    }
+
+    /// The live job the key index holds under `word`.
+    fn indexed_job(&self, word: u64) -> Option<Id<Job>> {
+        self.by_key
+            .get(word)
+            .filter(|job| self.slab.get(*job).is_some())
     }
 
     /// A new ticket waits on the live job of `key`, if there is one (dedup): the job
     /// takes its priority if higher.
     pub(super) fn join_twin(&mut self, key: ShortKey, priority: Priority) -> Option<Joined> {
-        let job = self.by_key.get(key.0[0])?;
+        let job = self.indexed_job(key.0[0])?;
         let twin = self.slab.get_mut(job).filter(|j| j.key == key)?;
         twin.priority = twin.priority.max(priority);
         self.next_counted_ticket += 1;
@@ -326,6 +366,9 @@ impl Jobs {
         let seq = self.next_seq;
         self.next_seq += 1;
         let ticket = job_ticket(self.slab.next_id());
+        // On the (2^-64) chance that another live job shares the first word, this one
+        // simply goes without dedup.
+        let indexed = self.indexed_job(key.0[0]).is_none();
         let job = self.slab.insert(Job {
             key,
             text: text.into(),
@@ -333,10 +376,14 @@ impl Jobs {
             priority,
             seq,
             tokens,
+            indexed,
         });
-        // On the (2^-64) chance that another job shares the first word, this one simply
-        // goes without dedup.
-        self.by_key.insert_if_vacant(key.0[0], job);
+        if indexed {
+            if self.by_key.insert(key.0[0], job).is_some() {
+                self.stale_keys -= 1;
+            }
+            self.indexed += 1;
+        }
         let member = Member {
             job,
             chars: utf16_len(text),
@@ -384,7 +431,13 @@ impl Jobs {
     /// tickets, to settle.
     pub(super) fn end(&mut self, job: Id<Job>) -> Option<(Job, Tickets)> {
         let mut ended = self.slab.remove(job)?;
-        self.by_key.remove_if_leads_to(ended.key.0[0], job);
+        if ended.indexed {
+            self.indexed -= 1;
+            self.stale_keys += 1;
+            if self.stale_keys > self.indexed + STALE_KEYS_KEPT {
+                self.drop_stale_keys();
+            }
+        }
         for ticket in ended.waiters.iter() {
             self.by_ticket.remove(ticket);
         }
@@ -392,9 +445,22 @@ impl Jobs {
         Some((ended, tickets))
     }
 
+    /// Builds the key index anew from the live jobs it leads to.
+    fn drop_stale_keys(&mut self) {
+        self.by_key.clear();
+        for (job, entry) in self.slab.iter() {
+            if entry.indexed {
+                self.by_key.insert(entry.key.0[0], job);
+            }
+        }
+        self.stale_keys = 0;
+    }
+
     /// Ends every job (dispose): the jobs, whose tickets are to settle.
     pub(super) fn end_all(&mut self) -> Vec<Job> {
         self.by_key.clear();
+        self.stale_keys = 0;
+        self.indexed = 0;
         self.by_ticket.clear();
         self.slab.drain()
     }
@@ -408,5 +474,41 @@ impl Jobs {
             priority: j.priority,
             seq: j.seq,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Jobs, STALE_KEYS_KEPT};
+    use crate::engine::priority::Priority;
+    use crate::key::ShortKey;
+
+    fn key(n: u64) -> ShortKey {
+        ShortKey([n, !n])
+    }
+
+    /// Ended jobs leave their key index entries behind: however many ended, a key is
+    /// found only while its job lives, and the distinct count is the live jobs'.
+    #[test]
+    fn a_key_leads_to_its_live_job_only_however_many_jobs_ended() {
+        let mut jobs = Jobs::default();
+        let keep = jobs.add(key(0), "kept", Priority::new(0.0), 0.0).1.job();
+        for round in 1..=3 * STALE_KEYS_KEPT as u64 {
+            let job = jobs
+                .add(key(round % 700 + 1), "text", Priority::new(0.0), 0.0)
+                .1
+                .job();
+            assert!(jobs
+                .join_twin(key(round % 700 + 1), Priority::new(0.0))
+                .is_some());
+            assert!(jobs.end(job).is_some());
+            assert!(jobs
+                .join_twin(key(round % 700 + 1), Priority::new(0.0))
+                .is_none());
+            assert_eq!(jobs.distinct(), 1);
+            jobs.check();
+        }
+        let joined = jobs.join_twin(key(0), Priority::new(1.0)).map(|j| j.job);
+        assert_eq!(joined, Some(keep));
     }
 }

@@ -66,6 +66,7 @@ impl<T> IdIndex<T> {
 
     /// Number of ids.
     #[inline]
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.0.len()
     }
