@@ -1,10 +1,11 @@
 //! Jobs: one per distinct provider item, shared by identical `translate` calls (dedup)
 //! while queued or running, with the tickets waiting on it.
 //!
-//! The `Jobs` part keeps "a live job is in the key index (unless another job holds its
-//! first word) and each of its counted tickets is in the ticket index; an ended job is in
-//! neither": every way a job ends goes through [`Jobs::end`] (or [`Jobs::end_all`] on
-//! dispose), which returns the job so the engine settles its tickets.
+//! The `Jobs` part keeps "a live job is in the key index (unless another live job holds
+//! its first word) and each of its counted tickets is in the ticket index; an ended job
+//! is found by neither" (its key index entry may stay behind, found stale on lookup):
+//! every way a job ends goes through [`Jobs::end`] (or [`Jobs::end_all`] on dispose),
+//! which returns the job so the engine settles its tickets.
 
 use super::priority::Priority;
 use crate::id_index::IdIndex;
