@@ -131,11 +131,15 @@ fn job_ticket(job: Id<Job>) -> Ticket {
 /// The job slot a ticket names, when it is a job's own ticket (not a counted one). A
 /// slot is reused: the ticket tells the jobs of one slot apart.
 pub fn ticket_slot(ticket: Ticket) -> Option<usize> {
+    job_bits(ticket).map(|bits| (bits & 0xFFFF_FFFF) as usize)
+}
+
+/// The bits of the job whose own ticket `ticket` is (`None` for a counted ticket or 0).
+fn job_bits(ticket: Ticket) -> Option<u64> {
     if ticket & COUNTED_TICKET != 0 {
         return None;
     }
-    let bits = ticket.checked_sub(1)?;
-    Some((bits & 0xFFFF_FFFF) as usize)
+    ticket.checked_sub(1)
 }
 
 impl Job {
@@ -411,7 +415,7 @@ impl Jobs {
     /// ticket waits on no live job.
     pub(super) fn leave(&mut self, ticket: Ticket) -> Option<Left> {
         let job = if ticket & COUNTED_TICKET == 0 {
-            let bits = ticket.checked_sub(1).unwrap_or(u64::MAX);
+            let bits = job_bits(ticket)?;
             self.slab.id_from_bits(bits).filter(|k| {
                 self.slab
                     .get(*k)
