@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
-# Release build of the package: wasm (wasm-pack, wasm-opt from npm binaryen) + JS glue in pkg/.
+# Release build of the package: wasm (wasm-pack, wasm-opt from npm binaryen) + JS glue in
+# pkg/, and the package's own JS, minified from src/js/, in js/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
-[ -x node_modules/.bin/wasm-opt ] || npm install --no-audit --no-fund --loglevel=error
+{ [ -x node_modules/.bin/wasm-opt ] && [ -d node_modules/terser ]; } || npm install --no-audit --no-fund --loglevel=error
 # Snippet folders are named by a hash: clear old ones so that none ships by mistake.
 rm -rf pkg/snippets
 wasm-pack build --release --target web --out-dir pkg --out-name batch_pacer --no-pack --no-typescript
 # Without the glue's own default URL of the .wasm, bundlers see the .wasm once (see there).
 node scripts/patch-glue.mjs
-# The generated JS without its comments (the sources keep theirs; see there).
-node scripts/strip-comments.mjs
+# The JS the package ships, minified: src/js/ into js/, and the glue in place (see there).
+node scripts/ship-js.mjs
 # wasm-pack writes a .gitignore of "*" into pkg/, which would keep the files out of `npm pack`.
 rm -f pkg/.gitignore
 # The same module inline, for `batch-pacer/inline-wasm` (start-up without a fetch).

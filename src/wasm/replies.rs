@@ -231,7 +231,7 @@ fn retry_after(error: &JsValue) -> Option<Duration> {
 }
 
 // The package's one Retry-After reading, shared with openAIProvider.
-#[wasm_bindgen(module = "/js/retry-after.js")]
+#[wasm_bindgen(module = "/src/js/retry-after.js")]
 extern "C" {
     #[wasm_bindgen(js_name = parseRetryAfter)]
     fn retry_after_ms(text: &JsValue) -> JsValue;

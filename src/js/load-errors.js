@@ -13,8 +13,8 @@ const CSP_MANIFEST_V2_LINE = `"content_security_policy": "script-src 'self' 'was
 export const WASM_EXPORT = "batch-pacer/batch_pacer_bg.wasm";
 
 const INLINE_HINT =
-  'or import from "batch-pacer/inline" instead, which carries the module inside the JavaScript and initialises on import ' +
-  '(or call initSync(wasmBytes()) with wasmBytes from "batch-pacer/inline-wasm")';
+  'or import from "batch-pacer/inline" instead, which carries the module inside the JavaScript and initialises on import, ' +
+  'or call initSync(wasmBytes()) with wasmBytes from "batch-pacer/inline-wasm"';
 
 const fail = (message, cause) => new PacerError("not_initialized", `batch-pacer: ${message}`, { cause });
 
