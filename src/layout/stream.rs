@@ -89,7 +89,12 @@ impl ReplyText {
                 None => {
                     // Hold back what could still grow into the tag.
                     let hold = partial_tag_len(tail, tag);
-                    let (visible, held) = tail.split_at(tail.len() - hold);
+                    // The held part is ASCII (a prefix of the tag), so the split is on a
+                    // char boundary; `split_at` would compile in a panic path with char
+                    // formatting.
+                    let (visible, held) = tail
+                        .split_at_checked(tail.len() - hold)
+                        .unwrap_or((tail, ""));
                     if !self.thinking {
                         self.keep(visible);
                     }
