@@ -417,6 +417,12 @@ fn shift_reads_better(segments: &[Option<&str>], lengths: &Lengths) -> bool {
         into
     }
     let base = scatter(read(&mut buffer, &known, &|k| source[k]));
+    // A reading must scatter less than `base` by more than ln 2, and no scatter is
+    // negative: segments that scatter no more than ln 2 as they stand (every faithful
+    // reply's) leave no reading to try.
+    if base <= 2f64.ln() {
+        return false;
+    }
     let fits_well = |reading: &[f64]| {
         let centre = median(reading);
         reading.iter().all(|r| (r - centre).abs() <= 1.5f64.ln())
