@@ -14,19 +14,21 @@
 //!
 //! A false alarm costs a retry, never a wrong paragraph.
 
+use crate::byte_scan::{first_byte, ONES};
 use crate::codec::Mismatch;
+use crate::trim::{trim, trim_end};
 
 /// Checks `segments` (one per text, already counted) against `texts`.
 pub fn check(texts: &[&str], segments: &[&str]) -> Result<(), Mismatch> {
     for (index, (text, segment)) in texts.iter().zip(segments).enumerate() {
-        let text = text.trim_end();
-        if segment.trim_end().ends_with(':') && !text.ends_with(':') && !text.ends_with('：') {
+        let text = trim_end(text);
+        if trim_end(segment).ends_with(':') && !text.ends_with(':') && !text.ends_with('：') {
             return Err(Mismatch::Misaligned { index });
         }
     }
     for (i, a) in segments.iter().enumerate() {
         for (j, b) in segments.iter().enumerate().skip(i + 1) {
-            if a.trim() == b.trim() && texts[i].trim() != texts[j].trim() {
+            if trim(a) == trim(b) && trim(texts[i]) != trim(texts[j]) {
                 return Err(Mismatch::Misaligned { index: j });
             }
         }
@@ -57,7 +59,7 @@ fn numbers_moved_in<'a>(
     // its paragraph lacks, so it can neither lose a number nor be where one moved. Its
     // runs are not read; a reply of nothing else needs no runs at all. (Trimming keeps
     // every run: white space is no digit.)
-    let echoed = |k: usize| segment(k).is_some_and(|s| texts.get(k).is_some_and(|t| s == t.trim()));
+    let echoed = |k: usize| segment(k).is_some_and(|s| texts.get(k).is_some_and(|t| s == trim(t)));
     if count == texts.len() && (0..count).all(echoed) {
         return None;
     }
@@ -169,29 +171,13 @@ fn push_digit_runs<'a>(text: &'a str, runs: &mut Vec<&'a [u8]>) {
 
 /// The index of the first ASCII digit in `bytes`.
 fn first_digit(bytes: &[u8]) -> Option<usize> {
-    // Sixteen bytes a step: one loop branch for two words.
-    let mut chunks = bytes.chunks_exact(16);
-    let mut skipped = 0;
-    for chunk in &mut chunks {
-        let (low, high) = chunk.split_at(8);
-        let low = u64::from_le_bytes(low.try_into().unwrap_or_default());
-        let high = u64::from_le_bytes(high.try_into().unwrap_or_default());
-        if has_digit(low) | has_digit(high) {
-            break;
-        }
-        skipped += 16;
-    }
-    bytes[skipped..]
-        .iter()
-        .position(u8::is_ascii_digit)
-        .map(|i| skipped + i)
+    first_byte(bytes, has_digit, |b| b.is_ascii_digit())
 }
 
 /// Whether one of the eight bytes of `word` is an ASCII digit (0x30..=0x39), the
 /// "has a byte between m and n" test of the bit-twiddling folklore with m = 0x2F and
 /// n = 0x3A. Exact for every byte: bytes of 0x80 and above are excluded by `!word`.
 fn has_digit(word: u64) -> bool {
-    const ONES: u64 = u64::MAX / 255;
     const LOW7: u64 = ONES * 127;
     let low = word & LOW7;
     let below_n = (ONES * (127 + 0x3A)).wrapping_sub(low);

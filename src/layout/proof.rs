@@ -27,6 +27,7 @@
 //! under another, which this never does.
 
 use crate::markers::{scan, Marker};
+use crate::trim::trim;
 
 /// One segment of a reply, in reply order. Ids are the batch's 1-based numbers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,11 +53,7 @@ pub fn marked_entries(reply: &str, tag: &str) -> Vec<Entry> {
             }
             (Some(first), true) if first.id == marker.id => entries.push(Entry::Pair {
                 id: first.id,
-                text: reply
-                    .get(first.end..marker.start)
-                    .unwrap_or("")
-                    .trim()
-                    .to_owned(),
+                text: trim(reply.get(first.end..marker.start).unwrap_or("")).to_owned(),
             }),
             (Some(first), true) => {
                 entries.push(Entry::Broken { id: first.id });
@@ -139,7 +136,7 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
     }
     let mut trimmed: Vec<&str> = Vec::with_capacity(n);
     for text in texts {
-        trimmed.push(text.trim());
+        trimmed.push(trim(text));
     }
     let source = |i: usize| trimmed[i];
     // Rule 1, per entry in reply order.
