@@ -20,20 +20,31 @@ use crate::trim::{trim, trim_end};
 
 /// Checks `segments` (one per text, already counted) against `texts`.
 pub fn check(texts: &[&str], segments: &[&str]) -> Result<(), Mismatch> {
-    for (index, (text, segment)) in texts.iter().zip(segments).enumerate() {
+    check_in(texts, segments.len(), |k| segments[k])
+}
+
+/// [`check`] on the `count` segments `segment` gives: the proof holds its segments as
+/// options, and checks them once it knows all are there.
+pub(crate) fn check_in<'a>(
+    texts: &[&'a str],
+    count: usize,
+    segment: impl Fn(usize) -> &'a str,
+) -> Result<(), Mismatch> {
+    for (index, text) in texts.iter().enumerate().take(count) {
         let text = trim_end(text);
-        if trim_end(segment).ends_with(':') && !text.ends_with(':') && !text.ends_with('：') {
+        if trim_end(segment(index)).ends_with(':') && !text.ends_with(':') && !text.ends_with('：')
+        {
             return Err(Mismatch::Misaligned { index });
         }
     }
-    for (i, a) in segments.iter().enumerate() {
-        for (j, b) in segments.iter().enumerate().skip(i + 1) {
-            if trim(a) == trim(b) && trim(texts[i]) != trim(texts[j]) {
+    for i in 0..count {
+        for j in i + 1..count {
+            if trim(segment(i)) == trim(segment(j)) && trim(texts[i]) != trim(texts[j]) {
                 return Err(Mismatch::Misaligned { index: j });
             }
         }
     }
-    match numbers_moved_in(texts, segments.len(), |k| Some(segments[k])) {
+    match numbers_moved_in(texts, count, |k| Some(segment(k))) {
         Some(index) => Err(Mismatch::Misaligned { index }),
         None => Ok(()),
     }

@@ -284,14 +284,11 @@ fn shifted(texts: &[&str], segments: &[Option<&str>], lengths: &Lengths) -> bool
             }
         }
     }
-    let mut complete: Vec<&str> = Vec::with_capacity(n);
-    for segment in segments {
-        match segment {
-            Some(s) => complete.push(s),
-            None => return false,
-        }
+    if segments.iter().any(Option::is_none) {
+        return false;
     }
-    n > 1 && crate::alignment::check(texts, &complete).is_err()
+    let complete = |k: usize| segments[k].unwrap_or_default();
+    n > 1 && crate::alignment::check_in(texts, n, complete).is_err()
 }
 
 /// Rule 5's number evidence, wherever segments are missing: a segment about to be taken,
