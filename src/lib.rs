@@ -21,7 +21,7 @@
 //!   - `time`: virtual instants and durations in microseconds, saturating arithmetic.
 //!   - `text`: text measured as JavaScript measures it (UTF-16 code units).
 //!   - `trim`: `str::trim` without a pass when a text's ends are visible ASCII.
-//!   - `byte_scan`: the first byte of a class, found sixteen bytes a step.
+//!   - `byte_scan`: the first byte of a class, found thirty-two bytes a step.
 //!   - `display`: numbers and strings written as JavaScript writes them, for messages.
 //!   - `hash`: a fast hasher for keys that are already uniformly distributed.
 //!   - `slab`: generational slabs: ids that never meet a later entry.

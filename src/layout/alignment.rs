@@ -164,7 +164,7 @@ impl<'a> DigitRuns<'a> {
 }
 
 /// Appends the runs of ASCII digits in `text` to `runs`. Every byte of every text and
-/// segment passes through here, and most bytes are not digits: those are skipped sixteen at
+/// segment passes through here, and most bytes are not digits: those are skipped a block at
 /// a time.
 fn push_digit_runs<'a>(text: &'a str, runs: &mut Vec<&'a [u8]>) {
     let mut rest = text.as_bytes();
@@ -182,18 +182,19 @@ fn push_digit_runs<'a>(text: &'a str, runs: &mut Vec<&'a [u8]>) {
 
 /// The index of the first ASCII digit in `bytes`.
 fn first_digit(bytes: &[u8]) -> Option<usize> {
-    first_byte(bytes, has_digit, |b| b.is_ascii_digit())
+    first_byte(bytes, digit_bits)
 }
 
-/// Whether one of the eight bytes of `word` is an ASCII digit (0x30..=0x39), the
-/// "has a byte between m and n" test of the bit-twiddling folklore with m = 0x2F and
-/// n = 0x3A. Exact for every byte: bytes of 0x80 and above are excluded by `!word`.
-fn has_digit(word: u64) -> bool {
+/// The high bit of each of the eight bytes of `word` that is an ASCII digit
+/// (0x30..=0x39): the "bytes between m and n" test of the bit-twiddling folklore with
+/// m = 0x2F and n = 0x3A. Exact for every byte: bytes of 0x80 and above are excluded by
+/// `!word`.
+fn digit_bits(word: u64) -> u64 {
     const LOW7: u64 = ONES * 127;
     let low = word & LOW7;
     let below_n = (ONES * (127 + 0x3A)).wrapping_sub(low);
     let above_m = low.wrapping_add(ONES * (127 - 0x2F));
-    below_n & !word & above_m & (ONES * 128) != 0
+    below_n & !word & above_m & (ONES * 128)
 }
 
 #[cfg(test)]
@@ -248,7 +249,7 @@ mod tests {
                 let mut bytes = [b'a'; 8];
                 bytes[position] = byte;
                 assert_eq!(
-                    has_digit(u64::from_le_bytes(bytes)),
+                    digit_bits(u64::from_le_bytes(bytes)) != 0,
                     byte.is_ascii_digit(),
                     "byte {byte} at {position}"
                 );
@@ -257,7 +258,7 @@ mod tests {
                     let mut mixed = [other; 8];
                     mixed[position] = byte;
                     assert_eq!(
-                        has_digit(u64::from_le_bytes(mixed)),
+                        digit_bits(u64::from_le_bytes(mixed)) != 0,
                         byte.is_ascii_digit(),
                         "byte {byte} at {position} among {other}"
                     );
@@ -272,7 +273,7 @@ mod tests {
                 .wrapping_add(1);
             let word = state ^ (state >> 29) & 0x3F3F_3F3F_3F3F_3F3F;
             let naive = word.to_le_bytes().iter().any(u8::is_ascii_digit);
-            assert_eq!(has_digit(word), naive, "word {word:#018x}");
+            assert_eq!(digit_bits(word) != 0, naive, "word {word:#018x}");
         }
         let text = "no digits for a while, then 42 and ünïcödé 7";
         for start in 0..text.len() {
