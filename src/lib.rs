@@ -20,6 +20,8 @@
 //! - `util/`: building blocks with no knowledge of pacing:
 //!   - `time`: virtual instants and durations in microseconds, saturating arithmetic.
 //!   - `text`: text measured as JavaScript measures it (UTF-16 code units).
+//!   - `trim`: `str::trim` without a pass when a text's ends are visible ASCII.
+//!   - `byte_scan`: the first byte of a class, found thirty-two bytes a step.
 //!   - `display`: numbers and strings written as JavaScript writes them, for messages.
 //!   - `hash`: a fast hasher for keys that are already uniformly distributed.
 //!   - `slab`: generational slabs: ids that never meet a later entry.
@@ -69,7 +71,7 @@ mod util;
 #[cfg(target_arch = "wasm32")]
 use util::slotted_map;
 pub use util::time;
-use util::{deadlines, display, hash, id_index, id_table, ready, slab, text};
+use util::{byte_scan, deadlines, display, hash, id_index, id_table, ready, slab, text, trim};
 mod contract;
 pub use contract::{call, item, options, settle, snapshot, stats};
 mod memo;

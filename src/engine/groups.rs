@@ -69,6 +69,11 @@ pub(super) struct Groups {
     recent: [Id<Group>; RECENT],
     /// The slot of `recent` the next group found through the index takes.
     next_recent: usize,
+    /// The fields of the own group released last, for the next group of the same
+    /// fields: items that arrive and are answered a batch at a time make and release a
+    /// group per batch, and its fields (owned strings, a keyer primed with them) are
+    /// the same each time.
+    released: Option<Rc<Fields>>,
 }
 
 /// How many groups `recent` holds: a page's target languages and flows.
@@ -107,6 +112,7 @@ impl Groups {
             moved: Vec::new(),
             recent: [Id::NONE; RECENT],
             next_recent: 0,
+            released: None,
         }
     }
 
@@ -185,7 +191,14 @@ impl Groups {
         }
         let fields = match entry {
             Some(entry) => Rc::clone(entry),
-            None => fields_of(&self.keyer, compat, encoded, fields_word),
+            None => match self.released.take() {
+                Some(fields)
+                    if fields.fields_word == fields_word && *fields.encoded == *encoded =>
+                {
+                    fields
+                }
+                _ => fields_of(&self.keyer, compat, encoded, fields_word),
+            },
         };
         let item_key = fields.keyer.key(text);
         let key = self.slab.insert(Group {
@@ -272,6 +285,7 @@ impl Groups {
                 } else {
                     self.by_fields
                         .remove_if_leads_to(g.fields.fields_word, group);
+                    self.released = Some(g.fields);
                 }
             }
         }
@@ -285,6 +299,7 @@ impl Groups {
         self.by_fields.clear();
         self.moved.clear();
         self.recent = [Id::NONE; RECENT];
+        self.released = None;
     }
 }
 

@@ -14,28 +14,37 @@
 //!
 //! A false alarm costs a retry, never a wrong paragraph.
 
+use crate::byte_scan::{first_byte, ONES};
 use crate::codec::Mismatch;
+use crate::trim::{trim, trim_end};
 
 /// Checks `segments` (one per text, already counted) against `texts`.
 pub fn check(texts: &[&str], segments: &[&str]) -> Result<(), Mismatch> {
-    for (index, (text, segment)) in texts.iter().zip(segments).enumerate() {
-        let text = text.trim_end();
-        if segment.trim_end().ends_with(':') && !text.ends_with(':') && !text.ends_with('：') {
+    check_in(texts, segments.len(), |k| segments[k])
+}
+
+/// [`check`] on the `count` segments `segment` gives: the proof holds its segments as
+/// options, and checks them once it knows all are there.
+pub(crate) fn check_in<'a>(
+    texts: &[&'a str],
+    count: usize,
+    segment: impl Fn(usize) -> &'a str,
+) -> Result<(), Mismatch> {
+    for (index, text) in texts.iter().enumerate().take(count) {
+        let text = trim_end(text);
+        if trim_end(segment(index)).ends_with(':') && !text.ends_with(':') && !text.ends_with('：')
+        {
             return Err(Mismatch::Misaligned { index });
         }
     }
-    for (i, a) in segments.iter().enumerate() {
-        for (j, b) in segments.iter().enumerate().skip(i + 1) {
-            if a.trim() == b.trim() && texts[i].trim() != texts[j].trim() {
+    for i in 0..count {
+        for j in i + 1..count {
+            if trim(segment(i)) == trim(segment(j)) && trim(texts[i]) != trim(texts[j]) {
                 return Err(Mismatch::Misaligned { index: j });
             }
         }
     }
-    let mut present: Vec<Option<&str>> = Vec::with_capacity(segments.len());
-    for segment in segments {
-        present.push(Some(*segment));
-    }
-    match numbers_moved(texts, &present) {
+    match numbers_moved_in(texts, count, |k| Some(segment(k))) {
         Some(index) => Err(Mismatch::Misaligned { index }),
         None => Ok(()),
     }
@@ -46,18 +55,37 @@ pub fn check(texts: &[&str], segments: &[&str]) -> Result<(), Mismatch> {
 /// have it: text moved across segments. `None` stands for a segment the reply did not
 /// give; it holds no number.
 pub fn numbers_moved(texts: &[&str], segments: &[Option<&str>]) -> Option<usize> {
+    numbers_moved_in(texts, segments.len(), |k| segments[k])
+}
+
+/// [`numbers_moved`] on the `count` segments `segment` gives, so that a caller whose
+/// segments are all there need not collect them as options first.
+fn numbers_moved_in<'a>(
+    texts: &[&'a str],
+    count: usize,
+    segment: impl Fn(usize) -> Option<&'a str>,
+) -> Option<usize> {
+    // A segment identical to its paragraph (an untranslatable name, a number, code)
+    // holds exactly the paragraph's numbers: none is missing from it, and it holds none
+    // its paragraph lacks, so it can neither lose a number nor be where one moved. Its
+    // runs are not read; a reply of nothing else needs no runs at all. (Trimming keeps
+    // every run: white space is no digit.)
+    let echoed = |k: usize| segment(k).is_some_and(|s| texts.get(k).is_some_and(|t| s == trim(t)));
+    if count == texts.len() && (0..count).all(echoed) {
+        return None;
+    }
     // A number is a whole run of digits: the `1` inside another number's `12` is not that
     // number, and taking it for one would let a merge next to a `12` go unseen. So each
     // text and segment is read once into its (few, short) runs, and runs are compared.
     let text_runs = DigitRuns::of(texts.iter().map(|t| Some(*t)));
-    let segment_runs = DigitRuns::of(segments.iter().copied());
-    for index in 0..texts.len() {
+    let segment_runs = DigitRuns::of((0..count).map(|k| segment(k).filter(|_| !echoed(k))));
+    for index in (0..texts.len()).filter(|&i| !echoed(i)) {
         for number in text_runs.of_text(index) {
             // The common case, a number kept in its own segment, needs no further search.
             if segment_runs.of_text(index).contains(number) {
                 continue;
             }
-            let elsewhere = (0..segments.len()).any(|k| {
+            let elsewhere = (0..count).any(|k| {
                 k != index
                     && segment_runs.of_text(k).contains(number)
                     && !text_runs.of_text(k).contains(number)
@@ -136,7 +164,7 @@ impl<'a> DigitRuns<'a> {
 }
 
 /// Appends the runs of ASCII digits in `text` to `runs`. Every byte of every text and
-/// segment passes through here, and most bytes are not digits: those are skipped sixteen at
+/// segment passes through here, and most bytes are not digits: those are skipped a block at
 /// a time.
 fn push_digit_runs<'a>(text: &'a str, runs: &mut Vec<&'a [u8]>) {
     let mut rest = text.as_bytes();
@@ -154,34 +182,19 @@ fn push_digit_runs<'a>(text: &'a str, runs: &mut Vec<&'a [u8]>) {
 
 /// The index of the first ASCII digit in `bytes`.
 fn first_digit(bytes: &[u8]) -> Option<usize> {
-    // Sixteen bytes a step: one loop branch for two words.
-    let mut chunks = bytes.chunks_exact(16);
-    let mut skipped = 0;
-    for chunk in &mut chunks {
-        let (low, high) = chunk.split_at(8);
-        let low = u64::from_le_bytes(low.try_into().unwrap_or_default());
-        let high = u64::from_le_bytes(high.try_into().unwrap_or_default());
-        if has_digit(low) | has_digit(high) {
-            break;
-        }
-        skipped += 16;
-    }
-    bytes[skipped..]
-        .iter()
-        .position(u8::is_ascii_digit)
-        .map(|i| skipped + i)
+    first_byte(bytes, digit_bits)
 }
 
-/// Whether one of the eight bytes of `word` is an ASCII digit (0x30..=0x39), the
-/// "has a byte between m and n" test of the bit-twiddling folklore with m = 0x2F and
-/// n = 0x3A. Exact for every byte: bytes of 0x80 and above are excluded by `!word`.
-fn has_digit(word: u64) -> bool {
-    const ONES: u64 = u64::MAX / 255;
+/// The high bit of each of the eight bytes of `word` that is an ASCII digit
+/// (0x30..=0x39): the "bytes between m and n" test of the bit-twiddling folklore with
+/// m = 0x2F and n = 0x3A. Exact for every byte: bytes of 0x80 and above are excluded by
+/// `!word`.
+fn digit_bits(word: u64) -> u64 {
     const LOW7: u64 = ONES * 127;
     let low = word & LOW7;
     let below_n = (ONES * (127 + 0x3A)).wrapping_sub(low);
     let above_m = low.wrapping_add(ONES * (127 - 0x2F));
-    below_n & !word & above_m & (ONES * 128) != 0
+    below_n & !word & above_m & (ONES * 128)
 }
 
 #[cfg(test)]
@@ -236,7 +249,7 @@ mod tests {
                 let mut bytes = [b'a'; 8];
                 bytes[position] = byte;
                 assert_eq!(
-                    has_digit(u64::from_le_bytes(bytes)),
+                    digit_bits(u64::from_le_bytes(bytes)) != 0,
                     byte.is_ascii_digit(),
                     "byte {byte} at {position}"
                 );
@@ -245,7 +258,7 @@ mod tests {
                     let mut mixed = [other; 8];
                     mixed[position] = byte;
                     assert_eq!(
-                        has_digit(u64::from_le_bytes(mixed)),
+                        digit_bits(u64::from_le_bytes(mixed)) != 0,
                         byte.is_ascii_digit(),
                         "byte {byte} at {position} among {other}"
                     );
@@ -260,7 +273,7 @@ mod tests {
                 .wrapping_add(1);
             let word = state ^ (state >> 29) & 0x3F3F_3F3F_3F3F_3F3F;
             let naive = word.to_le_bytes().iter().any(u8::is_ascii_digit);
-            assert_eq!(has_digit(word), naive, "word {word:#018x}");
+            assert_eq!(digit_bits(word) != 0, naive, "word {word:#018x}");
         }
         let text = "no digits for a while, then 42 and ünïcödé 7";
         for start in 0..text.len() {

@@ -27,6 +27,7 @@
 //! under another, which this never does.
 
 use crate::markers::{scan, Marker};
+use crate::trim::trim;
 
 /// One segment of a reply, in reply order. Ids are the batch's 1-based numbers.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -52,11 +53,7 @@ pub fn marked_entries(reply: &str, tag: &str) -> Vec<Entry> {
             }
             (Some(first), true) if first.id == marker.id => entries.push(Entry::Pair {
                 id: first.id,
-                text: reply
-                    .get(first.end..marker.start)
-                    .unwrap_or("")
-                    .trim()
-                    .to_owned(),
+                text: trim(reply.get(first.end..marker.start).unwrap_or("")).to_owned(),
             }),
             (Some(first), true) => {
                 entries.push(Entry::Broken { id: first.id });
@@ -139,7 +136,7 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
     }
     let mut trimmed: Vec<&str> = Vec::with_capacity(n);
     for text in texts {
-        trimmed.push(text.trim());
+        trimmed.push(trim(text));
     }
     let source = |i: usize| trimmed[i];
     // Rule 1, per entry in reply order.
@@ -156,7 +153,8 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
         };
         let in_order = highest.is_none_or(|h| i > h);
         highest = Some(highest.map_or(i, |h| h.max(i)));
-        let other_source = (0..n).any(|j| j != i && source(j) != source(i) && source(j) == text);
+        // The rarer equality first: a segment seldom equals any source.
+        let other_source = (0..n).any(|j| j != i && source(j) == text && source(j) != source(i));
         let repeated = entries.iter().enumerate().any(|(q, other)| {
             q != p
                 && matches!(other, Entry::Pair { id: Some(k), text: t }
@@ -199,21 +197,15 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
             }
         }
     }
-    // Undamaged segments (the reply position of each), and the missing ones.
-    let mut undamaged: Vec<Option<usize>> = vec![None; n];
+    // The undamaged segment of each id (an id found twice is damaged: at most one is).
+    let undamaged = |p: usize, i: usize| !damaged[p] && id_at(p) == Some(i);
+    let mut segments: Vec<Option<&str>> = vec![None; n];
     for (p, entry) in entries.iter().enumerate() {
-        if let (Entry::Pair { .. }, Some(i)) = (entry, id_at(p)) {
-            if !damaged[p] {
-                undamaged[i] = Some(p);
+        if let (Entry::Pair { text, .. }, Some(i)) = (entry, id_at(p)) {
+            if undamaged(p, i) {
+                segments[i] = Some(text.as_str());
             }
         }
-    }
-    let mut segments: Vec<Option<&str>> = Vec::with_capacity(n);
-    for at in &undamaged {
-        segments.push(at.and_then(|p| match &entries[p] {
-            Entry::Pair { text, .. } => Some(text.as_str()),
-            Entry::Broken { .. } => None,
-        }));
     }
     let lengths = Lengths::of_trimmed(&trimmed, &segments);
     // Rule 5.
@@ -240,9 +232,11 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
         return proven;
     }
     drop(segments);
-    for i in (0..n).filter(|&i| taken[i]) {
-        if let Some(Entry::Pair { text, .. }) = undamaged[i].map(|p| &mut entries[p]) {
-            proven[i] = Some(core::mem::take(text));
+    for (p, entry) in entries.iter_mut().enumerate() {
+        if let Entry::Pair { id, text } = entry {
+            if let Some(i) = index_of(*id).filter(|&i| taken[i] && !damaged[p]) {
+                proven[i] = Some(core::mem::take(text));
+            }
         }
     }
     proven
@@ -287,14 +281,11 @@ fn shifted(texts: &[&str], segments: &[Option<&str>], lengths: &Lengths) -> bool
             }
         }
     }
-    let mut complete: Vec<&str> = Vec::with_capacity(n);
-    for segment in segments {
-        match segment {
-            Some(s) => complete.push(s),
-            None => return false,
-        }
+    if segments.iter().any(Option::is_none) {
+        return false;
     }
-    n > 1 && crate::alignment::check(texts, &complete).is_err()
+    let complete = |k: usize| segments[k].unwrap_or_default();
+    n > 1 && crate::alignment::check_in(texts, n, complete).is_err()
 }
 
 /// Rule 5's number evidence, wherever segments are missing: a segment about to be taken,
@@ -394,29 +385,33 @@ fn shift_reads_better(segments: &[Option<&str>], lengths: &Lengths) -> bool {
     let source = &lengths.source;
     // The segments before the last that are there: a missing one (damaged elsewhere)
     // must not hide the evidence of the others.
-    let mut known: Vec<(usize, f64)> = Vec::with_capacity(n - 1);
-    for (k, candidate) in lengths.segment.iter().enumerate().take(n - 1) {
-        if let Some(len) = candidate {
-            known.push((k, *len));
-        }
-    }
-    if known.len() < 2 {
+    let known = &lengths.segment[..n - 1];
+    let count = known.iter().flatten().count();
+    if count < 2 {
         return false;
     }
     // One buffer for every reading: a batch reply tries 2 (n - 1) of them.
-    let mut buffer: Vec<f64> = Vec::with_capacity(known.len());
+    let mut buffer: Vec<f64> = Vec::with_capacity(count);
     fn read<'a>(
         into: &'a mut Vec<f64>,
-        known: &[(usize, f64)],
+        known: &[Option<f64>],
         source_of: &dyn Fn(usize) -> f64,
     ) -> &'a [f64] {
         into.clear();
-        for &(k, len) in known {
-            into.push((len / source_of(k)).ln());
+        for (k, len) in known.iter().enumerate() {
+            if let Some(len) = len {
+                into.push((len / source_of(k)).ln());
+            }
         }
         into
     }
-    let base = scatter(read(&mut buffer, &known, &|k| source[k]));
+    let base = scatter(read(&mut buffer, known, &|k| source[k]));
+    // A reading must scatter less than `base` by more than ln 2, and no scatter is
+    // negative: segments that scatter no more than ln 2 as they stand (every faithful
+    // reply's) leave no reading to try.
+    if base <= 2f64.ln() {
+        return false;
+    }
     let fits_well = |reading: &[f64]| {
         let centre = median(reading);
         reading.iter().all(|r| (r - centre).abs() <= 1.5f64.ln())
@@ -435,8 +430,8 @@ fn shift_reads_better(segments: &[Option<&str>], lengths: &Lengths) -> bool {
             core::cmp::Ordering::Greater => source[k + 1],
         };
         let dropped = |k: usize| source[if k < j { k } else { k + 1 }];
-        fits_well(read(&mut buffer, &known, &merged))
-            || fits_well(read(&mut buffer, &known, &dropped))
+        fits_well(read(&mut buffer, known, &merged))
+            || fits_well(read(&mut buffer, known, &dropped))
     })
 }
 

@@ -227,12 +227,13 @@ const ONES: u64 = u64::MAX / 255;
 /// The high bit of each byte of `word` (every byte below 0x80) that lies strictly between
 /// `low` and `high` (`high` at most 0x80): the "count bytes between m and n" test of the
 /// bit-twiddling folklore. No byte's arithmetic carries or borrows into its neighbour, so
-/// each byte's bit is exact.
+/// each byte's bit is exact. The words are ASCII, so the folklore's masks for bytes of
+/// 0x80 and above (`word & 0x7F…`, `& !word`) are left out: four tests a word, they were
+/// a fifth of the estimate's instructions.
 const fn between(word: u64, low: u8, high: u8) -> u64 {
-    const LOW7: u64 = ONES * 127;
-    let below = (ONES * (127 + high as u64)).wrapping_sub(word & LOW7);
-    let above = (word & LOW7).wrapping_add(ONES * (127 - low as u64));
-    below & !word & above & (ONES * 128)
+    let below = (ONES * (127 + high as u64)).wrapping_sub(word);
+    let above = word.wrapping_add(ONES * (127 - low as u64));
+    below & above & (ONES * 128)
 }
 
 #[cfg(test)]

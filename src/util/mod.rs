@@ -1,6 +1,7 @@
 //! Building blocks with no knowledge of pacing: time, text measures, JavaScript's
 //! number formatting, and the containers the engine is built from.
 
+pub(crate) mod byte_scan;
 pub(crate) mod deadlines;
 pub(crate) mod display;
 pub(crate) mod hash;
@@ -11,3 +12,4 @@ pub(crate) mod slab;
 pub(crate) mod slotted_map;
 pub(crate) mod text;
 pub mod time;
+pub(crate) mod trim;
