@@ -111,6 +111,11 @@ pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) 
     if holding_another_number(&sources, &closed[..clean]).is_some() {
         return 0;
     }
+    // A closed segment whose length fits no translation of its source (a remark or an
+    // empty pair in a freed number) leaves no reading to judge a merge before it by.
+    if misfit_length(&sources, &closed[..clean]) {
+        return 0;
+    }
     // Each needs its right neighbour begun past any rule-1 damage (or closed cleanly),
     // and not the last one: the last two segments wait for the end.
     // The first segment needs its neighbour closed: a merge under numbers copied in
@@ -142,6 +147,28 @@ pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) 
         n - 1
     } else {
         n.saturating_sub(2)
+    })
+}
+
+/// Whether one of the closed segments is far from the length the run's median
+/// translation-to-source ratio predicts for its source: more than 3 times off either
+/// way, and by at least 16 characters (as rule 5 judges a whole reply, so that short
+/// labels translated longer are no evidence). Such a segment fits no reading: next to a
+/// merge (the freed number filled with a remark or nothing) it hides the merge from
+/// `merge_reads_better`, whose readings must all fit.
+fn misfit_length(sources: &[&str], closed: &[&str]) -> bool {
+    if closed.len() < 2 {
+        return false;
+    }
+    let length = |text: &str| char_len(text).max(1.0);
+    let mut ratios = Vec::with_capacity(closed.len());
+    for (segment, source) in closed.iter().zip(sources) {
+        ratios.push(length(segment) / length(source));
+    }
+    let centre = median(&ratios);
+    closed.iter().zip(sources).any(|(segment, source)| {
+        let (written, predicted) = (length(segment), centre * length(source));
+        !(1.0 / 3.0..=3.0).contains(&(written / predicted)) && (written - predicted).abs() >= 16.0
     })
 }
 
@@ -364,6 +391,25 @@ mod tests {
         let remark = [merged, "ein dritter Absatz!", "Done."];
         assert_eq!(proven_count(&texts, &remark), 0);
         let faithful = ["der erste Absatz", "der zweite hier"];
+        assert_eq!(proven_count(&texts, &faithful), 1);
+    }
+
+    #[test]
+    fn a_merge_followed_by_an_empty_pair_stops_early_resolution() {
+        // Found by the `replies` fuzz target: the first two merged into the first pair and
+        // the freed number filled with nothing but quotes. Read as it stands the second
+        // pair fits no source, read as a merge neither; every paragraph holds a `1`.
+        let texts = [
+            "0 paragraph Überall & <s1> tags",
+            "1 paragraph Überall & <s1> tags",
+            "2 paragraph \t\u{1}<\t!\u{2}3333333 <]\\ \u{5}",
+        ];
+        let merged = "«0 paragraph Überall & <s1> tags» «1 paragraph Überall & <s1> tags»";
+        assert_eq!(proven_count(&texts, &[merged, "«»"]), 0);
+        let faithful = [
+            "«0 paragraph Überall & <s1> tags»",
+            "«1 paragraph Überall & <s1> tags»",
+        ];
         assert_eq!(proven_count(&texts, &faithful), 1);
     }
 
