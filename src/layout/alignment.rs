@@ -99,8 +99,10 @@ fn numbers_moved_in<'a>(
 }
 
 /// The first of `segments` (segment `i` written for paragraph `i`) that holds a number
-/// of another paragraph which its own paragraph lacks: text of that paragraph moved into
-/// it (a merge), whatever the rest of the reply turns out to be.
+/// of another paragraph more times than its own paragraph does (at all, when its own
+/// lacks it): text of that paragraph moved into it (a merge), whatever the rest of the
+/// reply turns out to be. Counting, not only looking, sees a short paragraph's `1`
+/// merged into a segment whose own paragraph holds a `1` too.
 pub fn holding_another_number(texts: &[&str], segments: &[&str]) -> Option<usize> {
     // Each text's runs once, not once per segment: a stream asks on every value.
     let text_runs = DigitRuns::of(texts.iter().map(|t| Some(*t)));
@@ -112,12 +114,14 @@ pub fn holding_another_number(texts: &[&str], segments: &[&str]) -> Option<usize
         segment_runs.clear();
         segment_runs.push(Some(segments[index]));
         let held = segment_runs.of_text(0);
+        let times = |runs: &[&[u8]], number: &[u8]| runs.iter().filter(|r| **r == number).count();
         !held.is_empty()
             && (0..texts.len()).any(|j| {
                 j != index
-                    && text_runs.of_text(j).iter().any(|number| {
-                        held.contains(number) && !text_runs.of_text(index).contains(number)
-                    })
+                    && text_runs
+                        .of_text(j)
+                        .iter()
+                        .any(|number| times(held, number) > times(text_runs.of_text(index), number))
             })
     })
 }

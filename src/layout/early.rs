@@ -33,9 +33,11 @@
 //! One damage the numbers cannot show: a model that copies them in their order of
 //! appearance after it merged two segments (renumbering by position). Its trace is the
 //! merged pair's length, so early resolution also stops as soon as the closed segments
-//! read better as holding a merge (`merge_reads_better`), or one of them holds another
-//! paragraph's number (`holding_another_number`). The same after a drop leaves
-//! no trace among like lengths: early resolution trusts it not to happen.
+//! read better as holding a merge (`merge_reads_better`), one of them holds another
+//! paragraph's number more times than its own paragraph does (`holding_another_number`),
+//! or one of them has a length that fits no translation of its source (`misfit_length`:
+//! a remark in the freed number hides the merge from the readings). The same after a
+//! drop leaves no trace among like lengths: early resolution trusts it not to happen.
 
 use crate::alignment::holding_another_number;
 use crate::markers::{index_of, scan};
@@ -106,8 +108,9 @@ pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) 
     if (2..=checked).any(|k| merge_reads_better(&sources, &closed[..k])) {
         return 0;
     }
-    // A closed segment holding another paragraph's number holds text moved across the
-    // markers (a short paragraph merged into a long one leaves the lengths fitting).
+    // A closed segment holding another paragraph's number (more times than its own
+    // paragraph does) holds text moved across the markers (a short paragraph merged into
+    // a long one leaves the lengths fitting).
     if holding_another_number(&sources, &closed[..clean]).is_some() {
         return 0;
     }
@@ -410,6 +413,25 @@ mod tests {
             "«0 paragraph Überall & <s1> tags»",
             "«1 paragraph Überall & <s1> tags»",
         ];
+        assert_eq!(proven_count(&texts, &faithful), 1);
+    }
+
+    #[test]
+    fn a_short_paragraph_merged_into_a_long_one_whose_source_holds_its_number_too_stops_early_resolution(
+    ) {
+        // Found by the `replies` fuzz target: the lengths fit (a remark fills the freed
+        // number), and the first paragraph holds a `1` of its own.
+        let texts = [
+            "0 paragraph Überall & <s1> tags",
+            "1 paragraph ",
+            "2 paragraph ",
+        ];
+        let merged = [
+            "«0 paragraph Überall & <s1> tags» «1 paragraph»",
+            "I hope this helps!",
+        ];
+        assert_eq!(proven_count(&texts, &merged), 0);
+        let faithful = ["«0 paragraph Überall & <s1> tags»", "«1 paragraph»"];
         assert_eq!(proven_count(&texts, &faithful), 1);
     }
 
