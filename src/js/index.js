@@ -272,12 +272,6 @@ export class BatchPacer {
   /** providerId → sourceLang → targetLang → context → [id when llm, id when not]. */
   #compats = new Map();
   #compatCount = 0;
-  /**
-   * targetLang → [providerId, sourceLang, context, ids] of the last combination looked up
-   * with it: a page's items repeat their fields, so most items are found here with one
-   * lookup instead of four.
-   */
-  #recentCompats = new Map();
 
   constructor(provider, options) {
     requireReady("new BatchPacer()");
@@ -357,23 +351,15 @@ export class BatchPacer {
   }
 
   #compatId(providerId, sourceLang, targetLang, context, llm) {
-    const recent = this.#recentCompats.get(targetLang);
-    let ids;
-    if (recent !== undefined && recent[0] === providerId && recent[1] === sourceLang && recent[2] === context) {
-      ids = recent[3];
-    } else {
-      const byContext = childMap(childMap(childMap(this.#compats, providerId), sourceLang), targetLang);
-      ids = byContext.get(context);
-      if (ids === undefined) byContext.set(context, (ids = [0, 0]));
-      this.#recentCompats.set(targetLang, [providerId, sourceLang, context, ids]);
-    }
+    const byContext = childMap(childMap(childMap(this.#compats, providerId), sourceLang), targetLang);
+    let ids = byContext.get(context);
+    if (ids === undefined) byContext.set(context, (ids = [0, 0]));
     const slot = llm ? 0 : 1;
     if (ids[slot] === 0) {
       if (this.#compatCount >= MAX_COMPATS) {
         // Pages with ever-new contexts must not grow the table without bound.
         this.#core.clearCompats();
         this.#compats.clear();
-        this.#recentCompats.clear();
         this.#compatCount = 0;
         return this.#compatId(providerId, sourceLang, targetLang, context, llm);
       }
