@@ -41,7 +41,7 @@
 
 use crate::alignment::holding_another_number;
 use crate::markers::{index_of, scan};
-use crate::proof::{char_len, median, merged_before_last, scatter, shifted_readings};
+use crate::proof::{char_len, far_off, median, merged_before_last, scatter, shifted_readings};
 
 /// The leading pairs of a reply so far: the text of each pair of segments `0 … m - 1`
 /// found in order, and whether an anomaly (a broken, repeated, unknown or out-of-order
@@ -154,9 +154,8 @@ pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) 
 }
 
 /// Whether one of the closed segments is far from the length the run's median
-/// translation-to-source ratio predicts for its source: more than 3 times off either
-/// way, and by at least 16 characters (as rule 5 judges a whole reply, so that short
-/// labels translated longer are no evidence). Such a segment fits no reading: next to a
+/// translation-to-source ratio predicts for its source (`far_off`, as rule 5 judges a
+/// whole reply). Such a segment fits no reading: next to a
 /// merge (the freed number filled with a remark or nothing) it hides the merge from
 /// `merge_reads_better`, whose readings must all fit.
 fn misfit_length(sources: &[&str], closed: &[&str]) -> bool {
@@ -169,10 +168,10 @@ fn misfit_length(sources: &[&str], closed: &[&str]) -> bool {
         ratios.push(length(segment) / length(source));
     }
     let centre = median(&ratios);
-    closed.iter().zip(sources).any(|(segment, source)| {
-        let (written, predicted) = (length(segment), centre * length(source));
-        !(1.0 / 3.0..=3.0).contains(&(written / predicted)) && (written - predicted).abs() >= 16.0
-    })
+    closed
+        .iter()
+        .zip(sources)
+        .any(|(segment, source)| far_off(length(segment), centre * length(source)))
 }
 
 /// Whether the second pair, still being written, already rules out that the first one

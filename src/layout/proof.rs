@@ -264,9 +264,7 @@ fn shifted(texts: &[&str], segments: &[Option<&str>], lengths: &Lengths) -> bool
         let fits = |len: f64, src: f64| (1.0 / 1.5..=1.5).contains(&(len / src / m));
         for (i, length) in lengths.segment.iter().enumerate() {
             let Some(len) = *length else { continue };
-            let predicted = m * source[i];
-            let off = len / predicted;
-            if (1.0 / 3.0..=3.0).contains(&off) || (len - predicted).abs() < 16.0 {
+            if !far_off(len, m * source[i]) {
                 continue;
             }
             let before = i.checked_sub(1).map(|j| source[j]);
@@ -286,6 +284,13 @@ fn shifted(texts: &[&str], segments: &[Option<&str>], lengths: &Lengths) -> bool
     }
     let complete = |k: usize| segments[k].unwrap_or_default();
     n > 1 && crate::alignment::check_in(texts, n, complete).is_err()
+}
+
+/// Whether a segment of `len` characters is far from the `predicted` length of its
+/// source's translation: more than 3 times off either way, and by at least 16 characters,
+/// so that short labels translated longer are no evidence.
+pub(crate) fn far_off(len: f64, predicted: f64) -> bool {
+    !(1.0 / 3.0..=3.0).contains(&(len / predicted)) && (len - predicted).abs() >= 16.0
 }
 
 /// Rule 5's number evidence, wherever segments are missing: a segment about to be taken,
