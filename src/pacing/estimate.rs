@@ -26,6 +26,8 @@
 //! between them (Cyrillic: Russian 1.12, Ukrainian 0.88; CJK ideographs: Simplified 1.21,
 //! Traditional 0.86), and the pacer's correction from reported usage does the rest.
 
+use crate::byte_scan::ONES;
+
 /// What a character is, as far as its token cost goes.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
 enum Class {
@@ -220,9 +222,6 @@ impl Counts {
         }
     }
 }
-
-/// 0x01 in every byte of a word.
-const ONES: u64 = u64::MAX / 255;
 
 /// The high bit of each byte of `word` (every byte below 0x80) that lies strictly between
 /// `low` and `high` (`high` at most 0x80): the "count bytes between m and n" test of the
