@@ -23,11 +23,14 @@ function wasmOptFlags(repo) {
 export async function sizeFloor(repo) {
   const target = join(repo, "target", "size-floor");
   const out = join(target, "pkg");
-  const run = (command, args) => execFileSync(command, args, { cwd: repo, stdio: ["ignore", "ignore", "pipe"] });
+  const run = (command, args, env = process.env) =>
+    execFileSync(command, args, { cwd: repo, env, stdio: ["ignore", "ignore", "pipe"] });
+  // The package's release configuration (scripts/release-wasm.toml, unstable settings).
   run("cargo", [
     "build", "--release", "--target", "wasm32-unknown-unknown",
     "--manifest-path", join(repo, "bench", "size-floor", "Cargo.toml"), "--target-dir", target,
-  ]);
+    "--config", join(repo, "scripts", "release-wasm.toml"),
+  ], { ...process.env, RUSTC_BOOTSTRAP: "1" });
   run("wasm-bindgen", [
     "--target", "web", "--no-typescript", "--out-dir", out,
     join(target, "wasm32-unknown-unknown", "release", "size_floor.wasm"),

@@ -7,7 +7,9 @@ export PATH="$PWD/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 { [ -x node_modules/.bin/wasm-opt ] && [ -d node_modules/terser ]; } || npm install --no-audit --no-fund --loglevel=error
 # Snippet folders are named by a hash: clear old ones so that none ships by mistake.
 rm -rf pkg/snippets
-wasm-pack build --release --target web --out-dir pkg --out-name batch_pacer --no-pack --no-typescript
+# The standard library rebuilt for size, with unstable settings (see there).
+RUSTC_BOOTSTRAP=1 wasm-pack build --release --target web --out-dir pkg --out-name batch_pacer \
+  --no-pack --no-typescript . -- --config scripts/release-wasm.toml
 # Without the glue's own default URL of the .wasm, bundlers see the .wasm once (see there).
 node scripts/patch-glue.mjs
 # The JS the package ships, minified: src/js/ into js/, and the glue in place (see there).

@@ -19,6 +19,12 @@ if ! rustup target list --installed | grep -qx wasm32-unknown-unknown; then
   rustup target add wasm32-unknown-unknown
 fi
 
+# The release build rebuilds the standard library from its sources (scripts/release-wasm.toml).
+if ! rustup component list --installed | grep -qx 'rust-src'; then
+  step "rust component rust-src"
+  rustup component add rust-src
+fi
+
 if ! command -v wasm-pack >/dev/null; then
   step "wasm-pack"
   cargo install wasm-pack --locked
