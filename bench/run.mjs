@@ -529,7 +529,7 @@ async function sizeAndColdStart() {
       notes: [
         `From the package measured (${PACKAGE_DIR === REPO ? "this repository after the build" : "the packed and installed tarball"}); the .d.ts and README are left out; the JavaScript as shipped, minified by scripts/ship-js.mjs. Sizes are exact (no runs).`,
         floor.length > 0
-          ? "Floor: bench/size-floor, the package's dependencies (wasm-bindgen, js-sys, wasm-bindgen-futures, gloo-timers, sha2, siphasher, ryu) each used once as the package uses them, built with the same profile, cfg, release configuration (scripts/release-wasm.toml) and wasm-opt flags, its glue minified as the package's; baseline of the \"core ÷ floor\" row."
+          ? "Floor: bench/size-floor, the package's dependencies (wasm-bindgen, js-sys, wasm-bindgen-futures, gloo-timers, sha2, siphasher) each used once as the package uses them, built with the same profile, cfg, release configuration (scripts/release-wasm.toml) and wasm-opt flags, its glue minified as the package's; baseline of the \"core ÷ floor\" row."
           : "Floor: not built in --smoke.",
         "The totals count what one entry loads, each file once: the other entries' files (batch-pacer/inline and its deflated module, batch-pacer/inline-wasm, the Node and Deno loaders) are listed but not counted.",
       ],

@@ -1,7 +1,8 @@
 //! Each dependency used once, as batch-pacer uses it: a JS class whose options are read
 //! through js-sys and whose stats leave as a plain object set through js-sys, a provider promise
 //! awaited through wasm-bindgen-futures after a gloo-timers delay, a SHA-256 hex key, a
-//! keyed SipHash-1-3 of 128 bits (the in-memory key) and a number written by ryu.
+//! keyed SipHash-1-3 of 128 bits (the in-memory key) and a number written by the host's
+//! `Number.prototype.toString`.
 
 use core::hash::Hasher;
 
@@ -66,8 +67,11 @@ pub fn short_key(k0: u64, k1: u64, text: &str) -> Vec<u64> {
     vec![hash.h1, hash.h2]
 }
 
-/// A number written by ryu, as the package writes numbers into messages.
+/// A number written by the host, as the package writes numbers into messages.
 #[wasm_bindgen(js_name = formatNumber)]
 pub fn format_number(n: f64) -> String {
-    ryu::Buffer::new().format(n).to_owned()
+    js_sys::Number::from(n)
+        .to_string_with_radix(10)
+        .map(String::from)
+        .unwrap_or_default()
 }

@@ -7,118 +7,135 @@
 /// 1e-6 <= |n| < 1e21 and as `d.ddde+x` / `d.ddde-x` outside that range (so `1e-7`,
 /// `1.5e-7`, `1e+21`).
 ///
-/// Ryu finds the digits; its own layout (`1e16`, `1.0`) differs from JS's, so only its
-/// digits and exponent are kept and the layout is redone by the rules of
-/// `Number.prototype.toString`.
+/// In the package the host's own `Number.prototype.toString` writes it: the same text by
+/// definition, with neither Ryu nor a layout of its digits in the .wasm. Natively (the
+/// tests, the fuzz targets) `by_ryu` writes it.
+#[cfg(target_arch = "wasm32")]
 pub fn js_number(n: f64) -> String {
-    if n.is_nan() {
-        return "NaN".into();
-    }
-    if n.is_infinite() {
-        return if n > 0.0 { "Infinity" } else { "-Infinity" }.into();
-    }
-    if n == 0.0 {
-        // JS writes -0 as "0".
-        return "0".into();
-    }
-    let mut buffer = ryu::Buffer::new();
-    let (digits, point) = decimal_digits(buffer.format_finite(n.abs()).as_bytes());
-    // Bytes, not a `String`: each `String::push` of a `char` inlines a UTF-8 encoder.
-    let mut out = Vec::with_capacity(32);
-    if n < 0.0 {
-        out.push(b'-');
-    }
-    write_js_layout(&mut out, &digits, point);
-    String::from_utf8(out).unwrap_or_default()
+    js_sys::Number::from(n)
+        .to_string_with_radix(10)
+        .map(String::from)
+        .unwrap_or_default()
 }
 
-/// Up to 17 significant digits with neither leading nor trailing zeros.
-type Digits = ([u8; 17], usize);
+#[cfg(not(target_arch = "wasm32"))]
+pub use by_ryu::js_number;
 
-/// Reads Ryu's output for a positive finite double (`123.45`, `0.001`, `1.5e-7`, `1e300`)
-/// as digits `d1 d2 ... dk` and `point` such that the value is `0.d1d2...dk * 10^point`.
-fn decimal_digits(text: &[u8]) -> (Digits, i32) {
-    let (mantissa, exponent) = match text.iter().position(|&c| c == b'e') {
-        Some(e) => (&text[..e], parse_exponent(&text[e + 1..])),
-        None => (text, 0),
-    };
-    let mut digits = [0u8; 17];
-    let mut len = 0;
-    let mut point = exponent;
-    let mut seen_point = false;
-    for &c in mantissa {
-        if c == b'.' {
-            seen_point = true;
-            continue;
+/// `String(n)` without a JS host: Ryu finds the digits; its own layout (`1e16`, `1.0`)
+/// differs from JS's, so only its digits and exponent are kept and the layout is redone by
+/// the rules of `Number.prototype.toString`.
+#[cfg(not(target_arch = "wasm32"))]
+mod by_ryu {
+    pub fn js_number(n: f64) -> String {
+        if n.is_nan() {
+            return "NaN".into();
         }
-        if len == 0 && c == b'0' {
-            // A leading zero after the point moves the point left; one before it is "0.".
-            if seen_point {
-                point -= 1;
+        if n.is_infinite() {
+            return if n > 0.0 { "Infinity" } else { "-Infinity" }.into();
+        }
+        if n == 0.0 {
+            // JS writes -0 as "0".
+            return "0".into();
+        }
+        let mut buffer = ryu::Buffer::new();
+        let (digits, point) = decimal_digits(buffer.format_finite(n.abs()).as_bytes());
+        // Bytes, not a `String`: each `String::push` of a `char` inlines a UTF-8 encoder.
+        let mut out = Vec::with_capacity(32);
+        if n < 0.0 {
+            out.push(b'-');
+        }
+        write_js_layout(&mut out, &digits, point);
+        String::from_utf8(out).unwrap_or_default()
+    }
+
+    /// Up to 17 significant digits with neither leading nor trailing zeros.
+    type Digits = ([u8; 17], usize);
+
+    /// Reads Ryu's output for a positive finite double (`123.45`, `0.001`, `1.5e-7`, `1e300`)
+    /// as digits `d1 d2 ... dk` and `point` such that the value is `0.d1d2...dk * 10^point`.
+    fn decimal_digits(text: &[u8]) -> (Digits, i32) {
+        let (mantissa, exponent) = match text.iter().position(|&c| c == b'e') {
+            Some(e) => (&text[..e], parse_exponent(&text[e + 1..])),
+            None => (text, 0),
+        };
+        let mut digits = [0u8; 17];
+        let mut len = 0;
+        let mut point = exponent;
+        let mut seen_point = false;
+        for &c in mantissa {
+            if c == b'.' {
+                seen_point = true;
+                continue;
             }
-            continue;
+            if len == 0 && c == b'0' {
+                // A leading zero after the point moves the point left; one before it is "0.".
+                if seen_point {
+                    point -= 1;
+                }
+                continue;
+            }
+            if !seen_point {
+                point += 1;
+            }
+            if len < digits.len() {
+                digits[len] = c;
+                len += 1;
+            }
         }
-        if !seen_point {
-            point += 1;
+        while len > 1 && digits[len - 1] == b'0' {
+            len -= 1;
         }
-        if len < digits.len() {
-            digits[len] = c;
-            len += 1;
-        }
+        ((digits, len), point)
     }
-    while len > 1 && digits[len - 1] == b'0' {
-        len -= 1;
-    }
-    ((digits, len), point)
-}
 
-fn parse_exponent(text: &[u8]) -> i32 {
-    let (negative, magnitude) = match text.split_first() {
-        Some((b'-', rest)) => (true, rest),
-        _ => (false, text),
-    };
-    let value = magnitude
-        .iter()
-        .fold(0i32, |acc, &c| acc * 10 + i32::from(c - b'0'));
-    if negative {
-        -value
-    } else {
-        value
+    fn parse_exponent(text: &[u8]) -> i32 {
+        let (negative, magnitude) = match text.split_first() {
+            Some((b'-', rest)) => (true, rest),
+            _ => (false, text),
+        };
+        let value = magnitude
+            .iter()
+            .fold(0i32, |acc, &c| acc * 10 + i32::from(c - b'0'));
+        if negative {
+            -value
+        } else {
+            value
+        }
     }
-}
 
-/// Lays out `0.digits * 10^point` as `Number.prototype.toString` does (ECMA-262,
-/// Number::toString, radix 10).
-fn write_js_layout(out: &mut Vec<u8>, (digits, len): &Digits, point: i32) {
-    let digits = &digits[..*len];
-    let k = digits.len() as i32;
-    let push_digits = |out: &mut Vec<u8>, d: &[u8]| out.extend_from_slice(d);
-    let push_zeros = |out: &mut Vec<u8>, count: i32| (0..count).for_each(|_| out.push(b'0'));
-    if k <= point && point <= 21 {
-        push_digits(out, digits);
-        push_zeros(out, point - k);
-    } else if 0 < point && point <= 21 {
-        let (whole, fraction) = digits.split_at(point as usize);
-        push_digits(out, whole);
-        out.push(b'.');
-        push_digits(out, fraction);
-    } else if -6 < point && point <= 0 {
-        out.extend_from_slice(b"0.");
-        push_zeros(out, -point);
-        push_digits(out, digits);
-    } else {
-        push_digits(out, &digits[..1]);
-        if k > 1 {
+    /// Lays out `0.digits * 10^point` as `Number.prototype.toString` does (ECMA-262,
+    /// Number::toString, radix 10).
+    fn write_js_layout(out: &mut Vec<u8>, (digits, len): &Digits, point: i32) {
+        let digits = &digits[..*len];
+        let k = digits.len() as i32;
+        let push_digits = |out: &mut Vec<u8>, d: &[u8]| out.extend_from_slice(d);
+        let push_zeros = |out: &mut Vec<u8>, count: i32| (0..count).for_each(|_| out.push(b'0'));
+        if k <= point && point <= 21 {
+            push_digits(out, digits);
+            push_zeros(out, point - k);
+        } else if 0 < point && point <= 21 {
+            let (whole, fraction) = digits.split_at(point as usize);
+            push_digits(out, whole);
             out.push(b'.');
-            push_digits(out, &digits[1..]);
-        }
-        let exponent = point - 1;
-        out.extend_from_slice(if exponent < 0 { b"e-" } else { b"e+" });
-        let magnitude = exponent.unsigned_abs();
-        // Double exponents have at most three digits (5e-324, 1.7976931348623157e+308).
-        for divisor in [100, 10, 1] {
-            if magnitude >= divisor || divisor == 1 {
-                out.push(b'0' + (magnitude / divisor % 10) as u8);
+            push_digits(out, fraction);
+        } else if -6 < point && point <= 0 {
+            out.extend_from_slice(b"0.");
+            push_zeros(out, -point);
+            push_digits(out, digits);
+        } else {
+            push_digits(out, &digits[..1]);
+            if k > 1 {
+                out.push(b'.');
+                push_digits(out, &digits[1..]);
+            }
+            let exponent = point - 1;
+            out.extend_from_slice(if exponent < 0 { b"e-" } else { b"e+" });
+            let magnitude = exponent.unsigned_abs();
+            // Double exponents have at most three digits (5e-324, 1.7976931348623157e+308).
+            for divisor in [100, 10, 1] {
+                if magnitude >= divisor || divisor == 1 {
+                    out.push(b'0' + (magnitude / divisor % 10) as u8);
+                }
             }
         }
     }
