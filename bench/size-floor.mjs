@@ -6,14 +6,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { minifyModule } from "../scripts/ship-js.mjs";
-
-/** The package's wasm-opt flags, read from Cargo.toml so that both builds use the same. */
-function wasmOptFlags(repo) {
-  const manifest = readFileSync(join(repo, "Cargo.toml"), "utf8");
-  const line = manifest.match(/^wasm-opt\s*=\s*(\[.*\])\s*$/m);
-  if (!line) throw new Error("no wasm-opt flags in Cargo.toml");
-  return JSON.parse(line[1]);
-}
+import { shortenNames, wasmOptFlags } from "../scripts/short-names.mjs";
 
 /**
  * Builds the floor module with cargo, wasm-bindgen and wasm-opt (all installed by the
@@ -37,8 +30,10 @@ export async function sizeFloor(repo) {
   ]);
   const wasm = join(out, "size_floor_bg.wasm");
   run(join(repo, "node_modules", ".bin", "wasm-opt"), [...wasmOptFlags(repo), wasm, "-o", wasm]);
-  // Its glue minified as the package's is (scripts/ship-js.mjs).
+  // Its names shortened as the package's are (scripts/short-names.mjs).
   const glue = join(out, "size_floor.js");
+  shortenNames({ wasm, glue, bgModule: "./size_floor_bg.js", repo });
+  // Its glue minified as the package's is (scripts/ship-js.mjs).
   writeFileSync(glue, await minifyModule(readFileSync(glue, "utf8"), "size_floor.js"));
   return ["size_floor_bg.wasm", "size_floor.js"].map((file) => {
     const bytes = readFileSync(join(out, file));

@@ -12,6 +12,8 @@ RUSTC_BOOTSTRAP=1 wasm-pack build --release --target web --out-dir pkg --out-nam
   --no-pack --no-typescript . -- --config scripts/release-wasm.toml
 # Without the glue's own default URL of the .wasm, bundlers see the .wasm once (see there).
 node scripts/patch-glue.mjs
+# Short import and export names in the .wasm and the glue (see there).
+node scripts/short-names.mjs
 # The JS the package ships, minified: src/js/ into js/, and the glue in place (see there).
 node scripts/ship-js.mjs
 # wasm-pack writes a .gitignore of "*" into pkg/, which would keep the files out of `npm pack`.

@@ -24,11 +24,14 @@ const CHROMIUM_CSP_MESSAGE =
   "WebAssembly.instantiate(): Refused to compile or instantiate WebAssembly module because 'unsafe-eval' is not an " +
   "allowed source of script in the following Content Security Policy directive: \"script-src 'self'\"";
 
-// Refuses batch-pacer's module (recognised by its imports) the way such a CSP does, and
-// leaves every other module alone (Node compiles its own, e.g. for fetch).
+// Refuses batch-pacer's module (recognised by its imports, as the shipped .wasm names its
+// first one) the way such a CSP does, and leaves every other module alone (Node compiles
+// its own, e.g. for fetch).
 const refuseOurModule = `
+  const [ourImport] = WebAssembly.Module.imports(new WebAssembly.Module(
+    (await import("node:fs")).readFileSync(new URL(import.meta.resolve("batch-pacer/batch_pacer_bg.wasm")))));
   const refuse = (imports) => {
-    if (imports?.["./batch_pacer_bg.js"]) throw new WebAssembly.CompileError(${JSON.stringify(CHROMIUM_CSP_MESSAGE)});
+    if (imports?.[ourImport.module]?.[ourImport.name]) throw new WebAssembly.CompileError(${JSON.stringify(CHROMIUM_CSP_MESSAGE)});
   };
   const { instantiate, Instance } = WebAssembly;
   WebAssembly.instantiate = async (source, imports) => { refuse(imports); return instantiate(source, imports); };
