@@ -15,9 +15,10 @@ export PATH="$root/node_modules/.bin:$HOME/.cargo/bin:$PATH"
 
 section() { printf '\n======== %s ========\n' "$*"; }
 
+# The package is rebuilt when its sources or the build's own scripts are newer than it.
 stale() {
   [ -f pkg/batch_pacer_bg.wasm ] && [ -f pkg/batch_pacer.js ] || return 0
-  [ -n "$(find src Cargo.toml Cargo.lock .cargo -newer pkg/batch_pacer_bg.wasm -print -quit)" ]
+  [ -n "$(find src Cargo.toml Cargo.lock .cargo scripts/build.sh scripts/release-wasm.toml scripts/*.mjs -newer pkg/batch_pacer_bg.wasm -print -quit)" ]
 }
 if stale; then
   section "building the package"
