@@ -33,7 +33,9 @@ export function wasmOptFlags(repo = REPO) {
 export function shortenNames({ wasm, glue, bgModule, repo = REPO }) {
   const wasmOpt = join(repo, "node_modules", ".bin", "wasm-opt");
   // The target features section is read here (it tells wasm-opt which instructions the
-  // module may hold) and stripped: engines do not read it.
+  // module may hold) and stripped: engines do not read it. The package's flags run once
+  // more with the renaming: the short names let -Oz fold a little more (249 bytes gzipped
+  // against the renaming alone, for ~6 s of build).
   const printed = execFileSync(
     wasmOpt,
     [wasm, ...wasmOptFlags(repo), "--minify-imports-and-exports-and-modules", "--strip-target-features", "-o", wasm],
