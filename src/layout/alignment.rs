@@ -10,7 +10,10 @@
 //! - two identical segments for two different paragraphs;
 //! - a number of one paragraph that is missing from its own segment but appears in
 //!   another segment (numbers survive translation, so they anchor segments to paragraphs;
-//!   a number that vanished everywhere, e.g. written out in words, proves nothing).
+//!   a number that vanished everywhere, e.g. written out in words, proves nothing);
+//! - a segment that holds a number of another paragraph more times than its own
+//!   paragraph does, even when that number is in its own segment too (a small model
+//!   blending two paragraphs writes both numbers into both segments).
 //!
 //! A false alarm costs a retry, never a wrong paragraph.
 
@@ -95,14 +98,30 @@ fn numbers_moved_in<'a>(
             }
         }
     }
-    None
+    // A number may also have stayed in its own segment and been copied into another: a
+    // small model that blends two paragraphs writes both numbers into both segments.
+    (0..count).find(|&k| holds_another(&text_runs, k, segment_runs.of_text(k)))
+}
+
+/// Whether `held` (the runs of the segment written for paragraph `index`) holds a number
+/// of another paragraph more times than paragraph `index` does (at all, when it lacks
+/// it). Counting, not only looking, sees a short paragraph's `1` merged into a segment
+/// whose own paragraph holds a `1` too.
+fn holds_another(text_runs: &DigitRuns<'_>, index: usize, held: &[&[u8]]) -> bool {
+    let times = |runs: &[&[u8]], number: &[u8]| runs.iter().filter(|r| **r == number).count();
+    !held.is_empty()
+        && (0..text_runs.ends.len()).any(|j| {
+            j != index
+                && text_runs
+                    .of_text(j)
+                    .iter()
+                    .any(|number| times(held, number) > times(text_runs.of_text(index), number))
+        })
 }
 
 /// The first of `segments` (segment `i` written for paragraph `i`) that holds a number
-/// of another paragraph more times than its own paragraph does (at all, when its own
-/// lacks it): text of that paragraph moved into it (a merge), whatever the rest of the
-/// reply turns out to be. Counting, not only looking, sees a short paragraph's `1`
-/// merged into a segment whose own paragraph holds a `1` too.
+/// of another paragraph more times than its own paragraph does (`holds_another`): text of
+/// that paragraph moved into it (a merge), whatever the rest of the reply turns out to be.
 pub fn holding_another_number(texts: &[&str], segments: &[&str]) -> Option<usize> {
     // Each text's runs once, not once per segment: a stream asks on every value.
     let text_runs = DigitRuns::of(texts.iter().map(|t| Some(*t)));
@@ -113,16 +132,7 @@ pub fn holding_another_number(texts: &[&str], segments: &[&str]) -> Option<usize
     (0..segments.len().min(texts.len())).find(|&index| {
         segment_runs.clear();
         segment_runs.push(Some(segments[index]));
-        let held = segment_runs.of_text(0);
-        let times = |runs: &[&[u8]], number: &[u8]| runs.iter().filter(|r| **r == number).count();
-        !held.is_empty()
-            && (0..texts.len()).any(|j| {
-                j != index
-                    && text_runs
-                        .of_text(j)
-                        .iter()
-                        .any(|number| times(held, number) > times(text_runs.of_text(index), number))
-            })
+        holds_another(&text_runs, index, segment_runs.of_text(0))
     })
 }
 

@@ -21,7 +21,7 @@
 //! 5. Evidence that text moved across markers that are all in place (a split and a
 //!    merge that keep the count) proves nothing at all (see `shifted`), and so does a
 //!    segment about to be taken that holds another paragraph's number
-//!    (`numbers_moved_into_taken`).
+//!    (`numbers_moved_into_taken`), moved or copied there.
 //!
 //! A false alarm costs one smaller call; a guess could put one paragraph's translation
 //! under another, which this never does.
@@ -295,7 +295,8 @@ pub(crate) fn far_off(len: f64, predicted: f64) -> bool {
 
 /// Rule 5's number evidence, wherever segments are missing: a segment about to be taken,
 /// or any segment there, holds a number of another paragraph that its own paragraph
-/// lacks, while that paragraph's segment lacks it or is missing. Lengths cannot see a
+/// lacks, while that paragraph's segment lacks it or is missing, or more times than its
+/// own paragraph does (`alignment::numbers_moved`). Lengths cannot see a
 /// short paragraph merged into a long one, nor a drop, a merge and a split together that
 /// leave every length near its source's; the number can. A number moved into a segment
 /// that is not taken counts too: the text before it moved with it (a first translation

@@ -153,6 +153,27 @@ fn a_number_found_in_another_paragraphs_segment_is_a_shift() {
 }
 
 #[test]
+fn a_number_copied_into_another_paragraphs_segment_proves_nothing() {
+    // Seen from SmolLM2-135M behind llama-server: the last two paragraphs of a batch of
+    // ten blended, each segment holding both numbers, its own included.
+    let texts = [
+        "Our school was founded in 1907 by a teacher who had come down from the hills.",
+        "The ferry carries 6293 passengers a day between the island and the mainland.",
+        "The garden has 7546 roses, planted in long rows by a team of volunteers.",
+    ];
+    let reply = "<s1>Notre école a été fondée en 1907 par un enseignant.</s1>\n\
+        <s2>The island has an annual 6293 visitors, and the island is home to a team of 7546 volunteers.</s2>\n\
+        <s3>The island has an annual 7546. The island is home to a team of 6293.</s3>";
+    assert_eq!(marked(reply, &texts), [None, None, None]);
+    // The last two without the first: every segment there, blended.
+    let two = "<s1>Il y a 6293 passagers et 7546 roses.</s1><s2>Le jardin a 7546 roses.</s2>";
+    assert_eq!(marked(two, &texts[1..]), [None, None]);
+    // Each number in its own segment alone: proven.
+    let faithful = "<s1>Le ferry transporte 6293 passagers.</s1><s2>Le jardin a 7546 roses.</s2>";
+    assert!(marked(faithful, &texts[1..]).iter().all(Option::is_some));
+}
+
+#[test]
 fn a_repeated_translation_is_a_shift() {
     let reply = "<s1>A</s1><s2>B</s2><s3>B</s3><s4>D</s4>";
     assert_eq!(marked(reply, &FOUR), [None, None, None, None]);
