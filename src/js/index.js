@@ -289,18 +289,17 @@ export class BatchPacer {
         this.#core.translate(item, resolve, reject);
         return;
       }
-      // Each field is read once, here: getters and proxies see one read.
-      let fields;
+      // Each field is read once, here: getters and proxies see one read. Read into
+      // locals, not an object: most items never need one (see `#submit`).
+      let text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial;
       try {
-        const { text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial } = item;
-        fields = { text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial };
+        ({ text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial } = item);
       } catch (error) {
         this.#core.rejectUnreadable(error, reject);
         return;
       }
-      const { signal } = fields;
       if (signal === undefined || signal === null) {
-        this.#enqueue(fields, resolve, reject);
+        this.#submit(text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial, resolve, reject);
         return;
       }
       // Forward the signal's abort to the core, and stop listening once settled.
@@ -311,7 +310,9 @@ export class BatchPacer {
         if (onAbort) signal.removeEventListener("abort", onAbort);
         settle(value);
       };
-      const ticket = this.#enqueue(fields, finish(resolve), finish(reject));
+      const ticket = this.#submit(
+        text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial, finish(resolve), finish(reject),
+      );
       if (ticket && !settled) {
         onAbort = () => this.#core.abort(ticket);
         signal.addEventListener("abort", onAbort, { once: true });
@@ -326,28 +327,29 @@ export class BatchPacer {
    * Hands an item's fields to the core and returns its ticket (0 when it settled at
    * once). Fields of the expected types cross as the text and the id of the registered
    * compatibility fields; any others go through the core's full check, which names the
-   * field that is wrong.
+   * field that is wrong. Previews of a streamed reply go to the item's onPartial until it
+   * settles.
    */
-  #enqueue(fields, resolve, reject) {
-    const ticket = this.#submit(fields, resolve, reject);
-    // Previews of a streamed reply go to the item's onPartial until it settles.
-    if (ticket && typeof fields.onPartial === "function") this.#core.watch(ticket, fields.onPartial);
-    return ticket;
-  }
-
-  #submit(fields, resolve, reject) {
-    const { text, sourceLang, targetLang, providerId, context = "", llm = true, priority = 0, signal, onPartial } = fields;
+  #submit(text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial, resolve, reject) {
     if (
       typeof text === "string" && typeof sourceLang === "string" && typeof targetLang === "string" &&
-      typeof providerId === "string" && typeof context === "string" && typeof llm === "boolean" &&
-      typeof priority === "number" && context.length <= MAX_REGISTERED_CONTEXT &&
+      typeof providerId === "string" && (context === undefined || (typeof context === "string" &&
+      context.length <= MAX_REGISTERED_CONTEXT)) && (llm === undefined || typeof llm === "boolean") &&
+      (priority === undefined || typeof priority === "number") &&
       (signal === undefined || signal === null || isLiveSignal(signal)) &&
       (onPartial === undefined || typeof onPartial === "function")
     ) {
-      const compat = this.#compatId(providerId, sourceLang, targetLang, context, llm);
-      if (compat !== 0) return this.#core.submit(input.write(text), compat, priority, resolve, reject);
+      const compat = this.#compatId(providerId, sourceLang, targetLang, context ?? "", llm ?? true);
+      if (compat !== 0) {
+        const ticket = this.#core.submit(input.write(text), compat, priority ?? 0, resolve, reject);
+        if (ticket && onPartial !== undefined) this.#core.watch(ticket, onPartial);
+        return ticket;
+      }
     }
-    return this.#core.translate(fields, resolve, reject);
+    const fields = { text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial };
+    const ticket = this.#core.translate(fields, resolve, reject);
+    if (ticket && typeof onPartial === "function") this.#core.watch(ticket, onPartial);
+    return ticket;
   }
 
   #compatId(providerId, sourceLang, targetLang, context, llm) {

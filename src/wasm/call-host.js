@@ -116,8 +116,15 @@ function sliceTexts(text, spans) {
  *   in bytes), REPORT (a `{ usage, limits }` value), END, or BAD_VALUE (any other value)
  */
 export function makeCallHost(provider, input, respond) {
-  /** Running calls by id: the signal's controller, once made, and whether it is aborted. */
-  const calls = new Map();
+  /**
+   * Running calls by their id's slot: the signal's controller, once made, and whether it
+   * is aborted. An id is its slot in the core's table (low 32 bits) and that slot's
+   * generation, plus one: slots are dense small numbers, so an array holds them for a
+   * fraction of a Map's cost, and a slot's record is its call's only while the call runs
+   * (`calls[slotOf(id)] === call`).
+   */
+  const calls = [];
+  const slotOf = (id) => (id - 1) % 4294967296;
 
   /** Hands the core one value of call `id`'s stream; false when it failed to. */
   const send = (kind, id, call, value) => {
@@ -144,7 +151,7 @@ export function makeCallHost(provider, input, respond) {
       return;
     }
     call.iterator = iterator;
-    const live = () => calls.get(id) === call;
+    const live = () => calls[slotOf(id)] === call;
     const stop = (kind, value) => {
       if (!live()) return;
       if (kind !== END) release(iterator);
@@ -190,7 +197,7 @@ export function makeCallHost(provider, input, respond) {
    * call since: the core reuses ids) is dropped here, never read as another call's.
    */
   const answer = (kind, id, call, value) => {
-    if (calls.get(id) !== call) {
+    if (calls[slotOf(id)] !== call) {
       // A stream the core gave up before it came: nobody will read it.
       if (kind === REPLY && isStream(value)) release(value[Symbol.asyncIterator]?.());
       return;
@@ -200,7 +207,7 @@ export function makeCallHost(provider, input, respond) {
       return;
     }
     const cap = call.replyCap;
-    calls.delete(id);
+    calls[slotOf(id)] = undefined;
     if (kind === REPLY && typeof value === "string") {
       try {
         // A reply longer than its cap (a model that loops) is read as far as the cap.
@@ -234,8 +241,8 @@ export function makeCallHost(provider, input, respond) {
       // Read before any other code runs: the memory is the core's until it returns.
       const text = input.text(address, bytes, maybeLast);
       const spans = spanCount === 0 ? undefined : input.numbers(spansAddress, spanCount);
-      const call = { controller: undefined, cancelled: false, iterator: undefined, replyCap };
-      calls.set(id, call);
+      const call = { id, controller: undefined, cancelled: false, iterator: undefined, replyCap };
+      calls[slotOf(id)] = call;
       let returned;
       try {
         returned = provider(
@@ -259,9 +266,10 @@ export function makeCallHost(provider, input, respond) {
 
     // Aborts the call's signal: timeout, dispose, or every item of the call withdrawn.
     cancel(id) {
-      const call = calls.get(id);
-      if (call === undefined) return;
-      calls.delete(id);
+      const call = calls[slotOf(id)];
+      // The slot may hold a later call by now: only this id's call is cancelled.
+      if (call === undefined || call.id !== id) return;
+      calls[slotOf(id)] = undefined;
       call.cancelled = true;
       call.controller?.abort();
       if (call.iterator !== undefined) release(call.iterator);
