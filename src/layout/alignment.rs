@@ -109,14 +109,14 @@ fn numbers_moved_in<'a>(
 /// whose own paragraph holds a `1` too.
 fn holds_another(text_runs: &DigitRuns<'_>, index: usize, held: &[&[u8]]) -> bool {
     let times = |runs: &[&[u8]], number: &[u8]| runs.iter().filter(|r| **r == number).count();
-    !held.is_empty()
-        && (0..text_runs.ends.len()).any(|j| {
-            j != index
-                && text_runs
-                    .of_text(j)
-                    .iter()
-                    .any(|number| times(held, number) > times(text_runs.of_text(index), number))
-        })
+    let own = text_runs.of_text(index);
+    // From the segment's side: a faithful translation holds its own numbers as often as
+    // its paragraph, so the other paragraphs are searched only for a number held more.
+    held.iter().any(|number| {
+        times(held, number) > times(own, number)
+            && (0..text_runs.ends.len())
+                .any(|j| j != index && text_runs.of_text(j).contains(number))
+    })
 }
 
 /// The first of `segments` (segment `i` written for paragraph `i`) that holds a number
