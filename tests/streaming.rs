@@ -430,6 +430,33 @@ fn no_misplaced_paragraph(
 }
 
 #[test]
+fn a_model_that_blends_the_last_two_paragraphs_into_both_segments_misplaces_nothing() {
+    // As a 135M model behind llama-server answered a streamed batch: every pair in place,
+    // but the last two segments each hold both paragraphs' numbers, their own included.
+    let texts = [
+        "The museum opened in 1874 and keeps its first guest book.",
+        "Our bakery sells 2360 loaves of bread every single week.",
+        "The ferry carries 6293 passengers a day to the island.",
+        "The garden has 7546 roses, planted by a team of volunteers.",
+    ];
+    let mut sim = Sim::new(
+        stream_options(&[("baseRetryDelayMs", 10.0)]),
+        |call: &Call, _| {
+            if call.attempt > 0 || !call.is_batch || call.texts.len() < 4 {
+                return Answer::Stream(per_segment(call, 100.0));
+            }
+            let mut segments: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();
+            segments[2] =
+                "«The island has 6293 visitors and a team of 7546 volunteers.»".to_owned();
+            segments[3] = "«The island has 7546 roses and 6293 passengers a day.»".to_owned();
+            Answer::Stream(chunked(&layout_reply(call, &segments), 7, every(10.0)))
+        },
+    );
+    translate_all(&mut sim, &texts);
+    assert!(sim.calls.len() > 1, "the blended pair was sent again");
+}
+
+#[test]
 fn an_empty_last_pair_after_a_merge_misplaces_nothing() {
     no_misplaced_paragraph(|call, s| Reply::Text(layout_reply(call, &s)), "");
 }
