@@ -173,7 +173,9 @@ pub(super) struct Calls {
 }
 
 impl Calls {
-    /// Adds a call that starts now, under an id no running call has.
+    /// Adds a call that starts now, under an id no running call has: its slot in
+    /// `running` (the low 32 bits) and the slot's generation, plus one. No two running
+    /// calls share a slot, which the JS side of calls relies on (it keys them by slot).
     pub(super) fn insert_new(&mut self, mut run: Running) -> CallId {
         self.started += 1;
         run.started = self.started;
