@@ -67,6 +67,13 @@
 //! - `engine/`: the sans-IO pacer composed of its parts (see its own docs).
 //! - `wasm/` (wasm32 only): the JS binding, which converts and drives.
 
+// The release .wasm is built for speed (opt-level 2) with `--cfg cold_for_size`
+// (scripts/release-wasm.toml): then the entry points that run once or rarely (construction,
+// options, snapshot and restore, the checks of a malformed item) are built for size, each
+// `#[cfg_attr(cold_for_size, optimize(size), inline(never))]` (not inlined: an inlined body
+// is built as its caller is). Other builds ignore the attributes.
+#![cfg_attr(cold_for_size, feature(optimize_attribute))]
+
 mod util;
 #[cfg(target_arch = "wasm32")]
 use util::slotted_map;

@@ -269,6 +269,7 @@ fn segment_format(name: &str, value: &OptionValue) -> Result<SegmentFormat, Opti
 
 /// `fallbackProviders`: an object of non-empty providerId strings, none mapped to
 /// itself, without a cycle.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 fn fallback_map(name: &str, value: &OptionValue) -> Result<Vec<(String, String)>, OptionsError> {
     let OptionValue::Map(entries) = value else {
         return Err(reject(
@@ -336,6 +337,7 @@ fn boolean(name: &str, value: &OptionValue) -> Result<bool, OptionsError> {
 impl Options {
     /// Returns these options with `patch` applied, or the first problem found.
     /// Nothing is applied unless every entry is valid; `undefined` values are skipped.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn patched<N: AsRef<str>>(
         &self,
         patch: &[(N, OptionValue)],
@@ -394,6 +396,7 @@ impl Options {
     /// The options as `(name, value)` pairs in contract order, for `pacer.options`.
     /// `fallbackProviders` (no default value) and `maxQueued` (an addition) appear only
     /// once set.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn entries(&self) -> Vec<(&'static str, OptionValue)> {
         use OptionValue::{Bool, Number};
         let mut entries = vec![

@@ -63,6 +63,7 @@ fn reject(field: &str, rule: &str, got: f64) -> OptionsError {
 
 impl Snapshot {
     /// Checks the snapshot and returns the time elapsed since it was taken.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn elapsed(&self, now_wall_ms: f64) -> Result<Duration, OptionsError> {
         if !self.wall_time_ms.is_finite() || self.wall_time_ms < 0.0 {
             return Err(reject(

@@ -136,6 +136,7 @@ pub struct Engine<C> {
 
 impl<C: Clone> Engine<C> {
     /// A pacer with these options at time `now`; `seed` drives backoff jitter.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn new(options: Options, now: Instant, seed: u64) -> Self {
         Engine {
             batches: Batches::new(limits_of(&options)),
@@ -434,12 +435,14 @@ impl<C: Clone> Engine<C> {
     /// The state a restarted pacer needs (see [`Engine::restore`]), at wall time
     /// `wall_ms`: tokens, pauses, adaptive rates, reported limits, daily blocks, learned
     /// batch sizes and length ratios (the `Pacer` part's state).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn snapshot(&self, wall_ms: f64) -> Snapshot {
         self.pacer.snapshot(self.now, wall_ms)
     }
 
     /// Resumes from a snapshot taken `elapsed` ago: tokens earned meanwhile are added (up
     /// to `capacity`), what is left of each pause still holds, adaptive rates return.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn restore(&mut self, snapshot: &Snapshot, elapsed: Duration) {
         self.pacer
             .restore(snapshot, elapsed, self.now, &self.options);
@@ -503,6 +506,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Validates the whole patch, then applies it to queued work at once.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn set_options<N: AsRef<str>>(
         &mut self,
         now: Instant,

@@ -497,6 +497,7 @@ impl Pacer {
     }
 
     /// What a restarted pacer resumes from (see [`Pacer::restore`]).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub(super) fn snapshot(&self, now: Instant, wall_ms: f64) -> Snapshot {
         // Pushes rather than a filtered `collect` (as for the texts of a batch): the
         // collect of an iterator of unknown length is much more code in the .wasm.
@@ -545,6 +546,7 @@ impl Pacer {
 
     /// Resumes from a snapshot taken `elapsed` ago: tokens earned meanwhile are added (up
     /// to `capacity`), what is left of each pause still holds, adaptive rates return.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub(super) fn restore(
         &mut self,
         snapshot: &Snapshot,

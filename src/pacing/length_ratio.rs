@@ -70,6 +70,7 @@ impl LengthRatios {
     }
 
     /// Ratios restored from a snapshot (finite and positive ones only).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn restored(pairs: &[PairRatio]) -> Self {
         let valid = pairs
             .iter()

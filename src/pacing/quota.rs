@@ -430,6 +430,7 @@ impl ProviderQuota {
 
     /// Resumes from a saved report, `elapsed` after it was taken: as a report that
     /// arrived then, refilled since.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn restore(&mut self, now: Instant, saved: &SavedLimits, elapsed: Duration) {
         let window = |w: &Option<SavedWindow>| {
             let w = w.as_ref()?;

@@ -142,6 +142,7 @@ mod by_ryu {
 }
 
 /// A string as a JS double-quoted literal, escaping quotes, backslashes and controls.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub fn js_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');

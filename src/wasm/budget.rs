@@ -22,6 +22,7 @@ impl PacerBudget {
     /// `new PacerBudget({ rate, capacity, tokensPerMinute })`, each as for a pacer (and
     /// its default); throws `invalid_options`.
     #[wasm_bindgen(constructor)]
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn new(options: JsValue) -> Result<PacerBudget, JsValue> {
         let invalid = |message: String| js_error_of(ErrorCode::InvalidOptions, message);
         let input = convert::options_input(&options, "sharedBudget options").map_err(invalid)?;

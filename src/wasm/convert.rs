@@ -137,6 +137,7 @@ fn string_field(
 }
 
 /// Reads and type-checks an item.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
     if !value.is_object() {
         return Err(invalid_input("item", "an object", &describe(value)));
@@ -208,6 +209,7 @@ pub struct OptionsInput {
 }
 
 /// Reads an options object; `undefined` and `null` mean no options.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String> {
     let mut input = OptionsInput {
         core: Vec::new(),

@@ -109,6 +109,7 @@ fn user_clock(value: &JsValue) -> Result<Clock, JsValue> {
 
 /// Applies the `restore` option's snapshot to a new engine.
 #[inline(never)]
+#[cfg_attr(cold_for_size, optimize(size))]
 fn restore(engine: &mut Engine<JsValue>, value: &JsValue) -> Result<(), JsValue> {
     let snapshot = views::snapshot_from(value).map_err(|m| invalid_option("restore", m))?;
     let elapsed = snapshot
@@ -149,6 +150,7 @@ impl PacerCore {
     /// The two words are 64 random bits from the JS layer: they seed the retry jitter
     /// and key the in-memory item keys.
     #[wasm_bindgen(constructor)]
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn new(
         provider: JsValue,
         options: JsValue,
@@ -201,6 +203,7 @@ impl PacerCore {
 
     /// Queues an item; its promise is settled through `resolve` / `reject`. Returns the
     /// ticket to pass to `abort` (0 when the item was rejected at once).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn translate(&self, item: JsValue, resolve: Function, reject: Function) -> f64 {
         let fields = match convert::item_fields(&item) {
             Ok(fields) => fields,
@@ -337,6 +340,7 @@ impl PacerCore {
 
     /// Validates the whole patch, then applies it; throws `invalid_options`.
     #[wasm_bindgen(js_name = setOptions)]
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn set_options(&self, patch: JsValue) -> Result<(), JsValue> {
         let input = convert::options_input(&patch, "the options patch").map_err(invalid_options)?;
         if let Some(clock) = &input.clock {
@@ -379,6 +383,7 @@ impl PacerCore {
 
     /// The options in force.
     #[wasm_bindgen(getter)]
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn options(&self) -> Result<JsValue, JsValue> {
         let state = self.inner.state.try_borrow().map_err(|_| busy())?;
         Ok(convert::options_object(state.engine.options()))
@@ -386,6 +391,7 @@ impl PacerCore {
 
     /// Tokens, 429 pauses and adaptive rates with the wall-clock time, as plain JSON for
     /// `new BatchPacer(provider, { restore })` in a restarted service worker.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn snapshot(&self) -> Result<JsValue, JsValue> {
         let state = self.inner.state.try_borrow().map_err(|_| busy())?;
         Ok(views::snapshot_object(
@@ -394,12 +400,14 @@ impl PacerCore {
     }
 
     /// Counters and gauges as a plain object.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn stats(&self) -> Result<JsValue, JsValue> {
         let state = self.inner.state.try_borrow().map_err(|_| busy())?;
         Ok(views::stats_object(&state.engine.stats()))
     }
 
     /// Rejects everything unsettled with `disposed` and stops all timers.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn dispose(&self) {
         if let Ok(mut state) = self.inner.state.try_borrow_mut() {
             state.engine.handle_dispose();

@@ -51,6 +51,7 @@ impl View {
 }
 
 /// A snapshot as JSON sees it (`pacer.snapshot()`, the `restore` option).
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub fn snapshot_object(snapshot: &Snapshot) -> JsValue {
     let providers: Array = snapshot.providers.iter().map(provider_view).collect();
     View::new()
@@ -171,6 +172,7 @@ fn snapshot_number(value: &JsValue, field: &str) -> Result<f64, String> {
 
 /// Reads a `restore` value (read by hand: a derived deserializer would pull serde and
 /// float formatting into the binary); the core checks what the numbers mean.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
     if !value.is_object() || Array::is_array(value) {
         return Err(format!(
@@ -259,6 +261,7 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
 }
 
 /// Stats as a plain object.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub fn stats_object(s: &Stats) -> JsValue {
     let counts = [
         ("items", s.items),
