@@ -141,9 +141,7 @@ impl Class {
 /// the measured error). 0 for the empty text; never negative; never smaller for a text
 /// than for any of its prefixes. One pass over the characters, no allocation.
 pub fn estimate_tokens(text: &str) -> f64 {
-    let units = if text.is_ascii() {
-        ascii_units(text.as_bytes())
-    } else {
+    let units = ascii_units(text.as_bytes()).unwrap_or_else(|| {
         let mut units: u64 = 0;
         let mut in_word = false;
         for c in text.chars() {
@@ -155,72 +153,75 @@ pub fn estimate_tokens(text: &str) -> f64 {
             in_word = letter;
         }
         units
-    };
+    });
     units as f64 / UNITS_PER_TOKEN
 }
 
-/// The estimate of an ASCII text in 1/200 tokens, eight bytes at a time. In ASCII a
+/// The estimate of an ASCII text in 1/200 tokens, eight bytes at a time; `None` when a
+/// byte is not ASCII (found in the same pass: no separate `is_ascii` scan). In ASCII a
 /// character's class is one of four (letter, digit, space, punctuation), so the sum is
 /// each class's count times its weight, plus the word starts: letters whose previous
 /// byte is not one. Each count comes from per-byte range tests on a 64-bit word, added
 /// up per byte lane and summed across the lanes every 31 words (before a lane's sum
-/// could carry into the next). Most texts are mostly ASCII, and a table read and a
-/// carried flag per byte made this the engine's costliest function.
-fn ascii_units(bytes: &[u8]) -> u64 {
-    let mut counts = Counts::default();
-    let words = bytes.chunks_exact(8);
-    let tail = words.remainder();
-    for block in bytes[..bytes.len() - tail.len()].chunks(31 * 8) {
-        for word in block.chunks_exact(8) {
-            counts.add(u64::from_le_bytes(word.try_into().unwrap_or_default()));
+/// could carry into the next). The counters are locals, not fields of a struct behind
+/// a reference, so that they stay in registers: most texts are mostly ASCII, and this
+/// is the costliest pass an item's text gets.
+fn ascii_units(bytes: &[u8]) -> Option<u64> {
+    let mut totals = [0u64; 4];
+    // The letter bits of the previous word, whose last byte's bit the next word needs.
+    let mut before = 0u64;
+    // Every word or-ed together: a byte with its high bit set is not ASCII.
+    let mut high = 0u64;
+    let mut words = bytes.chunks_exact(8);
+    loop {
+        let (mut letters, mut digits, mut spaces, mut starts) = (0u64, 0u64, 0u64, 0u64);
+        let mut count = |word: u64| {
+            high |= word;
+            // Letters: A-Z and a-z are the bytes that |0x20 maps into 0x61..=0x7A.
+            let letter = between(word | (ONES * 0x20), 0x60, 0x7B);
+            letters += letter >> 7;
+            digits += between(word, 0x2F, 0x3A) >> 7;
+            spaces += (between(word, 0x08, 0x0E) | between(word, 0x1F, 0x21)) >> 7;
+            starts += (letter & !((letter << 8) | (before >> 56))) >> 7;
+            before = letter;
+        };
+        let mut counted = 0;
+        for word in (&mut words).take(31) {
+            count(u64::from_le_bytes(word.try_into().unwrap_or_default()));
+            counted += 1;
         }
-        counts.flush();
+        let last = counted < 31;
+        if last {
+            // The tail as the low bytes of a word, padded with zero bytes (none of the
+            // counted classes).
+            let tail = words.remainder();
+            count(
+                tail.iter()
+                    .rev()
+                    .fold(0, |word, &b| (word << 8) | u64::from(b)),
+            );
+        }
+        if high & (ONES * 0x80) != 0 {
+            return None;
+        }
+        // A lane's eight bytes hold at most 31 each, 248 in all, so the multiply's top
+        // byte is their exact sum.
+        for (total, lanes) in totals.iter_mut().zip([letters, digits, spaces, starts]) {
+            *total += lanes.wrapping_mul(ONES) >> 56;
+        }
+        if last {
+            break;
+        }
     }
-    // The tail, padded with zero bytes: a zero byte is none of the counted classes.
-    let mut padded = [0u8; 8];
-    padded[..tail.len()].copy_from_slice(tail);
-    counts.add(u64::from_le_bytes(padded));
-    counts.flush();
-    let [letters, digits, spaces, starts] = counts.totals;
+    let [letters, digits, spaces, starts] = totals;
     let others = bytes.len() as u64 - letters - digits - spaces;
-    letters * u64::from(WEIGHT[Class::Latin as usize])
-        + digits * u64::from(WEIGHT[Class::Digit as usize])
-        + spaces * u64::from(WEIGHT[Class::Space as usize])
-        + others * u64::from(WEIGHT[Class::Punct as usize])
-        + starts * u64::from(WORD_START)
-}
-
-/// Letters, digits, spaces and word starts of an ASCII text: per byte lane since the last
-/// flush, and in total.
-#[derive(Default)]
-struct Counts {
-    lanes: [u64; 4],
-    totals: [u64; 4],
-    /// The letter bits of the previous word, whose last byte's bit the next word needs.
-    before: u64,
-}
-
-impl Counts {
-    fn add(&mut self, word: u64) {
-        // Letters: A-Z and a-z are the bytes that |0x20 maps into 0x61..=0x7A.
-        let letter = between(word | (ONES * 0x20), 0x60, 0x7B);
-        let digit = between(word, 0x2F, 0x3A);
-        let space = between(word, 0x08, 0x0E) | between(word, 0x1F, 0x21);
-        let start = letter & !((letter << 8) | (self.before >> 56));
-        self.before = letter;
-        for (lane, bits) in self.lanes.iter_mut().zip([letter, digit, space, start]) {
-            *lane += bits >> 7;
-        }
-    }
-
-    /// Adds the lanes into the totals. A lane's eight bytes hold at most 31 each, 248 in
-    /// all, so the multiply's top byte is their exact sum.
-    fn flush(&mut self) {
-        for (total, lane) in self.totals.iter_mut().zip(&mut self.lanes) {
-            *total += lane.wrapping_mul(ONES) >> 56;
-            *lane = 0;
-        }
-    }
+    Some(
+        letters * u64::from(WEIGHT[Class::Latin as usize])
+            + digits * u64::from(WEIGHT[Class::Digit as usize])
+            + spaces * u64::from(WEIGHT[Class::Space as usize])
+            + others * u64::from(WEIGHT[Class::Punct as usize])
+            + starts * u64::from(WORD_START),
+    )
 }
 
 /// The high bit of each byte of `word` (every byte below 0x80) that lies strictly between
@@ -335,7 +336,13 @@ mod tests {
     fn the_integer_sum_is_the_sum_of_the_weights() {
         let every_ascii: String = (0u8..128).map(char::from).collect();
         let mixed = format!("{every_ascii}é中🎉 a{every_ascii}");
+        // A character outside ASCII before, in and after the first block of 31 words.
+        let late: Vec<String> = [0, 7, 100, 247, 248, 255, 299]
+            .iter()
+            .map(|&at| format!("{}é{}", "a b1".repeat(75)[..at].to_owned(), "c".repeat(8)))
+            .collect();
         let texts = SUBSET.iter().map(|(_, text, _)| *text);
+        let texts = texts.chain(late.iter().map(String::as_str));
         for text in texts.chain([every_ascii.as_str(), mixed.as_str(), "", "é", "a"]) {
             let (ours, summed) = (estimate_tokens(text), estimate_char_by_char(text));
             assert!(
