@@ -260,9 +260,10 @@ impl Calls {
 
     /// Ends every running call (dispose).
     pub(super) fn clear(&mut self) {
-        // Ids stay unique: the slab drops its values, not its generations.
-        self.running.drain();
-        self.deadlines.clear();
+        // A fresh slab, its memory given back: no call starts after dispose, so no id
+        // is issued again.
+        self.running = Slab::default();
+        self.deadlines = Deadlines::default();
     }
 }
 

@@ -463,11 +463,12 @@ impl Jobs {
 
     /// Ends every job (dispose): the jobs, whose tickets are to settle.
     pub(super) fn end_all(&mut self) -> Vec<Job> {
-        self.by_key.clear();
+        // Fresh tables, their memory given back: nothing is queued after dispose.
+        self.by_key = IdIndex::default();
         self.stale_keys = 0;
         self.indexed = 0;
-        self.by_ticket.clear();
-        self.slab.drain()
+        self.by_ticket = IdIndex::default();
+        std::mem::take(&mut self.slab).drain()
     }
 
     /// A job's place in a batch: its characters, priority and arrival.

@@ -97,12 +97,6 @@ impl<K: Copy> Deadlines<K> {
         };
         Some((entry.at, entry.order, entry.key))
     }
-
-    /// Removes every deadline.
-    pub fn clear(&mut self) {
-        self.in_order.clear();
-        self.out_of_order.clear();
-    }
 }
 
 #[cfg(test)]
@@ -143,8 +137,6 @@ mod tests {
             taken.push(entry);
         }
         assert_eq!(taken, expected);
-        deadlines.push(at(2), 0, 9);
-        deadlines.clear();
         assert_eq!(deadlines.peek(), None);
     }
 }

@@ -72,11 +72,6 @@ impl<T: Ord> ReadySet<T> {
     pub fn is_empty(&self) -> bool {
         self.sorted.is_empty()
     }
-
-    /// Removes every entry.
-    pub fn clear(&mut self) {
-        self.sorted.clear();
-    }
 }
 
 #[cfg(test)]
@@ -113,7 +108,5 @@ mod tests {
             assert_eq!(ours.first(), model.first());
             assert_eq!(ours.is_empty(), model.is_empty());
         }
-        ours.clear();
-        assert!(ours.is_empty());
     }
 }

@@ -413,6 +413,12 @@ impl PacerCore {
             state.engine.handle_dispose();
         }
         self.inner.flush();
+        // Every promise has settled: the tables sized for the most items ever in flight
+        // are given back now, not when the pacer is collected.
+        if let Ok(mut state) = self.inner.state.try_borrow_mut() {
+            state.resolvers = SlottedMap::new(crate::ticket_slot);
+            state.partials = IdMap::default();
+        }
     }
 }
 
