@@ -15,15 +15,15 @@ use crate::{CallId, Engine, Instant, Report};
 /// disposed or dropped pacer alive.
 pub(super) fn answer(inner: &Weak<Inner>) -> Answer {
     let inner = inner.clone();
-    Closure::new(move |kind: u32, id: f64, value: JsValue| {
+    Closure::new(move |kind: u32, id: f64, value: JsValue, bytes: u32| {
         let Some(inner) = inner.upgrade() else { return };
         let id = id as CallId;
         let outcome = match kind {
-            host::REPLY_TEXT => input::reply(value).map(|reply| (reply, Report::default())),
-            host::REPLY_TEXT_CUT => input::reply(value).map(|reply| (reply, Report::cut())),
+            host::REPLY_TEXT => input::reply(bytes).map(|reply| (reply, Report::default())),
+            host::REPLY_TEXT_CUT => input::reply(bytes).map(|reply| (reply, Report::cut())),
             host::REPLY => replies::reply_from(value, inner.reply_cap(id)),
             host::CHUNK => {
-                return match input::take(value.as_f64().unwrap_or(0.0) as usize) {
+                return match input::take(bytes as usize) {
                     Ok(text) => inner.stream(|engine, now| engine.handle_chunk(now, id, &text)),
                     Err(message) => inner.respond(id, Err(crate::Failure::bad_reply(message))),
                 }

@@ -109,11 +109,13 @@ function sliceTexts(text, spans) {
  * @param {Function} provider the user's provider
  * @param {{ write(text: string): number, text(address: number, bytes: number, maybeLast: boolean): string,
  *   numbers(address: number, count: number): number[] }} input the core's input buffer
- * @param {(kind: number, id: number, value: unknown) => void} respond the core's handler
- *   of answers: `kind` is REPLY_TEXT (a string reply written to the input buffer, `value`
- *   its length in bytes), REPLY (any other fulfilled value) or FAIL (a failure); for a
- *   streamed reply CHUNK (a string value written to the input buffer, `value` its length
- *   in bytes), REPORT (a `{ usage, limits }` value), END, or BAD_VALUE (any other value)
+ * @param {(kind: number, id: number, value: unknown, bytes: number) => void} respond the
+ *   core's handler of answers: `kind` is REPLY_TEXT (a string reply written to the input
+ *   buffer, `bytes` its length in bytes), REPLY (any other fulfilled `value`) or FAIL (a
+ *   failure); for a streamed reply CHUNK (a string value written to the input buffer,
+ *   `bytes` its length in bytes), REPORT (a `{ usage, limits }` value), END, or BAD_VALUE
+ *   (any other value). The length crosses as a number of its own: a JS value that holds
+ *   a number costs the core a call back to JS to read it.
  */
 export function makeCallHost(provider, input, respond) {
   /**
@@ -129,7 +131,8 @@ export function makeCallHost(provider, input, respond) {
   /** Hands the core one value of call `id`'s stream; false when it failed to. */
   const send = (kind, id, call, value) => {
     try {
-      respond(kind, id, kind === CHUNK ? input.write(value) : value);
+      if (kind === CHUNK) respond(CHUNK, id, undefined, input.write(value));
+      else respond(kind, id, value, 0);
       return true;
     } catch (error) {
       answer(FAIL, id, call, error);
@@ -208,11 +211,13 @@ export function makeCallHost(provider, input, respond) {
     }
     const cap = call.replyCap;
     calls[slotOf(id)] = undefined;
+    let bytes = 0;
     if (kind === REPLY && typeof value === "string") {
       try {
         // A reply longer than its cap (a model that loops) is read as far as the cap.
         const cut = cap !== undefined && value.length > cap;
-        value = input.write(cut ? value.slice(0, cap) : value);
+        bytes = input.write(cut ? value.slice(0, cap) : value);
+        value = undefined;
         kind = cut ? REPLY_TEXT_CUT : REPLY_TEXT;
       } catch (error) {
         // A reply too large for the module's memory fails the call like a bad reply.
@@ -221,7 +226,7 @@ export function makeCallHost(provider, input, respond) {
       }
     }
     try {
-      respond(kind, id, value);
+      respond(kind, id, value, bytes);
     } catch (error) {
       // The core was freed while the call ran: nobody waits for this answer. Anything
       // else is a fault of this package, to be seen rather than swallowed.

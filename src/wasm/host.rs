@@ -57,17 +57,18 @@ extern "C" {
     fn cancel(this: &CallHost, id: f64);
 }
 
-/// What the JS side hands back: `(kind, call id, what it got)`, where the kind (one of
-/// the constants below, as in call-host.js) says what it got.
-pub type Answer = Closure<dyn Fn(u32, f64, JsValue)>;
+/// What the JS side hands back: `(kind, call id, what it got, bytes)`, where the kind
+/// (one of the constants below, as in call-host.js) says what it got; for text written
+/// to the input buffer, `bytes` is its length (what it got is then `undefined`).
+pub type Answer = Closure<dyn Fn(u32, f64, JsValue, u32)>;
 
-/// A string reply, written to the input buffer: what it got is its length in bytes.
+/// A string reply, written to the input buffer (`bytes` long).
 pub const REPLY_TEXT: u32 = 0;
 /// Any other fulfilled value.
 pub const REPLY: u32 = 1;
 /// A rejection reason, or what the provider threw (a stream's iterator too).
 pub const FAIL: u32 = 2;
-/// A string value of a streamed reply, written to the input buffer: its length in bytes.
+/// A string value of a streamed reply, written to the input buffer (`bytes` long).
 pub const CHUNK: u32 = 3;
 /// A `{ usage, limits }` value of a streamed reply.
 pub const REPORT: u32 = 4;
@@ -75,8 +76,8 @@ pub const REPORT: u32 = 4;
 pub const END: u32 = 5;
 /// A value of a streamed reply that is neither a string nor `{ usage, limits }`.
 pub const BAD_VALUE: u32 = 6;
-/// A string reply longer than the call's cap, cut there and written to the input buffer:
-/// what it got is its length in bytes.
+/// A string reply longer than the call's cap, cut there and written to the input buffer
+/// (`bytes` long).
 pub const REPLY_TEXT_CUT: u32 = 7;
 
 /// How many compatibility groups keep their fields as JS strings between calls.

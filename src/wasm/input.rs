@@ -105,7 +105,8 @@ pub fn resolve(resolve: &Function, text: &str) {
 
 /// A string reply that the JS side wrote to the buffer (`bytes` long), as the engine's
 /// reply.
-pub fn reply(bytes: JsValue) -> Result<Reply, Failure<JsValue>> {
-    let bytes = bytes.as_f64().unwrap_or(0.0) as usize;
-    take(bytes).map(Reply::Text).map_err(Failure::bad_reply)
+pub fn reply(bytes: u32) -> Result<Reply, Failure<JsValue>> {
+    take(bytes as usize)
+        .map(Reply::Text)
+        .map_err(Failure::bad_reply)
 }
