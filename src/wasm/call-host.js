@@ -69,7 +69,7 @@ class ProviderRequest {
     if (typeof layout === "string") this.separator = layout;
     else if (layout !== undefined) this.markers = markerPairs(layout, this.texts.length);
     this.text = text;
-    this.instructions = instructions;
+    this.instructions = instructions ?? "";
     this.isBatch = isBatch;
     this.sourceLang = compat[1];
     this.targetLang = compat[2];

@@ -23,8 +23,8 @@ extern "C" {
     /// `input::locate`). For a batch, `spans_address` holds `span_count` u32 numbers, the
     /// `[start, end)` UTF-16 offsets of each text in the text, flattened (read at once by
     /// `input.js`'s `numbers`), and `ids` the ids, at least as many as there are texts
-    /// (the JS side copies the first ones); a single text has no spans (`[text]`) and
-    /// `ids` undefined (`["1"]`).
+    /// (the JS side copies the first ones); a single text has no spans (`[text]`),
+    /// `ids` undefined (`["1"]`) and `instructions` undefined (`""`).
     /// `layout` is the separator string, or the `[open, close]` pairs of the markers (at
     /// least as many as there are texts; the JS side copies them), or `undefined` for a
     /// single text in the markers format; `compat` is `[providerId, sourceLang,
@@ -102,8 +102,6 @@ struct Recent {
     markers: Option<(String, Array)>,
     /// The last instructions.
     instructions: Option<(String, JsValue)>,
-    /// `""`, a single text's instructions.
-    empty: Option<JsValue>,
 }
 
 impl Recent {
@@ -150,12 +148,6 @@ impl Recent {
             cached.push(&Array::of2(&open.as_str().into(), &close.as_str().into()));
         }
         cached.clone().into()
-    }
-
-    fn empty(&mut self) -> JsValue {
-        self.empty
-            .get_or_insert_with(|| JsValue::from_str(""))
-            .clone()
     }
 
     fn instructions(&mut self, instructions: &str) -> JsValue {
@@ -211,8 +203,9 @@ impl Calls {
             } else {
                 JsValue::UNDEFINED
             };
+            // A single text's instructions are `""`, which the JS side fills in.
             let instructions = if call.instructions.is_empty() {
-                recent.empty()
+                JsValue::UNDEFINED
             } else {
                 recent.instructions(&call.instructions)
             };
