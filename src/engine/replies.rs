@@ -253,9 +253,7 @@ impl<C: Clone> Engine<C> {
             self.learn_batch_size(&run, proved);
         }
         match read {
-            Ok(translations) if proved == Proved::All => {
-                self.succeed(run, translations.into_iter().flatten().collect())
-            }
+            Ok(translations) if proved == Proved::All => self.succeed(run, translations),
             Ok(translations) if proved == Proved::Some => {
                 self.accept_proven(run, translations, unproven)
             }
@@ -285,12 +283,15 @@ impl<C: Clone> Engine<C> {
         }
     }
 
-    pub(super) fn succeed(&mut self, run: Running, translations: Vec<String>) {
+    /// Every item of `run`'s batch proved (`translations` holds no `None`): each resolves.
+    pub(super) fn succeed(&mut self, run: Running, translations: Vec<Option<String>>) {
         self.grow_adaptive_rate(&run);
         let Some(batch) = self.batches.remove(run.batch()) else {
             return;
         };
         let group = batch.compat();
+        // Flattened here, not collected into a vector of their own first.
+        let translations = translations.into_iter().flatten();
         for (job_key, translation) in batch.into_jobs().into_iter().zip(translations) {
             self.resolve_job(job_key, group, translation);
         }

@@ -214,7 +214,7 @@ impl<C: Clone> Engine<C> {
             self.batches.remove(run.batch());
             self.grow_adaptive_rate(&run);
         } else if proved == Proved::All {
-            self.succeed(run, translations.into_iter().flatten().collect());
+            self.succeed(run, translations);
         } else if translations.iter().any(Option::is_some) {
             self.accept_proven(run, translations, unproven);
         } else {
