@@ -339,7 +339,7 @@ mod tests {
         // A character outside ASCII before, in and after the first block of 31 words.
         let late: Vec<String> = [0, 7, 100, 247, 248, 255, 299]
             .iter()
-            .map(|&at| format!("{}é{}", "a b1".repeat(75)[..at].to_owned(), "c".repeat(8)))
+            .map(|&at| format!("{}é{}", &"a b1".repeat(75)[..at], "c".repeat(8)))
             .collect();
         let texts = SUBSET.iter().map(|(_, text, _)| *text);
         let texts = texts.chain(late.iter().map(String::as_str));
