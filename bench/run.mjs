@@ -186,6 +186,10 @@ async function schedulingOverhead() {
       ],
       CONFIG,
     );
+    // Every run's figure, in the console only: the spread behind each median.
+    for (const [name, { samples }] of results) {
+      console.log(`${n} ${name}: ${samples.map((s) => fmt(s.usPerItem, 2)).join(" ")} µs/item`);
+    }
     bySize.set(n, results);
   }
 
@@ -237,6 +241,9 @@ async function schedulingOverhead() {
         `batch-pacer: rate 1e9, capacity 1e9, batchDelayMs 0, cacheEntries 0 (every batch is due at once, so it carries one item); "default batching": rate 1e9, capacity 1e9, cacheEntries 0 and the default 4 items / 1000 characters per call (the counts are multiples of 4 per language, so every batch fills by count at once). p-queue: concurrency Infinity, intervalCap 1e9 per 1000 ms. Bottleneck: no limits. DataLoader: one loader per target language, maxBatchSize 4, cache off.`,
         `Baseline ("vs floor"): direct provider calls in the same runtime (one awaited call per paragraph)${chromiumVersion ? `; the service-worker rows run in Chromium ${chromiumVersion}, in a module service worker that imports the built package statically` : ""}.`,
         `${runsNote()} One discarded warm-up round first (not for Bottleneck, whose cost is a timer turn per job, not cold code).`,
+        `Every run, in run order (µs/item): ${sizes
+          .flatMap((n) => [names[1], names[2]].map((name) => `${name} ${label(n)}: ${bySize.get(n).get(name).samples.map((s) => fmt(s.usPerItem, 2)).join(", ")}`))
+          .join("; ")}.`,
       ],
     }),
   );
