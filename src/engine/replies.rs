@@ -290,10 +290,14 @@ impl<C: Clone> Engine<C> {
             return;
         };
         let group = batch.compat();
-        // Flattened here, not collected into a vector of their own first.
-        let translations = translations.into_iter().flatten();
+        // Each job is paired with its own slot, never with the next value: a `None` here
+        // (a caller's broken promise) would shift every later translation onto the wrong
+        // paragraph if the values were flattened first. Its job is left in no batch
+        // instead, which `Engine::check` reports.
         for (job_key, translation) in batch.into_jobs().into_iter().zip(translations) {
-            self.resolve_job(job_key, group, translation);
+            if let Some(translation) = translation {
+                self.resolve_job(job_key, group, translation);
+            }
         }
     }
 
