@@ -12,6 +12,11 @@
 // --only 1,4         run these workloads only (11: "Models that cannot batch", whose
 //                    real-model rows need LLAMA_SERVER and LLAMA_MODEL from scripts/llama-setup.sh)
 // --sizes 1000,5000  workload 1's paragraph counts
+// --baseline DIR     another build's package root (its js/ and built pkg/: a worktree of an
+//                    earlier commit after `npm run build`), measured beside this one in
+//                    workloads 11 (the real model) and 13 ("Adversarial replies")
+// --skip-unbounded   workload 11 without its rows b (one call per paragraph without the
+//                    output bound: about 20 minutes of CPU)
 // --write           with --only: replace those workloads' sections of bench/results.md
 //                    (each still measured side by side in its one run), noted in its header;
 //                    0 (the core engine) takes its figures from --engine-output
@@ -49,6 +54,7 @@ import { requestsAndTokens } from "./workload-requests-tokens.mjs";
 import { sporadic429s } from "./workload-sporadic-429s.mjs";
 import { modelsThatCannotBatch } from "./workload-cannot-batch.mjs";
 import { fallbackProviders } from "./workload-fallback-providers.mjs";
+import { adversarialReplies } from "./workload-adversarial-replies.mjs";
 
 const execFile = promisify(execFileCb);
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
@@ -63,6 +69,8 @@ const { values: args } = parseArgs({
     only: { type: "string" },
     write: { type: "boolean", default: false },
     sizes: { type: "string" },
+    baseline: { type: "string" },
+    "skip-unbounded": { type: "boolean", default: false },
   },
 });
 const SMOKE = args.smoke;
@@ -739,6 +747,14 @@ function updateResults(only, started) {
   console.log(`updated the sections of workloads ${[...only].join(", ")} in ${join("bench", "results.md")}`);
 }
 
+/** Another build of the package (its root: js/ and a built pkg/), measured beside this one. */
+async function loadBaseline(dir) {
+  const module = await import(pathToFileURL(join(dir, "js", "index.js")).href);
+  await module.default();
+  const commit = execFileSync("git", ["-C", dir, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
+  return { name: `baseline ${commit}`, BatchPacer: module.BatchPacer, openAIProvider: module.openAIProvider };
+}
+
 async function main() {
   const started = new Date();
   const only = args.only ? new Set(args.only.split(",").map((s) => s.trim())) : null;
@@ -747,6 +763,7 @@ async function main() {
     throw new Error("--only 0 needs --engine-output FILE, the output of `cargo bench --bench engine`");
   }
   console.log(`batch-pacer benchmarks${SMOKE ? " (smoke: tiny inputs, one run each)" : ""}; package: ${PACKAGE_DIR}\n`);
+  const baseline = args.baseline ? await loadBaseline(args.baseline) : undefined;
   const { chromiumVersion } = wanted(1) ? await schedulingOverhead() : {};
   const groups = wanted(2) ? await quotaEfficiency() : [];
   if (wanted(3)) await requestSavings();
@@ -757,8 +774,23 @@ async function main() {
   if (wanted(8)) await layoutsUnderDamagedReplies({ BatchPacer, report, smoke: SMOKE, runs: CONFIG.runs });
   if (wanted(9)) report(await requestsAndTokens({ BatchPacer, runs: CONFIG.runs, smoke: SMOKE }));
   if (wanted(10)) report(await sporadic429s({ BatchPacer, runs: CONFIG.runs, smoke: SMOKE }));
-  if (wanted(11)) report(await modelsThatCannotBatch({ BatchPacer, openAIProvider: pacerModule.openAIProvider, smoke: SMOKE }));
+  if (wanted(11)) {
+    report(
+      await modelsThatCannotBatch({
+        BatchPacer,
+        openAIProvider: pacerModule.openAIProvider,
+        smoke: SMOKE,
+        baseline,
+        skipUnbounded: args["skip-unbounded"],
+      }),
+    );
+  }
   if (wanted(12)) report(await fallbackProviders({ BatchPacer, routeProviders: pacerModule.routeProviders, runs: CONFIG.runs, smoke: SMOKE }));
+  if (wanted(13)) {
+    const builds = [{ name: "this package", BatchPacer }];
+    if (baseline) builds.push(baseline);
+    report(await adversarialReplies({ builds, smoke: SMOKE }));
+  }
   if (!SMOKE && !only) writeResults({ chromiumVersion: chromiumVersion ?? workerVersion, groups, started });
   if (!SMOKE && only && args.write) updateResults(only, started);
 }

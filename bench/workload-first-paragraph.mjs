@@ -91,7 +91,7 @@ function model(clock, { firstTokenMs, tokensPerSecond, charsPerToken }, { stream
  * resolution, the time from the page's start to its first resolved paragraph, the calls
  * made and the pacer's counters.
  */
-async function runPage(BatchPacer, texts, spec, { stream, perCall, earlierPage }) {
+export async function runPage(BatchPacer, texts, spec, { stream, perCall, earlierPage }) {
   const { clock, pacerClock } = privateClock();
   const callStart = new Map(); // text -> virtual ms its latest call started
   const closedAt = new Map(); // text -> virtual ms its segment's closing marker was written

@@ -59,6 +59,8 @@
 //!   - `copied_markers`: a value of an object or array reply unwrapped from its own pair.
 //!   - `structured`: a JSON object answer that came as text (maybe in a code fence).
 //!   - `stream`: a reply received in pieces: reasoning left out, a cap on its length.
+//!   - `runaway`: whether a reply cut at its bound was looping or still writing.
+//!   - `shift_evidence`: which segments no drop or merge with renumbering can have moved.
 //!   - `early`: which segments the beginning of a streamed reply proves, whatever follows.
 //!   - `codec`: the older separator layout (choice, join, tolerant split).
 //!   - `alignment`: the separator layout's evidence that a reply is shifted.
@@ -89,7 +91,10 @@ pub use pacing::{
     retry,
 };
 mod layout;
-pub use layout::{alignment, codec, copied_markers, early, markers, proof, stream, structured};
+pub use layout::{
+    alignment, codec, copied_markers, early, markers, proof, runaway, shift_evidence, stream,
+    structured,
+};
 
 pub mod drive;
 pub mod engine;

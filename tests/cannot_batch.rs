@@ -302,7 +302,9 @@ fn truncating_model(cut: u32) -> impl FnMut(&Call, Instant) -> Answer {
             ));
             Reply::Text(reply)
         } else if call.attempt < cut {
-            Reply::Text(format!("{} {}", echo(&call.texts[0]), "again ".repeat(50)))
+            // Still writing new text when it was cut (no loop: the bound was too tight).
+            let more: Vec<String> = (0..50).map(|k| format!("w{k}")).collect();
+            Reply::Text(format!("{} {}", echo(&call.texts[0]), more.join(" ")))
         } else {
             echo_reply(call)
         };
@@ -334,6 +336,35 @@ fn a_truncated_single_is_retried_with_twice_the_bound_then_fails() {
     assert!(
         message.contains("did not end within its bound"),
         "{message}"
+    );
+}
+
+#[test]
+fn a_looping_single_is_retried_at_the_same_bound() {
+    // Cut at its bound while it repeated one phrase: more room only buys more of it.
+    let mut sim = Sim::new(Options::default(), |call: &Call, _| {
+        let text = if call.attempt == 0 {
+            format!(
+                "{} {}",
+                echo(&call.texts[0]),
+                "encore une fois, ".repeat(30)
+            )
+        } else {
+            echo(&call.texts[0])
+        };
+        let report = Report {
+            truncated: call.attempt == 0,
+            ..Report::default()
+        };
+        Answer::Reported(Duration::from_millis(20.0), Ok(Reply::Text(text)), report)
+    });
+    let ok = sim.translate(&single("Hello there."));
+    sim.drive();
+    assert_eq!(sim.ok(ok), echo("Hello there."));
+    assert_eq!(sim.calls.len(), 2);
+    assert_eq!(
+        sim.calls[1].max_output_tokens,
+        sim.calls[0].max_output_tokens
     );
 }
 

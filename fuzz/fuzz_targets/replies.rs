@@ -11,7 +11,9 @@
 //!
 //! Properties: every item settles exactly once; an item that resolves gets its own
 //! translation (or a remark the model wrote in its place), never another paragraph's
-//! text; at rest nothing is pending, queued or in flight.
+//! text; at rest nothing is pending, queued or in flight; and a streamed reply resolves
+//! early, at any of its beginnings, only what the same reply read whole resolves to the
+//! same text.
 //!
 //! Known limits (README, the proof rule's rules 5 and 6), skipped with `FUZZ_SKIP_KNOWN`:
 //! `count-preserving` (labels by position, or an array, that keep the count: a split plus
@@ -30,7 +32,9 @@ use std::collections::HashMap;
 
 use batch_pacer::drive::{StreamValue, VirtualTime};
 use batch_pacer::options::SegmentFormat;
-use batch_pacer::{Call, Duration, Engine, Failure, Instant, OptionValue, Options, Reply, Ticket};
+use batch_pacer::{
+    early, Call, Duration, Engine, Failure, Instant, OptionValue, Options, Reply, Ticket,
+};
 use common::Bytes;
 use libfuzzer_sys::fuzz_target;
 
@@ -226,6 +230,25 @@ fn correct(call: &Call) -> Reply {
     Reply::Text(reply)
 }
 
+/// A stream of `reply` is never looser than the reply received whole: at every beginning
+/// (every character boundary), what the early rule resolves, the whole reading of the
+/// complete reply resolves to the same text.
+fn assert_never_looser(texts: &[String], reply: &str, tag: &str) {
+    let texts: Vec<&str> = texts.iter().map(String::as_str).collect();
+    let whole = early::whole_reading(&texts, reply, tag, None);
+    for end in (0..=reply.len()).filter(|&end| reply.is_char_boundary(end)) {
+        let run = early::leading_pairs(&reply[..end], tag);
+        let count = early::proven_count(&texts, &run, None).min(run.closed.len());
+        for (i, closed) in run.closed.iter().enumerate().take(count) {
+            assert_eq!(
+                whole[i].as_deref(),
+                Some(*closed),
+                "segment {i} resolved early at byte {end} of {reply:?}, not so whole"
+            );
+        }
+    }
+}
+
 /// Splits `reply` into pieces of fuzzed sizes (at character boundaries).
 fn pieces_of(reply: &str, bytes: &mut Bytes) -> Vec<String> {
     let chars: Vec<char> = reply.chars().collect();
@@ -311,6 +334,9 @@ fuzz_target!(|data: &[u8]| {
                 );
             }
             known = limit;
+            if streamed && !reply.contains("<think>") {
+                assert_never_looser(&call.texts, &reply, &tag_of(&call));
+            }
             match form {
                 0 | 1 => {
                     let pieces = pieces_of(&reply, &mut bytes);

@@ -101,6 +101,7 @@ pub(super) fn read_reply(
     reading: &Reading,
     texts: &[&str],
     reply: Reply,
+    ratio: Option<f64>,
 ) -> Result<Vec<Option<String>>, Mismatch> {
     let expected = texts.len();
     let all = |segments: Vec<String>| segments.into_iter().map(Some).collect();
@@ -117,10 +118,9 @@ pub(super) fn read_reply(
             Ok(proof::prove(texts, proof::keyed_entries(pairs)))
         }
         (_, Reply::Keyed(pairs)) => Ok(proof::prove(texts, proof::keyed_entries(pairs))),
-        (Reading::Markers(tag), Reply::Text(text)) => Ok(proof::prove(
-            texts,
-            proof::by_index(proof::marked_entries(&text, tag)),
-        )),
+        (Reading::Markers(tag), Reply::Text(text)) => {
+            Ok(crate::early::whole_reading(texts, &text, tag, ratio))
+        }
         (Reading::Markers(tag), Reply::Texts(segments)) if segments.len() == expected => {
             let segments = crate::copied_markers::unwrap_listed(segments, tag);
             Ok(proof::prove(texts, proof::listed_entries(segments)))
@@ -230,20 +230,30 @@ impl<C: Clone> Engine<C> {
             return;
         };
         let expected = batch.jobs().len();
+        let mut texts: Vec<&str> = Vec::with_capacity(expected);
+        for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
+            texts.push(job.text());
+        }
+        let looped = truncated && looped(&reply, &texts);
         if expected <= 1 && truncated {
-            // A single text cut short is no translation: its retry gets twice the bound.
-            self.batches.double_bound(run.batch());
+            // A single text cut short is no translation: its retry gets twice the bound,
+            // unless it was looping (`runaway`).
+            if !looped {
+                self.batches.double_bound(run.batch());
+            }
             return self.on_failure(run, unfinished());
         }
         let unproven = Unproven {
             fingerprint: (expected > 1).then(|| reply.fingerprint()),
             truncated,
+            looped,
         };
-        let mut texts: Vec<&str> = Vec::with_capacity(expected);
-        for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
-            texts.push(job.text());
-        }
-        let read = read_reply(run.reading(), &texts, reply);
+        let ratio = self.groups.get(batch.compat()).and_then(|group| {
+            let info = group.info();
+            self.pacer
+                .length_ratio(run.provider(), &info.source_lang, &info.target_lang)
+        });
+        let read = read_reply(run.reading(), &texts, reply, ratio);
         let proved = match &read {
             Ok(t) if t.iter().all(Option::is_some) => Proved::All,
             Ok(t) if t.iter().any(Option::is_some) => Proved::Some,
@@ -335,7 +345,7 @@ impl<C: Clone> Engine<C> {
     /// ones already resolved): the rest are retried, then sent one by one. A reply that
     /// repeats the last one to the same texts ends the retries at once (a model at
     /// temperature 0 answers the same prompt the same way); a truncated one sends the
-    /// rest with twice the bound.
+    /// rest with twice the bound, unless it was looping.
     pub(super) fn on_mismatch(
         &mut self,
         run: Running,
@@ -353,7 +363,7 @@ impl<C: Clone> Engine<C> {
             expected,
             got,
         });
-        if unproven.truncated {
+        if unproven.truncated && !unproven.looped {
             self.batches.double_bound(run.batch());
         }
         let repeated = !unproven.truncated
@@ -392,6 +402,18 @@ pub(super) struct Unproven {
     pub(super) fingerprint: Option<u64>,
     /// It stopped at its token limit or the length cap.
     pub(super) truncated: bool,
+    /// It stopped there while repeating itself (`runaway`): its retry keeps the bound.
+    pub(super) looped: bool,
+}
+
+/// Whether a reply cut at its bound was looping rather than still writing new text
+/// (`runaway::looping`), against the characters of the texts it answers.
+pub(super) fn looped(reply: &Reply, texts: &[&str]) -> bool {
+    let Reply::Text(text) = reply else {
+        return false;
+    };
+    let sources = texts.iter().map(|t| t.chars().count()).sum();
+    crate::runaway::looping(text, sources)
 }
 
 /// A single reply that stopped at its bound: a failed call, retried with twice the bound.

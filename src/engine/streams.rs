@@ -14,7 +14,6 @@ use super::streamed::{Ended, Preview, Streamed};
 use super::Engine;
 use crate::batch_limit::Proved;
 use crate::call::{CallId, CompatInfo, Reply, Report};
-use crate::proof;
 use crate::proof::char_len;
 
 impl<C: Clone> Engine<C> {
@@ -181,9 +180,11 @@ impl<C: Clone> Engine<C> {
             return self.on_reply(run, Reply::Text(text), truncated);
         }
         let fingerprint = Some(Reply::text_fingerprint(&text));
-        let entries = proof::by_index(proof::marked_entries(&text, tag));
         let views: Vec<&str> = texts.iter().map(|text| &**text).collect();
-        let mut proven = proof::prove(&views, entries);
+        let ratio = self
+            .pacer
+            .length_ratio(provider, &compat.source_lang, &compat.target_lang);
+        let mut proven = crate::early::whole_reading(&views, &text, tag, ratio);
         let Some(batch) = self.batches.get(run.batch()) else {
             return;
         };
@@ -206,9 +207,11 @@ impl<C: Clone> Engine<C> {
             Proved::Nothing
         };
         self.learn_batch_size(&run, proved);
+        let looped = truncated && super::replies::looped(&Reply::Text(text), &views);
         let unproven = Unproven {
             fingerprint,
             truncated,
+            looped,
         };
         if translations.is_empty() {
             self.batches.remove(run.batch());

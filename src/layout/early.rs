@@ -36,12 +36,15 @@
 //! read better as holding a merge (`merge_reads_better`), one of them holds another
 //! paragraph's number more times than its own paragraph does (`holding_another_number`),
 //! or one of them has a length that fits no translation of its source (`misfit_length`:
-//! a remark in the freed number hides the merge from the readings). The same after a
-//! drop leaves no trace among like lengths: early resolution trusts it not to happen.
+//! a remark in the freed number hides the merge from the readings). A drop among like
+//! lengths leaves none of these traces, so on top of all that a segment resolves early
+//! only when the closed segments refute every drop and merge that would have moved it
+//! (`shift_evidence`), as the whole reply's rule 4 asks: never looser than the whole.
 
 use crate::alignment::holding_another_number;
 use crate::markers::{index_of, scan};
 use crate::proof::{char_len, far_off, median, merged_before_last, scatter, shifted_readings};
+use crate::shift_evidence::{holds_another, source_words, unshifted};
 
 /// The leading pairs of a reply so far: the text of each pair of segments `0 … m - 1`
 /// found in order, and whether an anomaly (a broken, repeated, unknown or out-of-order
@@ -93,13 +96,14 @@ pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) 
     let m = closed.len().min(n);
     let sources: Vec<&str> = texts.iter().map(|t| t.trim()).collect();
     // Rule 1 on the run: damage stops it.
+    let words = source_words(&sources);
     let clean = (0..m)
         .take_while(|&i| {
             let text = closed[i];
             let empty = text.is_empty() && !sources[i].is_empty();
             let other_source = (0..n).any(|j| sources[j] != sources[i] && sources[j] == text);
             let repeated = (0..m).any(|k| k != i && closed[k] == text && sources[k] != sources[i]);
-            !(empty || other_source || repeated)
+            !(empty || other_source || repeated || holds_another(text, &words, i))
         })
         .count();
     // On every beginning of the run: a later segment that fits no reading (a remark in
@@ -121,17 +125,12 @@ pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) 
     }
     // Each needs its right neighbour begun past any rule-1 damage (or closed cleanly),
     // and not the last one: the last two segments wait for the end.
-    // The first segment needs its neighbour closed: a merge under numbers copied in
-    // order shows only in lengths, and a single closed segment has nothing to be
-    // compared with.
     let next_begun = clean == m
+        && clean >= 1
         && !run.broken
-        && run.open.is_some_and(|open| {
-            begun_past_damage(open, &sources, closed)
-                && (clean >= 2
-                    || (clean == 1 && n >= 4 && first_merge_refuted(&sources, closed[0], open))
-                    || (clean == 1 && n >= 3 && first_fits_alone(&sources, closed[0], ratio)))
-        });
+        && run
+            .open
+            .is_some_and(|open| begun_past_damage(open, &sources, closed));
     let vouched = if next_begun {
         clean
     } else {
@@ -146,11 +145,79 @@ pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) 
         segments.push(None);
         !merged_before_last(texts, &segments)
     };
-    vouched.min(if before_last_clear {
+    let vouched = vouched.min(if before_last_clear {
         n - 1
     } else {
         n.saturating_sub(2)
-    })
+    });
+    // No looser than the whole reply: each needs every shift that would have moved it
+    // refuted by the closed segments (a drop among like lengths leaves no other trace).
+    let known: Vec<Option<&str>> = closed[..clean].iter().map(|c| Some(*c)).collect();
+    let unshifted = unshifted(&sources, &known, false, ratio);
+    vouched.min(unshifted.iter().take_while(|u| **u).count())
+}
+
+/// The translation of each text that a marked string reply proves, read whole: by the
+/// whole-reply rules (`proof::prove`), and whatever its beginning proves, as a stream of
+/// it would have shown (`proven_by_beginnings`), so that streamed and whole replies read
+/// alike. `ratio`: the provider's learned length ratio for the language pair.
+pub fn whole_reading(
+    texts: &[&str],
+    reply: &str,
+    tag: &str,
+    ratio: Option<f64>,
+) -> Vec<Option<String>> {
+    let entries = crate::proof::by_index(crate::proof::marked_entries(reply, tag));
+    let mut proven = crate::proof::prove(texts, entries);
+    for (slot, early) in proven
+        .iter_mut()
+        .zip(proven_by_beginnings(texts, reply, tag, ratio))
+    {
+        if slot.is_none() {
+            *slot = early;
+        }
+    }
+    proven
+}
+
+/// The segments a stream of `reply` would have resolved early at some point as it
+/// arrived (the most `proven_count` gives over its beginnings), with their translations:
+/// the whole reply's reading keeps them, so that a stream is never looser than the same
+/// reply received whole, nor the whole reply than a stream of it. Each beginning that
+/// ends inside segment `k` is judged at its fullest: the segment's whole text written,
+/// its closing marker not yet.
+pub fn proven_by_beginnings(
+    texts: &[&str],
+    reply: &str,
+    tag: &str,
+    ratio: Option<f64>,
+) -> Vec<Option<String>> {
+    let full = leading_pairs(reply, tag);
+    let mut best = 0;
+    for k in 0..=full.closed.len() {
+        let open;
+        let run = if k < full.closed.len() {
+            // A trailing `<` is the start of a marker: the written text is the whole segment.
+            open = format!("{}<", full.closed[k]);
+            LeadingPairs {
+                closed: full.closed[..k].to_vec(),
+                open: Some(&open),
+                broken: false,
+            }
+        } else {
+            LeadingPairs {
+                closed: full.closed.clone(),
+                open: full.open,
+                broken: full.broken,
+            }
+        };
+        best = best.max(proven_count(texts, &run, ratio).min(run.closed.len()));
+    }
+    let mut proven = vec![None; texts.len()];
+    for (slot, text) in proven.iter_mut().zip(&full.closed[..best]) {
+        *slot = Some((*text).to_owned());
+    }
+    proven
 }
 
 /// Whether one of the closed segments is far from the length the run's median
@@ -172,35 +239,6 @@ fn misfit_length(sources: &[&str], closed: &[&str]) -> bool {
         .iter()
         .zip(sources)
         .any(|(segment, source)| far_off(length(segment), centre * length(source)))
-}
-
-/// Whether the second pair, still being written, already rules out that the first one
-/// holds the first two translations (merged, the numbers then copied in order): the
-/// second pair would then hold the third translation, at the first pair's ratio about
-/// `first × s3 / (s1 + s2)` characters; once it is longer than 1.5 times that, it can
-/// only grow further from it. What is written of it so far, trimmed and without a
-/// trailing `<…`, counts.
-fn first_merge_refuted(sources: &[&str], first: &str, open: &str) -> bool {
-    let length = |text: &str| char_len(text).max(1.0);
-    let written = char_len(written_so_far(open));
-    let if_merged = length(first) * length(sources[2]) / (length(sources[0]) + length(sources[1]));
-    written > 1.5 * if_merged
-}
-
-/// Whether the first pair, closed, reads as the first translation alone at the ratio the
-/// provider's earlier proven replies showed (`ratio`): within 1.2 times of that ratio
-/// applied to its source, and less than two thirds of what it would hold merged with the
-/// second (numbers then copied in order). Without a ratio, or when the second source is
-/// too short for a merge to show, it says nothing.
-fn first_fits_alone(sources: &[&str], first: &str, ratio: Option<f64>) -> bool {
-    let Some(ratio) = ratio else {
-        return false;
-    };
-    let length = |text: &str| char_len(text).max(1.0);
-    let written = length(first);
-    let alone = ratio * length(sources[0]);
-    let merged = ratio * (length(sources[0]) + length(sources[1]));
-    (written / alone).ln().abs() <= 1.2f64.ln() && written * 1.5 < merged
 }
 
 /// The text of an open segment so far, trimmed, without a trailing `<…` that may be the
@@ -298,76 +336,78 @@ mod tests {
         super::proven_count(texts, &run(closed, None), None)
     }
 
+    /// Like lengths, each translation keeping its paragraph's number: the evidence
+    /// against a shift that `shift_evidence` asks for.
+    const NUMBERED: [&str; 5] = ["one 1", "two 2", "six 3", "ten 4", "for 5"];
+
     #[test]
     fn a_known_length_ratio_lets_the_first_segment_resolve_once_it_closed() {
-        let texts = [
-            "the first paragraph",
-            "the second one here",
-            "a third paragraph!!",
-            "the fourth and last",
-        ];
         let at = |ratio, closed: &[&str], open| {
-            super::proven_count(&texts, &run(closed, Some(open)), ratio)
+            super::proven_count(&NUMBERED, &run(closed, Some(open)), ratio)
         };
-        // Without a ratio the second pair must first be written long enough.
-        assert_eq!(at(None, &["der erste Absatz!!!"], "zw"), 0);
-        // At the provider's ratio (1.0 here) the first pair reads as the first alone.
-        assert_eq!(at(Some(1.0), &["der erste Absatz!!!"], "zw"), 1);
+        // Without a ratio the second pair must close first: a merge of the first two
+        // shows only in lengths, and one segment has nothing to be compared with.
+        assert_eq!(at(None, &["EINS 1"], "ZW"), 0);
+        // At the provider's ratio (1.2 here) the first pair reads as the first alone,
+        // and its number refutes a drop.
+        assert_eq!(at(Some(1.2), &["EINS 1"], "ZW"), 1);
         // A merge of the first two reads as one, not as the first alone.
-        assert_eq!(
-            at(Some(1.0), &["der erste Absatz der zweite hier"], "ein"),
-            0
-        );
-        // Nor does a pair far shorter than its source at that ratio (a split).
-        assert_eq!(at(Some(1.0), &["der erste"], "Absatz"), 0);
+        assert_eq!(at(Some(1.2), &["EINS 1 ZWEI"], "DREI"), 0);
+        // Nor does a pair without the number of its own paragraph.
+        assert_eq!(at(Some(1.2), &["EINS !"], "ZWEI"), 0);
         // The next pair must still have begun past any damage.
-        assert_eq!(at(Some(1.0), &["der erste Absatz!!!"], ""), 0);
+        assert_eq!(at(Some(1.2), &["EINS 1"], ""), 0);
     }
 
     #[test]
     fn a_segment_resolves_once_the_next_one_has_begun_past_any_damage() {
-        let texts = ["one", "two", "three", "four", "five"];
         let proven =
-            |closed: &[&str], open| super::proven_count(&texts, &run(closed, Some(open)), None);
+            |closed: &[&str], open| super::proven_count(&NUMBERED, &run(closed, Some(open)), None);
         // Nothing yet, white space, or the start of the marker that would close it empty.
-        assert_eq!(proven(&["eins", "zwei"], ""), 1);
-        assert_eq!(proven(&["eins", "zwei"], "  \n"), 1);
-        assert_eq!(proven(&["eins", "zwei"], " </s"), 1);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2"], ""), 1);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2"], "  \n"), 1);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2"], " </s"), 1);
         // The beginning of another text of the batch, or of a closed segment: it could
         // still end as rule-1 damage.
-        assert_eq!(proven(&["eins", "zwei"], "fou"), 1);
-        assert_eq!(proven(&["eins", "zwei"], "ein"), 1);
-        // Past that, a segment with a closed one before it is proven; the first one
-        // needs its neighbour closed (its length has nothing to be compared with yet),
-        // or the second pair written long enough to rule out a merge of the first two.
-        assert_eq!(proven(&["eins"], "zw"), 0);
-        assert_eq!(proven(&["eins"], "zwei!"), 0);
-        assert_eq!(proven(&["eins"], "zwei!!"), 1);
-        assert_eq!(proven(&["eins zwei"], "drei!!!"), 0);
-        assert_eq!(proven(&["eins", "zwei"], "dr"), 2);
-        assert_eq!(proven(&["eins", "zwei"], "thx"), 2);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2"], "ten"), 1);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2"], "EIN"), 1);
+        // The first one needs its neighbour closed: a drop or a merge shows only in
+        // what a closed segment holds.
+        assert_eq!(proven(&["EINS 1"], "ZW"), 0);
+        assert_eq!(proven(&["EINS 1"], "ZWEI 2 and more"), 0);
+        assert_eq!(proven(&["EINS 1 ZWEI 2"], "DREI!!!"), 0);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2"], "DR"), 2);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2"], "thx"), 2);
         // The one before the last once the last has begun, the last one never.
-        assert_eq!(proven(&["eins", "zwei", "drei"], "vier"), 3);
-        assert_eq!(proven(&["eins", "zwei", "drei", "vier"], "fünf"), 4);
-        // Not when it reads as holding the last one's translation too.
-        assert_eq!(proven(&["eins", "zwei", "drei", "vier fünf"], "Done."), 3);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2", "DREI 3"], "VIER"), 3);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2", "DREI 3", "VIER 4"], "FÜNF"), 4);
+        // Not when one holds the last one's translation too.
+        let merged = ["EINS 1", "ZWEI 2", "DREI 3", "VIER 4 FÜNF 5"];
+        assert_eq!(proven(&merged, "Done."), 0);
+        // Nor without the evidence: like lengths, no word kept, a drop would read alike.
+        let texts = ["one", "two", "six", "ten", "for"];
+        let plain = run(&["eins", "zwei", "drei"], Some("vier"));
+        assert_eq!(super::proven_count(&texts, &plain, None), 0);
         // A broken run vouches for nothing after it.
         let broken = LeadingPairs {
-            closed: vec!["eins"],
-            open: Some("zwei"),
+            closed: vec!["EINS 1"],
+            open: Some("ZWEI 2"),
             broken: true,
         };
-        assert_eq!(super::proven_count(&texts, &broken, None), 0);
+        assert_eq!(super::proven_count(&NUMBERED, &broken, None), 0);
     }
 
     #[test]
     fn a_segment_resolves_once_its_right_neighbour_closed_cleanly() {
-        let texts = ["one", "two", "three", "four"];
-        assert_eq!(proven_count(&texts, &["eins"]), 0);
-        assert_eq!(proven_count(&texts, &["eins", "zwei"]), 1);
-        assert_eq!(proven_count(&texts, &["eins", "zwei", "drei"]), 2);
+        let texts = &NUMBERED[..4];
+        assert_eq!(proven_count(texts, &["EINS 1"]), 0);
+        assert_eq!(proven_count(texts, &["EINS 1", "ZWEI 2"]), 1);
+        assert_eq!(proven_count(texts, &["EINS 1", "ZWEI 2", "DREI 3"]), 2);
         // The last one waits for the end of the reply.
-        assert_eq!(proven_count(&texts, &["eins", "zwei", "drei", "vier"]), 3);
+        assert_eq!(
+            proven_count(texts, &["EINS 1", "ZWEI 2", "DREI 3", "VIER 4"]),
+            3
+        );
         // Two segments: nothing before the end (a merge filled with a remark would look
         // clean until then).
         assert_eq!(
@@ -375,8 +415,8 @@ mod tests {
             0
         );
         // Damage stops the run, and takes its left neighbour with it.
-        assert_eq!(proven_count(&texts, &["eins", "", "drei"]), 0);
-        assert_eq!(proven_count(&texts, &["eins", "zwei", "four"]), 1);
+        assert_eq!(proven_count(texts, &["EINS 1", "", "DREI 3"]), 0);
+        assert_eq!(proven_count(texts, &["EINS 1", "ZWEI 2", "ten 4"]), 1);
     }
 
     #[test]
@@ -392,8 +432,14 @@ mod tests {
         // A remark written after it does not hide it.
         let remark = [merged, "ein dritter Absatz!", "Done."];
         assert_eq!(proven_count(&texts, &remark), 0);
-        let faithful = ["der erste Absatz", "der zweite hier"];
+        // A faithful beginning proves the first segment once a closed one keeps words
+        // of its own source ("here"); without any, a drop would read the same.
+        let faithful = ["der erste Absatz", "der zweite one here"];
         assert_eq!(proven_count(&texts, &faithful), 1);
+        assert_eq!(
+            proven_count(&texts, &["der erste Absatz", "der zweite hier"]),
+            0
+        );
     }
 
     #[test]

@@ -8,5 +8,7 @@ pub mod copied_markers;
 pub mod early;
 pub mod markers;
 pub mod proof;
+pub mod runaway;
+pub mod shift_evidence;
 pub mod stream;
 pub mod structured;

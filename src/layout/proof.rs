@@ -6,18 +6,22 @@
 //! reply proves it; otherwise it is *missing* and goes out again. The rule:
 //!
 //! 1. A segment is *damaged* when its pair is broken, duplicated or out of order, when it
-//!    is empty, when it equals the text of another item of the batch, or when it equals
-//!    the segment of another item (a repeated translation is the trace of a shift).
+//!    is empty, when it equals the text of another item of the batch, when it equals
+//!    the segment of another item (a repeated translation is the trace of a shift), or
+//!    when it holds another item's telling words and none of its own
+//!    (`shift_evidence::holds_another`).
 //! 2. Damaged segments are missing, and so are their neighbours in the reply: a merge or
 //!    a split moves text across the boundary next to the damage. An id without any pair
 //!    is missing, and so are the ids beside it.
 //! 3. An unknown id (`<s5>` in a batch of four, a key that is not an id) means the model
 //!    renumbered after a split: nothing is proven.
-//! 4. A missing *last* pair looks exactly like a merge followed by renumbering (every
-//!    later segment shifted by one id), so the segments before it are trusted only when
-//!    their lengths rule every such shift out (see `trusted_before_missing_last`). A
-//!    last pair that is damaged or does not fit its source (`fits_last`) is read the same
-//!    way: the model may have filled the freed id with a remark or nothing.
+//! 4. A merge or a drop followed by renumbering shifts every later segment by one id and
+//!    frees the last pair, which the model may leave out or fill with anything, of any
+//!    length. So every segment is trusted only where the reply refutes every such shift
+//!    that would have moved it (`shift_evidence`: words a segment keeps of its own source,
+//!    lengths, a last pair that holds its own source). A last pair that is missing,
+//!    damaged or does not fit its source (`fits_last`) is missing itself and vouches for
+//!    nothing.
 //! 5. Evidence that text moved across markers that are all in place (a split and a
 //!    merge that keep the count) proves nothing at all (see `shifted`), and so does a
 //!    segment about to be taken that holds another paragraph's number
@@ -139,6 +143,7 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
         trimmed.push(trim(text));
     }
     let source = |i: usize| trimmed[i];
+    let words = crate::shift_evidence::source_words(&trimmed);
     // Rule 1, per entry in reply order.
     let mut damaged = vec![false; entries.len()];
     let mut highest: Option<usize> = None;
@@ -164,7 +169,8 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
             || !in_order
             || (text.is_empty() && !source(i).is_empty())
             || other_source
-            || repeated;
+            || repeated
+            || crate::shift_evidence::holds_another(text, &words, i);
     }
     // Rule 2: the damage and its neighbours, by reply order and by id.
     let mut missing: Vec<bool> = seen.iter().map(|&count| count == 0).collect();
@@ -212,7 +218,7 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
     if shifted(texts, &segments, &lengths) {
         return proven;
     }
-    // Rule 4, and its twin: damage at the last position.
+    // Damage at the last position: the model may have filled a freed last pair.
     let last_suspect = n > 1
         && (seen[n - 1] == 0
             || !fits_last(&lengths)
@@ -221,12 +227,13 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
     if last_suspect {
         missing[n - 1] = true;
     }
-    let trusted = last_suspect.then(|| trusted_before_missing_last(&lengths));
-    let trusted = |i: usize| trusted.as_ref().is_none_or(|trusted| trusted[i]);
+    // Rule 4: a segment is taken only where the reply refutes every shift that would
+    // have moved it (a suspect last pair vouches for nothing).
+    let unshifted = crate::shift_evidence::unshifted(&trimmed, &segments, !last_suspect, None);
     // The flags of the missing become those of the taken, in place.
     let mut taken = missing;
-    for (i, take) in taken.iter_mut().enumerate() {
-        *take = !*take && (i == n - 1 || trusted(i));
+    for (take, unshifted) in taken.iter_mut().zip(unshifted) {
+        *take = !*take && unshifted;
     }
     if numbers_moved_into_taken(texts, &segments, &taken) {
         return proven;
@@ -482,15 +489,6 @@ impl Lengths {
         let there = self.segment.iter().take(count).filter(|s| s.is_some());
         &self.ratio[..there.count()]
     }
-
-    /// The lengths of the segments before the last, `None` when one of them is missing.
-    fn before_last(&self) -> Option<Vec<f64>> {
-        let n = self.source.len();
-        self.segment[..n.saturating_sub(1)]
-            .iter()
-            .copied()
-            .collect()
-    }
 }
 
 /// The log ratios of `segment` read as shifted at `j` with renumbering: by a merge of
@@ -511,44 +509,6 @@ pub(crate) fn shifted_readings(source: &[f64], segment: &[f64], j: usize) -> [Ve
         .map(|k| (segment[k] / source[if k < j { k } else { k + 1 }]).ln())
         .collect();
     [merged, dropped]
-}
-
-/// Rule 4: which of the segments before a missing last pair are trusted.
-///
-/// The shifts that would look like a dropped last pair: the model merged segments `j`
-/// and `j + 1` into pair `j` and numbered the rest anew, or dropped segment `j` and
-/// numbered the rest anew. Segment `i` is right under either only if the shift happened
-/// after it, so it is trusted when every shift at `j <= i` is ruled out by the lengths:
-/// read as it stands, each segment's length fits its source within a factor of 1.5 of
-/// the batch's median translation-to-source ratio, and read as shifted, the ratios
-/// scatter clearly more (their summed log deviation from its median grows by more than
-/// ln 2). Every segment before the last must be there, and at least two of them.
-fn trusted_before_missing_last(lengths: &Lengths) -> Vec<bool> {
-    let n = lengths.source.len();
-    let mut trusted = vec![false; n];
-    let Some(segment) = lengths.before_last() else {
-        return trusted;
-    };
-    let source = &lengths.source;
-    if segment.len() < 2 {
-        return trusted;
-    }
-    // Log ratios of each segment against the source length a reading gives it.
-    let as_read: Vec<f64> = (0..n - 1).map(|k| (segment[k] / source[k]).ln()).collect();
-    let centre = median(&as_read);
-    if as_read.iter().any(|r| (r - centre).abs() > 1.5f64.ln()) {
-        return trusted;
-    }
-    let base = scatter(&as_read);
-    let clearly_worse = |reading: &Vec<f64>| scatter(reading) > base + 2f64.ln();
-    let mut all_ruled_out = true;
-    for (j, slot) in trusted.iter_mut().enumerate().take(n - 1) {
-        all_ruled_out &= shifted_readings(source, &segment, j)
-            .iter()
-            .all(clearly_worse);
-        *slot = all_ruled_out;
-    }
-    trusted
 }
 
 /// Characters of `text` (one pass over the bytes when it is ASCII, as most are).

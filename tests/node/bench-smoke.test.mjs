@@ -33,6 +33,8 @@ const HEADERS = [
   "### 10. Sporadic 429s",
   "### 11. Models that cannot batch",
   "### 12. Fallback providers",
+  "### 13. Adversarial replies",
+  "### 13b. Adversarial replies",
 ];
 
 test("bench/run.mjs --smoke exits 0 and prints each workload's table", { timeout: 120_000 }, async () => {

@@ -189,13 +189,14 @@ describe("reply forms of a batch", () => {
 
   test("line breaks inside a translation stay as written, CRLF included", async (t) => {
     const ctx = setup(t, {
-      answer: async (r) => `${r.markers[0][0]}Zeile 1\r\nZeile 2${r.markers[0][1]}\n${r.markers[1][0]}Absatz\n\nzwei${r.markers[1][1]}`,
+      // Each translation keeps its paragraph's numbers: the evidence that nothing shifted.
+      answer: async (r) => `${r.markers[0][0]}Zeile 1\r\nZeile 2${r.markers[0][1]}\n${r.markers[1][0]}Absatz 3\n\nzwei${r.markers[1][1]}`,
     });
     const a = ctx.send(item("line 1\r\nline 2"));
-    const b = ctx.send(item("paragraph\n\ntwo"));
+    const b = ctx.send(item("paragraph 3\n\ntwo"));
     await ctx.clock.tickAsync(100);
     assert.equal(a.value, "Zeile 1\r\nZeile 2");
-    assert.equal(b.value, "Absatz\n\nzwei");
+    assert.equal(b.value, "Absatz 3\n\nzwei");
   });
 
   test("marker case is tolerated (<S1> for <s1>)", async (t) => {

@@ -1,0 +1,321 @@
+//! Evidence that no segment of a batch reply moved: which segments no drop or merge with
+//! renumbering can have put under the wrong id.
+//!
+//! The threat is a shift. A model that drops segment `j`, or merges `j` and `j + 1` into
+//! pair `j`, and then writes the rest under the markers in their order of appearance,
+//! puts every later source's translation one pair early and frees the last pair, which it
+//! may leave out or fill with anything (a closing remark, a filler of a paragraph's
+//! length). Among paragraphs of like length without numbers, nothing in the lengths
+//! shows it, and a filled last pair looks like a faithful one. So the pacer trusts a
+//! segment only when the reply itself refutes every shift that would have moved it:
+//!
+//! - **Words.** A segment holds words of its own source that the next source lacks, and
+//!   none of the next source's own: names, numbers and words a translation keeps (or a
+//!   label kept as it is, every word of it). A shifted segment holds the next source's
+//!   translation, whose kept words are the next source's. Words are runs of letters and
+//!   digits, compared without ASCII case; a word counts as evidence when it holds a digit
+//!   or has four characters or more (short words recur by chance across languages), or
+//!   when it is one of a source's words all of which the segment holds.
+//! - **Lengths.** Read as it stands, every segment fits its source within 1.5× of the
+//!   batch's median ratio, and read as shifted at `j` (by a drop or a merge), the ratios
+//!   scatter clearly more (their summed log deviation grows by more than ln 2).
+//! - **The last pair.** A last pair that holds its own source's words and none of the
+//!   source before it is no filler: under any shift the last source's translation would
+//!   stand in the pair before it.
+//!
+//! A drop at `j` is refuted by evidence at any segment from `j` on, a merge at `j` by
+//! evidence at any segment after `j` (the merged pair holds its own source's words too).
+//! The other way round, a segment that holds another source's telling words and none of
+//! its own is another paragraph's text (`holds_another`): rule-1 damage, whatever the
+//! shifts.
+//! Segment `i` is *unshifted* when every drop and merge at `j <= i` is refuted. Whatever
+//! no evidence decides is not trusted: it goes out again as a smaller batch.
+
+use crate::proof::{char_len, median, scatter, shifted_readings};
+
+/// The words of a text: maximal runs of letters and digits.
+pub(crate) fn words(text: &str) -> Vec<&str> {
+    text.split(|c: char| !c.is_alphanumeric())
+        .filter(|word| !word.is_empty())
+        .collect()
+}
+
+/// Whether `words` holds `word`, without ASCII case.
+fn holds(words: &[&str], word: &str) -> bool {
+    words.iter().any(|w| w.eq_ignore_ascii_case(word))
+}
+
+/// A word that rarely recurs by chance: one with a digit, or four characters or more.
+fn telling(word: &str) -> bool {
+    word.bytes().any(|b| b.is_ascii_digit()) || word.chars().nth(3).is_some()
+}
+
+/// Whether a segment (`segment`, its words) reads as the translation of the source whose
+/// words are `own` rather than of the one whose words are `other`.
+pub(crate) fn belongs(segment: &[&str], own: &[&str], other: &[&str]) -> bool {
+    let only = |from: &'_ [&'_ str], not_in: &'_ [&'_ str], w: &str| {
+        holds(from, w) && !holds(not_in, w) && holds(segment, w)
+    };
+    let foreign = other.iter().any(|w| telling(w) && only(other, own, w));
+    if foreign {
+        return false;
+    }
+    let telling_own = own.iter().any(|w| telling(w) && only(own, other, w));
+    let every_own = !own.is_empty()
+        && own.iter().all(|w| holds(segment, w))
+        && !other.iter().all(|w| holds(segment, w));
+    telling_own || every_own
+}
+
+/// The words of each source, for [`holds_another`].
+pub(crate) fn source_words<'a>(sources: &[&'a str]) -> Vec<Vec<&'a str>> {
+    sources.iter().map(|s| words(s)).collect()
+}
+
+/// Whether the segment written for source `k` reads as another paragraph's text: it holds
+/// a telling word of another source that source `k` lacks, and neither a telling word of
+/// its own nor all of its own words (a translation swapped or moved under markers kept in
+/// order). Rule-1 damage.
+pub(crate) fn holds_another(segment: &str, sources: &[Vec<&str>], k: usize) -> bool {
+    let Some(own) = sources.get(k) else {
+        return false;
+    };
+    let segment = words(segment);
+    let owns = own.iter().any(|w| telling(w) && holds(&segment, w))
+        || (!own.is_empty() && own.iter().all(|w| holds(&segment, w)));
+    !owns
+        && sources.iter().enumerate().any(|(j, other)| {
+            j != k
+                && other
+                    .iter()
+                    .any(|w| telling(w) && !holds(own, w) && holds(&segment, w))
+        })
+}
+
+/// For each of `sources`, whether its segment is unshifted (see the module's docs).
+/// `segments`: the segments known so far, in id order (`None` for a missing one); fewer
+/// than the sources while a stream is still arriving (its closed pairs: a pair still
+/// being written is no evidence, as a word of another source may yet come). `last`:
+/// whether `segments` holds the last pair as the reply's end left it, free of damage,
+/// so that it may vouch for the others. `ratio`: the translation-to-source length ratio
+/// the provider's earlier proven replies showed for the language pair, if any, which
+/// judges a merge where too few segments are known to judge it by each other.
+pub(crate) fn unshifted(
+    sources: &[&str],
+    segments: &[Option<&str>],
+    last: bool,
+    ratio: Option<f64>,
+) -> Vec<bool> {
+    let n = sources.len();
+    let m = segments.len().min(n);
+    let source_words: Vec<Vec<&str>> = sources.iter().map(|s| words(s)).collect();
+    // Evidence at segment `k` that it holds its own source: against the next source's
+    // words, or for the last pair, the one before it.
+    let aligned = |k: usize| {
+        let other = if k + 1 < n {
+            k + 1
+        } else if last && k >= 1 {
+            k - 1
+        } else {
+            return false;
+        };
+        segments[k].is_some_and(|seg| belongs(&words(seg), &source_words[k], &source_words[other]))
+    };
+    // `from[k]`: evidence at segment `k` or later.
+    let mut from = vec![false; m + 1];
+    for k in (0..m).rev() {
+        from[k] = from[k + 1] || aligned(k);
+    }
+    let (drop_by_length, merge_by_length) = lengths_refute(sources, segments, ratio);
+    let mut all_refuted = true;
+    (0..n)
+        .map(|j| {
+            if j + 1 < n {
+                let dropped = from.get(j).copied().unwrap_or(false)
+                    || drop_by_length.get(j).copied().unwrap_or(false);
+                let merged = from.get(j + 1).copied().unwrap_or(false)
+                    || merge_by_length.get(j).copied().unwrap_or(false);
+                all_refuted &= dropped && merged;
+            }
+            // The last segment: every shift anywhere before it would have freed its pair.
+            all_refuted
+        })
+        .collect()
+}
+
+/// For each `j`, whether the lengths refute a drop, and a merge, at `j`. Judged on the
+/// leading known segments short of the last, each within 1.5× of their median
+/// translation-to-source ratio as they stand, at least two (one, for a merge, with
+/// `ratio`):
+/// - a drop: read as shifted at `j` (each segment from `j` on against the next source),
+///   they scatter clearly more (by more than ln 2 in summed log deviation);
+/// - a merge: read so, they scatter clearly more too, or segment `j` fits its own
+///   source within 1.25× of the others' median ratio (or of `ratio`, the provider's
+///   learned one, where `j` is the only segment known),
+///   and is more than 1.5× shorter than the two sources it would hold merged predict
+///   (a merge doubles a segment among like lengths, which the scatter of the whole
+///   reading dilutes).
+fn lengths_refute(
+    sources: &[&str],
+    segments: &[Option<&str>],
+    ratio: Option<f64>,
+) -> (Vec<bool>, Vec<bool>) {
+    let n = sources.len();
+    let known = segments
+        .iter()
+        .take(n.saturating_sub(1))
+        .take_while(|s| s.is_some())
+        .count();
+    let mut dropped = vec![false; known];
+    let mut merged = vec![false; known];
+    let source: Vec<f64> = sources[..=known]
+        .iter()
+        .map(|s| char_len(s).max(1.0))
+        .collect();
+    let segment: Vec<f64> = segments[..known]
+        .iter()
+        .map(|s| char_len(s.unwrap_or_default()).max(1.0))
+        .collect();
+    // Fits its own source alone at `ratio` (a log ratio), and not the two merged.
+    let fits_alone = |j: usize, ratio: f64| {
+        let alone = (segment[j] / source[j]).ln() - ratio;
+        let as_merged = (segment[j] / (source[j] + source[j + 1])).ln() - ratio;
+        alone.abs() <= 1.25f64.ln() && as_merged < -(1.5f64.ln())
+    };
+    if known < 2 {
+        if let (1, Some(ratio)) = (known, ratio.filter(|r| *r > 0.0)) {
+            merged[0] = fits_alone(0, ratio.ln());
+        }
+        return (dropped, merged);
+    }
+    let as_read: Vec<f64> = (0..known).map(|k| (segment[k] / source[k]).ln()).collect();
+    let centre = median(&as_read);
+    if as_read.iter().any(|r| (r - centre).abs() > 1.5f64.ln()) {
+        return (dropped, merged);
+    }
+    let base = scatter(&as_read);
+    let mut others: Vec<f64> = Vec::with_capacity(known);
+    for j in 0..known {
+        let [as_merged_all, as_dropped] = shifted_readings(&source, &segment, j);
+        dropped[j] = scatter(&as_dropped) > base + 2f64.ln();
+        others.clear();
+        others.extend((0..known).filter(|&k| k != j).map(|k| as_read[k]));
+        merged[j] = scatter(&as_merged_all) > base + 2f64.ln() || fits_alone(j, median(&others));
+    }
+    (dropped, merged)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LIKE: [&str; 4] = [
+        "The cat sat on the warm mat today.",
+        "A dog ran across the big green park.",
+        "The bird sang in the tall old tree.",
+        "My friend read a long book by the sea.",
+    ];
+
+    fn all<'a>(segments: &[&'a str]) -> Vec<Option<&'a str>> {
+        segments.iter().map(|s| Some(*s)).collect()
+    }
+
+    #[test]
+    fn like_lengths_without_kept_words_prove_nothing() {
+        let faithful = [
+            "Le chat s'est assis sur le tapis chaud.",
+            "Un chien a traversé le grand parc vert.",
+            "L'oiseau chantait dans le vieil arbre.",
+            "Mon ami lisait un gros livre près de la mer.",
+        ];
+        assert_eq!(
+            unshifted(&LIKE, &all(&faithful), true, None),
+            [false, false, false, false]
+        );
+    }
+
+    #[test]
+    fn kept_words_prove_each_segment_and_show_a_shift() {
+        let upper: Vec<String> = LIKE.iter().map(|s| s.to_uppercase()).collect();
+        let faithful: Vec<&str> = upper.iter().map(String::as_str).collect();
+        assert_eq!(
+            unshifted(&LIKE, &all(&faithful), true, None),
+            [true, true, true, true]
+        );
+        // The first dropped, the rest one pair early, a remark in the last pair.
+        let shifted = [
+            faithful[1],
+            faithful[2],
+            faithful[3],
+            "Let me know if you need more help.",
+        ];
+        assert_eq!(
+            unshifted(&LIKE, &all(&shifted), true, None),
+            [false, false, false, false]
+        );
+        // The second dropped: the first stays proven by its own words.
+        let shifted = [faithful[0], faithful[2], faithful[3], "Anything else?"];
+        assert_eq!(
+            unshifted(&LIKE, &all(&shifted), true, None),
+            [true, false, false, false]
+        );
+    }
+
+    #[test]
+    fn short_labels_kept_whole_are_evidence() {
+        let sources = ["a", "b", "c"];
+        assert_eq!(
+            unshifted(&sources, &all(&["A", "B", "C"]), true, None),
+            [true, true, true]
+        );
+        assert_eq!(
+            unshifted(&sources, &all(&["B", "C", "Done."]), true, None),
+            [false, false, false]
+        );
+    }
+
+    #[test]
+    fn numbers_of_each_paragraph_prove_it() {
+        let sources = ["Chapter 1 begins", "Chapter 2 follows", "Chapter 3 ends"];
+        let faithful = ["Kapitel 1 beginnt", "Kapitel 2 folgt", "Kapitel 3 endet"];
+        assert_eq!(
+            unshifted(&sources, &all(&faithful), true, None),
+            [true, true, true]
+        );
+        let shifted = ["Kapitel 2 folgt", "Kapitel 3 endet", "Gern geschehen!"];
+        assert_eq!(
+            unshifted(&sources, &all(&shifted), true, None),
+            [false, false, false]
+        );
+    }
+
+    #[test]
+    fn unlike_lengths_prove_what_they_always_proved() {
+        let sources = [
+            "Short one.",
+            "A much longer paragraph follows the first, with many more words in it.",
+            "Tiny.",
+            "And a fourth one.",
+        ];
+        let faithful = [
+            "Kurz eins.",
+            "Ein viel längerer Absatz folgt dem ersten, mit vielen Wörtern darin.",
+            "Winzig",
+            "Und ein vierter.",
+        ];
+        assert_eq!(
+            unshifted(&sources, &all(&faithful), true, None),
+            [true, true, true, true]
+        );
+    }
+
+    #[test]
+    fn a_stream_so_far_is_judged_on_its_closed_segments() {
+        let upper: Vec<String> = LIKE.iter().map(|s| s.to_uppercase()).collect();
+        let closed = [Some(upper[0].as_str()), Some(upper[2].as_str())];
+        assert_eq!(
+            unshifted(&LIKE, &closed, false, None),
+            [true, false, false, false]
+        );
+    }
+}
