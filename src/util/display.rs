@@ -141,12 +141,20 @@ mod by_ryu {
     }
 }
 
-/// A string as a JS double-quoted literal, escaping quotes, backslashes and controls.
+/// The most characters of a string that a message shows: a value of a megabyte must not
+/// make a message of a megabyte.
+pub const SHOWN_CHARACTERS: usize = 100;
+
+/// A string as a JS double-quoted literal, escaping quotes, backslashes and controls. A
+/// string longer than [`SHOWN_CHARACTERS`] is cut there, with an ellipsis and its whole
+/// length (JS `String.length`): `"aaaa…" (1048576 characters)`.
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub fn js_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+    let cut = s.char_indices().nth(SHOWN_CHARACTERS).map(|(at, _)| at);
+    let shown = &s[..cut.unwrap_or(s.len())];
+    let mut out = String::with_capacity(shown.len() + 2);
     out.push('"');
-    for c in s.chars() {
+    for c in shown.chars() {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -163,7 +171,13 @@ pub fn js_string(s: &str) -> String {
             c => out.push(c),
         }
     }
+    if cut.is_some() {
+        out.push('…');
+    }
     out.push('"');
+    if cut.is_some() {
+        out.push_str(&format!(" ({} characters)", s.encode_utf16().count()));
+    }
     out
 }
 
@@ -298,5 +312,20 @@ mod tests {
     fn strings_are_quoted_and_escaped() {
         assert_eq!(js_string("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
         assert_eq!(js_string("\u{1}é"), "\"\\u0001é\"");
+    }
+
+    #[test]
+    fn long_strings_are_cut_with_their_length() {
+        let hundred = "a".repeat(SHOWN_CHARACTERS);
+        assert_eq!(js_string(&hundred), format!("\"{hundred}\""));
+        let megabyte = "a".repeat(1 << 20);
+        assert_eq!(
+            js_string(&megabyte),
+            format!("\"{hundred}…\" (1048576 characters)")
+        );
+        // Characters, never a byte or half a surrogate pair; the length is JS's.
+        let emoji = "😀".repeat(SHOWN_CHARACTERS + 1);
+        let shown = "😀".repeat(SHOWN_CHARACTERS);
+        assert_eq!(js_string(&emoji), format!("\"{shown}…\" (202 characters)"));
     }
 }
