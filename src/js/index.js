@@ -238,9 +238,17 @@ function messageOf(error) {
  */
 function budgetOf(options) {
   if (options === null || typeof options !== "object") return undefined;
+  let own;
+  try {
+    own = Object.hasOwn(options, "budget");
+  } catch {
+    // Options that cannot be read at all: the core says so, reading them.
+    return undefined;
+  }
+  if (!own) return undefined;
   let budget;
   try {
-    budget = Object.hasOwn(options, "budget") ? options.budget : undefined;
+    budget = options.budget;
   } catch (error) {
     throw new PacerError(
       "invalid_options",
