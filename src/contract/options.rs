@@ -7,6 +7,8 @@
 use core::fmt;
 
 use crate::display::{js_number, js_string};
+use crate::hash::{look_up, IdMap};
+use crate::key::Keyer;
 
 /// A value as it arrived from the caller, kept loose so validation can describe it.
 #[derive(Clone, Debug, PartialEq)]
@@ -320,16 +322,28 @@ fn fallback_map(name: &str, value: &OptionValue) -> Result<Vec<(String, String)>
 /// The chain of the first provider (in `map`'s order) whose fallbacks loop, up to the
 /// first id it repeats: `a -> b -> a`. Each provider is walked through once in all: a
 /// walk that reaches a provider an earlier walk went through stops there, as that
-/// provider's chain is known to end. Sorted ids make each step a binary search, so a
-/// chain of 100,000 providers is checked in milliseconds (a search along the map at each
-/// step took seconds for 2,000).
+/// provider's chain is known to end. Each step looks its provider up by a digest of its
+/// id, so a chain of 100,000 providers is checked in milliseconds (a search along the
+/// map at each step took seconds for 2,000).
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 fn first_cycle(map: &[(String, String)]) -> Option<Vec<&str>> {
-    let mut by_id: Vec<usize> = (0..map.len()).collect();
-    // Stable: of two entries for one id (possible only from Rust), the first one counts.
-    by_id.sort_by(|&a, &b| map[a].0.cmp(&map[b].0));
-    let entry = |id: &str| {
-        let at = by_id.partition_point(|&i| map[i].0.as_str() < id);
-        by_id.get(at).copied().filter(|&i| map[i].0 == id)
+    // SipHash, whose words spread well in the table (the fold of `FoldHasher` leaves the
+    // low bits of ids like "p1", "p2", ... alike); no secret key: a crafted collision
+    // only slows the check of the options of whoever crafted it.
+    let digest = |id: &str| Keyer::new(0).fields_word(id.as_bytes());
+    let mut index = IdMap::default();
+    for (i, (from, _)) in map.iter().enumerate() {
+        // Of two entries for one id (possible only from Rust), the first one counts.
+        let key = digest(from);
+        if look_up(&index, key).is_none() {
+            index.insert(key, i as u64);
+        }
+    }
+    let entry = |id: &str| match look_up(&index, digest(id)) {
+        Some(i) if map[i as usize].0 == id => Some(i as usize),
+        // Two ids with one digest: rare, and only slower.
+        Some(_) => map.iter().position(|(from, _)| from == id),
+        None => None,
     };
     // The walk (its start, plus one) that first went through each entry; 0: none yet.
     let mut walked = vec![0; map.len()];
@@ -357,6 +371,7 @@ fn first_cycle(map: &[(String, String)]) -> Option<Vec<&str>> {
 }
 
 /// A chain of ids for a message: a long one shows its first and last few ids.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 fn shown_chain(chain: &[&str]) -> String {
     const ENDS: usize = 4;
     let shown = |ids: &[&str]| ids.iter().map(|id| js_string(id)).collect::<Vec<_>>();

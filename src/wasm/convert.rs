@@ -45,6 +45,7 @@ type Unreadable = (Option<String>, JsValue);
 
 /// The own enumerable `(name, value)` pairs of an object, each value read by itself, so
 /// that a getter or proxy that throws is named.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 fn own_entries(value: &JsValue) -> Result<Vec<(String, JsValue)>, Unreadable> {
     let keys = own_keys(value).map_err(|error| (None, error))?;
     let mut entries = Vec::with_capacity(keys.length() as usize);
@@ -60,6 +61,7 @@ fn own_entries(value: &JsValue) -> Result<Vec<(String, JsValue)>, Unreadable> {
 
 /// An `invalid_options` error for a value that threw while it was read (`what`: where),
 /// with what it threw as its cause.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 fn unreadable_option(option: Option<&str>, what: &str, error: JsValue) -> PacerFailure<JsValue> {
     let message = format!(
         "{what} could not be read: a getter or proxy threw ({})",
@@ -112,6 +114,7 @@ pub fn describe(value: &JsValue) -> OptionValue {
 /// A plain object's own entries as a map value (for the options that take one, `name`);
 /// any other value described as `describe` does. A `Map` is described as one: its
 /// entries are not properties, and read as an object it would map nothing.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 fn entries_of(name: &str, value: &JsValue) -> Result<OptionValue, PacerFailure<JsValue>> {
     if !value.is_object() || is_array(value) || value.is_function() {
         return Ok(describe(value));
@@ -204,6 +207,7 @@ fn string_field(
 
 /// A field as read, or `invalid_input` naming it when its getter (or a proxy) threw,
 /// with what it threw as the cause.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 fn read(field: &str, value: Result<JsValue, JsValue>) -> InputResult<JsValue> {
     value.map_err(|error| {
         let mut failure = PacerFailure::new(

@@ -173,6 +173,7 @@ pub fn limits_from(value: &JsValue) -> ReportedLimits {
 /// retryAfter, retryAfterHeader, limits, quota, retryable }`, where `cause` is what the
 /// provider threw and the other fields are read from it (none for a primitive), or a
 /// message of call-host.js's own (a reply that could not be read).
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub fn failure_from(record: JsValue) -> Failure<JsValue> {
     let error = get(&record, "cause");
     let status = get(&record, "status")
