@@ -374,16 +374,24 @@ fn first_cycle(map: &[(String, String)]) -> Option<Vec<&str>> {
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
 fn shown_chain(chain: &[&str]) -> String {
     const ENDS: usize = 4;
-    let shown = |ids: &[&str]| ids.iter().map(|id| js_string(id)).collect::<Vec<_>>();
-    if chain.len() <= 3 * ENDS {
-        return shown(chain).join(" -> ");
+    let long = chain.len() > 3 * ENDS;
+    let mut shown = String::new();
+    for (i, id) in chain.iter().enumerate() {
+        if long && i == ENDS {
+            shown.push_str(" -> …");
+        }
+        if long && (ENDS..chain.len() - ENDS).contains(&i) {
+            continue;
+        }
+        if i > 0 {
+            shown.push_str(" -> ");
+        }
+        shown.push_str(&js_string(id));
     }
-    format!(
-        "{} -> … -> {} ({} ids)",
-        shown(&chain[..ENDS]).join(" -> "),
-        shown(&chain[chain.len() - ENDS..]).join(" -> "),
-        chain.len()
-    )
+    if long {
+        shown.push_str(&format!(" ({} ids)", chain.len()));
+    }
+    shown
 }
 
 fn boolean(name: &str, value: &OptionValue) -> Result<bool, OptionsError> {

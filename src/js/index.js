@@ -200,7 +200,28 @@ function requireReady(what) {
  */
 export function cacheKey(item) {
   requireReady("cacheKey()");
-  return coreCacheKey(item);
+  return coreCacheKey(item !== null && typeof item === "object" ? plainItem(item) : item);
+}
+
+/** The fields the core checks in an item. */
+const ITEM_FIELDS = ["text", "sourceLang", "targetLang", "providerId", "context", "llm", "priority", "signal", "onPartial"];
+
+/**
+ * An item's fields, each read once, into a plain object: a getter or proxy that throws is
+ * `invalid_input` naming the field, with what it threw as `cause`.
+ */
+function plainItem(item) {
+  const fields = {};
+  for (const field of ITEM_FIELDS) {
+    try {
+      fields[field] = item[field];
+    } catch (error) {
+      throw new PacerError("invalid_input", `${field} could not be read: a getter or proxy threw (${messageOf(error)})`, {
+        cause: error,
+      });
+    }
+  }
+  return fields;
 }
 
 /** The core budget behind each `sharedBudget()` handle. */

@@ -150,11 +150,14 @@ pub const SHOWN_CHARACTERS: usize = 100;
 /// length (JS `String.length`): `"aaaa…" (1048576 characters)`.
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub fn js_string(s: &str) -> String {
-    let cut = s.char_indices().nth(SHOWN_CHARACTERS).map(|(at, _)| at);
-    let shown = &s[..cut.unwrap_or(s.len())];
-    let mut out = String::with_capacity(shown.len() + 2);
+    let mut out = String::with_capacity(s.len().min(4 * SHOWN_CHARACTERS) + 2);
     out.push('"');
-    for c in shown.chars() {
+    let mut cut = false;
+    for (shown, c) in s.chars().enumerate() {
+        if shown == SHOWN_CHARACTERS {
+            cut = true;
+            break;
+        }
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -171,12 +174,12 @@ pub fn js_string(s: &str) -> String {
             c => out.push(c),
         }
     }
-    if cut.is_some() {
-        out.push('…');
-    }
-    out.push('"');
-    if cut.is_some() {
-        out.push_str(&format!(" ({} characters)", s.encode_utf16().count()));
+    if cut {
+        out.push_str("…\" (");
+        out.push_str(&crate::text::utf16_len(s).to_string());
+        out.push_str(" characters)");
+    } else {
+        out.push('"');
     }
     out
 }

@@ -167,29 +167,30 @@ impl ItemFields {
 type InputResult<T> = Result<T, PacerFailure<JsValue>>;
 
 // Direct property access from the generated JS glue: no key strings cross the
-// boundary. Each catches: a getter or proxy of the item may throw (`cacheKey(item)`).
+// boundary, which matters on the per-item and per-call paths. The JS layer hands plain
+// items (a getter or proxy of the caller's would throw through these).
 #[wasm_bindgen]
 extern "C" {
     /// A `translate` item as JS passed it.
     pub type ItemJs;
-    #[wasm_bindgen(method, getter, structural, catch)]
-    fn text(this: &ItemJs) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(method, getter, structural, catch, js_name = sourceLang)]
-    fn source_lang(this: &ItemJs) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(method, getter, structural, catch, js_name = targetLang)]
-    fn target_lang(this: &ItemJs) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(method, getter, structural, catch, js_name = providerId)]
-    fn provider_id(this: &ItemJs) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(method, getter, structural, catch)]
-    fn context(this: &ItemJs) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(method, getter, structural, catch)]
-    fn llm(this: &ItemJs) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(method, getter, structural, catch)]
-    fn priority(this: &ItemJs) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(method, getter, structural, catch)]
-    fn signal(this: &ItemJs) -> Result<JsValue, JsValue>;
-    #[wasm_bindgen(method, getter, structural, catch, js_name = onPartial)]
-    fn on_partial(this: &ItemJs) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(method, getter, structural)]
+    fn text(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural, js_name = sourceLang)]
+    fn source_lang(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural, js_name = targetLang)]
+    fn target_lang(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural, js_name = providerId)]
+    fn provider_id(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural)]
+    fn context(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural)]
+    fn llm(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural)]
+    fn priority(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural)]
+    fn signal(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural, js_name = onPartial)]
+    fn on_partial(this: &ItemJs) -> JsValue;
 }
 
 fn string_field(
@@ -205,23 +206,6 @@ fn string_field(
     }
 }
 
-/// A field as read, or `invalid_input` naming it when its getter (or a proxy) threw,
-/// with what it threw as the cause.
-#[cfg_attr(cold_for_size, optimize(size), inline(never))]
-fn read(field: &str, value: Result<JsValue, JsValue>) -> InputResult<JsValue> {
-    value.map_err(|error| {
-        let mut failure = PacerFailure::new(
-            ErrorCode::InvalidInput,
-            format!(
-                "{field} could not be read: a getter or proxy threw ({})",
-                error_message(&error)
-            ),
-        );
-        failure.cause = Some(error);
-        failure
-    })
-}
-
 /// Reads and type-checks an item.
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
@@ -230,28 +214,24 @@ pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
     }
     let item: &ItemJs = value.unchecked_ref();
     let name = "a non-empty string";
-    let text = string_field(read("text", item.text())?, "text", "a string", None)?;
-    let source_lang = read("sourceLang", item.source_lang())?;
-    let source_lang = string_field(source_lang, "sourceLang", name, None)?;
-    let target_lang = read("targetLang", item.target_lang())?;
-    let target_lang = string_field(target_lang, "targetLang", name, None)?;
-    let provider_id = read("providerId", item.provider_id())?;
-    let provider_id = string_field(provider_id, "providerId", name, None)?;
-    let context = read("context", item.context())?;
-    let context = string_field(context, "context", "a string", Some(""))?;
-    let llm = match read("llm", item.llm())? {
+    let text = string_field(item.text(), "text", "a string", None)?;
+    let source_lang = string_field(item.source_lang(), "sourceLang", name, None)?;
+    let target_lang = string_field(item.target_lang(), "targetLang", name, None)?;
+    let provider_id = string_field(item.provider_id(), "providerId", name, None)?;
+    let context = string_field(item.context(), "context", "a string", Some(""))?;
+    let llm = match item.llm() {
         v if v.is_undefined() => true,
         v => v
             .as_bool()
             .ok_or_else(|| invalid_input("llm", "a boolean", &describe(&v)))?,
     };
-    let priority = match read("priority", item.priority())? {
+    let priority = match item.priority() {
         v if v.is_undefined() => 0.0,
         v => v
             .as_f64()
             .ok_or_else(|| invalid_input("priority", "a finite number", &describe(&v)))?,
     };
-    let on_partial = read("onPartial", item.on_partial())?;
+    let on_partial = item.on_partial();
     if !on_partial.is_undefined() && !on_partial.is_function() {
         return Err(invalid_input(
             "onPartial",
@@ -259,7 +239,7 @@ pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
             &describe(&on_partial),
         ));
     }
-    let signal = read("signal", item.signal())?;
+    let signal = item.signal();
     let aborted = if signal.is_undefined() || signal.is_null() {
         false
     } else {
