@@ -367,7 +367,7 @@ export class BatchPacer {
       let ticket = 0;
       let listening = false;
       const onAbort = () => {
-        if (ticket !== 0) this.#core.abort(ticket);
+        if (ticket !== 0 && !settled) this.#core.abort(ticket);
       };
       const finish = (settle) => (value) => {
         if (settled) return;
@@ -376,7 +376,7 @@ export class BatchPacer {
           try {
             signal.removeEventListener("abort", onAbort);
           } catch {
-            // The listener stays; it aborts nothing once the item has settled.
+            // The listener stays; once the item has settled it does nothing.
           }
         }
         settle(value);

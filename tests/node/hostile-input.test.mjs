@@ -190,13 +190,18 @@ describe("a reply, error or stream that throws while it is read", () => {
 });
 
 describe("an item's signal whose methods throw", () => {
-  test("removeEventListener throws: the item still resolves, once, with its translation", async (t) => {
+  test("removeEventListener throws: the item still resolves, once, and its listener left behind aborts nothing", async (t) => {
     const { clock, pacerClock } = virtualTime();
-    const pacer = new BatchPacer(async (r) => r.text.toUpperCase(), { clock: pacerClock });
+    const held = [];
+    const pacer = new BatchPacer((r) => (r.text === "held" ? new Promise((resolve) => held.push(resolve)) : r.text.toUpperCase()), {
+      clock: pacerClock,
+      timeoutMs: 0,
+    });
     disposeAfter(t, pacer);
+    const listeners = [];
     const signal = {
       aborted: false,
-      addEventListener() {},
+      addEventListener: (type, listener) => listeners.push(listener),
       removeEventListener() { throw boom(); },
     };
     const state = track(pacer.translate(item("x", { llm: false, signal })));
@@ -205,6 +210,16 @@ describe("an item's signal whose methods throw", () => {
     assert.equal(state.value, "X");
     assert.equal(state.settlements, 1);
     assert.equal(pacer.stats().succeeded, 1);
+
+    // The signal aborts later, while another item runs: that item is not the first's.
+    const later = track(pacer.translate(item("held", { llm: false })));
+    await clock.tickAsync(1000);
+    signal.aborted = true;
+    for (const listener of listeners) listener();
+    held.forEach((resolve) => resolve("GEHALTEN"));
+    await clock.tickAsync(1000);
+    assert.equal(later.status, "fulfilled", later.reason?.message);
+    assert.equal(later.value, "GEHALTEN");
     await assertNothingEscaped();
   });
 
