@@ -68,12 +68,10 @@ function streamReport(value) {
   return plainReport(value);
 }
 
-/** A thrown value's message for another message: never throws. */
+/** A thrown value's message, for another message: never throws. */
 function messageOf(error) {
   try {
-    if (typeof error === "string") return error;
-    const message = error?.message;
-    return typeof message === "string" ? message : typeof error;
+    return String(error?.message ?? error);
   } catch {
     return typeof error;
   }
