@@ -303,7 +303,7 @@ export interface PacerSettings {
    * `stats().fallbackItems`. Absent from `pacer.options` until set.
    *
    * Valid values: an object of non-empty `providerId` strings, no provider mapped to
-   * itself, no cycle.
+   * itself, no cycle. A `Map` is `invalid_options` (pass `Object.fromEntries(map)`).
    * @default {} (no fallback)
    */
   fallbackProviders?: Readonly<Record<string, string>>;
@@ -535,7 +535,9 @@ export interface TranslateItem {
   priority?: number | undefined;
   /**
    * Aborting it rejects the item with code `aborted` at once. An item not sent yet is
-   * removed from its batch; a call already running is not cancelled for it.
+   * removed from its batch; a call already running is not cancelled for it. A look-alike
+   * with `aborted` and `addEventListener` works too; one whose `addEventListener` throws
+   * rejects the item `invalid_input` naming `signal`, before any provider call.
    */
   signal?: AbortSignal | undefined;
   /**

@@ -200,7 +200,28 @@ function requireReady(what) {
  */
 export function cacheKey(item) {
   requireReady("cacheKey()");
-  return coreCacheKey(item);
+  return coreCacheKey(item !== null && typeof item === "object" ? plainItem(item) : item);
+}
+
+/** The fields the core checks in an item. */
+const ITEM_FIELDS = ["text", "sourceLang", "targetLang", "providerId", "context", "llm", "priority", "signal", "onPartial"];
+
+/**
+ * An item's fields, each read once, into a plain object: a getter or proxy that throws is
+ * `invalid_input` naming the field, with what it threw as `cause`.
+ */
+function plainItem(item) {
+  const fields = {};
+  for (const field of ITEM_FIELDS) {
+    try {
+      fields[field] = item[field];
+    } catch (error) {
+      throw new PacerError("invalid_input", `${field} could not be read: a getter or proxy threw (${messageOf(error)})`, {
+        cause: error,
+      });
+    }
+  }
+  return fields;
 }
 
 /** The core budget behind each `sharedBudget()` handle. */
@@ -223,13 +244,40 @@ export function sharedBudget(options) {
 /** What `sharedBudget()` returns: an opaque handle. */
 const SharedBudgetPrototype = Object.freeze({ [Symbol.toStringTag]: "SharedBudget" });
 
-/** Takes the `budget` option out of `options`: the core takes the budget apart. */
-function splitBudget(options) {
-  if (options === null || typeof options !== "object" || !Object.hasOwn(options, "budget")) {
-    return [options, undefined];
+/** A thrown value's message, for another message: never throws. */
+function messageOf(error) {
+  try {
+    return String(error?.message ?? error);
+  } catch {
+    return typeof error;
   }
-  const { budget, ...rest } = options;
-  if (budget === undefined) return [rest, undefined];
+}
+
+/**
+ * The core budget of the `budget` option, read once (the core reads every other option
+ * and leaves this one to this layer, which holds the budgets).
+ */
+function budgetOf(options) {
+  if (options === null || typeof options !== "object") return undefined;
+  let own;
+  try {
+    own = Object.hasOwn(options, "budget");
+  } catch {
+    // Options that cannot be read at all: the core says so, reading them.
+    return undefined;
+  }
+  if (!own) return undefined;
+  let budget;
+  try {
+    budget = options.budget;
+  } catch (error) {
+    throw new PacerError(
+      "invalid_options",
+      `option "budget" could not be read: a getter or proxy threw (${messageOf(error)})`,
+      { option: "budget", cause: error },
+    );
+  }
+  if (budget === undefined) return undefined;
   const core = budgetCores.get(budget);
   if (core === undefined) {
     const got = budget === null ? "null" : typeof budget;
@@ -237,7 +285,7 @@ function splitBudget(options) {
       option: "budget",
     });
   }
-  return [rest, core];
+  return core;
 }
 
 /** Registered compatibility combinations kept per pacer before they are forgotten. */
@@ -254,6 +302,15 @@ function childMap(map, key) {
   let child = map.get(key);
   if (child === undefined) map.set(key, (child = new Map()));
   return child;
+}
+
+/** Whether `signal.aborted` is true; a getter that throws counts as not aborted. */
+function isAborted(signal) {
+  try {
+    return signal.aborted === true;
+  } catch {
+    return false;
+  }
 }
 
 /** Whether `signal` is a not yet aborted `AbortSignal` (or look-alike). */
@@ -277,8 +334,8 @@ export class BatchPacer {
     requireReady("new BatchPacer()");
     // Indexed, not destructured: destructuring a typed array runs its iterator.
     const seed = randomSeed();
-    const [rest, budget] = splitBudget(options);
-    this.#core = new PacerCore(provider, rest, seed[0], seed[1]);
+    const budget = budgetOf(options);
+    this.#core = new PacerCore(provider, options, seed[0], seed[1]);
     if (budget !== undefined) this.#core.shareBudget(budget);
   }
 
@@ -302,24 +359,43 @@ export class BatchPacer {
         this.#submit(text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial, resolve, reject);
         return;
       }
-      // Forward the signal's abort to the core, and stop listening once settled.
+      // Forward the signal's abort to the core, and stop listening once settled. The
+      // signal's methods are the caller's code: the listener is added before the item is
+      // queued (one that throws rejects the item, and no provider sees it), and a
+      // removeEventListener that throws leaves the outcome as it is.
       let settled = false;
-      let onAbort;
+      let ticket = 0;
+      let listening = false;
+      const onAbort = () => {
+        if (ticket !== 0 && !settled) this.#core.abort(ticket);
+      };
       const finish = (settle) => (value) => {
+        if (settled) return;
         settled = true;
-        if (onAbort) signal.removeEventListener("abort", onAbort);
+        if (listening) {
+          try {
+            signal.removeEventListener("abort", onAbort);
+          } catch {
+            // The listener stays; once the item has settled it does nothing.
+          }
+        }
         settle(value);
       };
-      const ticket = this.#submit(
+      if (isLiveSignal(signal)) {
+        try {
+          signal.addEventListener("abort", onAbort, { once: true });
+          listening = true;
+        } catch (error) {
+          this.#core.rejectSignal(error, reject);
+          return;
+        }
+      }
+      ticket = this.#submit(
         text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial, finish(resolve), finish(reject),
       );
-      if (ticket && !settled) {
-        onAbort = () => this.#core.abort(ticket);
-        signal.addEventListener("abort", onAbort, { once: true });
-        // Code run by the core while it queued the item (onEvent, a provider) may have
-        // aborted the signal before the listener existed.
-        if (signal.aborted === true) onAbort();
-      }
+      // Code run by the core while it queued the item (onEvent, a provider) may have
+      // aborted the signal before the ticket existed.
+      if (ticket && !settled && listening && isAborted(signal)) onAbort();
     });
   }
 
@@ -374,10 +450,8 @@ export class BatchPacer {
 
   /** Validates the whole patch, then applies it to queued work at once. */
   setOptions(patch) {
-    if (patch !== null && typeof patch === "object" && Object.hasOwn(patch, "budget") && patch.budget !== undefined) {
-      throw new PacerError("invalid_options", "budget cannot be changed after construction", { option: "budget" });
-    }
-    this.#core.setOptions(splitBudget(patch)[0]);
+    // The core rejects a `budget` in the patch: it is set at construction only.
+    this.#core.setOptions(patch);
   }
 
   /** The options in force (without clock, onEvent and cache). */

@@ -141,12 +141,23 @@ mod by_ryu {
     }
 }
 
-/// A string as a JS double-quoted literal, escaping quotes, backslashes and controls.
+/// The most characters of a string that a message shows: a value of a megabyte must not
+/// make a message of a megabyte.
+pub const SHOWN_CHARACTERS: usize = 100;
+
+/// A string as a JS double-quoted literal, escaping quotes, backslashes and controls. A
+/// string longer than [`SHOWN_CHARACTERS`] is cut there, with an ellipsis and its whole
+/// length (JS `String.length`): `"aaaa…" (1048576 characters)`.
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub fn js_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
+    let mut out = String::with_capacity(s.len().min(4 * SHOWN_CHARACTERS) + 2);
     out.push('"');
-    for c in s.chars() {
+    let mut cut = false;
+    for (shown, c) in s.chars().enumerate() {
+        if shown == SHOWN_CHARACTERS {
+            cut = true;
+            break;
+        }
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
@@ -163,7 +174,13 @@ pub fn js_string(s: &str) -> String {
             c => out.push(c),
         }
     }
-    out.push('"');
+    if cut {
+        out.push_str("…\" (");
+        out.push_str(&crate::text::utf16_len(s).to_string());
+        out.push_str(" characters)");
+    } else {
+        out.push('"');
+    }
     out
 }
 
@@ -298,5 +315,20 @@ mod tests {
     fn strings_are_quoted_and_escaped() {
         assert_eq!(js_string("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
         assert_eq!(js_string("\u{1}é"), "\"\\u0001é\"");
+    }
+
+    #[test]
+    fn long_strings_are_cut_with_their_length() {
+        let hundred = "a".repeat(SHOWN_CHARACTERS);
+        assert_eq!(js_string(&hundred), format!("\"{hundred}\""));
+        let megabyte = "a".repeat(1 << 20);
+        assert_eq!(
+            js_string(&megabyte),
+            format!("\"{hundred}…\" (1048576 characters)")
+        );
+        // Characters, never a byte or half a surrogate pair; the length is JS's.
+        let emoji = "😀".repeat(SHOWN_CHARACTERS + 1);
+        let shown = "😀".repeat(SHOWN_CHARACTERS);
+        assert_eq!(js_string(&emoji), format!("\"{shown}…\" (202 characters)"));
     }
 }

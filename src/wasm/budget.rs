@@ -3,9 +3,9 @@
 use wasm_bindgen::prelude::*;
 
 use super::convert::{self, describe};
-use super::errors::{js_error, js_error_of};
+use super::errors::js_error;
 use crate::budget::SharedBudget;
-use crate::{ErrorCode, Options, PacerFailure};
+use crate::{Options, PacerFailure};
 
 /// The options a shared budget takes.
 const BUDGET_OPTIONS: [&str; 3] = ["rate", "capacity", "tokensPerMinute"];
@@ -24,8 +24,8 @@ impl PacerBudget {
     #[wasm_bindgen(constructor)]
     #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn new(options: JsValue) -> Result<PacerBudget, JsValue> {
-        let invalid = |message: String| js_error_of(ErrorCode::InvalidOptions, message);
-        let input = convert::options_input(&options, "sharedBudget options").map_err(invalid)?;
+        let input =
+            convert::options_input(&options, "sharedBudget options").map_err(|e| js_error(&e))?;
         let extra = input
             .clock
             .as_ref()
@@ -33,6 +33,7 @@ impl PacerBudget {
             .or(input.on_event.as_ref().map(|v| ("onEvent", v)))
             .or(input.cache.as_ref().map(|v| ("cache", v)))
             .or(input.restore.as_ref().map(|v| ("restore", v)))
+            .or(input.budget.as_ref().map(|v| ("budget", v)))
             .or(input
                 .estimate_tokens
                 .as_ref()

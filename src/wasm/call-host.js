@@ -13,9 +13,106 @@ const END = 5;
 const BAD_VALUE = 6;
 const REPLY_TEXT_CUT = 7;
 
-/** Whether a provider's answer is a stream: an async iterable (not a string or array). */
-function isStream(value) {
-  return value !== null && typeof value === "object" && typeof value[Symbol.asyncIterator] === "function";
+/**
+ * The `[Symbol.asyncIterator]` method of a provider's answer when it is a stream (an async
+ * iterable: not a string or array), else undefined. Throws what a getter or proxy throws.
+ */
+function streamOpener(value) {
+  if (value === null || typeof value !== "object") return undefined;
+  const open = value[Symbol.asyncIterator];
+  return typeof open === "function" ? open : undefined;
+}
+
+// What the core reads of a reply, a stream's report and a failure, read here once into
+// plain data: a getter or proxy of the provider's runs here, where a throw fails the call
+// instead of crossing the core's frames (replies.rs reads these records). String replies,
+// the common case, are never copied.
+
+const USAGE = ["inputTokens", "outputTokens"];
+const LIMITS = ["requestsRemaining", "requestsResetMs", "tokensRemaining", "tokensResetMs", "requestsLimit", "tokensLimit"];
+
+/** `fields` of `value` as a plain object, or undefined when `value` is not an object. */
+function pick(value, fields) {
+  if (value === null || typeof value !== "object") return undefined;
+  const plain = {};
+  for (const field of fields) plain[field] = value[field];
+  return plain;
+}
+
+/** `{ usage, limits, truncated }` of `value`, plain. */
+function plainReport(value) {
+  return { usage: pick(value.usage, USAGE), limits: pick(value.limits, LIMITS), truncated: value.truncated };
+}
+
+/** A reply's translations: an array or an object of them copied; anything else as it is. */
+function plainTranslations(value) {
+  if (value === null || typeof value !== "object") return value;
+  if (!Array.isArray(value)) return Object.fromEntries(Object.entries(value));
+  const texts = [];
+  for (let i = 0, length = value.length; i < length; i++) texts.push(value[i]);
+  return texts;
+}
+
+/** A reply other than a string, plain: translations, or `{ translations, usage, limits, truncated }`. */
+function plainReply(value) {
+  if (value === null || typeof value !== "object" || Array.isArray(value) || !Object.hasOwn(value, "translations")) {
+    return plainTranslations(value);
+  }
+  return { translations: plainTranslations(value.translations), ...plainReport(value) };
+}
+
+/** A stream value that is a report (`{ usage, limits, truncated }`, any of them), plain; else undefined. */
+function streamReport(value) {
+  if (value === null || typeof value !== "object") return undefined;
+  if (!("usage" in value || "limits" in value || "truncated" in value)) return undefined;
+  return plainReport(value);
+}
+
+/** A thrown value's message, for another message: never throws. */
+function messageOf(error) {
+  try {
+    return String(error?.message ?? error);
+  } catch {
+    return typeof error;
+  }
+}
+
+/**
+ * A failure as the core reads it (see `failure_from` in replies.rs): what the provider
+ * threw as `cause`, and its fields. An error that cannot be read (a getter or proxy
+ * throws) fails the call all the same, with a message that says so.
+ */
+function failure(error) {
+  if (error === null || (typeof error !== "object" && typeof error !== "function")) return { cause: error };
+  try {
+    return {
+      cause: error,
+      message: error.message,
+      status: error.status,
+      retryAfterMs: error.retryAfterMs,
+      retryAfter: error.retryAfter,
+      retryAfterHeader: retryAfterHeader(error.headers),
+      limits: pick(error.limits, LIMITS),
+      quota: error.quota,
+      retryable: error.retryable,
+    };
+  } catch (thrown) {
+    return { cause: error, message: `its error could not be read: a getter or proxy threw (${messageOf(thrown)})` };
+  }
+}
+
+/** The Retry-After header of an error's `headers`: a `Headers`-like object or a plain one. */
+function retryAfterHeader(headers) {
+  if (headers === null || typeof headers !== "object") return undefined;
+  const get = headers.get;
+  if (typeof get === "function") return get.call(headers, "retry-after");
+  const lower = headers["retry-after"];
+  return lower === undefined ? headers["Retry-After"] : lower;
+}
+
+/** The failure of a call whose reply could not be read: `thrown` is what was thrown. */
+function unreadable(thrown) {
+  return { cause: thrown, message: `its reply could not be read: a getter or proxy threw (${messageOf(thrown)})` };
 }
 
 /** Lets a stream's producer go: `return()` when the iterator has one, errors ignored. */
@@ -135,7 +232,7 @@ export function makeCallHost(provider, input, respond) {
       else respond(kind, id, value, 0);
       return true;
     } catch (error) {
-      answer(FAIL, id, call, error);
+      answer(FAIL, id, call, failure(error));
       return false;
     }
   };
@@ -144,13 +241,14 @@ export function makeCallHost(provider, input, respond) {
    * Pulls a streamed reply and hands the core each value as it comes (one crossing per
    * value, never per character). Stops when the core cancels the call (a timeout, the
    * length cap, dispose), releasing the iterator then and on a bad value or error.
+   * Never throws, nor do its callbacks: whatever the iterator does ends the call.
    */
-  const pull = (id, call, iterable) => {
+  const pull = (id, call, iterable, open) => {
     let iterator;
     try {
-      iterator = iterable[Symbol.asyncIterator]();
+      iterator = open.call(iterable);
     } catch (error) {
-      answer(FAIL, id, call, error);
+      answer(FAIL, id, call, failure(error));
       return;
     }
     call.iterator = iterator;
@@ -162,11 +260,12 @@ export function makeCallHost(provider, input, respond) {
     };
     const onResult = (result) => {
       if (!live()) return;
-      let done, value;
+      let done, value, report;
       try {
         ({ done, value } = result);
+        if (!done && typeof value !== "string") report = streamReport(value);
       } catch (error) {
-        stop(FAIL, error);
+        stop(FAIL, unreadable(error));
         return;
       }
       if (done) {
@@ -175,8 +274,8 @@ export function makeCallHost(provider, input, respond) {
       }
       if (typeof value === "string") {
         if (!send(CHUNK, id, call, value)) return;
-      } else if (value !== null && typeof value === "object" && ("usage" in value || "limits" in value || "truncated" in value)) {
-        if (!send(REPORT, id, call, value)) return;
+      } else if (report !== undefined) {
+        if (!send(REPORT, id, call, report)) return;
       } else {
         stop(BAD_VALUE, value);
         return;
@@ -184,30 +283,50 @@ export function makeCallHost(provider, input, respond) {
       // The core may have ended the call with that value (the length cap).
       if (live()) next();
     };
+    // The iterator threw (or its promise rejected): the stream broke with that error.
+    const onError = (error) => stop(FAIL, failure(error));
     const next = () => {
       try {
-        Promise.resolve(iterator.next()).then(onResult, (error) => stop(FAIL, error));
+        Promise.resolve(iterator.next()).then(onResult, onError);
       } catch (error) {
-        stop(FAIL, error);
+        onError(error);
       }
     };
     next();
   };
 
   /**
-   * Hands the core the answer of `call`, started under `id`. An answer of a call that is
-   * no longer running under its id (timed out, cancelled, or its id given to a later
-   * call since: the core reuses ids) is dropped here, never read as another call's.
+   * Hands the core the answer of `call`, started under `id`: REPLY with what the provider
+   * resolved to, FAIL with a `failure()` record, or a stream's END, BAD_VALUE or REPORT
+   * (plain already). An answer of a call that is no longer running under its id (timed
+   * out, cancelled, or its id given to a later call since: the core reuses ids) is
+   * dropped here, never read as another call's. Never throws.
    */
   const answer = (kind, id, call, value) => {
     if (calls[slotOf(id)] !== call) {
       // A stream the core gave up before it came: nobody will read it.
-      if (kind === REPLY && isStream(value)) release(value[Symbol.asyncIterator]?.());
+      if (kind === REPLY && typeof value !== "string") {
+        try {
+          const open = streamOpener(value);
+          if (open !== undefined) release(open.call(value));
+        } catch {
+          // A stream that cannot be opened holds nothing to let go.
+        }
+      }
       return;
     }
-    if (kind === REPLY && isStream(value)) {
-      pull(id, call, value);
-      return;
+    if (kind === REPLY && typeof value !== "string") {
+      try {
+        const open = streamOpener(value);
+        if (open !== undefined) {
+          pull(id, call, value, open);
+          return;
+        }
+        value = plainReply(value);
+      } catch (error) {
+        kind = FAIL;
+        value = unreadable(error);
+      }
     }
     const cap = call.replyCap;
     calls[slotOf(id)] = undefined;
@@ -222,7 +341,7 @@ export function makeCallHost(provider, input, respond) {
       } catch (error) {
         // A reply too large for the module's memory fails the call like a bad reply.
         kind = FAIL;
-        value = error;
+        value = failure(error);
       }
     }
     try {
@@ -254,7 +373,7 @@ export function makeCallHost(provider, input, respond) {
           new ProviderRequest(call, text, spans, ids, layout, instructions, isBatch, compat, attempt, maxOutputTokens),
         );
       } catch (error) {
-        answer(FAIL, id, call, error);
+        answer(FAIL, id, call, failure(error));
         return;
       }
       try {
@@ -262,10 +381,10 @@ export function makeCallHost(provider, input, respond) {
         // only for a promise whose `constructor` getter throws).
         Promise.resolve(returned).then(
           (value) => answer(REPLY, id, call, value),
-          (error) => answer(FAIL, id, call, error),
+          (error) => answer(FAIL, id, call, failure(error)),
         );
       } catch (error) {
-        answer(FAIL, id, call, error);
+        answer(FAIL, id, call, failure(error));
       }
     },
 

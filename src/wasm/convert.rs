@@ -5,11 +5,74 @@ use js_sys::{Array, Function, Object, Reflect};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
-use crate::{invalid_input, Compat, Item, LookupResult, OptionValue, Options, PacerFailure};
+use crate::display::js_string;
+use crate::{
+    invalid_input, Compat, ErrorCode, Item, LookupResult, OptionValue, Options, PacerFailure,
+};
 
 /// Reads a property; a throwing getter reads as `undefined`.
 pub fn get(target: &JsValue, key: &str) -> JsValue {
     Reflect::get(target, &JsValue::from_str(key)).unwrap_or(JsValue::UNDEFINED)
+}
+
+// The catching forms of two js_sys functions, for values a user made: a proxy's trap (or
+// a revoked proxy) throws inside them, and a throw must never cross the core's frames.
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(catch, js_namespace = Array, js_name = isArray)]
+    fn is_array_or_throw(value: &JsValue) -> Result<bool, JsValue>;
+    /// `Object.keys(value)`: the own enumerable names, as a plain array.
+    #[wasm_bindgen(catch, js_namespace = Object, js_name = keys)]
+    fn own_keys(value: &JsValue) -> Result<Array, JsValue>;
+}
+
+/// Whether `value` is an array; a revoked proxy is not one.
+pub fn is_array(value: &JsValue) -> bool {
+    is_array_or_throw(value).unwrap_or(false)
+}
+
+/// An error's message, or the thrown value described.
+pub fn error_message(error: &JsValue) -> String {
+    get(error, "message")
+        .as_string()
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| describe(error).to_string())
+}
+
+/// Where reading an object threw (the name, or `None` when the names themselves could
+/// not be listed) and what it threw.
+type Unreadable = (Option<String>, JsValue);
+
+/// The own enumerable `(name, value)` pairs of an object, each value read by itself, so
+/// that a getter or proxy that throws is named.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
+fn own_entries(value: &JsValue) -> Result<Vec<(String, JsValue)>, Unreadable> {
+    let keys = own_keys(value).map_err(|error| (None, error))?;
+    let mut entries = Vec::with_capacity(keys.length() as usize);
+    for key in keys.iter() {
+        let name = key.as_string().unwrap_or_default();
+        match Reflect::get(value, &key) {
+            Ok(v) => entries.push((name, v)),
+            Err(error) => return Err((Some(name), error)),
+        }
+    }
+    Ok(entries)
+}
+
+/// An `invalid_options` error for a value that threw while it was read (`what`: where),
+/// with what it threw as its cause.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
+fn unreadable_option(option: Option<&str>, what: &str, error: JsValue) -> PacerFailure<JsValue> {
+    let message = format!(
+        "{what} could not be read: a getter or proxy threw ({})",
+        error_message(&error)
+    );
+    let mut failure = match option {
+        Some(option) => PacerFailure::invalid_option(option, message),
+        None => PacerFailure::new(ErrorCode::InvalidOptions, message),
+    };
+    failure.cause = Some(error);
+    failure
 }
 
 #[wasm_bindgen]
@@ -41,28 +104,34 @@ pub fn describe(value: &JsValue) -> OptionValue {
         OptionValue::Number(n)
     } else if let Some(s) = value.as_string() {
         OptionValue::Text(s)
-    } else if Array::is_array(value) {
+    } else if is_array(value) {
         OptionValue::Other("an array".into())
     } else {
         OptionValue::Other(value.js_typeof().as_string().unwrap_or_default())
     }
 }
 
-/// A plain object's own entries as a map value (for the options that take one); any
-/// other value described as `describe` does.
-fn entries_of(value: &JsValue) -> OptionValue {
-    if !value.is_object() || Array::is_array(value) || value.is_function() {
-        return describe(value);
+/// A plain object's own entries as a map value (for the options that take one, `name`);
+/// any other value described as `describe` does. A `Map` is described as one: its
+/// entries are not properties, and read as an object it would map nothing.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
+fn entries_of(name: &str, value: &JsValue) -> Result<OptionValue, PacerFailure<JsValue>> {
+    if !value.is_object() || is_array(value) || value.is_function() {
+        return Ok(describe(value));
     }
-    let mut map = Vec::new();
-    for entry in Object::entries(value.unchecked_ref()).iter() {
-        let pair: Array = entry.unchecked_into();
-        map.push((
-            pair.get(0).as_string().unwrap_or_default(),
-            describe(&pair.get(1)),
-        ));
+    if value.is_instance_of::<js_sys::Map>() {
+        return Ok(OptionValue::Other("a Map".into()));
     }
-    OptionValue::Map(map)
+    let entries = own_entries(value).map_err(|(key, error)| {
+        let at = key.map(|key| format!(" at {}", js_string(&key)));
+        unreadable_option(
+            Some(name),
+            &format!("{name}{}", at.unwrap_or_default()),
+            error,
+        )
+    })?;
+    let map = entries.iter().map(|(key, v)| (key.clone(), describe(v)));
+    Ok(OptionValue::Map(map.collect()))
 }
 
 /// An item's fields, owned, read from a JS object.
@@ -98,7 +167,8 @@ impl ItemFields {
 type InputResult<T> = Result<T, PacerFailure<JsValue>>;
 
 // Direct property access from the generated JS glue: no key strings cross the
-// boundary, which matters on the per-item and per-call paths.
+// boundary, which matters on the per-item and per-call paths. The JS layer hands plain
+// items (a getter or proxy of the caller's would throw through these).
 #[wasm_bindgen]
 extern "C" {
     /// A `translate` item as JS passed it.
@@ -198,7 +268,7 @@ pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
 }
 
 /// The `(name, value)` pairs of an options object, with the binding's own options
-/// (`clock`, `onEvent`, `cache`) split off.
+/// (`clock`, `onEvent`, `cache`, `restore`, `estimateTokens`, `budget`) split off.
 pub struct OptionsInput {
     pub core: Vec<(String, OptionValue)>,
     pub clock: Option<JsValue>,
@@ -206,11 +276,15 @@ pub struct OptionsInput {
     pub cache: Option<JsValue>,
     pub restore: Option<JsValue>,
     pub estimate_tokens: Option<JsValue>,
+    /// Checked and applied by the JS layer, which holds the budgets.
+    pub budget: Option<JsValue>,
 }
 
-/// Reads an options object; `undefined` and `null` mean no options.
+/// Reads an options object (`what` names it in messages); `undefined` and `null` mean no
+/// options. Each option is read once, by itself: one whose getter (or a proxy) throws is
+/// `invalid_options` naming it, with what it threw as the cause.
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
-pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String> {
+pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, PacerFailure<JsValue>> {
     let mut input = OptionsInput {
         core: Vec::new(),
         clock: None,
@@ -218,21 +292,22 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String
         cache: None,
         restore: None,
         estimate_tokens: None,
+        budget: None,
     };
     if value.is_undefined() || value.is_null() {
         return Ok(input);
     }
-    if !value.is_object() || Array::is_array(value) || value.is_function() {
-        return Err(format!(
-            "{what} must be an object (got {})",
-            describe(value)
-        ));
+    if !value.is_object() || is_array(value) || value.is_function() {
+        let message = format!("{what} must be an object (got {})", describe(value));
+        return Err(PacerFailure::new(ErrorCode::InvalidOptions, message));
     }
-    let entries = Object::entries(value.unchecked_ref());
-    for entry in entries.iter() {
-        let pair: Array = entry.unchecked_into();
-        let name = pair.get(0).as_string().unwrap_or_default();
-        let v = pair.get(1);
+    let entries = own_entries(value).map_err(|(name, error)| match name {
+        Some(name) => {
+            unreadable_option(Some(&name), &format!("option {}", js_string(&name)), error)
+        }
+        None => unreadable_option(None, what, error),
+    })?;
+    for (name, v) in entries {
         let present = !v.is_undefined();
         match name.as_str() {
             "clock" => input.clock = present.then_some(v),
@@ -241,7 +316,11 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, String
             // Settings storage yields null for "nothing saved": no restore, like undefined.
             "restore" => input.restore = (present && !v.is_null()).then_some(v),
             "estimateTokens" => input.estimate_tokens = present.then_some(v),
-            "fallbackProviders" => input.core.push((name, entries_of(&v))),
+            "budget" => input.budget = present.then_some(v),
+            "fallbackProviders" => {
+                let map = entries_of(&name, &v)?;
+                input.core.push((name, map));
+            }
             _ => input.core.push((name, describe(&v))),
         }
     }

@@ -18,7 +18,7 @@ use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
 use super::host::Calls;
 use super::input;
-use super::{replies, views};
+use super::views;
 use crate::hash::IdMap;
 use crate::slotted_map::SlottedMap;
 use crate::{
@@ -78,11 +78,6 @@ impl core::fmt::Debug for PacerCore {
 /// An `invalid_options` error about `option`.
 fn invalid_option(option: &str, message: String) -> JsValue {
     js_error(&PacerFailure::invalid_option(option, message))
-}
-
-/// An `invalid_options` error about the options object as a whole.
-fn invalid_options(message: String) -> JsValue {
-    js_error_of(ErrorCode::InvalidOptions, message)
 }
 
 // The constructor's optional paths, each kept out of line (`inline(never)`): engines
@@ -158,7 +153,8 @@ impl PacerCore {
         seed_high: u32,
     ) -> Result<PacerCore, JsValue> {
         let provider: Function = provider.dyn_into().map_err(|v| not_a_provider(&v))?;
-        let input = convert::options_input(&options, "options").map_err(invalid_options)?;
+        // `budget` is the JS layer's (see `shareBudget`).
+        let input = convert::options_input(&options, "options").map_err(|e| js_error(&e))?;
         let parsed = Options::default()
             .patched(&input.core)
             .map_err(|e| invalid_option(&e.option, e.message))?;
@@ -234,19 +230,19 @@ impl PacerCore {
     /// `invalid_input` with the error as `cause`, or `disposed` after `dispose`.
     #[wasm_bindgen(js_name = rejectUnreadable)]
     pub fn reject_unreadable(&self, error: JsValue, reject: Function) {
-        let disposed =
-            (self.inner.state.try_borrow()).is_ok_and(|state| state.engine.is_disposed());
-        let failure = if disposed {
-            disposed_error()
-        } else {
-            let mut failure = PacerFailure::new(
-                ErrorCode::InvalidInput,
-                "item could not be read: a getter or proxy threw",
-            );
-            failure.cause = Some(error);
-            failure
-        };
-        let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&failure));
+        let message = "item could not be read: a getter or proxy threw";
+        self.reject_invalid(message.into(), error, reject);
+    }
+
+    /// Rejects an item whose `signal` threw `error` when the pacer added its abort
+    /// listener: `invalid_input` with the error as `cause`, or `disposed` after `dispose`.
+    #[wasm_bindgen(js_name = rejectSignal)]
+    pub fn reject_signal(&self, error: JsValue, reject: Function) {
+        let message = format!(
+            "signal must be an AbortSignal: its addEventListener threw ({})",
+            convert::error_message(&error)
+        );
+        self.reject_invalid(message, error, reject);
     }
 
     /// Registers a combination of compatibility fields for `submit`; returns its id.
@@ -342,7 +338,8 @@ impl PacerCore {
     #[wasm_bindgen(js_name = setOptions)]
     #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn set_options(&self, patch: JsValue) -> Result<(), JsValue> {
-        let input = convert::options_input(&patch, "the options patch").map_err(invalid_options)?;
+        let input =
+            convert::options_input(&patch, "the options patch").map_err(|e| js_error(&e))?;
         if let Some(clock) = &input.clock {
             let got = describe(clock);
             return Err(invalid_option(
@@ -351,6 +348,7 @@ impl PacerCore {
             ));
         }
         let fixed = [
+            ("budget", &input.budget),
             ("cache", &input.cache),
             ("restore", &input.restore),
             ("estimateTokens", &input.estimate_tokens),
@@ -460,6 +458,21 @@ impl PacerCore {
             }
         }
     }
+
+    /// Rejects an item `invalid_input` with `message` and `cause`, or `disposed` after
+    /// `dispose` (every call rejects `disposed` then, a malformed item too).
+    fn reject_invalid(&self, message: String, cause: JsValue, reject: Function) {
+        let disposed =
+            (self.inner.state.try_borrow()).is_ok_and(|state| state.engine.is_disposed());
+        let failure = if disposed {
+            disposed_error()
+        } else {
+            let mut failure = PacerFailure::new(ErrorCode::InvalidInput, message);
+            failure.cause = Some(cause);
+            failure
+        };
+        let _ = reject.call1(&JsValue::UNDEFINED, &js_error(&failure));
+    }
 }
 
 fn busy() -> JsValue {
@@ -558,14 +571,14 @@ impl Inner {
         };
         let id = lookup.id;
         match convert::call_method(store, "get", &JsValue::from_str(&lookup.key), None) {
-            Err(error) => self.found(id, LookupResult::Failed(replies::error_message(&error))),
+            Err(error) => self.found(id, LookupResult::Failed(convert::error_message(&error))),
             Ok(returned) => {
                 let promise = Promise::resolve(&returned);
                 let inner = Rc::downgrade(self);
                 spawn_local(async move {
                     let result = match JsFuture::from(promise).await {
                         Ok(value) => convert::lookup_result(&value),
-                        Err(error) => LookupResult::Failed(replies::error_message(&error)),
+                        Err(error) => LookupResult::Failed(convert::error_message(&error)),
                     };
                     if let Some(inner) = inner.upgrade() {
                         inner.found(id, result);
@@ -612,7 +625,7 @@ impl Inner {
         if let Ok(mut state) = self.state.try_borrow_mut() {
             state
                 .engine
-                .handle_store_failure(replies::error_message(error));
+                .handle_store_failure(convert::error_message(error));
         }
         self.flush();
     }

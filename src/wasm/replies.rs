@@ -1,8 +1,10 @@
 //! A provider's answer as the core reads it: a reply (string, array, object by id, or
 //! `{ translations, usage, limits }`), or a failure with its status, Retry-After, limits
-//! and quota.
+//! and quota. What arrives here is plain data: call-host.js has read the provider's
+//! values once (a getter or proxy runs there, where a throw fails the call), so nothing
+//! read here runs the provider's code.
 
-use js_sys::{Array, Function, Object};
+use js_sys::{Array, Object};
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
@@ -167,67 +169,51 @@ pub fn limits_from(value: &JsValue) -> ReportedLimits {
     }
 }
 
-/// An error's message, or the thrown value described.
-pub fn error_message(error: &JsValue) -> String {
-    get(error, "message")
-        .as_string()
-        .or_else(|| error.as_string())
-        .unwrap_or_else(|| describe(error).to_string())
-}
-
-/// A thrown or rejected provider error as a failure: status, Retry-After, message.
-pub fn failure_from(error: JsValue) -> Failure<JsValue> {
-    let status = get(&error, "status")
+/// A failed call as call-host.js read it: `{ cause, message, status, retryAfterMs,
+/// retryAfter, retryAfterHeader, limits, quota, retryable }`, where `cause` is what the
+/// provider threw and the other fields are read from it (none for a primitive), or a
+/// message of call-host.js's own (a reply that could not be read).
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
+pub fn failure_from(record: JsValue) -> Failure<JsValue> {
+    let error = get(&record, "cause");
+    let status = get(&record, "status")
         .as_f64()
         .filter(|s| (100.0..=599.0).contains(s) && s.fract() == 0.0)
         .map(|s| s as u16);
-    let message = error_message(&error);
-    let mut failure = Failure::error(status, retry_after(&error), &message);
-    failure.limits = Box::new(limits_from(&get(&error, "limits")));
-    failure.quota = match get(&error, "quota").as_string().as_deref() {
+    // Not `error_message(&error)`: that would read the error's getters once more.
+    let message = get(&record, "message")
+        .as_string()
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| describe(&error).to_string());
+    let mut failure = Failure::error(status, retry_after(&record), &message);
+    failure.limits = Box::new(limits_from(&get(&record, "limits")));
+    failure.quota = match get(&record, "quota").as_string().as_deref() {
         Some("rate") => Some(Quota::Rate),
         Some("daily") => Some(Quota::Daily),
         Some("billing") => Some(Quota::Billing),
         _ => None,
     };
     // Anything but a boolean is ignored.
-    failure.retryable = get(&error, "retryable").as_bool();
+    failure.retryable = get(&record, "retryable").as_bool();
     failure.with_cause(error)
 }
 
-fn retry_after(error: &JsValue) -> Option<Duration> {
-    if let Some(ms) = get(error, "retryAfterMs").as_f64().filter(|v| *v >= 0.0) {
+/// `retryAfterMs` wins, then `retryAfter` (seconds or HTTP text), then the
+/// `retry-after` header.
+fn retry_after(record: &JsValue) -> Option<Duration> {
+    if let Some(ms) = get(record, "retryAfterMs").as_f64().filter(|v| *v >= 0.0) {
         return Some(Duration::from_millis(ms));
     }
-    let seconds = get(error, "retryAfter");
-    if let Some(s) = seconds.as_f64().filter(|v| *v >= 0.0) {
-        return Some(Duration::from_secs(s));
-    }
-    if seconds.is_string() {
-        return parse_retry_after(&seconds);
-    }
-    let headers = get(error, "headers");
-    if !headers.is_object() {
-        return None;
-    }
-    let value = match get(&headers, "get").dyn_into::<Function>() {
-        Ok(get_header) => get_header
-            .call1(&headers, &JsValue::from_str("retry-after"))
-            .unwrap_or(JsValue::UNDEFINED),
-        Err(_) => {
-            let lower = get(&headers, "retry-after");
-            if lower.is_undefined() {
-                get(&headers, "Retry-After")
-            } else {
-                lower
-            }
+    for field in ["retryAfter", "retryAfterHeader"] {
+        let value = get(record, field);
+        if let Some(s) = value.as_f64().filter(|v| *v >= 0.0) {
+            return Some(Duration::from_secs(s));
         }
-    };
-    match value.as_f64() {
-        Some(s) if s >= 0.0 => Some(Duration::from_secs(s)),
-        _ if value.is_string() => parse_retry_after(&value),
-        _ => None,
+        if value.is_string() {
+            return parse_retry_after(&value);
+        }
     }
+    None
 }
 
 // The package's one Retry-After reading, shared with openAIProvider.
