@@ -73,6 +73,7 @@ pub struct ItemFields {
     pub provider_id: String,
     pub context: String,
     pub llm: bool,
+    pub scope: String,
     pub priority: f64,
     pub aborted: bool,
 }
@@ -88,6 +89,7 @@ impl ItemFields {
                 target_lang: &self.target_lang,
                 context: &self.context,
                 llm: self.llm,
+                scope: &self.scope,
             },
             priority: self.priority,
             tokens: None,
@@ -115,6 +117,8 @@ extern "C" {
     fn context(this: &ItemJs) -> JsValue;
     #[wasm_bindgen(method, getter, structural)]
     fn llm(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural)]
+    fn scope(this: &ItemJs) -> JsValue;
     #[wasm_bindgen(method, getter, structural)]
     fn priority(this: &ItemJs) -> JsValue;
     #[wasm_bindgen(method, getter, structural)]
@@ -155,6 +159,7 @@ pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
             .as_bool()
             .ok_or_else(|| invalid_input("llm", "a boolean", &describe(&v)))?,
     };
+    let scope = string_field(item.scope(), "scope", "a string", Some(""))?;
     let priority = match item.priority() {
         v if v.is_undefined() => 0.0,
         v => v
@@ -192,6 +197,7 @@ pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
         provider_id,
         context,
         llm,
+        scope,
         priority,
         aborted,
     })
