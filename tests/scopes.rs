@@ -131,7 +131,11 @@ fn the_persistent_store_keys_each_scope_apart_and_keeps_the_unscoped_key() {
     let unscoped = sim.translate(&item("Hello"));
     sim.drive();
     assert_eq!(sim.ok(a), "Hallo (A)");
-    assert_eq!(sim.ok(b), echo("Hello"), "B never gets A's stored translation");
+    assert_eq!(
+        sim.ok(b),
+        echo("Hello"),
+        "B never gets A's stored translation"
+    );
     assert_eq!(sim.ok(unscoped), echo("Hello"));
     let keys: Vec<&str> = sim.lookups.iter().map(|l| l.key.as_str()).collect();
     let b_key = key_of(&scoped("B", "Hello"));

@@ -204,7 +204,15 @@ mod tests {
         // The README documents this vector too.
         let key = item_key(&scoped("7"), "Hello, world!");
         let mut manual = Vec::new();
-        let fields = [&b"openai"[..], b"en", b"de", b"", &[1u8], b"Hello, world!", b"7"];
+        let fields = [
+            &b"openai"[..],
+            b"en",
+            b"de",
+            b"",
+            &[1u8],
+            b"Hello, world!",
+            b"7",
+        ];
         for field in fields {
             manual.extend_from_slice(&(field.len() as u64).to_be_bytes());
             manual.extend_from_slice(field);
