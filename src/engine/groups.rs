@@ -339,7 +339,7 @@ mod tests {
             target_lang: "de",
             context: "title",
             llm: true,
-            scope: "",
+            scope: "7",
         };
         let other = Compat {
             target_lang: "fr",
