@@ -67,6 +67,7 @@ fn item<'a>(text: &'a str, i: usize) -> Item<'a> {
             target_lang: KEYS[i % KEYS.len()],
             context: "",
             llm: true,
+            scope: "",
         },
         priority: 0.0,
         tokens: None,

@@ -500,6 +500,7 @@ impl Soak {
                 target_lang,
                 context,
                 llm,
+                scope: "",
             },
             priority: self.rng.below(3) as f64,
             tokens: None,

@@ -37,6 +37,7 @@ fn main() {
                 target_lang: "de",
                 context: "",
                 llm: true,
+                scope: "",
             },
             priority: 0.0,
             tokens: None,

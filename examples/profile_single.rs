@@ -40,6 +40,7 @@ fn main() {
                 target_lang: languages[i % languages.len()],
                 context: "",
                 llm: true,
+                scope: "",
             },
             priority: 0.0,
             tokens: None,

@@ -26,6 +26,7 @@ import {
   resolveFallback,
 } from "./protocol.js";
 import { demoProvider } from "./demo-provider.js";
+import { senderScope } from "./sender-scope.js";
 
 const SNAPSHOT_EVERY_MS = 250;
 // A streamed segment grows with every token; a tab needs a new preview of it only about
@@ -102,7 +103,8 @@ const callStarts = Object.fromEntries(FLOWS.map((flow) => [flow, new Map()]));
  * - Identical paragraphs (dedup) resolve together from the same note; a paragraph
  *   answered from the cache had no call and no note: it counts as `cacheServed`.
  * - Notes are keyed by what makes items compatible besides the provider (languages,
- *   context, text) and dropped once no item with that key waits.
+ *   context, text) and dropped once no item with that key waits. The scope is not on
+ *   the request, so identical paragraphs of two tabs in flight at once share a note.
  *
  * Counting texts per successful call instead would count a batch's unproven texts twice
  * (once for the call that did not prove them, again for the one that did) and a shared
@@ -247,7 +249,9 @@ function onConnect(port) {
   const controller = new AbortController();
   port.onDisconnect.addListener(() => controller.abort());
   // The page's clock for "time to the first paragraph": from its first item on this port.
-  const page = { startedAt: null, answered: false };
+  // Its scope comes from the browser's word on the sender, never from the page's
+  // messages: a page chooses its title (the context), not its tab or origin.
+  const page = { startedAt: null, answered: false, scope: senderScope(port.sender) };
   port.onMessage.addListener(async (message) => {
     const receivedAt = performance.now();
     await ready;
@@ -305,6 +309,7 @@ async function translateItem(port, signal, message, item, page) {
       targetLang,
       providerId: id,
       context,
+      scope: page.scope,
       priority: Number.isFinite(item?.priority) ? item.priority : 0,
       signal,
       ...(onPartial ? { onPartial } : {}),

@@ -276,6 +276,7 @@ fn run(
                     target_lang: "de",
                     context: "",
                     llm: a.llm,
+                    scope: "",
                 };
                 (to_hex(&item_key(&compat, &text)), text)
             })
@@ -328,6 +329,7 @@ fn run(
                 target_lang: "de",
                 context: "",
                 llm: a.llm,
+                scope: "",
             },
             priority: a.priority,
             tokens: None,

@@ -347,6 +347,7 @@ fuzz_target!(|data: &[u8]| {
                 let source_lang = pick(&mut bytes, &["en", "en", "en", ""]);
                 let target_lang = pick(&mut bytes, &["de", "fr", "de", ""]);
                 let context = pick(&mut bytes, &["", "", "page"]);
+                let scope = pick(&mut bytes, &["", "", "7"]);
                 let llm = !bytes.u8().is_multiple_of(4);
                 let priority = if bytes.bool() { 0.0 } else { bytes.number() };
                 let item = Item {
@@ -357,6 +358,7 @@ fuzz_target!(|data: &[u8]| {
                         target_lang,
                         context,
                         llm,
+                        scope,
                     },
                     priority,
                     tokens: None,

@@ -22,6 +22,8 @@ pub struct CompatInfo {
     pub context: String,
     /// Whether the provider is an LLM.
     pub llm: bool,
+    /// Whom the items belong to; never sent to the provider.
+    pub scope: String,
     /// For items moved to a fallback provider (`fallbackProviders`): their own
     /// `providerId` (`provider_id` is the fallback's).
     pub fallback_from: Option<String>,

@@ -87,6 +87,7 @@ fn same_fields(info: &CompatInfo, compat: &Compat<'_>) -> bool {
         && info.source_lang == compat.source_lang
         && info.target_lang == compat.target_lang
         && info.context == compat.context
+        && info.scope == compat.scope
 }
 
 /// A combination of fields prepared for grouping and keying: kept per registered
@@ -317,6 +318,7 @@ fn fields_of(keyer: &Keyer, compat: &Compat<'_>, encoded: &[u8], fields_word: u6
             target_lang: compat.target_lang.to_owned(),
             context: compat.context.to_owned(),
             llm: compat.llm,
+            scope: compat.scope.to_owned(),
             fallback_from: None,
         }),
         encoded: encoded.into(),
@@ -337,6 +339,7 @@ mod tests {
             target_lang: "de",
             context: "title",
             llm: true,
+            scope: "7",
         };
         let other = Compat {
             target_lang: "fr",
@@ -385,6 +388,7 @@ mod tests {
             target_lang,
             context: "",
             llm: true,
+            scope: "",
         };
         let mut groups = Groups::new(Keyer::new(7));
         let mut first = Vec::new();
@@ -400,11 +404,19 @@ mod tests {
                 assert_eq!(groups.group_for(&compat(lang), None, "Hi", |_| 0).0, *group);
             }
         }
-        // Another provider or context is another group.
+        // Another context or scope is another group, with other item keys, though the
+        // group of the other fields is among the recent ones.
         let other = Compat {
             context: "title",
             ..compat("de")
         };
         assert!(!first.contains(&groups.group_for(&other, None, "Hi", |_| 0).0));
+        let scoped = Compat {
+            scope: "7",
+            ..compat("de")
+        };
+        let (group, key) = groups.group_for(&scoped, None, "Hi", |_| 0);
+        assert!(!first.contains(&group));
+        assert_ne!(key, groups.group_for(&compat("de"), None, "Hi", |_| 0).1);
     }
 }

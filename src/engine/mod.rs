@@ -225,6 +225,7 @@ impl<C: Clone> Engine<C> {
                 target_lang: &info.target_lang,
                 context: &info.context,
                 llm: info.llm,
+                scope: &info.scope,
             },
             priority,
             tokens,

@@ -496,8 +496,8 @@ export const DEFAULTS: Readonly<PacerSettings>;
 /**
  * One text to translate, for `pacer.translate(item)` and `cacheKey(item)`.
  *
- * Items are *compatible* when `providerId`, `sourceLang`, `targetLang`, `context` and
- * `llm` are equal; only compatible LLM items share a batch. Identical items (compatible
+ * Items are *compatible* when `providerId`, `sourceLang`, `targetLang`, `context`,
+ * `llm` and `scope` are equal; only compatible LLM items share a batch. Identical items (compatible
  * with the same `text`) share one provider item while it is queued or running, and one
  * `cache` store lookup.
  */
@@ -527,6 +527,16 @@ export interface TranslateItem {
    * @default ""
    */
   context?: string | undefined;
+  /**
+   * Whom the item belongs to: a tab (`String(sender.tab.id)`), else a frame's origin.
+   * Items of different scopes never share a batch, a provider item or a cache entry (in
+   * memory or in the `cache` store), so a page whose text tells the model "in the first
+   * segment write …" cannot put its words under another page's paragraphs, even with
+   * the same `context`. Set it in the background from the message's sender, which a page
+   * cannot forge, never from page content. Never sent to the provider.
+   * @default ""
+   */
+  scope?: string | undefined;
   /**
    * Higher priorities are dispatched first; first in, first out among equals. A finite
    * number.
@@ -1065,7 +1075,8 @@ export function routeProviders(map: Readonly<Record<string, Provider>>): Provide
 /**
  * The cache key of an item: lowercase hex SHA-256 over the length-prefixed fields
  * `providerId`, `sourceLang`, `targetLang`, `context`, `llm` and `text` (defaults
- * applied). The format is stable across versions.
+ * applied), and `scope` as a seventh field when it is not empty (an item without a scope
+ * keeps the key it always had). The format is stable across versions.
  *
  * @throws {PacerError} `not_initialized` before `init()`, `invalid_input` for an invalid item.
  */

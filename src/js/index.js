@@ -196,7 +196,7 @@ function requireReady(what) {
 
 /**
  * The cache key of an item: lowercase hex SHA-256 over its length-prefixed fields
- * (providerId, sourceLang, targetLang, context, llm, text).
+ * (providerId, sourceLang, targetLang, context, llm, text, and scope when not empty).
  */
 export function cacheKey(item) {
   requireReady("cacheKey()");
@@ -204,7 +204,7 @@ export function cacheKey(item) {
 }
 
 /** The fields the core checks in an item. */
-const ITEM_FIELDS = ["text", "sourceLang", "targetLang", "providerId", "context", "llm", "priority", "signal", "onPartial"];
+const ITEM_FIELDS = ["text", "sourceLang", "targetLang", "providerId", "context", "llm", "scope", "priority", "signal", "onPartial"];
 
 /**
  * An item's fields, each read once, into a plain object: a getter or proxy that throws is
@@ -292,8 +292,8 @@ function budgetOf(options) {
 const MAX_COMPATS = 4096;
 
 /**
- * Contexts longer than this take the full path: a context that changes with every item
- * (say, the previous paragraph) would only churn the table of combinations.
+ * Contexts (and scopes) longer than this take the full path: a context that changes with
+ * every item (say, the previous paragraph) would only churn the table of combinations.
  */
 const MAX_REGISTERED_CONTEXT = 256;
 
@@ -328,6 +328,8 @@ export class BatchPacer {
   #core;
   /** providerId → sourceLang → targetLang → context → [id when llm, id when not]. */
   #compats = new Map();
+  /** scope → the same, for items with a scope: unscoped items look up one map less. */
+  #scopedCompats = new Map();
   #compatCount = 0;
 
   constructor(provider, options) {
@@ -348,15 +350,15 @@ export class BatchPacer {
       }
       // Each field is read once, here: getters and proxies see one read. Read into
       // locals, not an object: most items never need one (see `#submit`).
-      let text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial;
+      let text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial;
       try {
-        ({ text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial } = item);
+        ({ text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial } = item);
       } catch (error) {
         this.#core.rejectUnreadable(error, reject);
         return;
       }
       if (signal === undefined || signal === null) {
-        this.#submit(text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial, resolve, reject);
+        this.#submit(text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, resolve, reject);
         return;
       }
       // Forward the signal's abort to the core, and stop listening once settled. The
@@ -391,7 +393,7 @@ export class BatchPacer {
         }
       }
       ticket = this.#submit(
-        text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial, finish(resolve), finish(reject),
+        text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, finish(resolve), finish(reject),
       );
       // Code run by the core while it queued the item (onEvent, a provider) may have
       // aborted the signal before the ticket existed.
@@ -406,30 +408,32 @@ export class BatchPacer {
    * field that is wrong. Previews of a streamed reply go to the item's onPartial until it
    * settles.
    */
-  #submit(text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial, resolve, reject) {
+  #submit(text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, resolve, reject) {
     if (
       typeof text === "string" && typeof sourceLang === "string" && typeof targetLang === "string" &&
       typeof providerId === "string" && (context === undefined || (typeof context === "string" &&
       context.length <= MAX_REGISTERED_CONTEXT)) && (llm === undefined || typeof llm === "boolean") &&
+      (scope === undefined || (typeof scope === "string" && scope.length <= MAX_REGISTERED_CONTEXT)) &&
       (priority === undefined || typeof priority === "number") &&
       (signal === undefined || signal === null || isLiveSignal(signal)) &&
       (onPartial === undefined || typeof onPartial === "function")
     ) {
-      const compat = this.#compatId(providerId, sourceLang, targetLang, context ?? "", llm ?? true);
+      const compat = this.#compatId(providerId, sourceLang, targetLang, context ?? "", llm ?? true, scope ?? "");
       if (compat !== 0) {
         const ticket = this.#core.submit(input.write(text), compat, priority ?? 0, resolve, reject);
         if (ticket && onPartial !== undefined) this.#core.watch(ticket, onPartial);
         return ticket;
       }
     }
-    const fields = { text, sourceLang, targetLang, providerId, context, llm, priority, signal, onPartial };
+    const fields = { text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial };
     const ticket = this.#core.translate(fields, resolve, reject);
     if (ticket && typeof onPartial === "function") this.#core.watch(ticket, onPartial);
     return ticket;
   }
 
-  #compatId(providerId, sourceLang, targetLang, context, llm) {
-    const byContext = childMap(childMap(childMap(this.#compats, providerId), sourceLang), targetLang);
+  #compatId(providerId, sourceLang, targetLang, context, llm, scope) {
+    const byProvider = scope === "" ? this.#compats : childMap(this.#scopedCompats, scope);
+    const byContext = childMap(childMap(childMap(byProvider, providerId), sourceLang), targetLang);
     let ids = byContext.get(context);
     if (ids === undefined) byContext.set(context, (ids = [0, 0]));
     const slot = llm ? 0 : 1;
@@ -438,11 +442,12 @@ export class BatchPacer {
         // Pages with ever-new contexts must not grow the table without bound.
         this.#core.clearCompats();
         this.#compats.clear();
+        this.#scopedCompats.clear();
         this.#compatCount = 0;
-        return this.#compatId(providerId, sourceLang, targetLang, context, llm);
+        return this.#compatId(providerId, sourceLang, targetLang, context, llm, scope);
       }
       // 0: the core is busy (a re-entrant call it cannot serve); the full path answers.
-      ids[slot] = this.#core.registerCompat(providerId, sourceLang, targetLang, context, llm);
+      ids[slot] = this.#core.registerCompat(providerId, sourceLang, targetLang, context, llm, scope);
       if (ids[slot] !== 0) this.#compatCount++;
     }
     return ids[slot];

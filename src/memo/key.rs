@@ -2,8 +2,10 @@
 //! (stable, documented) and keyed SipHash in memory.
 //!
 //! Byte layout (stable across versions): for each field in the order `providerId`,
-//! `sourceLang`, `targetLang`, `context`, `llm`, `text`, the field's UTF-8 byte length as
-//! an 8-byte big-endian integer, then its bytes; `llm` is the single byte `0x01` or `0x00`.
+//! `sourceLang`, `targetLang`, `context`, `llm`, `text`, and `scope` when it is not
+//! empty, the field's UTF-8 byte length as an 8-byte big-endian integer, then its bytes;
+//! `llm` is the single byte `0x01` or `0x00`. An item without a scope keeps the key it
+//! had before scopes existed.
 //! Length prefixes make every field boundary explicit, so no choice of field contents
 //! (separators, `|`, NUL bytes) can make two different items share a key.
 
@@ -25,6 +27,9 @@ pub struct Compat<'a> {
     pub context: &'a str,
     /// Whether the provider is an LLM (only LLM items are batched).
     pub llm: bool,
+    /// Whom the item belongs to (a tab, an origin): items of different scopes never
+    /// share a batch, a provider item or a cache entry. Never sent to the provider.
+    pub scope: &'a str,
 }
 
 fn push_field(out: &mut Vec<u8>, bytes: &[u8]) {
@@ -33,21 +38,41 @@ fn push_field(out: &mut Vec<u8>, bytes: &[u8]) {
 }
 
 impl Compat<'_> {
-    /// Appends the length-prefixed encoding of these fields to `out`.
+    /// Appends the length-prefixed encoding of these fields to `out`: every field that
+    /// groups, dedup and the in-memory keys tell apart, the scope included.
     pub fn encode(&self, out: &mut Vec<u8>) {
+        self.encode_shared(out);
+        self.encode_scope(out);
+    }
+
+    /// The fields every key has held since the first version.
+    fn encode_shared(&self, out: &mut Vec<u8>) {
         push_field(out, self.provider_id.as_bytes());
         push_field(out, self.source_lang.as_bytes());
         push_field(out, self.target_lang.as_bytes());
         push_field(out, self.context.as_bytes());
         push_field(out, &[u8::from(self.llm)]);
     }
+
+    /// The scope, as one more field when it is not empty: fields are self-delimiting, so
+    /// an encoding with it never equals one without it, and an item without a scope
+    /// keeps the encoding (and the persistent key) it always had.
+    fn encode_scope(&self, out: &mut Vec<u8>) {
+        if !self.scope.is_empty() {
+            push_field(out, self.scope.as_bytes());
+        }
+    }
 }
 
-/// The persistent key of an item: SHA-256 over its length-prefixed fields.
+/// The persistent key of an item: SHA-256 over its length-prefixed fields. The scope
+/// comes after the text (the documented layout), where the in-memory encoding has it
+/// before: each is unambiguous on its own.
 pub fn item_key(compat: &Compat<'_>, text: &str) -> [u8; 32] {
-    let mut encoded = Vec::with_capacity(80 + compat.context.len() + text.len());
-    compat.encode(&mut encoded);
+    let mut encoded =
+        Vec::with_capacity(88 + compat.context.len() + text.len() + compat.scope.len());
+    compat.encode_shared(&mut encoded);
     push_field(&mut encoded, text.as_bytes());
+    compat.encode_scope(&mut encoded);
     Sha256::digest(&encoded).into()
 }
 
@@ -146,6 +171,14 @@ mod tests {
             target_lang: t,
             context: c,
             llm,
+            scope: "",
+        }
+    }
+
+    fn scoped<'a>(scope: &'a str) -> Compat<'a> {
+        Compat {
+            scope,
+            ..compat("openai", "en", "de", "", true)
         }
     }
 
@@ -164,6 +197,62 @@ mod tests {
             to_hex(&key),
             "9b8ea9be5963e961c9631c9bfedf9b193acd9eb660007d3d18a59ae4fd1c8964"
         );
+    }
+
+    #[test]
+    fn a_scope_is_a_seventh_field_after_the_text() {
+        // The README documents this vector too.
+        let key = item_key(&scoped("7"), "Hello, world!");
+        let mut manual = Vec::new();
+        let fields = [
+            &b"openai"[..],
+            b"en",
+            b"de",
+            b"",
+            &[1u8],
+            b"Hello, world!",
+            b"7",
+        ];
+        for field in fields {
+            manual.extend_from_slice(&(field.len() as u64).to_be_bytes());
+            manual.extend_from_slice(field);
+        }
+        let expected: [u8; 32] = Sha256::digest(&manual).into();
+        assert_eq!(key, expected);
+        assert_eq!(
+            to_hex(&key),
+            "a4c990f76ff643229968f3385bf760d5bf2c3ef0c7e4fffc971516781a440d1d"
+        );
+        // An empty scope is no scope: the key of the first vector.
+        assert_eq!(
+            item_key(&scoped(""), "Hello, world!"),
+            item_key(&compat("openai", "en", "de", "", true), "Hello, world!")
+        );
+    }
+
+    #[test]
+    fn scopes_separate_in_memory_keys_and_encodings() {
+        let keyer = Keyer::new(7);
+        let key = |c: Compat<'_>, text: &str| keyer.primed(&c).key(text);
+        let keys = [
+            key(scoped(""), "Hello"),
+            key(scoped("1"), "Hello"),
+            key(scoped("2"), "Hello"),
+            // The scope's bytes cannot pass for the text's, nor the other way round.
+            key(scoped("Hello"), ""),
+        ];
+        for (i, a) in keys.iter().enumerate() {
+            for b in &keys[i + 1..] {
+                assert_ne!(a, b);
+            }
+        }
+        let encoded = |c: Compat<'_>| {
+            let mut out = Vec::new();
+            c.encode(&mut out);
+            out
+        };
+        assert_ne!(encoded(scoped("1")), encoded(scoped("2")));
+        assert_ne!(encoded(scoped("1")), encoded(scoped("")));
     }
 
     #[test]

@@ -142,6 +142,7 @@ pub struct ItemFields {
     pub provider_id: String,
     pub context: String,
     pub llm: bool,
+    pub scope: String,
     pub priority: f64,
     pub aborted: bool,
 }
@@ -157,6 +158,7 @@ impl ItemFields {
                 target_lang: &self.target_lang,
                 context: &self.context,
                 llm: self.llm,
+                scope: &self.scope,
             },
             priority: self.priority,
             tokens: None,
@@ -185,6 +187,8 @@ extern "C" {
     fn context(this: &ItemJs) -> JsValue;
     #[wasm_bindgen(method, getter, structural)]
     fn llm(this: &ItemJs) -> JsValue;
+    #[wasm_bindgen(method, getter, structural)]
+    fn scope(this: &ItemJs) -> JsValue;
     #[wasm_bindgen(method, getter, structural)]
     fn priority(this: &ItemJs) -> JsValue;
     #[wasm_bindgen(method, getter, structural)]
@@ -225,6 +229,7 @@ pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
             .as_bool()
             .ok_or_else(|| invalid_input("llm", "a boolean", &describe(&v)))?,
     };
+    let scope = string_field(item.scope(), "scope", "a string", Some(""))?;
     let priority = match item.priority() {
         v if v.is_undefined() => 0.0,
         v => v
@@ -262,6 +267,7 @@ pub fn item_fields(value: &JsValue) -> InputResult<ItemFields> {
         provider_id,
         context,
         llm,
+        scope,
         priority,
         aborted,
     })

@@ -255,6 +255,7 @@ impl PacerCore {
         target_lang: &str,
         context: &str,
         llm: bool,
+        scope: &str,
     ) -> u32 {
         let compat = Compat {
             provider_id,
@@ -262,6 +263,7 @@ impl PacerCore {
             target_lang,
             context,
             llm,
+            scope,
         };
         match self.inner.state.try_borrow_mut() {
             Ok(mut state) => state.engine.register_compat(&compat),

@@ -109,6 +109,9 @@ impl Recent {
         if let Some(i) = self.groups.iter().position(|(c, _)| Rc::ptr_eq(c, compat)) {
             return self.groups[i].1.clone();
         }
+        // `[providerId, sourceLang, targetLang, context, fallbackFrom?]`, read by index in
+        // call-host.js. The scope stays out: it only keeps items apart here, and a tab id
+        // or an origin is nothing a provider needs to learn.
         let fields = Array::of4(
             &compat.provider_id.as_str().into(),
             &compat.source_lang.as_str().into(),

@@ -185,6 +185,7 @@ pub fn item_for<'a>(provider: &'a str, text: &'a str) -> Item<'a> {
             target_lang: "de",
             context: "",
             llm: true,
+            scope: "",
         },
         priority: 0.0,
         tokens: None,

@@ -15,6 +15,7 @@ pub fn item(text: &str, priority: f64) -> Item<'_> {
             target_lang: "de",
             context: "",
             llm: true,
+            scope: "",
         },
         priority,
         tokens: None,
