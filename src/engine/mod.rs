@@ -70,12 +70,14 @@ mod dispatch;
 mod endings;
 mod fallbacks;
 mod groups;
+mod idle_providers;
 mod jobs;
 mod limits;
 mod lookups;
 mod outbox;
 mod pacer;
 mod priority;
+mod provider_table;
 mod replies;
 mod retries;
 mod streamed;
@@ -140,7 +142,7 @@ impl<C: Clone> Engine<C> {
     pub fn new(options: Options, now: Instant, seed: u64) -> Self {
         Engine {
             batches: Batches::new(limits_of(&options)),
-            pacer: Pacer::new(&options, now),
+            pacer: Pacer::new(&options, now, seed.rotate_left(16) ^ 0x7072_6F76_6964_6572),
             cache: Lru::new(usize::try_from(options.cache_entries).unwrap_or(usize::MAX)),
             options,
             now,
@@ -252,10 +254,10 @@ impl<C: Clone> Engine<C> {
             self.resolve(ticket, item.text.to_owned());
             return Ok(ticket);
         }
-        let pacer = &mut self.pacer;
-        let (group, key) = self
-            .groups
-            .group_for(&item.compat, entry, item.text, |id| pacer.provider_for(id));
+        let (pacer, at) = (&mut self.pacer, self.now);
+        let (group, key) = self.groups.group_for(&item.compat, entry, item.text, |id| {
+            pacer.provider_for(id, at)
+        });
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
             let ticket = self.jobs.counted_ticket();
@@ -300,12 +302,17 @@ impl<C: Clone> Engine<C> {
         let (ticket, member) = self.jobs.add(key, item.text, priority, tokens);
         let job = member.job();
         self.groups.job_added(group);
-        let deadline = self.call_timeout().map(|t| self.now + t);
+        let deadline = self.now + self.lookup_timeout();
         match &mut self.store {
             Some(store) => {
                 // The job waits for its store lookup, outside any batch.
                 let digest = item_key(&item.compat, item.text);
-                store.begin(job, &digest, PendingLookup { member, group }, deadline);
+                store.begin(
+                    job,
+                    &digest,
+                    PendingLookup { member, group },
+                    Some(deadline),
+                );
             }
             None => self.place(member, group, now),
         }
@@ -587,14 +594,14 @@ impl<C: Clone> Engine<C> {
     /// When to call `handle_timeout` next; `None` when only a response or a new item
     /// can move anything.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.disposed {
+            return None;
+        }
         let mut next = self.next_wakeup();
-        if self.disposed || self.at_call_limit() {
+        if self.at_call_limit() {
             return next;
         }
-        for index in 0..self.pacer.provider_count() as u32 {
-            let Some(first) = self.batches.first_ready(index) else {
-                continue;
-            };
+        for (index, first) in self.batches.due_providers() {
             let at = self.ready_at(index, first.2);
             if at > self.now {
                 next = Some(next.map_or(at, |n| n.min(at)));
@@ -608,5 +615,6 @@ impl<C: Clone> Engine<C> {
     fn after_input(&mut self) {
         self.pump();
         self.drop_stale_deadlines();
+        self.forget_idle_providers();
     }
 }
