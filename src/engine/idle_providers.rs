@@ -33,9 +33,4 @@ impl<C: Clone> Engine<C> {
                 .forget_providers(&forgotten, self.pacer.provider_bound());
         }
     }
-
-    /// How many providers the pacer remembers (see the module's docs).
-    pub fn providers_remembered(&self) -> usize {
-        self.pacer.providers_remembered()
-    }
 }

@@ -52,8 +52,10 @@
 //! item meets them: `assembly` (where a new item goes, the rebuild under new limits),
 //! `lookups` (the persistent store), `dispatch` (the gate asked per provider, a 429's
 //! pause and rate), `usage` (token estimates, reported usage and limits), `dealing` (a
-//! call takes the best items of its group's due batches), `replies` (composing a call,
-//! reading its reply, what a batch reply teaches of the provider's batch size),
+//! call takes the best items of its group's due batches), `idle_providers` (providers
+//! that nothing needs are forgotten, their indexes in `provider_table` reused),
+//! `replies` (composing a call, reading its reply, what a batch reply teaches of the
+//! provider's batch size),
 //! `streams` (a streamed reply's values), `retries` (failures), `blocks` (settings,
 //! billing and daily-quota blocks), `fallbacks` (where a provider's items go when it
 //! cannot serve them), `endings` (how a job ends), `wakeups` (the parts' deadlines
@@ -174,6 +176,12 @@ impl<C: Clone> Engine<C> {
     /// providers met before keep their own pacing state.
     pub fn share_budget(&mut self, budget: SharedBudget) {
         self.pacer.share(budget);
+    }
+
+    /// How many providers the pacer remembers: those met and not forgotten since
+    /// (`idle_providers`).
+    pub fn providers_remembered(&self) -> usize {
+        self.pacer.providers_remembered()
     }
 
     /// Whether `handle_dispose` was called.

@@ -414,19 +414,13 @@ impl PacerCore {
         }
         self.inner.flush();
         // Every promise has settled: the tables sized for the most items ever in flight
-        // are given back now, not when the pacer is collected. The timers go too: each
-        // holds the pacer (its callback does), which would keep it alive until the
-        // timer fires, or for good for one that has fired and waits to be dropped.
-        let timers = match self.inner.state.try_borrow_mut() {
-            Ok(mut state) => {
-                state.resolvers = SlottedMap::new(crate::ticket_slot);
-                state.partials = IdMap::default();
-                (state.timer.take(), state.spent_timer.take())
-            }
-            Err(_) => (None, None),
-        };
-        // Dropping clears them, through the user's clearTimeout: no borrow may be held.
-        drop(timers);
+        // are given back now, not when the pacer is collected. (The flush above dropped
+        // the armed timer, whose callback holds the pacer: a disposed engine asks for no
+        // wake-up.)
+        if let Ok(mut state) = self.inner.state.try_borrow_mut() {
+            state.resolvers = SlottedMap::new(crate::ticket_slot);
+            state.partials = IdMap::default();
+        }
     }
 }
 
