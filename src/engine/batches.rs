@@ -66,6 +66,11 @@ pub(super) struct Batches {
     slab: Slab<Batch>,
     /// Due batches, by provider index: exactly the batches whose state is `Ready`.
     ready: Vec<ReadySet<ReadyKey>>,
+    /// The providers whose ready set is not empty, and maybe some whose set emptied
+    /// since the last `drop_stale` (`listed` marks them, by provider index): dispatch
+    /// walks these, not every provider ever met.
+    due: Vec<u32>,
+    listed: Vec<bool>,
     /// The batch open to each group's new items, by group slot (the batch's own group
     /// confirms it: slots are reused).
     open: Vec<Option<Id<Batch>>>,
@@ -87,6 +92,8 @@ impl Batches {
         Batches {
             slab: Slab::default(),
             ready: Vec::new(),
+            due: Vec::new(),
+            listed: Vec::new(),
             open: Vec::new(),
             of_job: Vec::new(),
             unsent: 0,
@@ -130,6 +137,34 @@ impl Batches {
     /// The best due batch of `provider`.
     pub(super) fn first_ready(&self, provider: u32) -> Option<ReadyKey> {
         self.ready(provider)?.first().copied()
+    }
+
+    /// The providers with a due batch, each with its best one.
+    pub(super) fn due_providers(&self) -> impl Iterator<Item = (u32, ReadyKey)> + '_ {
+        (self.due.iter()).filter_map(|p| Some((*p, self.first_ready(*p)?)))
+    }
+
+    /// The providers of every batch.
+    pub(super) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slab.iter().map(|(_, batch)| batch.provider)
+    }
+
+    /// The providers of `indexes` were forgotten (none has a batch), and no index from
+    /// `bound` on is given out: their ready sets go. Called after `drop_stale`, when
+    /// only providers with a due batch are listed.
+    pub(super) fn forget_providers(&mut self, indexes: &[u32], bound: usize) {
+        for index in indexes {
+            if let Some(set) = self.ready.get_mut(*index as usize) {
+                *set = ReadySet::default();
+            }
+        }
+        if bound == 0 {
+            self.ready = Vec::new();
+            self.listed = Vec::new();
+        } else {
+            self.ready.truncate(bound);
+            self.listed.truncate(bound);
+        }
     }
 
     /// The batch open to `group`'s new items.
@@ -212,10 +247,18 @@ impl Batches {
         self.insert(batch)
     }
 
+    /// The ready set of `provider`, to insert into: the provider is listed as due.
     fn ready_set(&mut self, provider: u32) -> &mut ReadySet<ReadyKey> {
         let index = provider as usize;
         while self.ready.len() <= index {
             self.ready.push(ReadySet::default());
+        }
+        if self.listed.len() <= index {
+            self.listed.resize(index + 1, false);
+        }
+        if !self.listed[index] {
+            self.listed[index] = true;
+            self.due.push(provider);
         }
         &mut self.ready[index]
     }
@@ -295,6 +338,16 @@ impl Batches {
             }
             self.wakeups.pop();
         }
+        let (ready, listed) = (&self.ready, &mut self.listed);
+        self.due.retain(|p| {
+            let due = ready.get(*p as usize).is_some_and(|s| s.first().is_some());
+            if !due {
+                if let Some(flag) = listed.get_mut(*p as usize) {
+                    *flag = false;
+                }
+            }
+            due
+        });
     }
 
     /// Fires the soonest wake-up if it is due at `now`; whether there was one.
@@ -396,6 +449,8 @@ impl Batches {
         // old key can meet a new entry (and no per-type drain code is needed).
         self.slab = Slab::default();
         self.ready = Vec::new();
+        self.due = Vec::new();
+        self.listed = Vec::new();
         self.open = Vec::new();
         self.of_job = Vec::new();
         self.unsent = 0;

@@ -6,13 +6,9 @@ use super::calls::Running;
 use super::retries::final_error;
 use super::Engine;
 use crate::call::Failure;
-use crate::provider::DailyBlock;
+use crate::provider::{DailyBlock, MAX_DAILY_BLOCK, UNKNOWN_DAILY_RESET};
 use crate::stats::{BlockReason, Event};
 use crate::time::Duration;
-
-/// How long a spent daily quota blocks its provider when the provider did not say when
-/// it resets: long enough not to storm it, short enough to notice the reset soon.
-pub(super) const UNKNOWN_DAILY_RESET: Duration = Duration::from_micros(60 * 60 * 1_000_000);
 
 /// What a settings error (401, 403, 404) tells the user to check.
 pub(super) fn settings_message(status: Option<u16>, detail: &str) -> String {
@@ -54,7 +50,7 @@ impl<C: Clone> Engine<C> {
         error.retry_in = until.flatten();
         if let Some(retry_after) = until {
             let block = DailyBlock {
-                until: now + retry_after.unwrap_or(UNKNOWN_DAILY_RESET),
+                until: now + retry_after.map_or(UNKNOWN_DAILY_RESET, |r| r.min(MAX_DAILY_BLOCK)),
                 reset_known: retry_after.is_some(),
                 message: error.message.clone(),
             };

@@ -258,6 +258,11 @@ impl Calls {
         self.running.iter().map(|(slot, _)| slot.to_bits() + 1)
     }
 
+    /// The providers of the running calls.
+    pub(super) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
+        self.running.iter().map(|(_, run)| run.provider())
+    }
+
     /// Ends every running call (dispose).
     pub(super) fn clear(&mut self) {
         // A fresh slab, its memory given back: no call starts after dispose, so no id

@@ -9,7 +9,7 @@
 //! - every running call's batch is running under that call;
 //! - the item counters add up (`items = succeeded + failed + aborted + disposed +
 //!   pending`) and `queued` is the items of batches not running;
-//! - each provider's learned batch limit is within 1 and `maxItemsPerBatch`, no group of
+//! - each provider's (with items) learned batch limit is within 1 and `maxItemsPerBatch`, no group of
 //!   moved items is served by its items' own provider, and no more items were moved than
 //!   accepted.
 
@@ -110,7 +110,8 @@ impl<C: Clone> Engine<C> {
         );
         assert!(s.fallback_items <= s.items, "moved items were accepted");
         let max = u32::try_from(self.options.max_items_per_batch).unwrap_or(u32::MAX);
-        for provider in 0..self.pacer.provider_count() as u32 {
+        // The providers with items: the limit is read when their calls are dealt.
+        for provider in self.groups.providers() {
             let limit = self.pacer.call_limit(provider, max, &self.options);
             assert!(
                 (1..=max).contains(&limit),

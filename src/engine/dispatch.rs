@@ -49,10 +49,10 @@ impl<C: Clone> Engine<C> {
         let mut held: Vec<u32> = Vec::new();
         while !self.disposed && !self.at_call_limit() && self.pacer.has_request_token(self.now) {
             let now = self.now;
-            let best = (0..self.pacer.provider_count() as u32)
-                .filter(|i| !held.contains(i))
-                .filter_map(|i| self.batches.first_ready(i).map(|k| (k, i)))
-                .filter(|(k, i)| self.ready_at(*i, k.2) <= now)
+            let best = (self.batches.due_providers())
+                .filter(|(i, _)| !held.contains(i))
+                .filter(|(i, k)| self.ready_at(*i, k.2) <= now)
+                .map(|(i, k)| (k, i))
                 .min();
             let Some((ready, index)) = best else {
                 self.announce_holds();

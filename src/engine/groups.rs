@@ -141,6 +141,11 @@ impl Groups {
         self.slab.get(group)
     }
 
+    /// The providers of the live groups.
+    pub(super) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slab.iter().map(|(_, g)| g.provider)
+    }
+
     /// Every live group, with the count of its jobs.
     #[cfg(any(test, feature = "check"))]
     pub(super) fn counts(&self) -> impl Iterator<Item = (Id<Group>, u64, bool)> + '_ {

@@ -52,8 +52,10 @@
 //! item meets them: `assembly` (where a new item goes, the rebuild under new limits),
 //! `lookups` (the persistent store), `dispatch` (the gate asked per provider, a 429's
 //! pause and rate), `usage` (token estimates, reported usage and limits), `dealing` (a
-//! call takes the best items of its group's due batches), `replies` (composing a call,
-//! reading its reply, what a batch reply teaches of the provider's batch size),
+//! call takes the best items of its group's due batches), `idle_providers` (providers
+//! that nothing needs are forgotten, their indexes in `provider_table` reused),
+//! `replies` (composing a call, reading its reply, what a batch reply teaches of the
+//! provider's batch size),
 //! `streams` (a streamed reply's values), `retries` (failures), `blocks` (settings,
 //! billing and daily-quota blocks), `fallbacks` (where a provider's items go when it
 //! cannot serve them), `endings` (how a job ends), `wakeups` (the parts' deadlines
@@ -70,12 +72,14 @@ mod dispatch;
 mod endings;
 mod fallbacks;
 mod groups;
+mod idle_providers;
 mod jobs;
 mod limits;
 mod lookups;
 mod outbox;
 mod pacer;
 mod priority;
+mod provider_table;
 mod replies;
 mod retries;
 mod streamed;
@@ -140,7 +144,7 @@ impl<C: Clone> Engine<C> {
     pub fn new(options: Options, now: Instant, seed: u64) -> Self {
         Engine {
             batches: Batches::new(limits_of(&options)),
-            pacer: Pacer::new(&options, now),
+            pacer: Pacer::new(&options, now, seed.rotate_left(16) ^ 0x7072_6F76_6964_6572),
             cache: Lru::new(usize::try_from(options.cache_entries).unwrap_or(usize::MAX)),
             options,
             now,
@@ -172,6 +176,12 @@ impl<C: Clone> Engine<C> {
     /// providers met before keep their own pacing state.
     pub fn share_budget(&mut self, budget: SharedBudget) {
         self.pacer.share(budget);
+    }
+
+    /// How many providers the pacer remembers: those met and not forgotten since
+    /// (`idle_providers`).
+    pub fn providers_remembered(&self) -> usize {
+        self.pacer.providers_remembered()
     }
 
     /// Whether `handle_dispose` was called.
@@ -253,10 +263,10 @@ impl<C: Clone> Engine<C> {
             self.resolve(ticket, item.text.to_owned());
             return Ok(ticket);
         }
-        let pacer = &mut self.pacer;
-        let (group, key) = self
-            .groups
-            .group_for(&item.compat, entry, item.text, |id| pacer.provider_for(id));
+        let (pacer, at) = (&mut self.pacer, self.now);
+        let (group, key) = self.groups.group_for(&item.compat, entry, item.text, |id| {
+            pacer.provider_for(id, at)
+        });
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
             let ticket = self.jobs.counted_ticket();
@@ -301,12 +311,17 @@ impl<C: Clone> Engine<C> {
         let (ticket, member) = self.jobs.add(key, item.text, priority, tokens);
         let job = member.job();
         self.groups.job_added(group);
-        let deadline = self.call_timeout().map(|t| self.now + t);
+        let deadline = self.now + self.lookup_timeout();
         match &mut self.store {
             Some(store) => {
                 // The job waits for its store lookup, outside any batch.
                 let digest = item_key(&item.compat, item.text);
-                store.begin(job, &digest, PendingLookup { member, group }, deadline);
+                store.begin(
+                    job,
+                    &digest,
+                    PendingLookup { member, group },
+                    Some(deadline),
+                );
             }
             None => self.place(member, group, now),
         }
@@ -588,14 +603,14 @@ impl<C: Clone> Engine<C> {
     /// When to call `handle_timeout` next; `None` when only a response or a new item
     /// can move anything.
     pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.disposed {
+            return None;
+        }
         let mut next = self.next_wakeup();
-        if self.disposed || self.at_call_limit() {
+        if self.at_call_limit() {
             return next;
         }
-        for index in 0..self.pacer.provider_count() as u32 {
-            let Some(first) = self.batches.first_ready(index) else {
-                continue;
-            };
+        for (index, first) in self.batches.due_providers() {
             let at = self.ready_at(index, first.2);
             if at > self.now {
                 next = Some(next.map_or(at, |n| n.min(at)));
@@ -609,5 +624,6 @@ impl<C: Clone> Engine<C> {
     fn after_input(&mut self) {
         self.pump();
         self.drop_stale_deadlines();
+        self.forget_idle_providers();
     }
 }

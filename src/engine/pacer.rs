@@ -9,29 +9,25 @@
 //! compile outside this file. A provider's pacing state is behind an `Rc<RefCell<…>>` because the
 //! pacers of a shared budget share it; no borrow of it leaves this file.
 
+use core::cmp::Reverse;
 use std::cell::RefCell;
+use std::collections::BinaryHeap;
 use std::rc::Rc;
 
-use crate::adaptive::{AdaptiveRate, Growth};
+use super::provider_table::{Entry, ProviderTable};
+use crate::adaptive::{AdaptiveRate, Growth, FLOOR};
 use crate::batch_limit::{BatchLimit, Proved};
 use crate::bucket::TokenBucket;
 use crate::budget::SharedBudget;
 use crate::call::{ReportedLimits, Usage};
 use crate::length_ratio::LengthRatios;
 use crate::options::Options;
-use crate::provider::{DailyBlock, ProviderPacing};
+use crate::provider::{DailyBlock, ProviderPacing, MAX_DAILY_BLOCK, UNKNOWN_DAILY_RESET};
 use crate::quota::{Held, TokenBudget};
+use crate::retry::MAX_RETRY_AFTER;
 use crate::settle::{ErrorCode, PacerFailure};
 use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
 use crate::time::{Duration, Instant};
-
-/// A provider as this engine sees it: its id, and its pacing state, which pacers that
-/// share a budget also share.
-#[derive(Debug)]
-struct Provider {
-    id: Rc<str>,
-    pacing: Rc<RefCell<ProviderPacing>>,
-}
 
 /// What a started call was charged, handed back when its answer reports what it cost.
 #[derive(Copy, Clone, Debug, Default)]
@@ -62,18 +58,25 @@ pub(super) struct Pacer {
     /// Whether a provider has reported a token window: item token estimates are needed
     /// then, budget or not.
     token_windows: bool,
-    providers: Vec<Provider>,
+    /// Each provider's id and pacing state, which pacers that share a budget also share.
+    providers: ProviderTable<Rc<RefCell<ProviderPacing>>>,
+    /// The ends of the 429 pauses this pacer set or restored, soonest first; one that a
+    /// longer pause replaced, or that passed, stays until it reaches the top, where
+    /// `drop_stale` removes it.
+    pauses: BinaryHeap<Reverse<(Instant, u32)>>,
 }
 
 impl Pacer {
-    /// Full buckets under these options at `now`.
-    pub(super) fn new(options: &Options, now: Instant) -> Self {
+    /// Full buckets under these options at `now`; provider ids are hashed under a secret
+    /// derived from `seed`.
+    pub(super) fn new(options: &Options, now: Instant, seed: u64) -> Self {
         Pacer {
             bucket: TokenBucket::full(options.rate, options.capacity, now),
             budget: TokenBudget::new(options.tokens_per_minute, now),
             shared: None,
             token_windows: false,
-            providers: Vec::new(),
+            providers: ProviderTable::new(seed, now),
+            pauses: BinaryHeap::new(),
         }
     }
 
@@ -83,33 +86,62 @@ impl Pacer {
         self.shared = Some(budget);
     }
 
-    /// The index of provider `id`, added on first use. A scan rather than a map: there
-    /// are a handful of providers, every dispatch already walks them all, and this runs
-    /// only when a compatibility group is created.
-    pub(super) fn provider_for(&mut self, id: &str) -> u32 {
-        if let Some(index) = self.providers.iter().position(|p| &*p.id == id) {
-            return index as u32;
+    /// The index of provider `id`, used at `now`: remembered on first use (again after
+    /// it was forgotten, see [`Pacer::forget_idle`]).
+    pub(super) fn provider_for(&mut self, id: &str, now: Instant) -> u32 {
+        if let Some(index) = self.providers.find(id) {
+            self.providers.touch(index, now);
+            return index;
         }
-        let index = self.providers.len() as u32;
         let id: Rc<str> = id.into();
         let pacing = match &self.shared {
             Some(budget) => budget.provider(&id),
             None => Rc::default(),
         };
-        self.providers.push(Provider { id, pacing });
-        index
+        self.providers.insert(id, pacing, now)
     }
 
-    /// How many providers were met.
-    pub(super) fn provider_count(&self) -> usize {
-        self.providers.len()
+    /// One more than the highest provider index given out.
+    pub(super) fn provider_bound(&self) -> usize {
+        self.providers.bound()
+    }
+
+    /// How many providers are remembered.
+    pub(super) fn providers_remembered(&self) -> usize {
+        self.providers.remembered()
     }
 
     /// The id of provider `index`.
     pub(super) fn provider_id(&self, index: u32) -> Rc<str> {
         self.providers
-            .get(index as usize)
+            .get(index)
             .map_or_else(|| Rc::from(""), |p| p.id.clone())
+    }
+
+    /// Whether providers are to be swept at `now` (see [`Pacer::forget_idle`]).
+    pub(super) fn sweep_due(&self, now: Instant) -> bool {
+        self.providers.sweep_due(now)
+    }
+
+    /// Forgets the providers that nothing uses (`in_use`, by index: no group, batch or
+    /// call) and whose pacing state holds nothing back: no pause, daily block, adaptive
+    /// rate, reported limits in force or learned batch size (`ProviderPacing::holds_nothing`).
+    /// Their learned estimates (token scaling, length ratios) go with them. Their
+    /// indexes, which the caller stops using.
+    pub(super) fn forget_idle(&mut self, now: Instant, in_use: &[bool]) -> Vec<u32> {
+        let forgotten = self
+            .providers
+            .sweep(now, in_use, |p| p.state.borrow().holds_nothing(now));
+        let mut indexes = Vec::with_capacity(forgotten.len());
+        for (index, provider) in forgotten {
+            indexes.push(index);
+            if let Some(budget) = &self.shared {
+                let Entry { id, state, .. } = provider;
+                drop(state);
+                budget.release(&id);
+            }
+        }
+        indexes
     }
 
     /// Whether items need token estimates (a token budget, a provider that reports its
@@ -127,8 +159,8 @@ impl Pacer {
     /// from the usage it reported).
     pub(super) fn cost(&self, provider: u32, raw: f64) -> f64 {
         self.providers
-            .get(provider as usize)
-            .map_or(0.0, |p| p.pacing.borrow().quota.cost(raw))
+            .get(provider)
+            .map_or(0.0, |p| p.state.borrow().quota.cost(raw))
     }
 
     /// Whether a request token is there: the pacer's own, and its shared budget's.
@@ -154,10 +186,10 @@ impl Pacer {
     /// windows the provider reported.
     pub(super) fn ready_at(&self, provider: u32, cost: f64, now: Instant) -> Instant {
         let mut at = self.request_token_at(now);
-        let Some(provider) = self.providers.get(provider as usize) else {
+        let Some(provider) = self.providers.get(provider) else {
             return at;
         };
-        let pacing = provider.pacing.borrow();
+        let pacing = provider.state.borrow();
         // A pause another pacer of a shared budget set has no timer of this one's.
         at = at.max(pacing.paused_until);
         if let Some(adaptive) = &pacing.adaptive {
@@ -222,8 +254,9 @@ impl Pacer {
             cost,
             ..Charge::default()
         };
-        if let Some(provider) = self.providers.get(provider as usize) {
-            let mut pacing = provider.pacing.borrow_mut();
+        self.providers.touch(provider, now);
+        if let Some(provider) = self.providers.get(provider) {
+            let mut pacing = provider.state.borrow_mut();
             if pacing
                 .adaptive
                 .as_mut()
@@ -247,12 +280,14 @@ impl Pacer {
         now: Instant,
         options: &Options,
     ) -> Option<Paused> {
-        let provider = self.providers.get(provider as usize)?;
-        let mut pacing = provider.pacing.borrow_mut();
+        let index = provider;
+        let provider = self.providers.get(provider)?;
+        let mut pacing = provider.state.borrow_mut();
         let until = now + pause;
         let mut paused = Paused { slowed_to: None };
         if until > pacing.paused_until {
             pacing.paused_until = until;
+            self.pauses.push(Reverse((until, index)));
         }
         let paused_until = pacing.paused_until;
         if let Some(adaptive) = pacing.adaptive.as_mut() {
@@ -288,10 +323,10 @@ impl Pacer {
         now: Instant,
         options: &Options,
     ) -> bool {
-        let Some(provider) = self.providers.get(provider as usize) else {
+        let Some(provider) = self.providers.get(provider) else {
             return false;
         };
-        let mut pacing = provider.pacing.borrow_mut();
+        let mut pacing = provider.state.borrow_mut();
         if charge.episode != pacing.episode {
             return false;
         }
@@ -315,8 +350,9 @@ impl Pacer {
         limits: &ReportedLimits,
         now: Instant,
     ) -> Option<bool> {
-        let provider = self.providers.get(provider as usize)?;
-        let mut pacing = provider.pacing.borrow_mut();
+        self.providers.touch(provider, now);
+        let provider = self.providers.get(provider)?;
+        let mut pacing = provider.state.borrow_mut();
         if let Some(usage) = usage {
             pacing
                 .input_ratio
@@ -347,22 +383,22 @@ impl Pacer {
         cost: f64,
         now: Instant,
     ) -> Option<(Instant, Held)> {
-        let provider = self.providers.get(provider as usize)?;
-        let mut pacing = provider.pacing.borrow_mut();
+        let provider = self.providers.get(provider)?;
+        let mut pacing = provider.state.borrow_mut();
         let (until, why) = pacing.quota.held(now, cost)?;
         pacing.quota.announce(until).then_some((until, why))
     }
 
     /// The provider's daily quota is spent: its items reject until `block.until`.
     pub(super) fn block_daily(&mut self, provider: u32, block: DailyBlock) {
-        if let Some(provider) = self.providers.get(provider as usize) {
-            provider.pacing.borrow_mut().daily_block = Some(block);
+        if let Some(provider) = self.providers.get(provider) {
+            provider.state.borrow_mut().daily_block = Some(block);
         }
     }
 
     /// The daily block's error for items of `provider`, while it holds.
     pub(super) fn daily_blocked<C>(&self, provider: u32, now: Instant) -> Option<PacerFailure<C>> {
-        let pacing = self.providers.get(provider as usize)?.pacing.borrow();
+        let pacing = self.providers.get(provider)?.state.borrow();
         let block = pacing.daily_block.as_ref().filter(|b| b.until > now)?;
         let mut error = PacerFailure::new(ErrorCode::ProviderError, block.message.clone());
         error.status = Some(429);
@@ -373,22 +409,36 @@ impl Pacer {
     /// Whether `provider` can serve items now: no daily block, and no 429 pause with more
     /// than `wait` left (`fallbackAfterMs`).
     pub(super) fn can_serve(&self, provider: u32, now: Instant, wait: Duration) -> bool {
-        let Some(provider) = self.providers.get(provider as usize) else {
+        let Some(provider) = self.providers.get(provider) else {
             return true;
         };
-        let pacing = provider.pacing.borrow();
+        let pacing = provider.state.borrow();
         let blocked = pacing.daily_block.as_ref().is_some_and(|b| b.until > now);
         !blocked && pacing.paused_until <= now + wait
     }
 
-    /// The soonest end of a provider's 429 pause after `now`: the engine wakes then,
-    /// as the provider can serve again.
+    /// The soonest end of a 429 pause this pacer set after `now` (as of the last
+    /// `drop_stale`): the engine wakes then, as the provider can serve again. A pause
+    /// another pacer of a shared budget set wakes this one only for its due batches
+    /// (`Engine::poll_timeout` asks the gate of each).
     pub(super) fn next_pause_end(&self, now: Instant) -> Option<Instant> {
-        let ends = self
-            .providers
-            .iter()
-            .map(|p| p.pacing.borrow().paused_until);
-        ends.filter(|until| *until > now).min()
+        let Reverse((until, _)) = self.pauses.peek()?;
+        (*until > now).then_some(*until)
+    }
+
+    /// Drops the pause ends at the top that passed by `now` or that a longer pause
+    /// replaced.
+    pub(super) fn drop_stale(&mut self, now: Instant) {
+        while let Some(&Reverse((until, index))) = self.pauses.peek() {
+            let current = self
+                .providers
+                .get(index)
+                .is_some_and(|p| p.state.borrow().paused_until == until);
+            if current && until > now {
+                break;
+            }
+            self.pauses.pop();
+        }
     }
 
     /// New options at `now`: rates, burst, adaptive rates and the token budget. Whether
@@ -396,8 +446,8 @@ impl Pacer {
     pub(super) fn set_options(&mut self, now: Instant, next: &Options) -> bool {
         self.bucket.set_rate(now, next.rate);
         self.bucket.set_capacity(now, next.capacity);
-        for provider in &self.providers {
-            let mut pacing = provider.pacing.borrow_mut();
+        for (_, provider) in self.providers.iter() {
+            let mut pacing = provider.state.borrow_mut();
             let paused_until = pacing.paused_until;
             if !next.adaptive_rate {
                 pacing.adaptive = None;
@@ -427,22 +477,22 @@ impl Pacer {
             return max;
         }
         self.providers
-            .get(provider as usize)
-            .map_or(max, |p| p.pacing.borrow().batch_limit.next_call_limit(max))
+            .get(provider)
+            .map_or(max, |p| p.state.borrow().batch_limit.next_call_limit(max))
     }
 
     /// The correction of `provider`'s token estimates for its output bound.
     pub(super) fn input_ratio(&self, provider: u32) -> f64 {
         self.providers
-            .get(provider as usize)
-            .map_or(1.0, |p| p.pacing.borrow().input_ratio.get())
+            .get(provider)
+            .map_or(1.0, |p| p.state.borrow().input_ratio.get())
     }
 
     /// The length of `provider`'s translations from `source` to `target` against their
     /// sources, once its proven replies showed it.
     pub(super) fn length_ratio(&self, provider: u32, source: &str, target: &str) -> Option<f64> {
-        let p = self.providers.get(provider as usize)?;
-        let ratio = p.pacing.borrow().length_ratios.trusted(source, target);
+        let p = self.providers.get(provider)?;
+        let ratio = p.state.borrow().length_ratios.trusted(source, target);
         ratio
     }
 
@@ -455,8 +505,8 @@ impl Pacer {
         source_len: f64,
         translated: f64,
     ) {
-        if let Some(p) = self.providers.get(provider as usize) {
-            let mut pacing = p.pacing.borrow_mut();
+        if let Some(p) = self.providers.get(provider) {
+            let mut pacing = p.state.borrow_mut();
             pacing
                 .length_ratios
                 .learn(source, target, source_len, translated);
@@ -465,8 +515,8 @@ impl Pacer {
 
     /// A call of `items` items to `provider` started (a probe at a limit of 1 is taken).
     pub(super) fn note_call(&self, provider: u32, items: usize) {
-        if let Some(p) = self.providers.get(provider as usize) {
-            let mut pacing = p.pacing.borrow_mut();
+        if let Some(p) = self.providers.get(provider) {
+            let mut pacing = p.state.borrow_mut();
             if items > 1 {
                 pacing.batch_limit.on_batch();
             } else {
@@ -487,12 +537,8 @@ impl Pacer {
         if !options.adaptive_batching {
             return None;
         }
-        let p = self.providers.get(provider as usize)?;
-        let changed = p
-            .pacing
-            .borrow_mut()
-            .batch_limit
-            .on_batch_reply(proved, max);
+        let p = self.providers.get(provider)?;
+        let changed = p.state.borrow_mut().batch_limit.on_batch_reply(proved, max);
         changed
     }
 
@@ -502,8 +548,8 @@ impl Pacer {
         // Pushes rather than a filtered `collect` (as for the texts of a batch): the
         // collect of an iterator of unknown length is much more code in the .wasm.
         let mut providers = Vec::new();
-        for provider in &self.providers {
-            let p = provider.pacing.borrow();
+        for (_, provider) in self.providers.iter() {
+            let p = provider.state.borrow();
             // A recovering provider is saved too, at the full rate (see `restore`).
             let adaptive = p.adaptive.as_ref();
             let daily_block =
@@ -546,6 +592,11 @@ impl Pacer {
 
     /// Resumes from a snapshot taken `elapsed` ago: tokens earned meanwhile are added (up
     /// to `capacity`), what is left of each pause still holds, adaptive rates return.
+    /// What the snapshot says is taken only as far as this pacer could have written it
+    /// (a snapshot is stored data, and storage can be edited): a pause of at most
+    /// [`MAX_RETRY_AFTER`] from the snapshot's time, a daily block of at most
+    /// [`MAX_DAILY_BLOCK`] ([`UNKNOWN_DAILY_RESET`] without a known reset), an adaptive
+    /// rate within its floor and `rate`, a ceiling of at most `rate`.
     #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub(super) fn restore(
         &mut self,
@@ -558,26 +609,31 @@ impl Pacer {
         let earned = elapsed.as_secs() * rate;
         self.bucket = TokenBucket::with_tokens(rate, capacity, snapshot.tokens + earned, now);
         for saved in &snapshot.providers {
-            let index = self.provider_for(&saved.provider_id);
-            let Some(provider) = self.providers.get(index as usize) else {
+            let index = self.provider_for(&saved.provider_id, now);
+            let Some(provider) = self.providers.get(index) else {
                 continue;
             };
-            let mut provider = provider.pacing.borrow_mut();
-            if let Some(block) = saved
-                .daily_block
-                .as_ref()
-                .filter(|b| b.blocked_for > elapsed)
-            {
-                provider.daily_block = Some(DailyBlock {
-                    until: now + left_after(block.blocked_for, elapsed),
-                    reset_known: block.reset_known,
-                    message: block.message.clone(),
-                });
+            let mut provider = provider.state.borrow_mut();
+            if let Some(block) = &saved.daily_block {
+                let longest = match block.reset_known {
+                    true => MAX_DAILY_BLOCK,
+                    false => UNKNOWN_DAILY_RESET,
+                };
+                let blocked_for = block.blocked_for.min(longest);
+                if blocked_for > elapsed {
+                    provider.daily_block = Some(DailyBlock {
+                        until: now + left_after(blocked_for, elapsed),
+                        reset_known: block.reset_known,
+                        message: block.message.clone(),
+                    });
+                }
             }
-            if saved.paused_for > elapsed {
-                let until = now + left_after(saved.paused_for, elapsed);
+            let paused_for = saved.paused_for.min(MAX_RETRY_AFTER);
+            if paused_for > elapsed {
+                let until = now + left_after(paused_for, elapsed);
                 provider.paused_until = until;
                 provider.episode = provider.episode.wrapping_add(1);
+                self.pauses.push(Reverse((until, index)));
             }
             if let Some(limits) = &saved.limits {
                 // A restarted worker's first burst respects what the provider reported.
@@ -592,8 +648,10 @@ impl Pacer {
             let Some(adaptive_rate) = saved.adaptive_rate else {
                 continue;
             };
-            let ceiling = saved.adaptive_ceiling;
+            let ceiling = saved.adaptive_ceiling.min(rate);
             provider.adaptive = Some(if adaptive_rate < rate {
+                // Never below the floor the pacer slows a provider to.
+                let adaptive_rate = adaptive_rate.max(FLOOR.min(rate));
                 let tokens = (elapsed.as_secs() * adaptive_rate).min(1.0);
                 AdaptiveRate::restored(
                     adaptive_rate,
@@ -605,9 +663,7 @@ impl Pacer {
             } else {
                 // Back at the full rate: the burst it earned before the restart is not
                 // known, so it counts from an empty bucket, earning nothing while paused.
-                let earning = elapsed
-                    .as_micros()
-                    .saturating_sub(saved.paused_for.as_micros());
+                let earning = elapsed.as_micros().saturating_sub(paused_for.as_micros());
                 let tokens = Duration::from_micros(earning).as_secs() * rate;
                 AdaptiveRate::recovering(
                     rate,

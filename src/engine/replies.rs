@@ -14,6 +14,7 @@ use crate::alignment;
 use crate::batch_limit::Proved;
 use crate::call::{Call, Failure, Layout, Reply};
 use crate::codec::{self, Mismatch};
+use crate::item::is_blank;
 use crate::markers;
 use crate::options::SegmentFormat;
 use crate::output_bound::output_bound;
@@ -38,6 +39,26 @@ pub(super) fn visible_reply(text: String, texts: usize) -> Option<String> {
         return (!answer.is_empty()).then(|| answer.to_owned());
     }
     Some(visible)
+}
+
+/// Whether a single text's reply holds no translation: its one string (or the one entry
+/// of an array or object) is empty or only white space. The text it answers is not (a
+/// blank text resolves to itself without a call), so a blank answer is no translation.
+fn is_blank_answer(reply: &Reply) -> bool {
+    match reply {
+        Reply::Text(text) => is_blank(text),
+        Reply::Texts(texts) => matches!(texts.as_slice(), [text] if is_blank(text)),
+        Reply::Keyed(pairs) => matches!(pairs.as_slice(), [(_, text)] if is_blank(text)),
+    }
+}
+
+/// A single reply that is blank: a failed call, retried like a network error.
+pub(super) fn blank_answer<C>() -> Failure<C> {
+    let mut failure = Failure::bad_reply("a blank answer");
+    failure.message = String::from(
+        "provider returned a blank answer (empty or only white space) for a text that is not blank: no translation",
+    );
+    failure
 }
 
 pub(super) fn left_empty<C>() -> Failure<C> {
@@ -242,6 +263,9 @@ impl<C: Clone> Engine<C> {
                 self.batches.double_bound(run.batch());
             }
             return self.on_failure(run, unfinished());
+        }
+        if expected <= 1 && is_blank_answer(&reply) {
+            return self.on_failure(run, blank_answer());
         }
         let unproven = Unproven {
             fingerprint: (expected > 1).then(|| reply.fingerprint()),

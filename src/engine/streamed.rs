@@ -98,8 +98,10 @@ impl Streamed {
         self.awaits_next
     }
 
-    /// A `{ usage, limits, truncated }` value: the last of each kind wins.
+    /// A `{ usage, limits, truncated }` value: the last of each kind wins. It counts
+    /// against the length cap as a value (a stream of reports alone ends too).
     pub(super) fn add_report(&mut self, report: Report) {
+        self.text.count_value(1);
         if report.usage.is_some() {
             self.report.usage = report.usage;
         }

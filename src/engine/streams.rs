@@ -32,6 +32,12 @@ impl<C: Clone> Engine<C> {
         if changed {
             self.preview(id, &mut stream);
         }
+        self.put_back_or_cut(id, stream, truncated);
+    }
+
+    /// Puts call `id`'s stream back in its record; one that passed its cap (`truncated`)
+    /// ends there.
+    fn put_back_or_cut(&mut self, id: CallId, stream: Box<Streamed>, truncated: bool) {
         if let Some(run) = self.calls.get_mut(id) {
             run.put_stream(stream);
         }
@@ -48,9 +54,8 @@ impl<C: Clone> Engine<C> {
     pub(super) fn on_stream_report(&mut self, id: CallId, report: Report) {
         if let Some(mut stream) = self.stream_value(id) {
             stream.add_report(report);
-            if let Some(run) = self.calls.get_mut(id) {
-                run.put_stream(stream);
-            }
+            let truncated = stream.is_truncated();
+            self.put_back_or_cut(id, stream, truncated);
         }
     }
 
@@ -166,7 +171,7 @@ impl<C: Clone> Engine<C> {
             compat,
         } = stream.end();
         self.take_report(&run, &report, None);
-        if texts.len() <= 1 && reasoned {
+        if texts.len() <= 1 && reasoned && !truncated {
             // As for a whole reply: what follows `</think>` is the answer, trimmed.
             if text.trim().is_empty() {
                 return self.on_failure(run, left_empty());

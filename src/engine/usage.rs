@@ -27,10 +27,8 @@ impl<C: Clone> Engine<C> {
     /// per hold.
     pub(super) fn announce_holds(&mut self) {
         let now = self.now;
-        for index in 0..self.pacer.provider_count() as u32 {
-            let Some(first) = self.batches.first_ready(index) else {
-                continue;
-            };
+        let due: Vec<_> = self.batches.due_providers().collect();
+        for (index, first) in due {
             if self.batches.get(first.2).is_none() {
                 continue;
             }

@@ -8,7 +8,7 @@ use super::Engine;
 use crate::call::{CallId, Failure, FailureKind};
 use crate::display::js_number;
 use crate::stats::Event;
-use crate::store::LookupResult;
+use crate::store::{LookupResult, LOOKUP_BOUND_WITHOUT_TIMEOUT};
 use crate::time::{Duration, Instant};
 
 /// The part whose deadline is soonest. At one instant, batches come first, then store
@@ -41,6 +41,7 @@ impl<C: Clone> Engine<C> {
     /// `poll_timeout` never wakes anyone for nothing.
     pub(super) fn drop_stale_deadlines(&mut self) {
         self.batches.drop_stale();
+        self.pacer.drop_stale(self.now);
         self.calls.drop_stale();
         if let Some(store) = &mut self.store {
             store.drop_stale();
@@ -61,7 +62,10 @@ impl<C: Clone> Engine<C> {
                 }
                 Due::Lookup => {
                     if let Some(job) = self.store.as_mut().and_then(|s| s.expired(self.now)) {
-                        let message = "the store did not answer within timeoutMs".to_owned();
+                        let message = format!(
+                            "the store did not answer within {} ms",
+                            js_number(self.lookup_timeout().as_millis())
+                        );
                         self.end_lookup(job, LookupResult::Failed(message));
                     }
                 }
@@ -77,7 +81,7 @@ impl<C: Clone> Engine<C> {
     /// Call `id` ran out of time: a failure of kind `timeout`.
     fn timed_out(&mut self, id: CallId, run: Running) {
         self.out.cancel(id);
-        if (run.provider() as usize) < self.pacer.provider_count() {
+        if (run.provider() as usize) < self.pacer.provider_bound() {
             self.out.event(Event::Timeout {
                 provider_id: self.pacer.provider_id(run.provider()),
             });
@@ -104,5 +108,11 @@ impl<C: Clone> Engine<C> {
 
     pub(super) fn call_timeout(&self) -> Option<Duration> {
         (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms))
+    }
+
+    /// How long a store lookup may take: `timeoutMs`, or without one
+    /// [`LOOKUP_BOUND_WITHOUT_TIMEOUT`]; then it is a miss.
+    pub(super) fn lookup_timeout(&self) -> Duration {
+        self.call_timeout().unwrap_or(LOOKUP_BOUND_WITHOUT_TIMEOUT)
     }
 }

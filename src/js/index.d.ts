@@ -322,7 +322,10 @@ export interface PacerSettings {
    * at `tokensPerMinute / 60` a second, holding at most a minute's worth, starting full.
    * A call starts only when it holds the call's estimated cost (the input's estimate,
    * as much again for the output, plus the prompt's share); reported `usage` then
-   * replaces the estimate. A batch never grows past what the budget can hold.
+   * replaces the estimate. A batch never grows past what the budget can hold. A call
+   * that costs more than the whole budget (an `estimateTokens` that answers 1e12, a
+   * reported usage beyond it) starts once the budget is full and leaves at most one
+   * budget of debt: the next call waits at most two minutes' refill.
    *
    * Valid range: a finite number >= 0; `0` means no token limit.
    * @default 0
@@ -393,8 +396,8 @@ export interface BatchPacerOptions extends Optional<PacerSettings> {
    * - Identical items (see {@link TranslateItem}) share one lookup.
    * - Every success is written with `cache.set(key, translation)`, without waiting for it.
    * - A `get` that throws, rejects, returns something other than a string, `undefined` or
-   *   `null`, or is still pending after `timeoutMs` (when `timeoutMs > 0`) counts as a
-   *   miss; a `set` that throws or rejects is ignored. Either is reported through
+   *   `null`, or is still pending after `timeoutMs` (5,000 ms when `timeoutMs` is 0)
+   *   counts as a miss; a `set` that throws or rejects is ignored. Either is reported through
    *   `onEvent` as a {@link CacheErrorEvent} (`operation` `"get"` or `"set"`). A store
    *   never fails an item, nor delays it beyond that.
    *
@@ -412,9 +415,14 @@ export interface BatchPacerOptions extends Optional<PacerSettings> {
    *
    * Tokens earned since `wallTime` at the new pacer's `rate` are added, up to its
    * `capacity`; what is left of each provider's pause still holds; adaptive rates
-   * return. A snapshot that is malformed, has an unknown `version` or field, or whose
-   * `wallTime` lies in the future (beyond a 1 s tolerance) makes the constructor throw
-   * `invalid_options`.
+   * return. A snapshot that is malformed, has an unknown `version` or field, a number
+   * that is not finite (a NaN pause), a `dailyBlock.message` that is not a string, or
+   * whose `wallTime` lies in the future (beyond a 1 s tolerance) makes the constructor
+   * throw `invalid_options` naming the field. Its values are taken only as far as the
+   * pacer itself could have written them: a pause of at most 5 minutes, a daily block of
+   * at most 24 hours (1 hour without a known reset), an adaptive rate within its floor
+   * (one call a minute) and `rate`, tokens within `capacity`, a reported reset at most
+   * 10 minutes away.
    *
    * Set at construction only (`setOptions` rejects it).
    *
@@ -694,7 +702,10 @@ export type Provider = (
  * `timeoutMs` is a failed call: items resolved so far stay resolved, the others are
  * retried as a smaller batch. A stream longer than 20 times the text sent plus 4,096
  * bytes is cut there and read as truncated. `<think>` … `</think>` is not part of the
- * reply. The pacer calls the iterator's `return()` when it stops reading early.
+ * reply, but it counts: everything a stream delivers (reasoning included, each value at
+ * least one byte) is cut at five times that cap. A single text's reply that ends blank
+ * (empty or only white space, an empty stream too) is a failed call, retried like a
+ * network error. The pacer calls the iterator's `return()` when it stops reading early.
  */
 export type ProviderStream = AsyncIterable<string | ProviderStreamReport | ProviderStreamTruncated>;
 
@@ -970,10 +981,12 @@ export interface OpenAIProviderStreamEnd {
 /**
  * What the provider of `openAIProvider({ stream: true })` resolves with: the text of
  * `choices[0].delta.content` in order, one string per network read (so a read may hold
- * several deltas, and `""` stands for a read that brought only reasoning or an empty
- * delta: the model is alive, the reply unchanged), then at most one
- * {@link OpenAIProviderStreamEnd}. Reasoning fields (`reasoning_content`, `reasoning`,
- * `reasoning_details`) are never part of the text; text after a `finish_reason`
+ * several deltas, and `""` stands for a read that brought no text: an empty delta,
+ * `reasoning_details` only, or a `content` that is not a string, which is ignored), then
+ * at most one {@link OpenAIProviderStreamEnd}. Reasoning (`reasoning_content`, else
+ * `reasoning`) comes between `<think>` and `</think>` (its `<` sent as spaces), which
+ * the pacer leaves out of the reply and counts against the stream's length cap; text
+ * after a `finish_reason`
  * (`"length"` included: the reply ends where the model was cut off) is ignored. For
  * `finish_reason: "length"`, a value `{ truncated: true }` ({@link ProviderStreamTruncated})
  * follows the last text, before the end value. Aborting the request's `signal` ends the
@@ -1100,8 +1113,8 @@ export function cacheKey(item: TranslateItem): string;
 export interface CacheStore {
   /**
    * The translation stored under `key`, or `undefined` / `null` when there is none. Any
-   * other value, a throw, a rejection or (with `timeoutMs > 0`) no answer within
-   * `timeoutMs` counts as a miss and is reported as a `cacheError` event.
+   * other value, a throw, a rejection or no answer within `timeoutMs` (5,000 ms when
+   * `timeoutMs` is 0) counts as a miss and is reported as a `cacheError` event.
    */
   get(key: string): string | undefined | null | Promise<string | undefined | null>;
   /**
@@ -1515,7 +1528,10 @@ export class BatchPacer {
 
   /**
    * Rejects every unsettled item with code `disposed`, aborts running calls and clears
-   * all timers. Later `translate` calls reject with `disposed`.
+   * all timers. Later `translate` calls reject with `disposed`. The pacer's memory in the
+   * module is given back at once (after the current call stack), not when the garbage
+   * collector reaches it; `stats()`, `options` and `snapshot()` then answer as they did
+   * at dispose.
    */
   dispose(): void;
 }

@@ -477,8 +477,102 @@ export class BatchPacer {
     return this.#core.stats();
   }
 
-  /** Rejects every unsettled item with `disposed` and stops all timers. */
+  /**
+   * Rejects every unsettled item with `disposed` and stops all timers. The core's memory
+   * is given back at once (freed after the current call stack, which may be the core's
+   * own callback), not when the garbage collector reaches the pacer: what a disposed
+   * pacer still answers (stats, options, snapshot, `disposed` rejections) is kept here.
+   */
   dispose() {
-    this.#core.dispose();
+    const core = this.#core;
+    if (core instanceof DisposedCore) return;
+    core.dispose();
+    let disposed;
+    try {
+      disposed = new DisposedCore(core);
+    } catch {
+      // Called from inside the core in a way it cannot serve: it stays until collected.
+      return;
+    }
+    this.#core = disposed;
+    queueMicrotask(() => core.free());
   }
+}
+
+/** A no-op provider, for the core that checks an options patch after dispose. */
+const noProvider = () => "";
+
+/**
+ * What a disposed pacer answers once its core is freed: every item rejects `disposed`,
+ * `stats()`, `options` and `snapshot()` are those at dispose (a snapshot carries its
+ * wall time, so restoring it later counts the time since), and `setOptions` still checks
+ * its patch as before.
+ */
+class DisposedCore {
+  #stats;
+  #options;
+  #snapshot;
+  #message;
+
+  /** @param {PacerCore} core the disposed core, read before it is freed */
+  constructor(core) {
+    this.#stats = core.stats();
+    this.#options = core.options;
+    this.#snapshot = core.snapshot();
+    core.rejectUnreadable(undefined, (error) => {
+      this.#message = error.message;
+    });
+  }
+
+  #reject(reject) {
+    reject(new PacerError("disposed", this.#message));
+    return 0;
+  }
+
+  translate(item, resolve, reject) {
+    return this.#reject(reject);
+  }
+
+  submit(bytes, compat, priority, resolve, reject) {
+    return this.#reject(reject);
+  }
+
+  rejectUnreadable(error, reject) {
+    this.#reject(reject);
+  }
+
+  registerCompat() {
+    return 0;
+  }
+
+  clearCompats() {}
+
+  watch() {}
+
+  abort() {}
+
+  setOptions(patch) {
+    // The same checks and messages as a live pacer's, on a core made for the purpose.
+    const probe = new PacerCore(noProvider, this.#options, 0, 0);
+    try {
+      probe.setOptions(patch);
+      this.#options = probe.options;
+    } finally {
+      probe.free();
+    }
+  }
+
+  get options() {
+    return structuredClone(this.#options);
+  }
+
+  snapshot() {
+    return structuredClone(this.#snapshot);
+  }
+
+  stats() {
+    return structuredClone(this.#stats);
+  }
+
+  dispose() {}
 }

@@ -2,9 +2,17 @@
 // the text of `choices[0].delta.content` piece by piece, then `{ usage, limits }`.
 //
 // What the stream may carry besides the answer, and how it is read:
-// - reasoning (`delta.reasoning_content`, `delta.reasoning`, `delta.reasoning_details`)
-//   is no part of the answer; a read that brought only such deltas yields "" so that a
-//   model thinking aloud for a long time still counts as alive between two values;
+// - reasoning (`delta.reasoning_content`, or else `delta.reasoning`) is no part of the
+//   answer, but it is forwarded between `<think>` and `</think>`, which the pacer leaves
+//   out of the reply and counts against its length cap: a model that thinks forever is
+//   cut there, like one that answers forever. Its `<` characters are sent as spaces, so
+//   that nothing in a draft can close the tag early;
+// - a `delta.content` that is not a string (a number, an object) is no text: it is
+//   ignored, like an empty delta, so a reply made only of such deltas ends blank (a
+//   failed call for a single text, a count mismatch for a batch), never "5";
+// - a read that brought no text (only `reasoning_details`, empty deltas, a role) yields
+//   "", so the stream still counts as alive between two values; each such value counts
+//   against the length cap as well;
 // - `finish_reason` (`"stop"`, `"length"` …) ends the answer: text after it is ignored,
 //   and the stream is read on only for the usage chunk that follows it. `"length"` (the
 //   model stopped at its token limit) is said with a value `{ truncated: true }` right
@@ -38,6 +46,8 @@ export async function* readChatCompletionStream(response, hooks) {
   let finishReason;
   let done = false;
   let received = false;
+  // Inside a `<think>` that this reader opened for reasoning deltas.
+  let thinking = false;
   let usage;
   try {
     while (!done) {
@@ -77,9 +87,21 @@ export async function* readChatCompletionStream(response, hooks) {
         usage = hooks.usage(chunk.usage) ?? hooks.usage(chunk.x_groq?.usage) ?? usage;
         const choice = firstChoice(chunk);
         if (choice === undefined || finishReason !== undefined) continue;
-        const content = choice.delta?.content;
-        if (typeof content === "string" && content !== "") text += content;
-        else alive = true;
+        const delta = choice.delta;
+        const reasoning = reasoningOf(delta);
+        if (reasoning !== "") {
+          if (!thinking) text += "<think>";
+          thinking = true;
+          text += reasoning.replaceAll("<", " ");
+        }
+        const content = delta?.content;
+        if (typeof content === "string" && content !== "") {
+          if (thinking) text += "</think>";
+          thinking = false;
+          text += content;
+        } else if (reasoning === "") {
+          alive = true;
+        }
         if (typeof choice.finish_reason === "string" && choice.finish_reason !== "") {
           finishReason = choice.finish_reason;
           truncated = finishReason === "length";
@@ -108,6 +130,15 @@ export async function* readChatCompletionStream(response, hooks) {
   if (usage !== undefined) end.usage = usage;
   if (hooks.limits !== undefined) end.limits = hooks.limits;
   if (Object.keys(end).length > 0) yield end;
+}
+
+/** A delta's reasoning text (`reasoning_content`, else `reasoning`), or "". */
+function reasoningOf(delta) {
+  if (delta === null || typeof delta !== "object") return "";
+  const { reasoning_content: content, reasoning } = delta;
+  if (typeof content === "string" && content !== "") return content;
+  if (typeof reasoning === "string") return reasoning;
+  return "";
 }
 
 /** The body to read: the stream, or for a fetch without streams, the whole text. */

@@ -7,7 +7,11 @@
 //! could still become a tag. A `<think>` never closed hides the rest of the reply.
 //!
 //! The cap keeps a model that loops from growing memory: past it the reply is cut and
-//! read as truncated (its unfinished segments are missing and go out again).
+//! read as truncated (its unfinished segments are missing and go out again). Reasoning
+//! is not kept, but it counts too: everything the stream delivers (reasoning, tags and
+//! empty values included, each value at least one byte) is capped at
+//! [`DELIVERED_PER_CAP`] times the cap, so a model that thinks forever, or a stream of
+//! empty values, is cut as well.
 
 use super::markers::find_lt;
 
@@ -15,6 +19,11 @@ use super::markers::find_lt;
 pub const CAP_PER_CHARACTER_SENT: usize = 20;
 /// See [`CAP_PER_CHARACTER_SENT`].
 pub const CAP_EXTRA: usize = 4096;
+
+/// Everything a stream may deliver, reasoning included, in caps: the visible reply takes
+/// at most one cap, reasoning the rest. A thinking model's drafts are often several times
+/// its answer, and none of them is kept in memory, only counted.
+pub const DELIVERED_PER_CAP: usize = 5;
 
 const OPEN: &str = "<think>";
 const CLOSE: &str = "</think>";
@@ -34,6 +43,8 @@ pub struct ReplyText {
     truncated: bool,
     /// A `<think>` was found.
     reasoned: bool,
+    /// Bytes delivered so far, reasoning included, each value counting at least one.
+    delivered: usize,
 }
 
 /// The length cap of a reply to `texts`: [`CAP_PER_CHARACTER_SENT`] times what was sent
@@ -67,6 +78,10 @@ impl ReplyText {
 
     /// Appends a piece of the reply. Returns whether it changed the visible text.
     pub fn push(&mut self, piece: &str) -> bool {
+        if self.truncated {
+            return false;
+        }
+        self.count_value(piece.len());
         if self.truncated {
             return false;
         }
@@ -111,6 +126,16 @@ impl ReplyText {
         let held = core::mem::take(&mut self.held);
         if !self.thinking {
             self.keep(&held);
+        }
+    }
+
+    /// Counts a value of `bytes` delivered (a report, or a piece of text) against the cap
+    /// on everything delivered: past it the reply is cut where it stands.
+    pub fn count_value(&mut self, bytes: usize) {
+        self.delivered = self.delivered.saturating_add(bytes.max(1));
+        let most = self.cap.map(|cap| cap.saturating_mul(DELIVERED_PER_CAP));
+        if most.is_some_and(|most| self.delivered > most) {
+            self.truncated = true;
         }
     }
 
@@ -255,6 +280,27 @@ mod tests {
             Some("A")
         );
         assert_eq!(streamed(&["A<think>", "B", "C"]), "A");
+    }
+
+    #[test]
+    fn reasoning_and_empty_values_count_against_the_cap() {
+        let mut text = ReplyText::capped(100);
+        assert!(!text.push("<think>"));
+        for _ in 0..(DELIVERED_PER_CAP * 100) / 10 {
+            text.push("thinking..");
+        }
+        assert!(text.is_truncated(), "reasoning past five caps is cut");
+        assert_eq!(text.as_str(), "");
+        let mut empties = ReplyText::capped(100);
+        for _ in 0..DELIVERED_PER_CAP * 100 {
+            empties.push("");
+        }
+        assert!(!empties.is_truncated());
+        empties.push("");
+        assert!(
+            empties.is_truncated(),
+            "every value counts at least one byte"
+        );
     }
 
     #[test]

@@ -9,7 +9,11 @@ use std::collections::BinaryHeap;
 use crate::id_table::IdTable;
 use crate::key::to_hex;
 use crate::slab::Id;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
+
+/// How long a lookup may take when calls have no timeout (`timeoutMs: 0`): a store that
+/// never answers must still cost no more than a miss.
+pub const LOOKUP_BOUND_WITHOUT_TIMEOUT: Duration = Duration::from_micros(5_000_000);
 
 /// Identifies a lookup between `poll_lookup` and `handle_lookup`.
 pub type LookupId = u64;

@@ -109,17 +109,25 @@ impl TokenBucket {
     }
 
     /// Takes `amount` tokens; the bucket may go into debt (a call that cost more than
-    /// estimated, or more than the bucket holds).
+    /// estimated, or more than the bucket holds), of one bucket at most: a cost of any
+    /// size (an `estimateTokens` that answers 1e12) then delays later calls by at most
+    /// two buckets' refill, never for ever.
     pub fn take_amount(&mut self, now: Instant, amount: f64) {
         self.refill(now);
-        self.tokens -= amount;
+        self.tokens = self.within_debt(self.tokens - amount);
     }
 
     /// Gives `amount` tokens back (a call that cost less than estimated), up to the
-    /// capacity; a negative amount is an extra charge.
+    /// capacity; a negative amount is an extra charge, into one bucket of debt at most.
     pub fn give(&mut self, now: Instant, amount: f64) {
         self.refill(now);
-        self.tokens = (self.tokens + amount).min(self.capacity);
+        self.tokens = self.within_debt(self.tokens + amount).min(self.capacity);
+    }
+
+    /// `tokens`, with a debt of one bucket at most (and NaN, from a NaN amount, as that).
+    fn within_debt(&self, tokens: f64) -> f64 {
+        // `max` maps NaN to the floor: a NaN never reaches the bucket.
+        tokens.max(-self.capacity)
     }
 
     pub fn capacity(&self) -> f64 {
@@ -177,6 +185,19 @@ mod tests {
         b.set_capacity(at(0.0), 60.0);
         assert!(!b.has_token(at(0.0)));
         assert_eq!(b.ready_at(at(0.0)), at(1000.0));
+    }
+
+    #[test]
+    fn debt_is_one_bucket_at_most() {
+        let mut b = TokenBucket::full(100.0, 6000.0, at(0.0));
+        b.take_amount(at(0.0), 1e12);
+        assert_eq!(b.tokens(at(0.0)), -6000.0);
+        // Two buckets' refill, 120 s at 100 a second, then the whole bucket again.
+        assert_eq!(b.ready_at_amount(at(0.0), 6000.0), at(120_000.0));
+        b.give(at(0.0), -1e12);
+        assert_eq!(b.tokens(at(0.0)), -6000.0);
+        b.take_amount(at(0.0), f64::NAN);
+        assert_eq!(b.tokens(at(0.0)), -6000.0);
     }
 
     #[test]

@@ -59,6 +59,15 @@ impl SharedBudget {
         pacing
     }
 
+    /// A pacer forgot provider `id`: its state goes too once no pacer holds it (the
+    /// pacer found it holds nothing).
+    pub(crate) fn release(&self, id: &str) {
+        let mut state = self.state.borrow_mut();
+        state
+            .providers
+            .retain(|(known, pacing)| &**known != id || Rc::strong_count(pacing) > 1);
+    }
+
     /// Whether a request token is there.
     pub(crate) fn has_request_token(&self, now: Instant) -> bool {
         self.state.borrow().requests.has_token(now)

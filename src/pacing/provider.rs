@@ -7,7 +7,7 @@ use crate::batch_limit::BatchLimit;
 use crate::length_ratio::LengthRatios;
 use crate::output_bound::InputRatio;
 use crate::quota::ProviderQuota;
-use crate::time::Instant;
+use crate::time::{Duration, Instant};
 
 /// What holds a provider back: its 429 pause, its adaptive rate, its spent daily quota
 /// and the limits it reported. One per provider and budget: pacers that share a budget
@@ -34,6 +34,28 @@ pub struct ProviderPacing {
     /// How long its proven translations were against their sources, per language pair.
     pub(crate) length_ratios: LengthRatios,
 }
+
+impl ProviderPacing {
+    /// Whether nothing of it holds the provider back at `now`: no pause, daily block,
+    /// adaptive rate, reported limits in force or learned batch size. Such a state can be
+    /// forgotten with its provider and made anew: only learned estimates (token scaling,
+    /// length ratios), which calls learn again, are lost.
+    pub fn holds_nothing(&self, now: Instant) -> bool {
+        self.paused_until <= now
+            && self.adaptive.is_none()
+            && self.daily_block.as_ref().is_none_or(|b| b.until <= now)
+            && !self.quota.reports_in_force(now)
+            && self.batch_limit.learned().is_none()
+    }
+}
+
+/// How long a spent daily quota blocks its provider when the provider did not say when
+/// it resets: long enough not to storm it, short enough to notice the reset soon.
+pub const UNKNOWN_DAILY_RESET: Duration = Duration::from_micros(60 * 60 * 1_000_000);
+/// The longest a daily block holds, whatever the provider said of its reset: a daily
+/// quota resets within a day, and a reset further away (a typo, a monthly quota) is
+/// found out by one call a day.
+pub const MAX_DAILY_BLOCK: Duration = Duration::from_micros(24 * 60 * 60 * 1_000_000);
 
 /// What items for a provider whose daily quota is spent reject with, and until when.
 #[derive(Debug)]

@@ -385,6 +385,12 @@ impl ProviderQuota {
         }
     }
 
+    /// Whether a report still bounds the provider's calls at `now`.
+    pub fn reports_in_force(&self, now: Instant) -> bool {
+        let live = |w: &Option<Window>| w.as_ref().is_some_and(|w| w.live(now));
+        live(&self.requests) || live(&self.tokens)
+    }
+
     /// Whether a hold until `until` is new (to be announced once).
     pub fn announce(&mut self, until: Instant) -> bool {
         let new = self.announced != Some(until);
@@ -442,7 +448,10 @@ impl ProviderQuota {
                 let refill = elapsed.as_secs() * bucket.rate();
                 bucket.give(now, refill);
             }
-            let left = w.reset_in.as_micros().saturating_sub(elapsed.as_micros());
+            // A stored reset further away than any report is read (an edited snapshot)
+            // holds no longer than a report could.
+            let reset_in = w.reset_in.min(MAX_RESET);
+            let left = reset_in.as_micros().saturating_sub(elapsed.as_micros());
             restored.reset = now + Duration::from_micros(left);
             Some(restored)
         };
@@ -499,8 +508,8 @@ mod tests {
         let mut budget = TokenBudget::new(600.0, at(0.0)).unwrap();
         assert!(budget.holds(at(0.0), 5000.0));
         budget.spend(at(0.0), 5000.0);
-        // In debt: a full bucket again only after the debt is paid.
-        assert_eq!(budget.ready_at(at(0.0), 600.0), at(500_000.0));
+        // In debt, of one bucket at most: a full bucket again after two buckets' refill.
+        assert_eq!(budget.ready_at(at(0.0), 600.0), at(120_000.0));
     }
 
     fn limits(requests: Option<(f64, f64)>, tokens: Option<(f64, f64)>) -> ReportedLimits {

@@ -414,7 +414,9 @@ impl PacerCore {
         }
         self.inner.flush();
         // Every promise has settled: the tables sized for the most items ever in flight
-        // are given back now, not when the pacer is collected.
+        // are given back now, not when the pacer is collected. (The flush above dropped
+        // the armed timer, whose callback holds the pacer: a disposed engine asks for no
+        // wake-up.)
         if let Ok(mut state) = self.inner.state.try_borrow_mut() {
             state.resolvers = SlottedMap::new(crate::ticket_slot);
             state.partials = IdMap::default();

@@ -1,6 +1,6 @@
 //! What the core hands JS as plain objects: statistics, snapshots and events.
 
-use js_sys::{Array, Object};
+use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
 use super::convert::{describe, get, set};
@@ -123,6 +123,7 @@ fn ratios_from(value: &JsValue) -> Result<Vec<PairRatio>, String> {
     }
     let mut ratios = Vec::new();
     for entry in Array::from(value).iter() {
+        only_fields(&entry, "restore.providers[].lengthRatios[]", RATIO_FIELDS)?;
         let lang = |field: &str| {
             get(&entry, field).as_string().ok_or_else(|| {
                 format!(
@@ -131,7 +132,7 @@ fn ratios_from(value: &JsValue) -> Result<Vec<PairRatio>, String> {
                 )
             })
         };
-        let ratio = snapshot_number(&entry, "ratio")?;
+        let ratio = snapshot_number(&entry, "restore.providers[].lengthRatios[]", "ratio")?;
         if !(ratio.is_finite() && ratio > 0.0) {
             return Err(format!(
                 "restore.providers[].lengthRatios[].ratio must be a finite number > 0 (got {})",
@@ -154,21 +155,76 @@ fn window_from(limits: &JsValue, field: &str) -> Result<Option<SavedWindow>, Str
     if !value.is_object() {
         return Ok(None);
     }
+    let path = format!("restore.providers[].limits.{field}");
+    only_fields(&value, &path, WINDOW_FIELDS)?;
     Ok(Some(SavedWindow {
-        remaining: snapshot_number(&value, "remaining")?,
-        whole: snapshot_number(&value, "whole")?,
-        reset_in: Duration::from_millis(snapshot_number(&value, "resetMs")?.max(0.0)),
+        remaining: snapshot_number(&value, &path, "remaining")?,
+        whole: snapshot_number(&value, &path, "whole")?,
+        reset_in: snapshot_ms(&value, &path, "resetMs")?,
     }))
 }
 
-fn snapshot_number(value: &JsValue, field: &str) -> Result<f64, String> {
-    get(value, field).as_f64().ok_or_else(|| {
+/// The number `field` of the object at `path`: `snapshot()` writes only finite ones, so
+/// NaN and the infinities are refused with the rest.
+fn snapshot_number(value: &JsValue, path: &str, field: &str) -> Result<f64, String> {
+    let got = get(value, field);
+    got.as_f64().filter(|n| n.is_finite()).ok_or_else(|| {
         format!(
-            "restore.{field} must be a number (got {})",
-            describe(&get(value, field))
+            "{path}.{field} must be a finite number (got {})",
+            describe(&got)
         )
     })
 }
+
+/// A time span of a snapshot, in ms: a finite number >= 0 (a pause of NaN or -1 ms is no
+/// pause the pacer wrote).
+fn snapshot_ms(value: &JsValue, path: &str, field: &str) -> Result<Duration, String> {
+    let got = get(value, field);
+    match got.as_f64() {
+        Some(ms) if ms.is_finite() && ms >= 0.0 => Ok(Duration::from_millis(ms)),
+        _ => Err(format!(
+            "{path}.{field} must be a finite number >= 0 (got {})",
+            describe(&got)
+        )),
+    }
+}
+
+/// Refuses a field that `snapshot()` never writes in the object at `path` (`restore`,
+/// `restore.providers[]` …), naming it: a field the pacer does not know would be
+/// silently dropped, so a typo or a foreign format must not pass for a snapshot.
+fn only_fields(value: &JsValue, path: &str, known: &[&str]) -> Result<(), String> {
+    let keys = Reflect::own_keys(value).map_err(|_| format!("{path} could not be read"))?;
+    for key in keys.iter() {
+        // Symbol keys are no JSON field.
+        let Some(key) = key.as_string() else {
+            continue;
+        };
+        if !known.contains(&key.as_str()) {
+            return Err(format!(
+                "{path}.{key} is not a field of a snapshot (got {})",
+                describe(&get(value, &key))
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The fields `snapshot()` writes, per object.
+const SNAPSHOT_FIELDS: &[&str] = &["version", "wallTime", "tokens", "providers"];
+const PROVIDER_FIELDS: &[&str] = &[
+    "providerId",
+    "pausedForMs",
+    "adaptiveRate",
+    "adaptiveCeiling",
+    "dailyBlock",
+    "limits",
+    "batchLimit",
+    "lengthRatios",
+];
+const BLOCK_FIELDS: &[&str] = &["blockedForMs", "resetKnown", "message"];
+const LIMITS_FIELDS: &[&str] = &["requests", "tokens"];
+const WINDOW_FIELDS: &[&str] = &["remaining", "whole", "resetMs"];
+const RATIO_FIELDS: &[&str] = &["sourceLang", "targetLang", "ratio"];
 
 /// Reads a `restore` value (read by hand: a derived deserializer would pull serde and
 /// float formatting into the binary); the core checks what the numbers mean.
@@ -180,6 +236,7 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
             describe(value)
         ));
     }
+    only_fields(value, "restore", SNAPSHOT_FIELDS)?;
     if get(value, "version").as_f64() != Some(1.0) {
         return Err(format!(
             "restore.version must be 1 (got {})",
@@ -195,6 +252,13 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
     }
     let mut providers = Vec::new();
     for entry in Array::from(&providers_value).iter() {
+        if !entry.is_object() {
+            return Err(format!(
+                "restore.providers[] must be an object (got {})",
+                describe(&entry)
+            ));
+        }
+        only_fields(&entry, "restore.providers[]", PROVIDER_FIELDS)?;
         let provider_id = get(&entry, "providerId").as_string().ok_or_else(|| {
             format!(
                 "restore.providers[].providerId must be a string (got {})",
@@ -205,22 +269,37 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
         let adaptive_rate = if adaptive.is_null() || adaptive.is_undefined() {
             None
         } else {
-            Some(snapshot_number(&entry, "adaptiveRate")?)
+            Some(snapshot_number(
+                &entry,
+                "restore.providers[]",
+                "adaptiveRate",
+            )?)
         };
         let block = get(&entry, "dailyBlock");
         let daily_block = if block.is_object() {
+            only_fields(&block, "restore.providers[].dailyBlock", BLOCK_FIELDS)?;
+            let field = |name: &str| (get(&block, name), format!("dailyBlock.{name}"));
+            let (reset_known, path) = field("resetKnown");
+            let reset_known = reset_known.as_bool().ok_or_else(|| {
+                let got = describe(&reset_known);
+                format!("restore.providers[].{path} must be a boolean (got {got})")
+            })?;
+            let (message, path) = field("message");
+            let message = message.as_string().ok_or_else(|| {
+                let got = describe(&message);
+                format!("restore.providers[].{path} must be a string (got {got})")
+            })?;
             Some(SavedDailyBlock {
-                blocked_for: Duration::from_millis(
-                    snapshot_number(&block, "blockedForMs")?.max(0.0),
-                ),
-                reset_known: get(&block, "resetKnown").as_bool().unwrap_or(false),
-                message: get(&block, "message").as_string().unwrap_or_default(),
+                blocked_for: snapshot_ms(&block, "restore.providers[].dailyBlock", "blockedForMs")?,
+                reset_known,
+                message,
             })
         } else {
             None
         };
         let saved = get(&entry, "limits");
         let limits = if saved.is_object() {
+            only_fields(&saved, "restore.providers[].limits", LIMITS_FIELDS)?;
             Some(SavedLimits {
                 requests: window_from(&saved, "requests")?,
                 tokens: window_from(&saved, "tokens")?,
@@ -247,15 +326,15 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
             batch_limit,
             length_ratios: ratios_from(&get(&entry, "lengthRatios"))?,
             provider_id,
-            paused_for: Duration::from_millis(snapshot_number(&entry, "pausedForMs")?),
+            paused_for: snapshot_ms(&entry, "restore.providers[]", "pausedForMs")?,
             adaptive_rate,
-            adaptive_ceiling: snapshot_number(&entry, "adaptiveCeiling")?,
+            adaptive_ceiling: snapshot_number(&entry, "restore.providers[]", "adaptiveCeiling")?,
             daily_block,
         });
     }
     Ok(Snapshot {
-        wall_time_ms: snapshot_number(value, "wallTime")?,
-        tokens: snapshot_number(value, "tokens")?,
+        wall_time_ms: snapshot_number(value, "restore", "wallTime")?,
+        tokens: snapshot_number(value, "restore", "tokens")?,
         providers,
     })
 }

@@ -281,18 +281,22 @@ describe("cache option: a misbehaving store is a miss", () => {
     assert.deepEqual(sets, [[cacheKey(entry), "HÄNGT"]]);
   });
 
-  test("with timeoutMs 0 a lookup is never given up", async (t) => {
+  test("with timeoutMs 0 a lookup is still given up, after 5,000 ms", async (t) => {
     const hold = deferred();
     const { store } = mapStore({ get: () => hold.promise });
     const { clock, calls, send, events } = setup(t, { cache: store, timeoutMs: 0 });
     const state = send(item("geduldig", { llm: false }));
-    await clock.tickAsync(3_600_000);
+    await clock.tickAsync(4_999);
     assert.equal(calls.length, 0);
     assert.equal(state.status, "pending");
     assert.deepEqual(cacheErrors(events), []);
+    await clock.tickAsync(1);
+    assert.equal(calls.length, 1);
+    assert.equal(calls[0].at, 5_000, "sent as soon as the lookup ran out of time");
+    assert.equal(cacheErrors(events)[0]?.operation, "get");
     hold.resolve("endlich");
     await clock.tickAsync(0);
-    assert.equal(state.value, "endlich");
+    assert.equal(state.value, "GEDULDIG", "the late answer is not used");
   });
 
   test("a store answer arriving after the lookup timed out is ignored", async (t) => {

@@ -314,7 +314,7 @@ describe("how a stream ends", () => {
 });
 
 describe("reasoning in the stream", () => {
-  test("reasoning_content and reasoning deltas are not part of the reply, even when they hold markers", async (t) => {
+  test("reasoning_content and reasoning deltas come between <think> tags, never as markers of the reply", async (t) => {
     const wire =
       sse(deltaChunk({ role: "assistant", content: null, reasoning_content: "Draft: <s1>Entwurf</s1>" })) +
       sse(deltaChunk({ reasoning: "<s2>draft two</s2> hmm" })) +
@@ -330,9 +330,15 @@ describe("reasoning in the stream", () => {
     for (let i = wire.indexOf("\n\n"); i !== -1; i = wire.indexOf("\n\n", i + 2)) cuts.push(Buffer.byteLength(wire.slice(0, i + 2)));
     const srv = await startServer(t, (r, res) => writePieces(res, bytes, { cuts, counter }));
     const values = await collect(await streamingProvider(srv, counter)(singleRequest("x")));
-    assert.equal(textOf(values), "<s1>Eins</s1>\n<s2>Zwei</s2>");
-    // Each read that brought only reasoning gives "": the model is alive, the reply unchanged.
-    assert.deepEqual(values.slice(0, 3), ["", "", ""]);
+    // Reasoning is forwarded between <think> tags (which the pacer leaves out of the
+    // reply and counts against its length cap), its "<" sent as spaces: no draft holds a
+    // marker or a tag.
+    const text = textOf(values);
+    const thoughts = [...text.matchAll(/<think>(.*?)<\/think>/gs)].map((m) => m[1]);
+    assert.deepEqual(thoughts, ["Draft:  s1>Entwurf /s1> s2>draft two /s2> hmm", "late thought"]);
+    assert.equal(text.replace(/<think>.*?<\/think>/gs, ""), "<s1>Eins</s1>\n<s2>Zwei</s2>");
+    // A read that brought only reasoning_details gives "": the model is alive, the reply unchanged.
+    assert.equal(values[2], "");
   });
 });
 
