@@ -24,11 +24,15 @@
 //!   stand in the pair before it.
 //!
 //! A drop at `j` is refuted by evidence at any segment from `j` on, a merge at `j` by
-//! evidence at any segment after `j` (the merged pair holds its own source's words too).
+//! evidence at any segment after `j` (the merged pair holds its own source's words too),
+//! a split at `j` (the segment a part of its translation, each later segment holding the
+//! one before's, as a split and a later drop that keep the count leave it) by a later
+//! segment holding words of its own source that the one before lacks, or by segment
+//! `j`'s length, a whole translation's.
 //! The other way round, a segment that holds another source's telling words and none of
 //! its own is another paragraph's text (`holds_another`): rule-1 damage, whatever the
 //! shifts.
-//! Segment `i` is *unshifted* when every drop and merge at `j <= i` is refuted. Whatever
+//! Segment `i` is *unshifted* when every drop, merge and split at `j <= i` is refuted. Whatever
 //! no evidence decides is not trusted: it goes out again as a smaller batch.
 
 use crate::proof::{char_len, median, scatter, shifted_readings};
@@ -121,21 +125,30 @@ pub(crate) fn unshifted(
         };
         segments[k].is_some_and(|seg| belongs(&words(seg), &source_words[k], &source_words[other]))
     };
-    // `from[k]`: evidence at segment `k` or later.
+    // A split shifts the other way: each later segment holds the source before its own.
+    let aligned_back = |k: usize| {
+        k >= 1
+            && (k + 1 < n || last)
+            && segments[k]
+                .is_some_and(|seg| belongs(&words(seg), &source_words[k], &source_words[k - 1]))
+    };
+    // `from[k]`, `from_back[k]`: evidence at segment `k` or later.
     let mut from = vec![false; m + 1];
+    let mut from_back = vec![false; m + 1];
     for k in (0..m).rev() {
         from[k] = from[k + 1] || aligned(k);
+        from_back[k] = from_back[k + 1] || aligned_back(k);
     }
-    let (drop_by_length, merge_by_length) = lengths_refute(sources, segments, ratio);
+    let by_length = lengths_refute(sources, segments, ratio);
     let mut all_refuted = true;
     (0..n)
         .map(|j| {
             if j + 1 < n {
-                let dropped = from.get(j).copied().unwrap_or(false)
-                    || drop_by_length.get(j).copied().unwrap_or(false);
-                let merged = from.get(j + 1).copied().unwrap_or(false)
-                    || merge_by_length.get(j).copied().unwrap_or(false);
-                all_refuted &= dropped && merged;
+                let at = |evidence: &[bool], k: usize| evidence.get(k).copied().unwrap_or(false);
+                let dropped = at(&from, j) || at(&by_length.dropped, j);
+                let merged = at(&from, j + 1) || at(&by_length.merged, j);
+                let split = at(&from_back, j + 1) || at(&by_length.whole, j);
+                all_refuted &= dropped && merged && split;
             }
             // The last segment: every shift anywhere before it would have freed its pair.
             all_refuted
@@ -154,20 +167,23 @@ pub(crate) fn unshifted(
 ///   learned one, where `j` is the only segment known),
 ///   and is more than 1.5× shorter than the two sources it would hold merged predict
 ///   (a merge doubles a segment among like lengths, which the scatter of the whole
-///   reading dilutes).
-fn lengths_refute(
-    sources: &[&str],
-    segments: &[Option<&str>],
-    ratio: Option<f64>,
-) -> (Vec<bool>, Vec<bool>) {
+///   reading dilutes);
+/// - a split (segment `j` a part of its translation, each later one the one before's):
+///   segment `j` fits its own source within 1.25× of that ratio, a whole translation, or
+///   read so (each later segment against the source before its own) they scatter
+///   clearly more.
+fn lengths_refute(sources: &[&str], segments: &[Option<&str>], ratio: Option<f64>) -> ByLength {
     let n = sources.len();
     let known = segments
         .iter()
         .take(n.saturating_sub(1))
         .take_while(|s| s.is_some())
         .count();
-    let mut dropped = vec![false; known];
-    let mut merged = vec![false; known];
+    let mut refuted = ByLength {
+        dropped: vec![false; known],
+        merged: vec![false; known],
+        whole: vec![false; known],
+    };
     let source: Vec<f64> = sources[..=known]
         .iter()
         .map(|s| char_len(s).max(1.0))
@@ -176,33 +192,58 @@ fn lengths_refute(
         .iter()
         .map(|s| char_len(s.unwrap_or_default()).max(1.0))
         .collect();
-    // Fits its own source alone at `ratio` (a log ratio), and not the two merged.
+    // Within 1.25× of `ratio` (a log ratio) as its own source's whole translation.
+    let whole =
+        |j: usize, ratio: f64| ((segment[j] / source[j]).ln() - ratio).abs() <= 1.25f64.ln();
+    // Whole, and not the two sources merged.
     let fits_alone = |j: usize, ratio: f64| {
-        let alone = (segment[j] / source[j]).ln() - ratio;
         let as_merged = (segment[j] / (source[j] + source[j + 1])).ln() - ratio;
-        alone.abs() <= 1.25f64.ln() && as_merged < -(1.5f64.ln())
+        whole(j, ratio) && as_merged < -(1.5f64.ln())
     };
     if known < 2 {
         if let (1, Some(ratio)) = (known, ratio.filter(|r| *r > 0.0)) {
-            merged[0] = fits_alone(0, ratio.ln());
+            refuted.merged[0] = fits_alone(0, ratio.ln());
+            refuted.whole[0] = whole(0, ratio.ln());
         }
-        return (dropped, merged);
+        return refuted;
     }
     let as_read: Vec<f64> = (0..known).map(|k| (segment[k] / source[k]).ln()).collect();
     let centre = median(&as_read);
     if as_read.iter().any(|r| (r - centre).abs() > 1.5f64.ln()) {
-        return (dropped, merged);
+        return refuted;
     }
     let base = scatter(&as_read);
     let mut others: Vec<f64> = Vec::with_capacity(known);
     for j in 0..known {
-        let [as_merged_all, as_dropped] = shifted_readings(&source, &segment, j);
-        dropped[j] = scatter(&as_dropped) > base + 2f64.ln();
+        let [as_merged, as_dropped] = shifted_readings(&source, &segment, j);
+        refuted.dropped[j] = scatter(&as_dropped) > base + 2f64.ln();
         others.clear();
         others.extend((0..known).filter(|&k| k != j).map(|k| as_read[k]));
-        merged[j] = scatter(&as_merged_all) > base + 2f64.ln() || fits_alone(j, median(&others));
+        let ratio = median(&others);
+        refuted.merged[j] = scatter(&as_merged) > base + 2f64.ln() || fits_alone(j, ratio);
+        // Read as split at `j`: each later segment against the source before its own.
+        let as_split: Vec<f64> = (0..known)
+            .map(|k| {
+                if k > j {
+                    (segment[k] / source[k - 1]).ln()
+                } else {
+                    as_read[k]
+                }
+            })
+            .collect();
+        refuted.whole[j] = whole(j, ratio) || scatter(&as_split) > base + 2f64.ln();
     }
-    (dropped, merged)
+    refuted
+}
+
+/// What the lengths refute at each position (see [`lengths_refute`]).
+struct ByLength {
+    /// A drop there.
+    dropped: Vec<bool>,
+    /// A merge of it with the next.
+    merged: Vec<bool>,
+    /// A split of it: it is as long as its source's whole translation.
+    whole: Vec<bool>,
 }
 
 #[cfg(test)]
