@@ -27,8 +27,8 @@
 //! evidence at any segment after `j` (the merged pair holds its own source's words too),
 //! a split at `j` (the segment a part of its translation, each later segment holding the
 //! one before's, as a split and a later drop that keep the count leave it) by a later
-//! segment holding words of its own source that the one before lacks, or by segment
-//! `j`'s length, a whole translation's.
+//! segment holding words of its own source that the one before lacks, by segment `j`
+//! keeping every telling word of its source (no part does), or by the lengths.
 //! The other way round, a segment that holds another source's telling words and none of
 //! its own is another paragraph's text (`holds_another`): rule-1 damage, whatever the
 //! shifts.
@@ -132,6 +132,15 @@ pub(crate) fn unshifted(
             && segments[k]
                 .is_some_and(|seg| belongs(&words(seg), &source_words[k], &source_words[k - 1]))
     };
+    // A segment that keeps every telling word of its source is no part of its translation.
+    let complete = |j: usize| {
+        let own = &source_words[j];
+        own.iter().any(|w| telling(w))
+            && segments.get(j).copied().flatten().is_some_and(|seg| {
+                let seg = words(seg);
+                own.iter().filter(|w| telling(w)).all(|w| holds(&seg, w))
+            })
+    };
     // `from[k]`, `from_back[k]`: evidence at segment `k` or later.
     let mut from = vec![false; m + 1];
     let mut from_back = vec![false; m + 1];
@@ -139,7 +148,7 @@ pub(crate) fn unshifted(
         from[k] = from[k + 1] || aligned(k);
         from_back[k] = from_back[k + 1] || aligned_back(k);
     }
-    let by_length = lengths_refute(sources, segments, ratio);
+    let by_length = lengths_refute(sources, segments, last, ratio);
     let mut all_refuted = true;
     (0..n)
         .map(|j| {
@@ -147,7 +156,7 @@ pub(crate) fn unshifted(
                 let at = |evidence: &[bool], k: usize| evidence.get(k).copied().unwrap_or(false);
                 let dropped = at(&from, j) || at(&by_length.dropped, j);
                 let merged = at(&from, j + 1) || at(&by_length.merged, j);
-                let split = at(&from_back, j + 1) || at(&by_length.whole, j);
+                let split = at(&from_back, j + 1) || at(&by_length.whole, j) || complete(j);
                 all_refuted &= dropped && merged && split;
             }
             // The last segment: every shift anywhere before it would have freed its pair.
@@ -169,10 +178,15 @@ pub(crate) fn unshifted(
 ///   (a merge doubles a segment among like lengths, which the scatter of the whole
 ///   reading dilutes);
 /// - a split (segment `j` a part of its translation, each later one the one before's):
-///   segment `j` fits its own source within 1.25× of that ratio, a whole translation, or
 ///   read so (each later segment against the source before its own) they scatter
-///   clearly more.
-fn lengths_refute(sources: &[&str], segments: &[Option<&str>], ratio: Option<f64>) -> ByLength {
+///   clearly more; or, where `j` is the only segment known, it fits its own source
+///   within 1.25× of `ratio`, a whole translation.
+fn lengths_refute(
+    sources: &[&str],
+    segments: &[Option<&str>],
+    last: bool,
+    ratio: Option<f64>,
+) -> ByLength {
     let n = sources.len();
     let known = segments
         .iter()
@@ -214,6 +228,12 @@ fn lengths_refute(sources: &[&str], segments: &[Option<&str>], ratio: Option<f64
     }
     let base = scatter(&as_read);
     let mut others: Vec<f64> = Vec::with_capacity(known);
+    // The last segment, when it may vouch and every one before it is known.
+    let tail = (last && known + 1 == n)
+        .then(|| segments.get(known).copied().flatten())
+        .flatten()
+        .map(|s| char_len(s).max(1.0));
+    let mut with_tail: Vec<f64> = Vec::with_capacity(known + 1);
     for j in 0..known {
         let [as_merged, as_dropped] = shifted_readings(&source, &segment, j);
         refuted.dropped[j] = scatter(&as_dropped) > base + 2f64.ln();
@@ -221,8 +241,9 @@ fn lengths_refute(sources: &[&str], segments: &[Option<&str>], ratio: Option<f64
         others.extend((0..known).filter(|&k| k != j).map(|k| as_read[k]));
         let ratio = median(&others);
         refuted.merged[j] = scatter(&as_merged) > base + 2f64.ln() || fits_alone(j, ratio);
-        // Read as split at `j`: each later segment against the source before its own.
-        let as_split: Vec<f64> = (0..known)
+        // Read as split at `j`: each later segment against the source before its own,
+        // the last one too when it may vouch (a split before it moves it as well).
+        let mut as_split: Vec<f64> = (0..known)
             .map(|k| {
                 if k > j {
                     (segment[k] / source[k - 1]).ln()
@@ -231,7 +252,17 @@ fn lengths_refute(sources: &[&str], segments: &[Option<&str>], ratio: Option<f64
                 }
             })
             .collect();
-        refuted.whole[j] = whole(j, ratio) || scatter(&as_split) > base + 2f64.ln();
+        let mut straight = base;
+        if let Some(tail) = tail {
+            as_split.push((tail / source[known - 1]).ln());
+            with_tail.clear();
+            with_tail.extend_from_slice(&as_read);
+            with_tail.push((tail / source[known]).ln());
+            straight = scatter(&with_tail);
+        }
+        // Not `whole` against the others' ratio: when every segment is a part (splits
+        // under markers written by position), the parts agree with each other.
+        refuted.whole[j] = scatter(&as_split) > straight + 2f64.ln();
     }
     refuted
 }
