@@ -7,7 +7,9 @@
 //! swap two segments, leave one empty, fill a freed last position with a remark, think
 //! aloud first (a `<think>` draft holding markers) and add text around the pairs. The reply
 //! arrives whole (a string, an array or an object by id) or streamed in pieces of fuzzed
-//! sizes, and the stream may break. Every later call is answered correctly.
+//! sizes, and the stream may break; or the reply cannot be read at all (a failed call), or
+//! the stream never ends (reasoning on and on after its text), which the length cap must
+//! cut. Every later call is answered correctly.
 //!
 //! Properties: every item settles exactly once; an item that resolves gets its own
 //! translation (or a remark the model wrote in its place), never another paragraph's
@@ -309,17 +311,34 @@ fuzz_target!(|data: &[u8]| {
         own.insert(ticket, echo(text));
     }
 
-    let form = bytes.u8() % 4;
+    // 0, 1: streamed (1 breaks); 2: a whole string; 3: an array or object; 4: a reply
+    // that cannot be read (a failed call); 5: a stream that never ends (reasoning on and
+    // on after its text), which the length cap must cut. The last two come from the
+    // byte's high bits, so that the committed corpus reads as it did.
+    let raw = bytes.u8();
+    let form = match raw >> 4 {
+        15 => 4,
+        14 => 5,
+        _ => raw % 4,
+    };
     let streamed = form == 0 || form == 1;
     let break_at = (form == 1).then(|| usize::from(bytes.u8()));
     let mut first = true;
     let mut known = false;
     let mut settles: HashMap<Ticket, u32> = HashMap::new();
     let mut misplaced: Vec<String> = Vec::new();
+    // The endless stream: its call, when the cap cut it (a cancel), and its last value.
+    let mut endless: Option<(batch_pacer::CallId, Option<Instant>, Instant)> = None;
     let mut clock: VirtualTime<()> = VirtualTime::new(Instant::ZERO);
     let step = Duration::from_millis(5.0);
     clock.run(&mut engine, |clock, engine| {
-        while engine.poll_cancel().is_some() {}
+        while let Some(id) = engine.poll_cancel() {
+            if let Some((call, cut @ None, _)) = &mut endless {
+                if *call == id {
+                    *cut = Some(clock.now);
+                }
+            }
+        }
         while let Some(call) = engine.poll_call() {
             if !(first && call.is_batch) {
                 clock.answer(call.id, step, Ok(correct(&call)));
@@ -354,6 +373,24 @@ fuzz_target!(|data: &[u8]| {
                     }
                 }
                 2 => clock.answer(call.id, step, Ok(Reply::Text(reply))),
+                4 => {
+                    let unreadable = Failure::bad_reply("its reply could not be read");
+                    clock.answer(call.id, step, Err(unreadable));
+                }
+                5 => {
+                    // Far more than any cap allows (reasoning included), 1 ms apart.
+                    let cap = engine.reply_cap(call.id).unwrap_or(usize::MAX);
+                    let draft = "<think>".to_owned() + &"a thought that goes on ".repeat(40);
+                    let values = (cap.saturating_mul(6) / draft.len()).clamp(1, 200_000);
+                    let mut last = clock.now;
+                    for k in 0..values {
+                        let after = Duration::from_millis(1.0 + k as f64);
+                        let value = if k == 0 { format!("{reply}{draft}") } else { draft.clone() };
+                        clock.stream(call.id, after, StreamValue::Text(value));
+                        last = clock.now + after;
+                    }
+                    endless = Some((call.id, None, last));
+                }
                 _ => {
                     let keyed = bytes.bool();
                     let reply = if keyed {
@@ -401,4 +438,11 @@ fuzz_target!(|data: &[u8]| {
     }
     let stats = engine.stats();
     assert_eq!((stats.pending, stats.queued, stats.in_flight), (0, 0, 0));
+    if let Some((_, cut, last)) = endless {
+        // Cut at the cap, not left to run until its values ran out (then a timeout).
+        assert!(
+            cut.is_some_and(|at| at < last),
+            "a stream that never ends was not cut by its length cap"
+        );
+    }
 });

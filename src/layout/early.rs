@@ -432,9 +432,9 @@ mod tests {
         // A remark written after it does not hide it.
         let remark = [merged, "ein dritter Absatz!", "Done."];
         assert_eq!(proven_count(&texts, &remark), 0);
-        // A faithful beginning proves the first segment once a closed one keeps words
-        // of its own source ("here"); without any, a drop would read the same.
-        let faithful = ["der erste Absatz", "der zweite one here"];
+        // A faithful beginning proves the first segment once it and the next keep words
+        // of their own sources ("paragraph", "here"); without any, a drop reads the same.
+        let faithful = ["der erste paragraph", "der zweite one here"];
         assert_eq!(proven_count(&texts, &faithful), 1);
         assert_eq!(
             proven_count(&texts, &["der erste Absatz", "der zweite hier"]),

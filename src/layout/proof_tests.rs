@@ -82,10 +82,17 @@ fn broken_markers_are_damage() {
 }
 
 #[test]
-fn a_missing_last_pair_trusts_nothing_without_evidence() {
-    // Merge of 2 and 3, renumbered: <s3> holds the fourth translation.
+fn a_missing_last_pair_trusts_only_what_kept_words_prove() {
+    // Merge of 2 and 3, renumbered: <s3> holds the fourth translation. The first keeps
+    // its own word and none of the second's: proven; the rest is not.
     let renumbered = "<s1>ONE</s1><s2>TWO THREE</s2><s3>FOUR</s3>";
-    assert_eq!(marked(renumbered, &FOUR), [None, None, None, None]);
+    assert_eq!(
+        marked(renumbered, &FOUR),
+        [Some("ONE".into()), None, None, None]
+    );
+    // The same shape with translations that keep no word: nothing is proven.
+    let kept_none = "<s1>eins</s1><s2>zwei drei</s2><s3>vier</s3>";
+    assert_eq!(marked(kept_none, &FOUR), [None, None, None, None]);
 }
 
 #[test]

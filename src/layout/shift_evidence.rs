@@ -9,31 +9,30 @@
 //! shows it, and a filled last pair looks like a faithful one. So the pacer trusts a
 //! segment only when the reply itself refutes every shift that would have moved it:
 //!
-//! - **Words.** A segment holds words of its own source that the next source lacks, and
+//! - **Words.** A segment keeps words of its own source that the next source lacks, and
 //!   none of the next source's own: names, numbers and words a translation keeps (or a
 //!   label kept as it is, every word of it). A shifted segment holds the next source's
-//!   translation, whose kept words are the next source's. Words are runs of letters and
-//!   digits, compared without ASCII case; a word counts as evidence when it holds a digit
-//!   or has four characters or more (short words recur by chance across languages), or
-//!   when it is one of a source's words all of which the segment holds.
+//!   translation, whose kept words are that source's. Words are runs of letters and
+//!   digits, compared without ASCII case; a word *tells* when it holds a digit or has
+//!   four characters or more (short words recur by chance across languages).
 //! - **Lengths.** Read as it stands, every segment fits its source within 1.5× of the
-//!   batch's median ratio, and read as shifted at `j` (by a drop or a merge), the ratios
-//!   scatter clearly more (their summed log deviation grows by more than ln 2).
-//! - **The last pair.** A last pair that holds its own source's words and none of the
-//!   source before it is no filler: under any shift the last source's translation would
-//!   stand in the pair before it.
+//!   batch's median ratio, and read as shifted at `j` (by a drop, a merge or a split),
+//!   the ratios scatter clearly more (their summed log deviation grows by more than ln 2).
 //!
-//! A drop at `j` is refuted by evidence at any segment from `j` on, a merge at `j` by
-//! evidence at any segment after `j` (the merged pair holds its own source's words too),
-//! a split at `j` (the segment a part of its translation, each later segment holding the
-//! one before's, as a split and a later drop that keep the count leave it) by a later
-//! segment holding words of its own source that the one before lacks, by segment `j`
-//! keeping every telling word of its source (no part does), or by the lengths.
-//! The other way round, a segment that holds another source's telling words and none of
-//! its own is another paragraph's text (`holds_another`): rule-1 damage, whatever the
-//! shifts.
-//! Segment `i` is *unshifted* when every drop, merge and split at `j <= i` is refuted. Whatever
-//! no evidence decides is not trusted: it goes out again as a smaller batch.
+//! Each segment answers for itself (`unshifted`), so that a second damage that puts the
+//! rest back in place (a split, then a drop: the count kept) cannot vouch for the
+//! segments between: segment `i` is trusted when it holds its own source and not the
+//! next one's (no drop or merge before it), nor the one before's (no split before it),
+//! when it is not merged with the next (the next pair holds its own source, or segment
+//! `i` keeps every word of its own and none of the next one's), and when the next pair
+//! is not the rest of it (the next pair holds its own source and not this one's, or
+//! segment `i` keeps every telling word of its source); or, where the words say
+//! nothing, when the lengths refute every shift at or before it. The last pair is
+//! trusted when it holds its own source's words and not the one before's, or the lengths
+//! refute every shift. The other way round, a segment that holds another source's
+//! telling words and none of its own is another paragraph's text (`holds_another`):
+//! rule-1 damage. Whatever no evidence decides is not trusted: it goes out again as a
+//! smaller batch.
 
 use crate::proof::{char_len, median, scatter, shifted_readings};
 
@@ -111,26 +110,37 @@ pub(crate) fn unshifted(
     ratio: Option<f64>,
 ) -> Vec<bool> {
     let n = sources.len();
-    let m = segments.len().min(n);
     let source_words: Vec<Vec<&str>> = sources.iter().map(|s| words(s)).collect();
-    // Evidence at segment `k` that it holds its own source: against the next source's
-    // words, or for the last pair, the one before it.
+    // Evidence at segment `k` that it holds its own source and not the next one's.
     let aligned = |k: usize| {
-        let other = if k + 1 < n {
-            k + 1
-        } else if last && k >= 1 {
-            k - 1
-        } else {
-            return false;
-        };
-        segments[k].is_some_and(|seg| belongs(&words(seg), &source_words[k], &source_words[other]))
+        k + 1 < n
+            && segments
+                .get(k)
+                .copied()
+                .flatten()
+                .is_some_and(|seg| belongs(&words(seg), &source_words[k], &source_words[k + 1]))
     };
-    // A split shifts the other way: each later segment holds the source before its own.
+    // And not the one before's (the last pair only when it may vouch).
     let aligned_back = |k: usize| {
         k >= 1
             && (k + 1 < n || last)
-            && segments[k]
+            && segments
+                .get(k)
+                .copied()
+                .flatten()
                 .is_some_and(|seg| belongs(&words(seg), &source_words[k], &source_words[k - 1]))
+    };
+    // A segment that keeps every word of its own source and none of the next one's own:
+    // a translation that keeps words would keep the next one's too, had it merged them.
+    let keeps_only_own = |i: usize| {
+        let (own, next) = (&source_words[i], &source_words[i + 1]);
+        let next_only: Vec<&&str> = next.iter().filter(|w| !holds(own, w)).collect();
+        !own.is_empty()
+            && !next_only.is_empty()
+            && segments.get(i).copied().flatten().is_some_and(|seg| {
+                let seg = words(seg);
+                own.iter().all(|w| holds(&seg, w)) && !next_only.iter().any(|w| holds(&seg, w))
+            })
     };
     // A segment that keeps every telling word of its source is no part of its translation.
     let complete = |j: usize| {
@@ -141,26 +151,38 @@ pub(crate) fn unshifted(
                 own.iter().filter(|w| telling(w)).all(|w| holds(&seg, w))
             })
     };
-    // `from[k]`, `from_back[k]`: evidence at segment `k` or later.
-    let mut from = vec![false; m + 1];
-    let mut from_back = vec![false; m + 1];
-    for k in (0..m).rev() {
-        from[k] = from[k + 1] || aligned(k);
-        from_back[k] = from_back[k + 1] || aligned_back(k);
-    }
     let by_length = lengths_refute(sources, segments, last, ratio);
-    let mut all_refuted = true;
+    let at = |evidence: &[bool], k: usize| evidence.get(k).copied().unwrap_or(false);
+    // The lengths refute every single shift at `j <= i` (each reading scatters clearly
+    // more), for `i` in order: a reply whose lengths vary enough needs no words.
+    let mut by_lengths_up_to = Vec::with_capacity(n);
+    let mut all = true;
+    for j in 0..n {
+        all &= at(&by_length.dropped, j) && at(&by_length.merged, j) && at(&by_length.whole, j);
+        by_lengths_up_to.push(all);
+    }
+    let up_to = |i: usize| at(&by_lengths_up_to, i);
     (0..n)
-        .map(|j| {
-            if j + 1 < n {
-                let at = |evidence: &[bool], k: usize| evidence.get(k).copied().unwrap_or(false);
-                let dropped = at(&from, j) || at(&by_length.dropped, j);
-                let merged = at(&from, j + 1) || at(&by_length.merged, j);
-                let split = at(&from_back, j + 1) || at(&by_length.whole, j) || complete(j);
-                all_refuted &= dropped && merged && split;
+        .map(|i| {
+            if i + 1 == n {
+                // The last: its own words and not the one before's (no filler, nothing
+                // moved into it), or lengths that refute every shift before it.
+                return last && (aligned_back(i) || (i >= 1 && up_to(i - 1)));
             }
-            // The last segment: every shift anywhere before it would have freed its pair.
-            all_refuted
+            // Not the next paragraph's text (a drop or merge before it moved that here).
+            let not_next = aligned(i) || up_to(i);
+            // Not the one before's (a split before it moved that here).
+            let not_before = i == 0 || aligned_back(i) || up_to(i - 1);
+            // Not merged with the next: the next pair holds its own paragraph.
+            let next_own = if i + 2 < n {
+                aligned(i + 1)
+            } else {
+                aligned_back(i + 1)
+            };
+            let not_merged = next_own || at(&by_length.merged, i) || keeps_only_own(i);
+            // Not a part: the next pair is not the rest of it, or it is whole.
+            let not_part = aligned_back(i + 1) || complete(i) || at(&by_length.whole, i);
+            not_next && not_before && not_merged && not_part
         })
         .collect()
 }
