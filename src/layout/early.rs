@@ -153,7 +153,9 @@ pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) 
     // No looser than the whole reply: each needs every shift that would have moved it
     // refuted by the closed segments (a drop among like lengths leaves no other trace).
     let known: Vec<Option<&str>> = closed[..clean].iter().map(|c| Some(*c)).collect();
-    let unshifted = unshifted(&sources, &known, false, ratio);
+    // The segment being written right after the clean run may already show its own words.
+    let open = (clean == m && !run.broken).then_some(run.open).flatten();
+    let unshifted = unshifted(&sources, &known, false, ratio, open.map(written_so_far));
     vouched.min(unshifted.iter().take_while(|u| **u).count())
 }
 
@@ -371,16 +373,22 @@ mod tests {
         // still end as rule-1 damage.
         assert_eq!(proven(&["EINS 1", "ZWEI 2"], "ten"), 1);
         assert_eq!(proven(&["EINS 1", "ZWEI 2"], "EIN"), 1);
-        // The first one needs its neighbour closed: a drop or a merge shows only in
-        // what a closed segment holds.
+        // The first one needs the next to show its own paragraph (a merge or a split
+        // of the first would put other text there), closed or as it is being written.
         assert_eq!(proven(&["EINS 1"], "ZW"), 0);
-        assert_eq!(proven(&["EINS 1"], "ZWEI 2 and more"), 0);
+        assert_eq!(proven(&["EINS 1"], "ZWEI 2 and more"), 1);
         assert_eq!(proven(&["EINS 1 ZWEI 2"], "DREI!!!"), 0);
-        assert_eq!(proven(&["EINS 1", "ZWEI 2"], "DR"), 2);
-        assert_eq!(proven(&["EINS 1", "ZWEI 2"], "thx"), 2);
+        // The next pair shows its own paragraph's number: the one before it resolves.
+        assert_eq!(proven(&["EINS 1", "ZWEI 2"], "DR"), 1);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2"], "DREI 3"), 2);
         // The one before the last once the last has begun, the last one never.
-        assert_eq!(proven(&["EINS 1", "ZWEI 2", "DREI 3"], "VIER"), 3);
-        assert_eq!(proven(&["EINS 1", "ZWEI 2", "DREI 3", "VIER 4"], "FÜNF"), 4);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2", "DREI 3"], "VIER"), 2);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2", "DREI 3"], "VIER 4"), 3);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2", "DREI 3", "VIER 4"], "FÜNF"), 3);
+        assert_eq!(
+            proven(&["EINS 1", "ZWEI 2", "DREI 3", "VIER 4"], "FÜNF 5"),
+            4
+        );
         // Not when one holds the last one's translation too.
         let merged = ["EINS 1", "ZWEI 2", "DREI 3", "VIER 4 FÜNF 5"];
         assert_eq!(proven(&merged, "Done."), 0);

@@ -229,7 +229,11 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
     }
     // Rule 4: a segment is taken only where the reply refutes every shift that would
     // have moved it (a suspect last pair vouches for nothing).
-    let unshifted = crate::shift_evidence::unshifted(&trimmed, &segments, !last_suspect, None);
+    if last_suspect {
+        segments[n - 1] = None;
+    }
+    let unshifted =
+        crate::shift_evidence::unshifted(&trimmed, &segments, !last_suspect, None, None);
     // The flags of the missing become those of the taken, in place.
     let mut taken = missing;
     for (take, unshifted) in taken.iter_mut().zip(unshifted) {

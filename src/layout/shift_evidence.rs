@@ -25,8 +25,8 @@
 //! next one's (no drop or merge before it), nor the one before's (no split before it),
 //! when it is not merged with the next (the next pair holds its own source, or segment
 //! `i` keeps every word of its own and none of the next one's), and when the next pair
-//! is not the rest of it (the next pair holds its own source and not this one's, or
-//! segment `i` keeps every telling word of its source); or, where the words say
+//! is not the rest of it (the next pair holds its own source and not this one's); or,
+//! where the words say
 //! nothing, when the lengths refute every shift at or before it. The last pair is
 //! trusted when it holds its own source's words and not the one before's, or the lengths
 //! refute every shift. The other way round, a segment that holds another source's
@@ -100,7 +100,8 @@ pub(crate) fn holds_another(segment: &str, sources: &[Vec<&str>], k: usize) -> b
 /// than the sources while a stream is still arriving (its closed pairs: a pair still
 /// being written is no evidence, as a word of another source may yet come). `last`:
 /// whether `segments` holds the last pair as the reply's end left it, free of damage,
-/// so that it may vouch for the others. `ratio`: the translation-to-source length ratio
+/// so that it may vouch for the others. `open`: while a stream arrives, the text of the
+/// segment after the closed ones written so far. `ratio`: the translation-to-source length ratio
 /// the provider's earlier proven replies showed for the language pair, if any, which
 /// judges a merge where too few segments are known to judge it by each other.
 pub(crate) fn unshifted(
@@ -108,28 +109,32 @@ pub(crate) fn unshifted(
     segments: &[Option<&str>],
     last: bool,
     ratio: Option<f64>,
+    open: Option<&str>,
 ) -> Vec<bool> {
     let n = sources.len();
     let source_words: Vec<Vec<&str>> = sources.iter().map(|s| words(s)).collect();
+    let open_words = open.map(words);
+    // Whether segment `k` holds source `k` and not source `other`: a closed segment by
+    // `belongs`; the one still being written (`open`, right after the closed ones) by a
+    // telling word of its own that `other` lacks, which no later text takes back.
+    let shows_own = |seg: &[&str], k: usize, other: usize| {
+        let (own, other) = (&source_words[k], &source_words[other]);
+        own.iter()
+            .any(|w| telling(w) && !holds(other, w) && holds(seg, w))
+    };
+    let own_against = |k: usize, other: usize| match segments.get(k).copied().flatten() {
+        Some(seg) => belongs(&words(seg), &source_words[k], &source_words[other]),
+        None => {
+            k == segments.len()
+                && open_words
+                    .as_deref()
+                    .is_some_and(|seg| shows_own(seg, k, other))
+        }
+    };
     // Evidence at segment `k` that it holds its own source and not the next one's.
-    let aligned = |k: usize| {
-        k + 1 < n
-            && segments
-                .get(k)
-                .copied()
-                .flatten()
-                .is_some_and(|seg| belongs(&words(seg), &source_words[k], &source_words[k + 1]))
-    };
-    // And not the one before's (the last pair only when it may vouch).
-    let aligned_back = |k: usize| {
-        k >= 1
-            && (k + 1 < n || last)
-            && segments
-                .get(k)
-                .copied()
-                .flatten()
-                .is_some_and(|seg| belongs(&words(seg), &source_words[k], &source_words[k - 1]))
-    };
+    let aligned = |k: usize| k + 1 < n && own_against(k, k + 1);
+    // And not the one before's.
+    let aligned_back = |k: usize| k >= 1 && k < n && own_against(k, k - 1);
     // A segment that keeps every word of its own source and none of the next one's own:
     // a translation that keeps words would keep the next one's too, had it merged them.
     let keeps_only_own = |i: usize| {
@@ -140,15 +145,6 @@ pub(crate) fn unshifted(
             && segments.get(i).copied().flatten().is_some_and(|seg| {
                 let seg = words(seg);
                 own.iter().all(|w| holds(&seg, w)) && !next_only.iter().any(|w| holds(&seg, w))
-            })
-    };
-    // A segment that keeps every telling word of its source is no part of its translation.
-    let complete = |j: usize| {
-        let own = &source_words[j];
-        own.iter().any(|w| telling(w))
-            && segments.get(j).copied().flatten().is_some_and(|seg| {
-                let seg = words(seg);
-                own.iter().filter(|w| telling(w)).all(|w| holds(&seg, w))
             })
     };
     let by_length = lengths_refute(sources, segments, last, ratio);
@@ -180,8 +176,9 @@ pub(crate) fn unshifted(
                 aligned_back(i + 1)
             };
             let not_merged = next_own || at(&by_length.merged, i) || keeps_only_own(i);
-            // Not a part: the next pair is not the rest of it, or it is whole.
-            let not_part = aligned_back(i + 1) || complete(i) || at(&by_length.whole, i);
+            // Not a part: the next pair is not the rest of it. (No word can show that a
+            // segment is whole: a source's tail may hold no word at all.)
+            let not_part = aligned_back(i + 1) || at(&by_length.whole, i);
             not_next && not_before && not_merged && not_part
         })
         .collect()
@@ -323,7 +320,7 @@ mod tests {
             "Mon ami lisait un gros livre près de la mer.",
         ];
         assert_eq!(
-            unshifted(&LIKE, &all(&faithful), true, None),
+            unshifted(&LIKE, &all(&faithful), true, None, None),
             [false, false, false, false]
         );
     }
@@ -333,7 +330,7 @@ mod tests {
         let upper: Vec<String> = LIKE.iter().map(|s| s.to_uppercase()).collect();
         let faithful: Vec<&str> = upper.iter().map(String::as_str).collect();
         assert_eq!(
-            unshifted(&LIKE, &all(&faithful), true, None),
+            unshifted(&LIKE, &all(&faithful), true, None, None),
             [true, true, true, true]
         );
         // The first dropped, the rest one pair early, a remark in the last pair.
@@ -344,14 +341,15 @@ mod tests {
             "Let me know if you need more help.",
         ];
         assert_eq!(
-            unshifted(&LIKE, &all(&shifted), true, None),
+            unshifted(&LIKE, &all(&shifted), true, None, None),
             [false, false, false, false]
         );
-        // The second dropped: the first stays proven by its own words.
+        // The second dropped: the first holds its own words, but the next pair no longer
+        // shows that the first is whole (a split's rest would stand there).
         let shifted = [faithful[0], faithful[2], faithful[3], "Anything else?"];
         assert_eq!(
-            unshifted(&LIKE, &all(&shifted), true, None),
-            [true, false, false, false]
+            unshifted(&LIKE, &all(&shifted), true, None, None),
+            [false, false, false, false]
         );
     }
 
@@ -359,11 +357,11 @@ mod tests {
     fn short_labels_kept_whole_are_evidence() {
         let sources = ["a", "b", "c"];
         assert_eq!(
-            unshifted(&sources, &all(&["A", "B", "C"]), true, None),
+            unshifted(&sources, &all(&["A", "B", "C"]), true, None, None),
             [true, true, true]
         );
         assert_eq!(
-            unshifted(&sources, &all(&["B", "C", "Done."]), true, None),
+            unshifted(&sources, &all(&["B", "C", "Done."]), true, None, None),
             [false, false, false]
         );
     }
@@ -373,12 +371,12 @@ mod tests {
         let sources = ["Chapter 1 begins", "Chapter 2 follows", "Chapter 3 ends"];
         let faithful = ["Kapitel 1 beginnt", "Kapitel 2 folgt", "Kapitel 3 endet"];
         assert_eq!(
-            unshifted(&sources, &all(&faithful), true, None),
+            unshifted(&sources, &all(&faithful), true, None, None),
             [true, true, true]
         );
         let shifted = ["Kapitel 2 folgt", "Kapitel 3 endet", "Gern geschehen!"];
         assert_eq!(
-            unshifted(&sources, &all(&shifted), true, None),
+            unshifted(&sources, &all(&shifted), true, None, None),
             [false, false, false]
         );
     }
@@ -398,7 +396,7 @@ mod tests {
             "Und ein vierter.",
         ];
         assert_eq!(
-            unshifted(&sources, &all(&faithful), true, None),
+            unshifted(&sources, &all(&faithful), true, None, None),
             [true, true, true, true]
         );
     }
@@ -408,7 +406,18 @@ mod tests {
         let upper: Vec<String> = LIKE.iter().map(|s| s.to_uppercase()).collect();
         let closed = [Some(upper[0].as_str()), Some(upper[2].as_str())];
         assert_eq!(
-            unshifted(&LIKE, &closed, false, None),
+            unshifted(&LIKE, &closed, false, None, None),
+            [false, false, false, false]
+        );
+        let closed = [Some(upper[0].as_str()), Some(upper[1].as_str())];
+        assert_eq!(
+            unshifted(&LIKE, &closed, false, None, None),
+            [true, false, false, false]
+        );
+        // The pair being written shows its own words already: the one before resolves.
+        let open = Some("A DOG RAN ACROSS");
+        assert_eq!(
+            unshifted(&LIKE, &closed[..1], false, None, open),
             [true, false, false, false]
         );
     }
