@@ -321,3 +321,41 @@ fn a_first_translation_split_in_two_before_a_missing_last_pair_is_read_by_number
     let proven = prove(&texts, keyed_entries(pairs));
     assert_eq!(proven, vec![None; 5], "nothing is proven");
 }
+
+#[test]
+fn a_split_that_a_drop_hides_vouches_for_nothing_between_them() {
+    // Found by the `replies` fuzz target: paragraph 0 dropped, paragraph 1 split over the
+    // two pairs (markers by position, the count kept); the first paragraph's source
+    // happens to hold the second one's words. The last pair holds the rest of its own
+    // translation: the pair before it holds that translation's first part, not its own.
+    let texts = [
+        "0 paragraph x «1 paragraph y",
+        "1 paragraph Überall & <s1> tags",
+    ];
+    let pairs = vec![
+        ("1".to_owned(), "«1 paragraph Übe".to_owned()),
+        ("2".to_owned(), "rall & <s1> tags»".to_owned()),
+    ];
+    assert_eq!(prove(&texts, keyed_entries(pairs)), [None, None]);
+    // Two paragraphs split over five pairs, markers by position: the later pairs hold the
+    // rest of the one before, the first pair the first part of its own.
+    let texts = [
+        "0 paragraph World wide",
+        "1 paragraph <<<\0\0U\0\0\0\0\0\0\0\0\0\0\0<<<<<<<<<<<",
+        "2 paragraph 12 apples",
+        "3 paragraph Hello",
+    ];
+    let pairs: Vec<(String, String)> = [
+        "«0 paragraph World wide»",
+        "«1 paragraph <<<\0\0U\0\0\0\0",
+        "\0\0\0\0\0\0\0<<<<<<<<<<<»",
+        "«2 paragrap",
+    ]
+    .iter()
+    .enumerate()
+    .map(|(k, text)| ((k + 1).to_string(), (*text).to_owned()))
+    .collect();
+    let proven = prove(&texts, keyed_entries(pairs));
+    assert_eq!(proven[1], None);
+    assert_eq!(proven[2], None);
+}

@@ -161,14 +161,17 @@ pub(crate) fn unshifted(
     (0..n)
         .map(|i| {
             if i + 1 == n {
-                // The last: its own words and not the one before's (no filler, nothing
-                // moved into it), or lengths that refute every shift before it.
-                return last && (aligned_back(i) || (i >= 1 && up_to(i - 1)));
+                // The last: its own words and not the one before's, which holds its own
+                // (no filler, nothing moved into it, no rest of a split), or lengths that
+                // refute every shift before it.
+                // A lone segment has nothing to be shifted from.
+                return last && (i == 0 || (aligned_back(i) && aligned(i - 1)) || up_to(i - 1));
             }
             // Not the next paragraph's text (a drop or merge before it moved that here).
             let not_next = aligned(i) || up_to(i);
-            // Not the one before's (a split before it moved that here).
-            let not_before = i == 0 || aligned_back(i) || up_to(i - 1);
+            // Not the one before's (a split before it moved that here), nor the rest of
+            // its own translation (the pair before then holds its first part).
+            let not_before = i == 0 || (aligned_back(i) && aligned(i - 1)) || up_to(i - 1);
             // Not merged with the next: the next pair holds its own paragraph.
             let next_own = if i + 2 < n {
                 aligned(i + 1)
