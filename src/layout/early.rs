@@ -155,7 +155,13 @@ pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) 
     let known: Vec<Option<&str>> = closed[..clean].iter().map(|c| Some(*c)).collect();
     // The segment being written right after the clean run may already show its own words.
     let open = (clean == m && !run.broken).then_some(run.open).flatten();
-    let unshifted = unshifted(&sources, &known, false, ratio, open.map(written_so_far));
+    let unshifted = unshifted(
+        &sources,
+        &known,
+        false,
+        ratio,
+        open.map(before_marker_start),
+    );
     vouched.min(unshifted.iter().take_while(|u| **u).count())
 }
 
@@ -246,11 +252,16 @@ fn misfit_length(sources: &[&str], closed: &[&str]) -> bool {
 /// The text of an open segment so far, trimmed, without a trailing `<…` that may be the
 /// start of its closing marker.
 fn written_so_far(open: &str) -> &str {
-    let text = match open.rfind('<') {
+    before_marker_start(open).trim()
+}
+
+/// The text of an open segment so far without a trailing `<…` that may be the start of
+/// its closing marker, untrimmed (a word at its very end may still go on).
+fn before_marker_start(open: &str) -> &str {
+    match open.rfind('<') {
         Some(at) if !open.get(at..).unwrap_or("").contains('>') => open.get(..at).unwrap_or(""),
         _ => open,
-    };
-    text.trim()
+    }
 }
 
 /// Whether the text of an open segment so far can no longer end as rule-1 damage: it
@@ -378,15 +389,17 @@ mod tests {
         assert_eq!(proven(&["EINS 1"], "ZW"), 0);
         assert_eq!(proven(&["EINS 1"], "ZWEI 2 and more"), 1);
         assert_eq!(proven(&["EINS 1 ZWEI 2"], "DREI!!!"), 0);
+        // A word still being written is no evidence yet: "1" may become "12".
+        assert_eq!(proven(&["EINS 1"], "ZWEI 2"), 0);
         // The next pair shows its own paragraph's number: the one before it resolves.
         assert_eq!(proven(&["EINS 1", "ZWEI 2"], "DR"), 1);
-        assert_eq!(proven(&["EINS 1", "ZWEI 2"], "DREI 3"), 2);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2"], "DREI 3 "), 2);
         // The one before the last once the last has begun, the last one never.
         assert_eq!(proven(&["EINS 1", "ZWEI 2", "DREI 3"], "VIER"), 2);
-        assert_eq!(proven(&["EINS 1", "ZWEI 2", "DREI 3"], "VIER 4"), 3);
+        assert_eq!(proven(&["EINS 1", "ZWEI 2", "DREI 3"], "VIER 4 "), 3);
         assert_eq!(proven(&["EINS 1", "ZWEI 2", "DREI 3", "VIER 4"], "FÜNF"), 3);
         assert_eq!(
-            proven(&["EINS 1", "ZWEI 2", "DREI 3", "VIER 4"], "FÜNF 5"),
+            proven(&["EINS 1", "ZWEI 2", "DREI 3", "VIER 4"], "FÜNF 5."),
             4
         );
         // Not when one holds the last one's translation too.

@@ -113,7 +113,14 @@ pub(crate) fn unshifted(
 ) -> Vec<bool> {
     let n = sources.len();
     let source_words: Vec<Vec<&str>> = sources.iter().map(|s| words(s)).collect();
-    let open_words = open.map(words);
+    // The words written so far, without a last one that may still go on ("1" of "12").
+    let open_words = open.map(|open| {
+        let mut written = words(open);
+        if open.chars().last().is_some_and(char::is_alphanumeric) {
+            written.pop();
+        }
+        written
+    });
     // Whether segment `k` holds source `k` and not source `other`: a closed segment by
     // `belongs`; the one still being written (`open`, right after the closed ones) by a
     // telling word of its own that `other` lacks, which no later text takes back.
@@ -418,7 +425,7 @@ mod tests {
             [true, false, false, false]
         );
         // The pair being written shows its own words already: the one before resolves.
-        let open = Some("A DOG RAN ACROSS");
+        let open = Some("A DOG RAN ACROSS ");
         assert_eq!(
             unshifted(&LIKE, &closed[..1], false, None, open),
             [true, false, false, false]
