@@ -155,13 +155,17 @@ pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) 
     let known: Vec<Option<&str>> = closed[..clean].iter().map(|c| Some(*c)).collect();
     // The segment being written right after the clean run may already show its own words.
     let open = (clean == m && !run.broken).then_some(run.open).flatten();
-    let unshifted = unshifted(
-        &sources,
-        &known,
-        false,
-        ratio,
-        open.map(before_marker_start),
-    );
+    // A closing marker begun after the text ends its last word (the evidence counts
+    // only whole words: "1" may still become "12").
+    let open = open.map(|open| {
+        let written = before_marker_start(open);
+        if written.len() < open.len() {
+            format!("{written} ")
+        } else {
+            written.to_owned()
+        }
+    });
+    let unshifted = unshifted(&sources, &known, false, ratio, open.as_deref());
     vouched.min(unshifted.iter().take_while(|u| **u).count())
 }
 
