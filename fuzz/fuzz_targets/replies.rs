@@ -25,7 +25,9 @@
 //! merged into the first pair with a remark of fitting length in the second: no other
 //! segment's ratio tells the remark from a translation), `positional-swap` (two
 //! translations swapped under markers kept in order: a wrong translation that no layout
-//! can tell from a right one).
+//! can tell from a right one). The translations here keep their paragraph's number and
+//! words, which the proof now reads as evidence (README, rule 4): a 300-second run with
+//! none of these skipped (`FUZZ_SKIP_KNOWN=none`) found none of them.
 #![no_main]
 
 mod common;
