@@ -70,7 +70,7 @@ pub(crate) fn belongs(segment: &[&str], own: &[&str], other: &[&str]) -> bool {
     telling_own || every_own
 }
 
-/// The words of each source, for [`holds_another`].
+/// The words of each source, for [`holds_another`] and [`unshifted`].
 pub(crate) fn source_words<'a>(sources: &[&'a str]) -> Vec<Vec<&'a str>> {
     sources.iter().map(|s| words(s)).collect()
 }
@@ -96,14 +96,14 @@ pub(crate) fn holds_another(segment: &str, sources: &[Vec<&str>], k: usize) -> b
 }
 
 /// For each of `sources`, whether its segment is unshifted (see the module's docs).
-/// `segments`: the segments known so far, in id order (`None` for a missing one); fewer
-/// than the sources while a stream is still arriving (its closed pairs: a pair still
-/// being written is no evidence, as a word of another source may yet come). `last`:
-/// whether `segments` holds the last pair as the reply's end left it, free of damage,
-/// so that it may vouch for the others. `open`: while a stream arrives, the text of the
-/// segment after the closed ones written so far. `ratio`: the translation-to-source length ratio
-/// the provider's earlier proven replies showed for the language pair, if any, which
-/// judges a merge where too few segments are known to judge it by each other.
+/// `segments`: the segments known so far, in id order (`None` for a missing or damaged
+/// one); while a stream arrives, its closed pairs only. `last`: whether `segments` holds
+/// the last pair as the reply's end left it and it fits (no suspect last pair vouches for
+/// anything). `ratio`: the translation-to-source length ratio the provider's earlier
+/// proven replies showed for the language pair, if any, which judges a merge where only
+/// one segment is known. `open`: while a stream arrives, the text written so far of the
+/// pair after the closed ones; a telling word of its own there counts (no later text
+/// takes it back), a word still being written at its end does not.
 pub(crate) fn unshifted(
     sources: &[&str],
     segments: &[Option<&str>],
@@ -112,7 +112,7 @@ pub(crate) fn unshifted(
     open: Option<&str>,
 ) -> Vec<bool> {
     let n = sources.len();
-    let source_words: Vec<Vec<&str>> = sources.iter().map(|s| words(s)).collect();
+    let source_words = source_words(sources);
     // The words written so far, without a last one that may still go on ("1" of "12").
     let open_words = open.map(|open| {
         let mut written = words(open);
@@ -121,14 +121,14 @@ pub(crate) fn unshifted(
         }
         written
     });
-    // Whether segment `k` holds source `k` and not source `other`: a closed segment by
-    // `belongs`; the one still being written (`open`, right after the closed ones) by a
-    // telling word of its own that `other` lacks, which no later text takes back.
     let shows_own = |seg: &[&str], k: usize, other: usize| {
         let (own, other) = (&source_words[k], &source_words[other]);
         own.iter()
             .any(|w| telling(w) && !holds(other, w) && holds(seg, w))
     };
+    // Whether segment `k` holds source `k` and not source `other`: a closed segment by
+    // `belongs`; the one still being written (`open`, right after the closed ones) by a
+    // telling word of its own that `other` lacks, which no later text takes back.
     let own_against = |k: usize, other: usize| match segments.get(k).copied().flatten() {
         Some(seg) => belongs(&words(seg), &source_words[k], &source_words[other]),
         None => {
@@ -170,8 +170,8 @@ pub(crate) fn unshifted(
             if i + 1 == n {
                 // The last: its own words and not the one before's, which holds its own
                 // (no filler, nothing moved into it, no rest of a split), or lengths that
-                // refute every shift before it.
-                // A lone segment has nothing to be shifted from.
+                // refute every shift before it. A lone segment has nothing to be shifted
+                // from.
                 return last && (i == 0 || (aligned_back(i) && aligned(i - 1)) || up_to(i - 1));
             }
             // Not the next paragraph's text (a drop or merge before it moved that here).
