@@ -1,4 +1,4 @@
-//! Scopes (API.md "Pages that must not write into each other"): items of different
+//! Scopes (README, the item field `scope`): items of different
 //! scopes never share a batch, a provider item (dedup) or a cache entry, in memory or in
 //! the persistent store, even when every other compatibility field is equal; within a
 //! scope the usual rules hold, and a fallback move keeps an item's scope.
