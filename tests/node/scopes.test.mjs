@@ -1,4 +1,4 @@
-// The item field `scope` (README, the item field `scope`): items of
+// The item field `scope` (README, "Use"): items of
 // different scopes never share a batch, a provider item or a cache entry (in memory or in
 // the `cache` store), so a page's injected instruction reaches only its own paragraphs;
 // `scope` is never sent to the provider; cacheKey adds it as a seventh field.
