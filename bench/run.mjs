@@ -14,7 +14,8 @@
 // --sizes 1000,5000  workload 1's paragraph counts
 // --baseline DIR     another build's package root (its js/ and built pkg/: a worktree of an
 //                    earlier commit after `npm run build`), measured beside this one in
-//                    workloads 11 (the real model) and 13 ("Adversarial replies")
+//                    workloads 11 (the real model), 13 ("Adversarial replies") and 14
+//                    ("Clients and timeouts", rows b and c)
 // --skip-unbounded   workload 11 without its rows b (one call per paragraph without the
 //                    output bound: about 20 minutes of CPU)
 // --write           with --only: replace those workloads' sections of bench/results.md
@@ -55,6 +56,7 @@ import { sporadic429s } from "./workload-sporadic-429s.mjs";
 import { modelsThatCannotBatch } from "./workload-cannot-batch.mjs";
 import { fallbackProviders } from "./workload-fallback-providers.mjs";
 import { adversarialReplies } from "./workload-adversarial-replies.mjs";
+import { clientsAndTimeouts } from "./workload-clients-timeouts.mjs";
 
 const execFile = promisify(execFileCb);
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
@@ -752,7 +754,7 @@ async function loadBaseline(dir) {
   const module = await import(pathToFileURL(join(dir, "js", "index.js")).href);
   await module.default();
   const commit = execFileSync("git", ["-C", dir, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
-  return { name: `baseline ${commit}`, BatchPacer: module.BatchPacer, openAIProvider: module.openAIProvider };
+  return { name: `baseline ${commit}`, BatchPacer: module.BatchPacer, openAIProvider: module.openAIProvider, aiSdkProvider: module.aiSdkProvider };
 }
 
 async function main() {
@@ -790,6 +792,13 @@ async function main() {
     const builds = [{ name: "this package", BatchPacer }];
     if (baseline) builds.push(baseline);
     report(await adversarialReplies({ builds, smoke: SMOKE }));
+  }
+  if (wanted(14)) {
+    const { BatchPacer: own, openAIProvider, aiSdkProvider } = pacerModule;
+    const builds = [{ name: "this package", BatchPacer: own, openAIProvider, aiSdkProvider }];
+    if (baseline) builds.push(baseline);
+    const command = process.env.BENCH_COMMAND ?? `node --expose-gc bench/run.mjs --only 14${args.baseline ? " --baseline DIR" : ""}`;
+    report(await clientsAndTimeouts({ builds, smoke: SMOKE, command }));
   }
   if (!SMOKE && !only) writeResults({ chromiumVersion: chromiumVersion ?? workerVersion, groups, started });
   if (!SMOKE && only && args.write) updateResults(only, started);
