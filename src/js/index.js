@@ -13,6 +13,7 @@ import { loadError, missingWasmError, noBaseUrlError } from "./load-errors.js";
 export { PacerError } from "./errors.js";
 export { openAIProvider } from "./openai.js";
 export { routeProviders } from "./route-providers.js";
+export { deeplProvider } from "./deepl-provider.js";
 export { indexedDBCache } from "./indexeddb-cache.js";
 
 /** The default options (the same values the core applies when an option is omitted). */

@@ -9,34 +9,28 @@
 // with (message, stack, own properties or cause), even when a server or a fetch
 // implementation echoes it back. Every piece of foreign text that goes into a message
 // passes through `redact`, and foreign errors are only attached as `cause` after a
-// check that they do not carry the key.
+// check that they do not carry the key (see provider-http.js).
 
-import { PacerError } from "./errors.js";
 import { readChatCompletionStream } from "./openai-stream.js";
-import { parseMilliseconds, parseRetryAfter, toWholeMs } from "./retry-after.js";
+import {
+  REASONS,
+  describe,
+  describeFailure,
+  excerpt,
+  header,
+  invalid,
+  isHttpUrl,
+  keySecrets,
+  networkError,
+  readBody,
+  readRetryAfter,
+} from "./provider-http.js";
+import { toWholeMs } from "./retry-after.js";
 
 const DEFAULT_SEPARATOR = "\n\n%%\n\n";
 
-/** Longest excerpt of a server's error text placed into an error message. */
-const MAX_DETAIL = 200;
-
-/** Reason phrases for the statuses worth naming when `statusText` is empty (HTTP/2). */
-const REASONS = {
-  400: "Bad Request",
-  401: "Unauthorized",
-  402: "Payment Required",
-  403: "Forbidden",
-  404: "Not Found",
-  408: "Request Timeout",
-  409: "Conflict",
-  413: "Payload Too Large",
-  422: "Unprocessable Entity",
-  429: "Too Many Requests",
-  500: "Internal Server Error",
-  502: "Bad Gateway",
-  503: "Service Unavailable",
-  504: "Gateway Timeout",
-};
+/** How this provider names the API in the errors it reports. */
+const SERVICE = "OpenAI-compatible API";
 
 /** Every option `openAIProvider` takes: any other name is a typo, refused. */
 const OPTION_NAMES = [
@@ -393,12 +387,7 @@ export function openAIProvider(options) {
 
   // Both the raw and the trimmed form are hidden in any text this provider reports.
   // The key as sent, and as a server may echo it back: URL-encoded or JSON-escaped.
-  const forms = (s) => (typeof s === "string" ? [s, encodeURIComponent(s), JSON.stringify(s).slice(1, -1)] : []);
-  const secrets = [...new Set([apiKey, key].flatMap(forms))]
-    .filter((s) => s.length > 0)
-    // Longest first: a form that contains another is replaced whole.
-    .sort((a, b) => b.length - a.length);
-  const redact = (text) => secrets.reduce((out, secret) => out.split(secret).join("***"), String(text));
+  const { secrets, redact } = keySecrets(apiKey, key);
 
   const url = `${baseUrl.replace(/\/+$/, "")}/chat/completions`;
   const headers = { ...extra };
@@ -422,7 +411,7 @@ export function openAIProvider(options) {
         signal,
       });
     } catch (err) {
-      throw networkError(err, signal, url, redact, secrets);
+      throw networkError(err, signal, url, redact, secrets, SERVICE);
     }
     if (response === null || typeof response !== "object") {
       throw new Error("OpenAI-compatible provider: fetch resolved with something that is not a Response");
@@ -450,7 +439,7 @@ export function openAIProvider(options) {
         for (const field of replaced) refused.add(field.name);
         return response;
       }
-      const raw = await readBody(response, signal, url, redact, secrets);
+      const raw = await readBody(response, signal, url, redact, secrets, SERVICE);
       const status = Number(response.status);
       const field = REFUSABLE.find((f) => !replaced.includes(f) && f.sent(body) && f.refused(status, raw));
       if (field === undefined) throw httpError(response, raw, redact);
@@ -465,7 +454,7 @@ export function openAIProvider(options) {
     const response = await send({ ...payload, stream: true, stream_options: { include_usage: true } }, signal);
     return readChatCompletionStream(response, {
       errorEvent: (raw) => streamError(raw, response.headers, redact),
-      readFailure: (err) => networkError(err, signal, url, redact, secrets),
+      readFailure: (err) => networkError(err, signal, url, redact, secrets, SERVICE),
       usage: readUsage,
       excerpt: (text) => excerpt(text, redact),
       limits: readLimits(response.headers),
@@ -495,7 +484,7 @@ export function openAIProvider(options) {
     if (stream) return openStream(payload, signal);
 
     const response = await send(payload, signal);
-    const raw = await readBody(response, signal, url, redact, secrets);
+    const raw = await readBody(response, signal, url, redact, secrets, SERVICE);
 
     let data;
     try {
@@ -562,11 +551,6 @@ function outputBound(maxTokens, request) {
   return typeof bound === "number" && Number.isFinite(bound) && bound > 0 ? Math.ceil(bound) : undefined;
 }
 
-/** An `invalid_options` error naming `option`, as every option error of the package is. */
-function invalid(option, message) {
-  return new PacerError("invalid_options", message, option === undefined ? {} : { option });
-}
-
 /** `usage` as the pacer reads it, from the chat-completions names; undefined if none. */
 function readUsage(usage) {
   if (usage === null || typeof usage !== "object") return undefined;
@@ -575,17 +559,6 @@ function readUsage(usage) {
   if (count(usage.prompt_tokens)) out.inputTokens = usage.prompt_tokens;
   if (count(usage.completion_tokens)) out.outputTokens = usage.completion_tokens;
   return Object.keys(out).length > 0 ? out : undefined;
-}
-
-/** One header's trimmed text, "" when absent or unreadable. */
-function header(headers, name) {
-  if (!headers || typeof headers.get !== "function") return "";
-  try {
-    const value = headers.get(name);
-    return typeof value === "string" ? value.trim() : "";
-  } catch {
-    return "";
-  }
 }
 
 /**
@@ -720,25 +693,6 @@ function neverSucceeds(status, body) {
   return ["content_policy_violation", "content_filter", "invalid_request_error"].some((f) => fields.includes(f));
 }
 
-/** The error for a fetch that rejected: aborts as they are, anything else wrapped. */
-function networkError(err, signal, url, redact, secrets) {
-  // An abort propagates untouched (callers test its identity or name), unless it would
-  // carry the key out: then it is wrapped like any other failure, keeping its name.
-  if (isAbort(err, signal) && !carriesSecret(err, secrets)) return err;
-  // Wrapped so that the error surely has no `status` (the pacer retries it as a network
-  // error) and so that its text can be redacted: fetch errors may quote header values.
-  let detail = describeFailure(err);
-  const cause = err?.cause;
-  if (cause !== undefined && cause !== null) {
-    const inner = describeFailure(cause);
-    if (inner && inner !== detail) detail += ` (${inner})`;
-  }
-  const wrapped = new Error(redact(`OpenAI-compatible API request to ${url} failed: ${detail}`));
-  if (isAbort(err, signal)) wrapped.name = "AbortError";
-  else if (!carriesSecret(err, secrets)) wrapped.cause = err;
-  return wrapped;
-}
-
 /**
  * The error for an HTTP error status, shaped as the pacer reads it: always `status`;
  * `retryAfterMs`, `limits` and `quota` when the response says them; a message with the
@@ -827,27 +781,6 @@ function streamErrorStatus(body) {
   return undefined;
 }
 
-/**
- * A response's body text. A body that cannot be read is a network failure, except
- * under an error status, which is worth reporting without its body ("" then).
- */
-async function readBody(response, signal, url, redact, secrets) {
-  try {
-    return await response.text();
-  } catch (err) {
-    if (!isAbort(err, signal) && !response.ok) return "";
-    throw networkError(err, signal, url, redact, secrets);
-  }
-}
-
-/**
- * Milliseconds to wait according to the response headers, or undefined: OpenAI's
- * `retry-after-ms` first (finer), then `Retry-After` as the package reads it everywhere.
- */
-function readRetryAfter(headers) {
-  return parseMilliseconds(header(headers, "retry-after-ms")) ?? parseRetryAfter(header(headers, "retry-after"));
-}
-
 /** The human-readable message inside an OpenAI-style error body, if any. */
 function errorDetail(data) {
   if (data === null || typeof data !== "object") return "";
@@ -856,68 +789,6 @@ function errorDetail(data) {
   if (error && typeof error === "object" && typeof error.message === "string") return error.message;
   if (typeof data.message === "string") return data.message;
   return "";
-}
-
-/** Redacted first MAX_DETAIL characters of `text`, white space collapsed. */
-function excerpt(text, redact) {
-  // Redact before cutting, so that the cut cannot leave part of the key behind.
-  const clean = redact(String(text)).replace(/\s+/g, " ").trim();
-  return clean.length > MAX_DETAIL ? `${clean.slice(0, MAX_DETAIL)}…` : clean;
-}
-
-function describeFailure(err) {
-  try {
-    if (err && typeof err === "object") {
-      const message = typeof err.message === "string" ? err.message : "";
-      const code = typeof err.code === "string" ? err.code : "";
-      if (message) return message;
-      if (code) return code;
-    }
-    return String(err);
-  } catch {
-    return "unknown error";
-  }
-}
-
-/** Whether `err` is the abort of the call (the signal's reason, or any AbortError). */
-function isAbort(err, signal) {
-  return (signal?.aborted === true && err === signal.reason) || err?.name === "AbortError";
-}
-
-/** Whether `value` mentions a secret in any text reachable from it (cause chain included). */
-function carriesSecret(value, secrets, seen = new Set(), depth = 0) {
-  if (secrets.length === 0) return false;
-  try {
-    if (typeof value === "string") return secrets.some((s) => value.includes(s));
-    if (value === null || (typeof value !== "object" && typeof value !== "function")) {
-      return secrets.some((s) => String(value).includes(s));
-    }
-    if (seen.has(value)) return false;
-    // Too deep to inspect is treated as carrying it: better to drop a cause than leak.
-    if (depth > 4) return true;
-    seen.add(value);
-    if (carriesSecret(String(value), secrets, seen, depth + 1)) return true;
-    for (const name of ["message", "stack", "cause"]) {
-      if (carriesSecret(value[name], secrets, seen, depth + 1)) return true;
-    }
-    for (const name of Reflect.ownKeys(value)) {
-      if (typeof name !== "string") continue;
-      if (carriesSecret(value[name], secrets, seen, depth + 1)) return true;
-    }
-    return false;
-  } catch {
-    return true;
-  }
-}
-
-function isHttpUrl(text) {
-  if (text.trim() === "") return false;
-  try {
-    const { protocol } = new URL(text);
-    return protocol === "http:" || protocol === "https:";
-  } catch {
-    return false;
-  }
 }
 
 function validateExtraHeaders(extraHeaders) {
@@ -974,17 +845,4 @@ function setHeader(headers, name, value) {
     if (existing.toLowerCase() === name.toLowerCase()) delete headers[existing];
   }
   headers[name] = value;
-}
-
-/** A short printable form of a value for validation messages. */
-function describe(value) {
-  if (typeof value === "string") {
-    return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
-  }
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "object") return "an object";
-  if (typeof value === "function") return "a function";
-  if (typeof value === "bigint") return `${value}n`;
-  return String(value);
 }
