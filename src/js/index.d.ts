@@ -1085,6 +1085,77 @@ export function openAIProvider(config: OpenAIProviderConfig): Provider;
  */
 export function routeProviders(map: Readonly<Record<string, Provider>>): Provider;
 
+/** Configuration of {@link deeplProvider}. */
+export interface DeepLProviderConfig {
+  /**
+   * The DeepL authentication key, sent as `Authorization: DeepL-Auth-Key <apiKey>`
+   * (surrounding white space is trimmed). It chooses the host when `baseUrl` is not
+   * given: a key ending in `:fx` is a DeepL API Free key. It never appears in the errors
+   * the provider throws.
+   *
+   * Valid values: a non-empty string of visible ASCII characters.
+   * @default none (required)
+   */
+  apiKey: string;
+  /**
+   * The fetch implementation.
+   * @default `globalThis.fetch`, looked up at each call
+   */
+  fetch?: typeof fetch | undefined;
+  /**
+   * The API's origin (and path prefix, e.g. a proxy's); requests go to
+   * `${baseUrl}/v2/translate`.
+   *
+   * Valid values: an http(s) URL.
+   * @default `"https://api-free.deepl.com"` for a key ending in `:fx`, else `"https://api.deepl.com"`
+   */
+  baseUrl?: string | undefined;
+}
+
+/**
+ * The error {@link deeplProvider}'s provider rejects with for an HTTP error status. Its
+ * message holds facts only: `DeepL API answered <status> <reason>: <DeepL's message and
+ * detail, or the body's first 200 characters>`, the key redacted.
+ */
+export interface DeepLProviderError extends Error {
+  /** The HTTP status, on every HTTP error (network errors and aborts have none). */
+  status: number;
+  /** From `Retry-After` (delay-seconds, or an HTTP-date). */
+  retryAfterMs?: number;
+  /**
+   * `"billing"` for 456: the character quota of the billing period (DeepL API Free) or
+   * the Cost Control limit (Pro) is spent, so no retry can help until the user acts.
+   */
+  quota?: "billing";
+}
+
+/**
+ * A provider for DeepL's text translation API: `POST {baseUrl}/v2/translate` with the
+ * JSON body `{ text: request.texts, target_lang, source_lang? }`. It sends every text of
+ * the request in one call (a single request has one, an array batch several) and
+ * resolves with one translation per text, in order (`translations[i].text`).
+ *
+ * Languages: `target_lang` is `request.targetLang` in upper case with `_` read as `-`
+ * (`"en-us"` → `"EN-US"`), Chinese by region mapped to DeepL's scripts (`"zh-CN"`,
+ * `"zh-SG"` → `"ZH-HANS"`; `"zh-TW"`, `"zh-HK"`, `"zh-MO"` → `"ZH-HANT"`), other codes
+ * as written; `source_lang` is `request.sourceLang` without its region or script
+ * (`"en-GB"` → `"EN"`), left out for `"auto"` or `""` so that DeepL detects it.
+ *
+ * HTTP errors reject with a {@link DeepLProviderError}: 429 is retried after its
+ * `Retry-After`, 456 is `quota: "billing"`, 403 (a wrong key) a settings error, 413 splits
+ * a batch. A 200 whose body is not DeepL's reply fails without a status. `request.signal`
+ * is given to fetch. The key never appears in an error, an event, `stats()` or `snapshot()`.
+ *
+ * @throws {PacerError} synchronously, code `invalid_options`, when an option is invalid
+ * or unknown (`apiKey` missing, empty or not a string; `baseUrl` not an http(s) URL;
+ * `fetch` not a function); `option` and the message name it (`<redacted>` for the key).
+ *
+ * @example
+ * const pacer = new BatchPacer(deeplProvider({ apiKey: settings.deeplKey }), { rate: 5 });
+ * await pacer.translate({ text: "Hello", sourceLang: "en", targetLang: "de", providerId: "deepl", llm: false });
+ */
+export function deeplProvider(config: DeepLProviderConfig): Provider;
+
 /**
  * The cache key of an item: lowercase hex SHA-256 over the length-prefixed fields
  * `providerId`, `sourceLang`, `targetLang`, `context`, `llm` and `text` (defaults
