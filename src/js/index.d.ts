@@ -1151,7 +1151,7 @@ export interface DeepLProviderError extends Error {
  * `fetch` not a function); `option` and the message name it (`<redacted>` for the key).
  *
  * @example
- * const pacer = new BatchPacer(deeplProvider({ apiKey: settings.deeplKey }), { rate: 5 });
+ * const pacer = new BatchPacer(deeplProvider({ apiKey: settings.deeplKey }));
  * await pacer.translate({ text: "Hello", sourceLang: "en", targetLang: "de", providerId: "deepl", llm: false });
  */
 export function deeplProvider(config: DeepLProviderConfig): Provider;
