@@ -32,8 +32,16 @@ cd "$work/project"
 cat > package.json <<'JSON'
 { "name": "batch-pacer-package-tests", "version": "0.0.0", "private": true, "type": "module" }
 JSON
+# The AI SDK (ai 7, and ai 6 under aliases) with its provider packages, at the versions the
+# repository pins: the adapter's tests drive the real clients users call.
+sdk=()
+for name in ai @ai-sdk/openai-compatible @ai-sdk/anthropic @ai-sdk/google zod \
+  ai-v6 ai-sdk-openai-compatible-v6 ai-sdk-anthropic-v6 ai-sdk-google-v6; do
+  version="$(node -p "require('$root/package.json').devDependencies['$name']")"
+  sdk+=("$name@$version")
+done
 npm install --no-audit --no-fund --prefer-offline --loglevel=error \
-  "$tarball" "@sinonjs/fake-timers@15.5.0" "playwright-core@1.65.1" "selenium-webdriver@4.49.0" >&2
+  "$tarball" "@sinonjs/fake-timers@15.5.0" "playwright-core@1.65.1" "selenium-webdriver@4.49.0" "${sdk[@]}" >&2
 
 cp "$here"/*.mjs .
 shopt -s nullglob
