@@ -227,7 +227,7 @@ test("browsers' bundlers see one reference to the .wasm, and no Node-only code",
   const read = (file) => readFileSync(path.join(packageDir, file), "utf8");
   const browserSource = packageJson.imports["#wasm-source"].browser;
   assert.equal(packageJson.imports["#wasm-source"].default, browserSource);
-  const literal = /new URL\(\s*["'`][^"'`]*batch_pacer_bg\.wasm["'`]\s*,\s*import\.meta\.url/g;
+  const literal = /new URL\(\s*["'`][^"'`]*batch_pacer_bg\.wasm(\?[^"'`]*)?["'`]\s*,\s*import\.meta\.url/g;
   const graph = ["js/main.js", "js/index.js", "js/inline.js", "js/load-errors.js", "js/errors.js", "js/openai.js",
     "js/indexeddb-cache.js", "pkg/batch_pacer.js", "pkg/inline-wasm.js", "pkg/inline-wasm-deflated.js", browserSource];
   const found = graph.flatMap((file) => (read(file).match(literal) ?? []).map(() => file));
