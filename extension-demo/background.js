@@ -8,7 +8,9 @@
 // provider's id to the fallback's, so the items move when the provider cannot serve them.
 //
 // MV3 rules kept here: static imports only, no top-level await, every listener
-// registered synchronously at start; work waits for `ready` inside the listeners.
+// registered synchronously at start; work waits for `ready` inside the listeners. When
+// the start fails (a manifest whose CSP forbids WebAssembly), every message is still
+// answered, with that error: a tab never waits for an answer that cannot come.
 import { initSync, BatchPacer, openAIProvider, indexedDBCache, routeProviders } from "./vendor/batch-pacer/js/index.js";
 // The core inline: no fetch of the .wasm each time the browser restarts this worker.
 import { wasmBytes } from "./vendor/batch-pacer/pkg/inline-wasm.js";
@@ -52,10 +54,12 @@ const cache = indexedDBCache({ name: "batch-pacer-demo" });
 /** Counters of earlier worker lifetimes, so statistics survive a restart. */
 let history = { startedAt: Date.now(), flows: {} };
 
-const ready = start();
-
 ext.runtime.onConnect.addListener(onConnect);
 ext.runtime.onMessage.addListener(onMessage);
+
+const ready = start();
+// The listeners answer with the error; this makes it visible in the worker's console too.
+ready.catch((error) => console.error("batch-pacer demo: the background cannot start:", error));
 
 async function start() {
   initSync(wasmBytes());
@@ -254,9 +258,15 @@ function onConnect(port) {
   const page = { startedAt: null, answered: false, scope: senderScope(port.sender) };
   port.onMessage.addListener(async (message) => {
     const receivedAt = performance.now();
-    await ready;
     if (message?.type !== MESSAGES.translate || !FLOWS.includes(message.flow)) return;
     if (!Array.isArray(message.items)) return;
+    try {
+      await ready;
+    } catch (error) {
+      // The load error (a PacerError not_initialized that names the manifest line to add).
+      for (const item of message.items) post(port, failure(item?.id, error));
+      return;
+    }
     page.startedAt ??= receivedAt;
     for (const item of message.items) translateItem(port, controller.signal, message, item, page);
   });
@@ -319,7 +329,7 @@ async function translateItem(port, signal, message, item, page) {
     post(port, { type: MESSAGES.translated, id: item.id, translation });
   } catch (error) {
     if (error?.code === "aborted") return;
-    post(port, { type: MESSAGES.failed, id: item.id, code: error?.code ?? "provider_error", message: String(error?.message ?? error) });
+    post(port, failure(item.id, error));
   } finally {
     // Items sharing a text (dedup) settle together; the map holds only texts in flight.
     queueMicrotask(() => callStarts[flow].delete(text));
@@ -339,6 +349,10 @@ function countServed(flow, key, text) {
   const served = servedBy[flow].get(key);
   if (served === undefined) flowHistory(flow).cacheServed = (flowHistory(flow).cacheServed ?? 0) + 1;
   else providerCounters(flow, served).served += 1;
+}
+
+function failure(id, error) {
+  return { type: MESSAGES.failed, id, code: error?.code ?? "provider_error", message: String(error?.message ?? error) };
 }
 
 function post(port, message) {
@@ -491,8 +505,9 @@ function onMessage(message, sender, sendResponse) {
     sendResponse({ ok: false, error: { code: "forbidden", message: "only extension pages may do this" } });
     return false;
   }
+  // A failed start rejects here too: the page gets its PacerError code (not_initialized).
   handlePageMessage(message).then(sendResponse, (error) =>
-    sendResponse({ ok: false, error: { code: "internal", message: String(error?.message ?? error) } }));
+    sendResponse({ ok: false, error: { code: error?.code ?? "internal", message: String(error?.message ?? error) } }));
   return true;
 }
 

@@ -15,16 +15,19 @@ function loadPlaywright() {
   return require("playwright-core");
 }
 
-/** Chromium with the demo extension; headless unless a display is there and wanted. */
-export async function launchChromium({ headless = !process.env.DISPLAY, executablePath = "/usr/bin/chromium" } = {}) {
+/**
+ * Chromium with the demo extension (or a changed copy of it, `extensionDir`); headless
+ * unless a display is there and wanted.
+ */
+export async function launchChromium({ headless = !process.env.DISPLAY, executablePath = "/usr/bin/chromium", extensionDir = EXTENSION_DIR } = {}) {
   const { chromium } = loadPlaywright();
   const profile = await mkdtemp(join(tmpdir(), "batch-pacer-chromium-"));
   const args = [
     "--no-sandbox",
     "--disable-gpu",
     "--disable-dev-shm-usage",
-    `--disable-extensions-except=${EXTENSION_DIR}`,
-    `--load-extension=${EXTENSION_DIR}`,
+    `--disable-extensions-except=${extensionDir}`,
+    `--load-extension=${extensionDir}`,
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",

@@ -3,6 +3,8 @@
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync } from "node:fs";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { skipIfMissing } from "./requirements.mjs";
@@ -361,3 +363,38 @@ for (const think of [false, true]) {
       assert.ok(flows.page.pacer.earlyResolved > 0, "paragraphs showed before their stream ended");
     }));
 }
+
+// The manifest line the package's load error quotes (README, "The CSP, per browser and
+// manifest version").
+const CSP_LINE = `"content_security_policy": {"extension_pages": "script-src 'self' 'wasm-unsafe-eval'; object-src 'self'"}`;
+
+test("without 'wasm-unsafe-eval' in the manifest, every paragraph and every page message gets the load error, never silence", { skip }, async (t) => {
+  // The demo as an extension that forgot the CSP line: a copy, its manifest without it.
+  const dir = await mkdtemp(join(tmpdir(), "batch-pacer-no-csp-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  await cp(harness.EXTENSION_DIR, dir, { recursive: true });
+  const manifest = JSON.parse(await readFile(join(dir, "manifest.json"), "utf8"));
+  assert.ok(manifest.content_security_policy, "the demo's manifest allows WebAssembly");
+  delete manifest.content_security_policy;
+  await writeFile(join(dir, "manifest.json"), JSON.stringify(manifest, null, 2));
+
+  const browser = await harness.launchChromium({ extensionDir: dir });
+  t.after(() => browser.close());
+  // The worker registered its listeners although the module could not load.
+  const answer = await harness.extensionMessage(browser, { type: "getStats" });
+  assert.equal(answer?.ok, false);
+  assert.equal(answer.error.code, "not_initialized");
+  assert.ok(answer.error.message.includes(CSP_LINE), answer.error.message);
+
+  const page = await openPage(browser, "?cueStart=100&cueInterval=50");
+  const done = await harness.waitTranslated(page, { timeoutMs: 60_000 });
+  assert.equal(done.failed, done.pageTotal + done.subtitlesTotal, "every paragraph and cue was answered, as failed");
+  const shown = await harness.translations(page);
+  assert.ok(shown.length > 50, `only ${shown.length} paragraphs found`);
+  for (const item of shown) {
+    assert.equal(item.shown, 1, `${item.id} shows ${item.shown} answers`);
+    assert.ok(item.failed, `${item.id}: ${item.translation}`);
+    assert.ok(item.translation.startsWith("⚠ not translated (not_initialized): "), item.translation);
+    assert.ok(item.translation.includes(CSP_LINE), item.translation);
+  }
+});

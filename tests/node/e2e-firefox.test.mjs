@@ -19,8 +19,9 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
+import { cp, mkdtemp, readFile, rm, writeFile } from "node:fs/promises";
 import { createRequire } from "node:module";
-import { homedir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import { skipIfMissing } from "./requirements.mjs";
@@ -99,8 +100,8 @@ after(async () => {
   await site?.close();
 });
 
-/** A fresh headless Firefox (fresh profile) with the demo extension installed. */
-async function withFirefox(t, fn) {
+/** A fresh headless Firefox (fresh profile) with the demo extension (or a changed copy, `extensionDir`) installed. */
+async function withFirefox(t, fn, extensionDir = EXTENSION_DIR) {
   const { webdriver, firefox } = selenium;
   const options = new firefox.Options()
     .setBinary(FIREFOX)
@@ -113,7 +114,7 @@ async function withFirefox(t, fn) {
     .setFirefoxService(service)
     .build();
   t.after(() => driver.quit().catch(() => {}));
-  const id = await driver.installAddon(EXTENSION_DIR, true);
+  const id = await driver.installAddon(extensionDir, true);
   assert.equal(id, ADDON_ID);
   return fn(driver);
 }
@@ -259,3 +260,29 @@ test("Firefox: Stream replies ticked on the options page: the page's paragraphs 
     assert.ok(shownPreviews > 0, "previews were shown while the replies streamed");
     assert.equal(await driver.executeScript(() => document.querySelectorAll(".bp-preview").length), 0);
   }));
+
+// The manifest line the package's load error quotes (README, "The CSP, per browser and
+// manifest version").
+const CSP_LINE = `"content_security_policy": {"extension_pages": "script-src 'self' 'wasm-unsafe-eval'; object-src 'self'"}`;
+
+test("Firefox: without 'wasm-unsafe-eval' in the manifest, every paragraph and cue gets the load error, never silence", { skip, timeout: 60_000 }, async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), "batch-pacer-no-csp-"));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  await cp(EXTENSION_DIR, dir, { recursive: true });
+  const manifest = JSON.parse(await readFile(join(dir, "manifest.json"), "utf8"));
+  assert.ok(manifest.content_security_policy, "the demo's manifest allows WebAssembly");
+  delete manifest.content_security_policy;
+  await writeFile(join(dir, "manifest.json"), JSON.stringify(manifest, null, 2));
+  await withFirefox(t, async (driver) => {
+    await driver.get(`${site.url}?cueStart=100&cueInterval=50`);
+    const done = await waitTranslated(driver, { timeoutMs: 40_000 });
+    assert.equal(done.failed, done.pageTotal + CUES, "every paragraph and cue was answered, as failed");
+    const shown = await translations(driver);
+    assert.ok(shown.length > 50, `only ${shown.length} paragraphs found`);
+    for (const item of shown) {
+      assert.equal(item.shown, 1, `${item.id} shows ${item.shown} answers`);
+      assert.ok(item.translation.startsWith("⚠ not translated (not_initialized): "), item.translation);
+      assert.ok(item.translation.includes(CSP_LINE), item.translation);
+    }
+  }, dir);
+});
