@@ -54,7 +54,9 @@ pub struct Call {
     pub compat: Rc<CompatInfo>,
     /// 0 for the first try of these texts, then 1, 2, ...
     pub attempt: u32,
-    /// The call is abandoned (and cancelled) after this long, if set.
+    /// The call is abandoned (and cancelled) after this long without a whole reply or a
+    /// stream's first value, if set (`timeoutMs` plus `timeoutPerCharacterMs` per
+    /// character of its texts).
     pub timeout: Option<Duration>,
     /// The most output tokens a faithful answer needs (`request.maxOutputTokens`).
     pub max_output_tokens: u32,

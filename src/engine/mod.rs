@@ -500,7 +500,8 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Withdraws the item of `ticket` (its signal was aborted): it rejects with `aborted`
-    /// now, and leaves its batch unless its call is already running.
+    /// now, and leaves its batch unless its call is already running; a running call that
+    /// no item waits for any more is cancelled.
     pub fn handle_abort(&mut self, now: Instant, ticket: Ticket) {
         self.advance(now);
         let Some(Left { job: job_key, last }) = self.jobs.leave(ticket) else {
@@ -511,12 +512,9 @@ impl<C: Clone> Engine<C> {
         if !last {
             return;
         }
-        let running = self
-            .batches
-            .get(batch_key)
-            .is_some_and(|b| matches!(b.state(), State::Running(_)));
-        if !running {
-            self.withdraw(job_key);
+        match self.batches.get(batch_key).map(Batch::state) {
+            Some(State::Running(call)) => self.abandon_if_unneeded(call, batch_key),
+            _ => self.withdraw(job_key),
         }
         self.after_input();
     }
@@ -579,7 +577,8 @@ impl<C: Clone> Engine<C> {
         self.out.next_call()
     }
 
-    /// The next call whose signal must be aborted (timed out, or the pacer was disposed).
+    /// The next call whose signal must be aborted (timed out, no item waits for it any
+    /// more, or the pacer was disposed).
     pub fn poll_cancel(&mut self) -> Option<CallId> {
         self.out.next_cancel()
     }

@@ -78,6 +78,15 @@ impl<C> Outbox<C> {
     }
 
     /// The next call whose signal is to abort.
+    /// Call `id` is no longer wanted: taken back if the driver has not started it yet,
+    /// else cancelled.
+    pub(super) fn withdraw_call(&mut self, id: CallId) {
+        match self.calls.iter().position(|call| call.id == id) {
+            Some(queued) => drop(self.calls.remove(queued)),
+            None => self.cancel(id),
+        }
+    }
+
     pub(super) fn next_cancel(&mut self) -> Option<CallId> {
         self.cancels.pop_front()
     }

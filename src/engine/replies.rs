@@ -13,6 +13,7 @@ use super::Engine;
 use crate::alignment;
 use crate::batch_limit::Proved;
 use crate::call::{Call, Failure, Layout, Reply};
+use crate::call_timeout::CallTimeout;
 use crate::codec::{self, Mismatch};
 use crate::item::is_blank;
 use crate::markers;
@@ -25,6 +26,7 @@ use crate::settle::{ErrorCode, PacerFailure};
 use crate::slab::Id;
 use crate::stats::{Event, RetryReason};
 use crate::stream::{reply_cap, ReplyText};
+use crate::text::utf16_len;
 
 /// A string reply's visible text: reasoning removed. `None` for a single text left
 /// empty by the removal: no answer at all, a failed call ([`left_empty`]), retried like
@@ -215,7 +217,8 @@ impl<C: Clone> Engine<C> {
         let cap = reply_cap(&texts);
         let context = quota::input_tokens(&compat.context);
         let estimated_input = quota::prompt_input(text_tokens, context, is_batch);
-        let timeout = self.call_timeout();
+        let characters = texts.iter().map(|t| utf16_len(t)).sum();
+        let timeout = CallTimeout::new(&self.options, characters);
         let run = Running::new(batch_key, provider, charge, reading, timeout, self.now)
             .with_bounds(estimated_input, cap);
         let id = self.calls.insert_new(run);
@@ -230,7 +233,7 @@ impl<C: Clone> Engine<C> {
             is_batch,
             compat,
             attempt,
-            timeout,
+            timeout: timeout.first(),
             max_output_tokens,
             reply_cap: u32::try_from(cap).unwrap_or(u32::MAX),
         });
