@@ -398,6 +398,12 @@ impl<C: Clone> Engine<C> {
         self.after_input();
     }
 
+    /// Asks calls to name the item of each of their texts (`Call::items`, for the driver's
+    /// per-item data); without this call they name none.
+    pub fn want_call_items(&mut self) {
+        self.out.want_call_items();
+    }
+
     /// Asks for previews (`poll_preview`); without this call none are made.
     pub fn want_previews(&mut self) {
         self.out.want_previews();

@@ -192,7 +192,13 @@ impl<C: Clone> Engine<C> {
         // The output bound needs the texts' tokens: the jobs' estimates when they were
         // made (a token budget, the user's estimateTokens), else the built-in one.
         let mut text_tokens = 0.0;
+        let want_items = self.out.wants_call_items();
+        let mut items = Vec::new();
         for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
+            if want_items {
+                // Identical items share the job: its first waiter speaks for them.
+                items.push(job.waiters().iter().next().unwrap_or(0));
+            }
             text_tokens += match job.tokens() {
                 t if t > 0.0 => f64::from(t),
                 _ => quota::input_tokens(job.text()),
@@ -227,6 +233,7 @@ impl<C: Clone> Engine<C> {
             id,
             ids,
             texts,
+            items,
             text,
             layout,
             instructions,
