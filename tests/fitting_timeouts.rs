@@ -272,3 +272,51 @@ fn a_call_the_driver_has_not_started_yet_is_taken_back_when_its_items_are_aborte
     assert_eq!(sim.code(t), ErrorCode::Aborted);
     assert_eq!(sim.engine.stats().in_flight, 0);
 }
+
+#[test]
+fn items_a_stream_resolved_early_no_longer_need_the_call() {
+    // Unlike lengths, so that a closed segment is proven once the next one has begun.
+    const UNLIKE: [&str; 4] = [
+        "A short opening line.",
+        "A much longer second paragraph, which goes on for quite a while with many more words than the others have.",
+        "Brief third.",
+        "And a fourth paragraph of a middling length, to close the batch.",
+    ];
+    let mut sim = Sim::new(marker_options(&[]), |call: &Call, _| {
+        let mut values: Vec<(Duration, Streamed)> = call
+            .texts
+            .iter()
+            .zip(call.markers())
+            .map(|(text, (open, close))| {
+                let segment = format!("{open}{}{close}\n", echo(text));
+                (after(100.0), Streamed::Value(StreamValue::Text(segment)))
+            })
+            .collect();
+        values.push((after(100.0), Streamed::Value(StreamValue::End)));
+        Answer::Stream(values)
+    });
+    let tickets: Vec<_> = UNLIKE.iter().map(|t| sim.translate(&item(t))).collect();
+    // The window ends at 100 ms; the first two segments come at 200 and 300 ms.
+    sim.drive_until(ms(350.0));
+    let (early, open): (Vec<_>, Vec<_>) =
+        (0..4).partition(|i| sim.results.contains_key(&tickets[*i]));
+    assert!(
+        !early.is_empty() && open.len() >= 2,
+        "resolved early: {early:?}"
+    );
+    for i in &open[..open.len() - 1] {
+        sim.abort(tickets[*i]);
+    }
+    assert!(sim.cancelled.is_empty(), "the last open item still waits");
+    sim.abort(tickets[*open.last().unwrap()]);
+    assert_eq!(sim.cancelled, [sim.calls[0].id]);
+    sim.drive();
+    sim.assert_settled_once(&tickets);
+    for i in early {
+        assert_eq!(sim.ok(tickets[i]), echo(UNLIKE[i]));
+    }
+    for i in open {
+        assert_eq!(sim.code(tickets[i]), ErrorCode::Aborted);
+    }
+    assert_eq!(sim.calls.len(), 1);
+}

@@ -1,6 +1,7 @@
 //! The `Calls` part: the calls running now, the next call id, their deadlines, and the
 //! strings every call of a size or layout repeats. It keeps "a call id is given once, and
-//! a running call is in the table until its answer, its timeout or dispose takes it out",
+//! a running call is in the table until its answer, its timeout, the abort of all its
+//! items or dispose takes it out",
 //! and owns the deadlines (`next_deadline`, `expired`), which only it can judge.
 
 use std::rc::Rc;

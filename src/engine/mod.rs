@@ -37,7 +37,8 @@
 //!   and a registered combination's item keys equal those made from its fields.
 //! - `calls::Calls`: the running calls, call ids, their deadlines and the strings calls
 //!   repeat; a call id is given once (`Calls::insert_new` makes it with its record), and
-//!   a call is running until its answer, its timeout or dispose.
+//!   a call is running until its answer, its timeout, the abort of all its items or
+//!   dispose.
 //! - `outbox::Outbox`: the outputs in order and the statistics; every settlement goes
 //!   through `Outbox::settle`, so the item counters add up.
 //! - the leaf types `Store` (with its lookups' deadlines), `Lru`, `TokenBucket`,
