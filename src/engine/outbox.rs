@@ -80,7 +80,6 @@ impl<C> Outbox<C> {
         self.cancels.push_back(id);
     }
 
-    /// The next call whose signal is to abort.
     /// Call `id` is no longer wanted: taken back if the driver has not started it yet,
     /// else cancelled.
     pub(super) fn withdraw_call(&mut self, id: CallId) {
@@ -90,6 +89,7 @@ impl<C> Outbox<C> {
         }
     }
 
+    /// The next call whose signal is to abort.
     pub(super) fn next_cancel(&mut self) -> Option<CallId> {
         self.cancels.pop_front()
     }
