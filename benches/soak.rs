@@ -294,7 +294,8 @@ impl Soak {
     /// The seeded provider: decides what happens to a call and schedules its answer.
     fn provider(&mut self, pacer: usize, call: Call) {
         let latency = 20 + self.rng.below(400);
-        let timeout_ms = self.pacers[pacer].engine.options().timeout_ms as u64;
+        // The call's own timeout: `timeoutMs` plus its per-character part.
+        let timeout_ms = call.timeout.map_or(0.0, |t| t.as_millis()) as u64;
         let echoes: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();
         let correct = if self.rng.chance(300) {
             Reply::Texts(echoes.clone())

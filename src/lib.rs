@@ -50,6 +50,7 @@
 //!     reported limits), shared by the pacers of one budget.
 //!   - `budget`: one budget (and provider pacing state) shared by several pacers.
 //!   - `retry`: which failures are retried, backoff, jitter.
+//!   - `call_timeout`: how long a call may take, by the characters it sends.
 //!   - `batch_limit`: the batch size a provider's replies have shown it can carry.
 //!   - `output_bound`: how many output tokens a faithful answer to a call can need.
 //!   - `length_ratio`: how long a provider's translations are against their sources.
@@ -87,8 +88,8 @@ mod memo;
 pub use memo::{cache, key, store};
 mod pacing;
 pub use pacing::{
-    adaptive, batch_limit, bucket, budget, estimate, length_ratio, output_bound, provider, quota,
-    retry,
+    adaptive, batch_limit, bucket, budget, call_timeout, estimate, length_ratio, output_bound,
+    provider, quota, retry,
 };
 mod layout;
 pub use layout::{

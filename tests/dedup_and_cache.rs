@@ -101,3 +101,20 @@ fn a_twin_raising_priority_during_a_store_lookup_counts() {
         "priority 5 twin must overtake"
     );
 }
+
+#[test]
+fn a_call_names_the_first_item_that_waits_for_each_text_once_asked() {
+    let mut sim = Sim::new(marker_options(&[]), echo_provider(10.0));
+    sim.translate(&item("before"));
+    sim.drive();
+    assert_eq!(sim.calls[0].items, [], "not asked: no item named");
+
+    sim.engine.want_call_items();
+    let first = sim.translate(&item("shared"));
+    let twin = sim.translate(&item("shared"));
+    let other = sim.translate(&item("other"));
+    sim.drive();
+    assert_eq!(sim.calls[1].texts, ["shared", "other"]);
+    assert_eq!(sim.calls[1].items, [first, other]);
+    assert_eq!(sim.ok(twin), echo("shared"));
+}

@@ -98,6 +98,7 @@ fn check_ranges(o: &Options) {
     for (name, ms) in [
         ("batchDelayMs", o.batch_delay_ms),
         ("timeoutMs", o.timeout_ms),
+        ("timeoutPerCharacterMs", o.timeout_per_character_ms),
         ("baseRetryDelayMs", o.base_retry_delay_ms),
     ] {
         // -0 is folded into 0, so no later arithmetic sees a negative zero.

@@ -3,6 +3,7 @@
 use std::rc::Rc;
 
 use crate::hash::FoldHasher;
+use crate::settle::Ticket;
 use crate::text::utf16_len;
 use crate::time::Duration;
 
@@ -36,6 +37,9 @@ pub struct Call {
     pub id: CallId,
     /// The texts, in order.
     pub texts: Vec<String>,
+    /// For each text, the ticket of the first item that waits for it (0: none), when the
+    /// driver asked for them (`Engine::want_call_items`); empty otherwise.
+    pub items: Vec<Ticket>,
     /// What the model is sent: the texts laid out as `layout` says (the only text for a
     /// single request).
     pub text: String,
@@ -54,7 +58,9 @@ pub struct Call {
     pub compat: Rc<CompatInfo>,
     /// 0 for the first try of these texts, then 1, 2, ...
     pub attempt: u32,
-    /// The call is abandoned (and cancelled) after this long, if set.
+    /// The call is abandoned (and cancelled) after this long without a whole reply or a
+    /// stream's first value, if set (`timeoutMs` plus `timeoutPerCharacterMs` per
+    /// character of its texts).
     pub timeout: Option<Duration>,
     /// The most output tokens a faithful answer needs (`request.maxOutputTokens`).
     pub max_output_tokens: u32,

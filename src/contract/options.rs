@@ -79,8 +79,11 @@ pub struct Options {
     pub max_batch_retries: u64,
     /// After those retries, send the batch's items one by one.
     pub fallback_to_individual: bool,
-    /// Per-call timeout in milliseconds; 0 means none.
+    /// Per-call timeout in milliseconds; 0 means none (whatever the per-character part).
     pub timeout_ms: f64,
+    /// Added to `timeout_ms` per character a call sends (UTF-16 code units), for a whole
+    /// reply and a stream's first value (see `call_timeout`).
+    pub timeout_per_character_ms: f64,
     /// Retries of a failed call (network error, timeout, 408, 409, 5xx, bad reply).
     pub max_retries: u64,
     /// Exponential backoff base in milliseconds.
@@ -139,6 +142,7 @@ impl Default for Options {
             max_batch_retries: 3,
             fallback_to_individual: true,
             timeout_ms: 20_000.0,
+            timeout_per_character_ms: 15.0,
             max_retries: 2,
             base_retry_delay_ms: 1000.0,
             max_rate_limit_retries: 10,
@@ -159,7 +163,7 @@ impl Default for Options {
 /// handled by the binding layer). A patch entry's name is looked up here and handled by
 /// a `match` on the option: a `match` on the names themselves compares strings arm after
 /// arm, much more code in the .wasm.
-const OPTIONS: [(&str, OptionName); 20] = {
+const OPTIONS: [(&str, OptionName); 21] = {
     use OptionName::*;
     [
         ("rate", Rate),
@@ -171,6 +175,7 @@ const OPTIONS: [(&str, OptionName); 20] = {
         ("maxBatchRetries", MaxBatchRetries),
         ("fallbackToIndividual", FallbackToIndividual),
         ("timeoutMs", TimeoutMs),
+        ("timeoutPerCharacterMs", TimeoutPerCharacterMs),
         ("maxRetries", MaxRetries),
         ("baseRetryDelayMs", BaseRetryDelayMs),
         ("maxRateLimitRetries", MaxRateLimitRetries),
@@ -186,8 +191,8 @@ const OPTIONS: [(&str, OptionName); 20] = {
 };
 
 /// The names of [`OPTIONS`], in order.
-pub const OPTION_NAMES: [&str; 20] = {
-    let mut names = [""; 20];
+pub const OPTION_NAMES: [&str; 21] = {
+    let mut names = [""; 21];
     let mut i = 0;
     while i < names.len() {
         names[i] = OPTIONS[i].0;
@@ -207,6 +212,7 @@ enum OptionName {
     MaxBatchRetries,
     FallbackToIndividual,
     TimeoutMs,
+    TimeoutPerCharacterMs,
     MaxRetries,
     BaseRetryDelayMs,
     MaxRateLimitRetries,
@@ -434,6 +440,9 @@ impl Options {
                 MaxBatchRetries => next.max_batch_retries = integer_at_least(name, 0, value)?,
                 FallbackToIndividual => next.fallback_to_individual = boolean(name, value)?,
                 TimeoutMs => next.timeout_ms = finite_at_least_zero(name, value)?,
+                TimeoutPerCharacterMs => {
+                    next.timeout_per_character_ms = finite_at_least_zero(name, value)?
+                }
                 MaxRetries => next.max_retries = integer_at_least(name, 0, value)?,
                 BaseRetryDelayMs => next.base_retry_delay_ms = finite_at_least_zero(name, value)?,
                 MaxRateLimitRetries => {
@@ -479,6 +488,10 @@ impl Options {
             ("maxBatchRetries", Number(self.max_batch_retries as f64)),
             ("fallbackToIndividual", Bool(self.fallback_to_individual)),
             ("timeoutMs", Number(self.timeout_ms)),
+            (
+                "timeoutPerCharacterMs",
+                Number(self.timeout_per_character_ms),
+            ),
             ("maxRetries", Number(self.max_retries as f64)),
             ("baseRetryDelayMs", Number(self.base_retry_delay_ms)),
             (
@@ -519,7 +532,7 @@ mod tests {
     #[test]
     fn defaults_are_the_contract() {
         let names: Vec<_> = Options::default().entries().iter().map(|e| e.0).collect();
-        assert_eq!(names, [&OPTION_NAMES[..16], &OPTION_NAMES[17..19]].concat());
+        assert_eq!(names, [&OPTION_NAMES[..17], &OPTION_NAMES[18..20]].concat());
         let o = Options::default();
         assert_eq!((o.rate, o.capacity, o.max_in_flight), (8.0, 60.0, 0));
         assert_eq!(
@@ -532,6 +545,7 @@ mod tests {
             (o.timeout_ms, o.max_retries, o.base_retry_delay_ms),
             (20_000.0, 2, 1000.0)
         );
+        assert_eq!(o.timeout_per_character_ms, 15.0);
         assert_eq!((o.max_rate_limit_retries, o.cache_entries), (10, 1000));
         assert_eq!(o.segment_format, SegmentFormat::Markers);
         assert_eq!(o.tokens_per_minute, 0.0);
@@ -596,6 +610,14 @@ mod tests {
         assert_eq!(
             err(&[("timeoutMs", Number(f64::INFINITY))]),
             "timeoutMs must be a finite number >= 0 (got Infinity)"
+        );
+        assert_eq!(
+            err(&[("timeoutPerCharacterMs", Number(-0.5))]),
+            "timeoutPerCharacterMs must be a finite number >= 0 (got -0.5)"
+        );
+        assert_eq!(
+            err(&[("timeoutPerCharacterMs", Text("15".into()))]),
+            "timeoutPerCharacterMs must be a finite number >= 0 (got \"15\")"
         );
         assert_eq!(
             err(&[("adaptiveRate", Null)]),

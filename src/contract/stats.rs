@@ -185,7 +185,7 @@ pub enum Event {
         /// Until the window resets.
         wait: Duration,
     },
-    /// A call took longer than `timeoutMs` and was cancelled.
+    /// A call took longer than its timeout (`call_timeout`) and was cancelled.
     Timeout {
         /// The provider.
         provider_id: Rc<str>,

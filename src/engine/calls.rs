@@ -1,6 +1,7 @@
 //! The `Calls` part: the calls running now, the next call id, their deadlines, and the
 //! strings every call of a size or layout repeats. It keeps "a call id is given once, and
-//! a running call is in the table until its answer, its timeout or dispose takes it out",
+//! a running call is in the table until its answer, its timeout, the abort of all its
+//! items or dispose takes it out",
 //! and owns the deadlines (`next_deadline`, `expired`), which only it can judge.
 
 use std::rc::Rc;
@@ -9,10 +10,11 @@ use super::batches::{Batch, Batches};
 use super::pacer::Charge;
 use super::streamed::Streamed;
 use crate::call::{CallId, Report};
+use crate::call_timeout::CallTimeout;
 use crate::deadlines::Deadlines;
 use crate::markers;
 use crate::slab::{Id, Slab};
-use crate::time::{Duration, Instant};
+use crate::time::Instant;
 
 /// How a call's reply is read back onto its items.
 #[derive(Debug)]
@@ -35,8 +37,8 @@ pub(super) struct Running {
     /// What it was charged (its estimated cost, its place among the provider's calls,
     /// the provider's 429 episode when it started).
     charge: Charge,
-    /// The call's timeout (`timeoutMs` when it started) and when it runs out.
-    timeout: Option<Duration>,
+    /// The call's timeouts (made from the options when it started) and when it runs out.
+    timeout: CallTimeout,
     deadline: Option<Instant>,
     /// How to read the reply.
     reading: Reading,
@@ -59,7 +61,7 @@ impl Running {
         provider: u32,
         charge: Charge,
         reading: Reading,
-        timeout: Option<Duration>,
+        timeout: CallTimeout,
         now: Instant,
     ) -> Self {
         Running {
@@ -67,7 +69,7 @@ impl Running {
             provider,
             charge,
             timeout,
-            deadline: timeout.map(|t| now + t),
+            deadline: timeout.first().map(|t| now + t),
             reading,
             stream: None,
             estimated_input: 0.0,
@@ -108,8 +110,8 @@ impl Running {
         &self.charge
     }
 
-    /// Its timeout (`timeoutMs` when it started).
-    pub(super) fn timeout(&self) -> Option<Duration> {
+    /// Its timeouts (made when it started).
+    pub(super) fn timeout(&self) -> CallTimeout {
         self.timeout
     }
 
@@ -118,9 +120,9 @@ impl Running {
         self.deadline
     }
 
-    /// A value of its stream came at `now`: its timeout starts again.
+    /// A value of its stream came at `now`: the wait for the next one starts.
     pub(super) fn restart_deadline(&mut self, now: Instant) {
-        self.deadline = self.timeout.map(|t| now + t);
+        self.deadline = self.timeout.between_values().map(|t| now + t);
     }
 
     /// How to read its reply.

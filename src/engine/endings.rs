@@ -1,9 +1,11 @@
 //! How a job ends, in one place: translated by a call, found in the persistent store,
-//! failed, or withdrawn by its last waiter. Each way leaves the `Jobs` part through
+//! failed, or withdrawn by its last waiter (with its running call, when no item of that
+//! call is waited for any more). Each way leaves the `Jobs` part through
 //! `Jobs::end`, tells the cache and the store what they must learn, drops the job from
 //! its group's count, and settles its tickets.
 
 use super::{Batch, Engine, Group, Job};
+use crate::call::CallId;
 use crate::settle::{PacerFailure, Ticket};
 use crate::slab::Id;
 
@@ -83,6 +85,29 @@ impl<C: Clone> Engine<C> {
             self.batches.remove(batch_key);
         }
         self.end_job(job_key, group, Ending::Withdrawn);
+    }
+
+    /// Cancels running call `id` of `batch_key` when none of its items has a waiter left
+    /// (each was aborted, its dedup twins too): its jobs end withdrawn, so nothing of
+    /// its reply is used, cached or retried, and an answer that comes finds no call.
+    pub(super) fn abandon_if_unneeded(&mut self, id: CallId, batch_key: Id<Batch>) {
+        let Some(batch) = self.batches.get(batch_key) else {
+            return;
+        };
+        let mut jobs = batch.jobs().iter().filter_map(|j| self.jobs.get(*j));
+        if jobs.any(|job| !job.waiters().is_empty()) {
+            return;
+        }
+        if self.calls.remove(id).is_none() {
+            return;
+        }
+        self.out.withdraw_call(id);
+        if let Some(batch) = self.batches.remove(batch_key) {
+            let group = batch.compat();
+            for job_key in batch.into_jobs() {
+                self.end_job(job_key, group, Ending::Withdrawn);
+            }
+        }
     }
 
     /// Rejects every waiter of every item of a batch, running or not.

@@ -74,7 +74,7 @@ impl Waiters {
         }
     }
 
-    fn is_empty(&self) -> bool {
+    pub(super) fn is_empty(&self) -> bool {
         self.first == 0
     }
 

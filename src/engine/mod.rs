@@ -37,7 +37,8 @@
 //!   and a registered combination's item keys equal those made from its fields.
 //! - `calls::Calls`: the running calls, call ids, their deadlines and the strings calls
 //!   repeat; a call id is given once (`Calls::insert_new` makes it with its record), and
-//!   a call is running until its answer, its timeout or dispose.
+//!   a call is running until its answer, its timeout, the abort of all its items or
+//!   dispose.
 //! - `outbox::Outbox`: the outputs in order and the statistics; every settlement goes
 //!   through `Outbox::settle`, so the item counters add up.
 //! - the leaf types `Store` (with its lookups' deadlines), `Lru`, `TokenBucket`,
@@ -398,6 +399,12 @@ impl<C: Clone> Engine<C> {
         self.after_input();
     }
 
+    /// Asks calls to name the item of each of their texts (`Call::items`, for the driver's
+    /// per-item data); without this call they name none.
+    pub fn want_call_items(&mut self) {
+        self.out.want_call_items();
+    }
+
     /// Asks for previews (`poll_preview`); without this call none are made.
     pub fn want_previews(&mut self) {
         self.out.want_previews();
@@ -500,7 +507,8 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Withdraws the item of `ticket` (its signal was aborted): it rejects with `aborted`
-    /// now, and leaves its batch unless its call is already running.
+    /// now, and leaves its batch unless its call is already running; a running call that
+    /// no item waits for any more is cancelled.
     pub fn handle_abort(&mut self, now: Instant, ticket: Ticket) {
         self.advance(now);
         let Some(Left { job: job_key, last }) = self.jobs.leave(ticket) else {
@@ -511,12 +519,9 @@ impl<C: Clone> Engine<C> {
         if !last {
             return;
         }
-        let running = self
-            .batches
-            .get(batch_key)
-            .is_some_and(|b| matches!(b.state(), State::Running(_)));
-        if !running {
-            self.withdraw(job_key);
+        match self.batches.get(batch_key).map(Batch::state) {
+            Some(State::Running(call)) => self.abandon_if_unneeded(call, batch_key),
+            _ => self.withdraw(job_key),
         }
         self.after_input();
     }
@@ -579,7 +584,8 @@ impl<C: Clone> Engine<C> {
         self.out.next_call()
     }
 
-    /// The next call whose signal must be aborted (timed out, or the pacer was disposed).
+    /// The next call whose signal must be aborted (timed out, no item waits for it any
+    /// more, or the pacer was disposed).
     pub fn poll_cancel(&mut self) -> Option<CallId> {
         self.out.next_cancel()
     }

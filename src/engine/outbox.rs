@@ -40,6 +40,8 @@ pub(super) struct Outbox<C> {
     stats: Stats,
     /// Previews of streamed translations; `None` until the driver asks for them.
     previews: Option<VecDeque<Preview>>,
+    /// Whether each call names the item of each of its texts (`Call::items`).
+    call_items: bool,
 }
 
 impl<C> Default for Outbox<C> {
@@ -51,6 +53,7 @@ impl<C> Default for Outbox<C> {
             events: VecDeque::new(),
             stats: Stats::default(),
             previews: None,
+            call_items: false,
         }
     }
 }
@@ -75,6 +78,15 @@ impl<C> Outbox<C> {
     /// A call whose signal is to abort.
     pub(super) fn cancel(&mut self, id: CallId) {
         self.cancels.push_back(id);
+    }
+
+    /// Call `id` is no longer wanted: taken back if the driver has not started it yet,
+    /// else cancelled.
+    pub(super) fn withdraw_call(&mut self, id: CallId) {
+        match self.calls.iter().position(|call| call.id == id) {
+            Some(queued) => drop(self.calls.remove(queued)),
+            None => self.cancel(id),
+        }
     }
 
     /// The next call whose signal is to abort.
@@ -118,6 +130,16 @@ impl<C> Outbox<C> {
             Counter::StreamedCalls => &mut self.stats.streamed_calls,
         };
         *field += n;
+    }
+
+    /// Calls name the item of each of their texts from now on.
+    pub(super) fn want_call_items(&mut self) {
+        self.call_items = true;
+    }
+
+    /// Whether calls name the item of each of their texts.
+    pub(super) fn wants_call_items(&self) -> bool {
+        self.call_items
     }
 
     /// Previews are wanted from now on.

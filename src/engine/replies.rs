@@ -13,6 +13,7 @@ use super::Engine;
 use crate::alignment;
 use crate::batch_limit::Proved;
 use crate::call::{Call, Failure, Layout, Reply};
+use crate::call_timeout::CallTimeout;
 use crate::codec::{self, Mismatch};
 use crate::item::is_blank;
 use crate::markers;
@@ -25,6 +26,7 @@ use crate::settle::{ErrorCode, PacerFailure};
 use crate::slab::Id;
 use crate::stats::{Event, RetryReason};
 use crate::stream::{reply_cap, ReplyText};
+use crate::text::utf16_len;
 
 /// A string reply's visible text: reasoning removed. `None` for a single text left
 /// empty by the removal: no answer at all, a failed call ([`left_empty`]), retried like
@@ -190,7 +192,13 @@ impl<C: Clone> Engine<C> {
         // The output bound needs the texts' tokens: the jobs' estimates when they were
         // made (a token budget, the user's estimateTokens), else the built-in one.
         let mut text_tokens = 0.0;
+        let want_items = self.out.wants_call_items();
+        let mut items = Vec::new();
         for job in batch.jobs().iter().filter_map(|j| self.jobs.get(*j)) {
+            if want_items {
+                // Identical items share the job: its first waiter speaks for them.
+                items.push(job.waiters().iter().next().unwrap_or(0));
+            }
             text_tokens += match job.tokens() {
                 t if t > 0.0 => f64::from(t),
                 _ => quota::input_tokens(job.text()),
@@ -215,7 +223,8 @@ impl<C: Clone> Engine<C> {
         let cap = reply_cap(&texts);
         let context = quota::input_tokens(&compat.context);
         let estimated_input = quota::prompt_input(text_tokens, context, is_batch);
-        let timeout = self.call_timeout();
+        let characters = texts.iter().map(|t| utf16_len(t)).sum();
+        let timeout = CallTimeout::new(&self.options, characters);
         let run = Running::new(batch_key, provider, charge, reading, timeout, self.now)
             .with_bounds(estimated_input, cap);
         let id = self.calls.insert_new(run);
@@ -224,13 +233,14 @@ impl<C: Clone> Engine<C> {
             id,
             ids,
             texts,
+            items,
             text,
             layout,
             instructions,
             is_batch,
             compat,
             attempt,
-            timeout,
+            timeout: timeout.first(),
             max_output_tokens,
             reply_cap: u32::try_from(cap).unwrap_or(u32::MAX),
         });

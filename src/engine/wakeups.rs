@@ -86,12 +86,14 @@ impl<C: Clone> Engine<C> {
                 provider_id: self.pacer.provider_id(run.provider()),
             });
         }
-        // The call's own timeout: `setOptions` may have changed the option since.
-        let timeout_ms = js_number(run.timeout().map_or(0.0, Duration::as_millis));
+        // The call's own timeout: `setOptions` may have changed the options since.
+        let timeout = run.timeout();
         let message = if run.stream().is_some() {
-            format!("provider stream sent no value for {timeout_ms} ms")
+            let ms = js_number(timeout.between_values().map_or(0.0, Duration::as_millis));
+            format!("provider stream sent no value for {ms} ms")
         } else {
-            format!("provider call timed out after {timeout_ms} ms")
+            let ms = js_number(timeout.first().map_or(0.0, Duration::as_millis));
+            format!("provider call timed out after {ms} ms")
         };
         let failure = Failure {
             kind: FailureKind::Timeout,
@@ -106,13 +108,14 @@ impl<C: Clone> Engine<C> {
         self.on_failure(run, failure);
     }
 
-    pub(super) fn call_timeout(&self) -> Option<Duration> {
-        (self.options.timeout_ms > 0.0).then(|| Duration::from_millis(self.options.timeout_ms))
-    }
-
     /// How long a store lookup may take: `timeoutMs`, or without one
     /// [`LOOKUP_BOUND_WITHOUT_TIMEOUT`]; then it is a miss.
     pub(super) fn lookup_timeout(&self) -> Duration {
-        self.call_timeout().unwrap_or(LOOKUP_BOUND_WITHOUT_TIMEOUT)
+        let timeout_ms = self.options.timeout_ms;
+        if timeout_ms > 0.0 {
+            Duration::from_millis(timeout_ms)
+        } else {
+            LOOKUP_BOUND_WITHOUT_TIMEOUT
+        }
     }
 }

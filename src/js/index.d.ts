@@ -182,16 +182,28 @@ export interface PacerSettings {
   fallbackToIndividual: boolean;
 
   /**
-   * Timeout of each provider call, in milliseconds; `0` means none. On timeout the
-   * call's `signal` is aborted and the call counts as failed (retried like a network
-   * error; the items finally reject with code `timeout`). For a streamed reply, the
-   * longest wait from the call's start to the first value, then between two values;
-   * the whole stream has no other limit.
+   * Timeout of each provider call, in milliseconds, plus `timeoutPerCharacterMs` per
+   * character the call sends; `0` means none at all (whatever `timeoutPerCharacterMs`
+   * is). On timeout the call's `signal` is aborted and the call counts as failed
+   * (retried like a network error; the items finally reject with code `timeout`). For a
+   * streamed reply, the longest wait from the call's start to the first value (with the
+   * per-character part), then between two values (without it); the whole stream has no
+   * other limit.
    *
    * Valid range: a finite number >= 0.
    * @default 20000
    */
   timeoutMs: number;
+
+  /**
+   * Added to `timeoutMs` per character a call sends (its texts' `String.length`), for a
+   * whole reply and for a stream's first value, not between two stream values: a batch
+   * of 1,000 characters may take 35 s at the defaults, one short paragraph about 20 s.
+   *
+   * Valid range: a finite number >= 0.
+   * @default 15
+   */
+  timeoutPerCharacterMs: number;
 
   /**
    * Retries of a failed provider call: network error, timeout, a reply of the wrong
@@ -553,7 +565,9 @@ export interface TranslateItem {
   priority?: number | undefined;
   /**
    * Aborting it rejects the item with code `aborted` at once. An item not sent yet is
-   * removed from its batch; a call already running is not cancelled for it. A look-alike
+   * removed from its batch. A running call is cancelled (its `signal` aborted, its reply
+   * neither used nor cached) once every item of it has been aborted, identical items
+   * that share it included; while one still waits, it runs on. A look-alike
    * with `aborted` and `addEventListener` works too; one whose `addEventListener` throws
    * rejects the item `invalid_input` naming `signal`, before any provider call.
    */
@@ -567,11 +581,22 @@ export interface TranslateItem {
    * the promise has settled; a throwing `onPartial` is ignored.
    */
   onPartial?: ((text: string) => void) | undefined;
+  /**
+   * Anything the provider needs about the item (its settings object, a glossary id),
+   * handed over as `request.metas[i]`. Never read by the pacer, and not part of
+   * compatibility, dedup or the cache key: identical items share one provider item and
+   * its translation, and the provider gets the first one's `meta`. What changes the
+   * translation belongs in `context` or `providerId`, not here.
+   */
+  meta?: unknown;
 }
 
 // ---------------------------------------------------------------------------------------
 // Provider
 // ---------------------------------------------------------------------------------------
+
+/** How a request's texts are laid out: see `ProviderRequest.format`. */
+export type RequestFormat = "markers" | "separator" | "array" | "single";
 
 /** What the pacer hands to the provider for one call (a batch or a single text). */
 export interface ProviderRequest {
@@ -642,7 +667,19 @@ export interface ProviderRequest {
    */
   readonly maxOutputTokens: number;
   /**
-   * Aborted when the call times out (`timeoutMs`) or the pacer is disposed; pass it to
+   * One per text: the `meta` of the item it is for (the first one's, for identical
+   * items sharing it), or `undefined` when that item has none.
+   */
+  readonly metas: unknown[];
+  /**
+   * How the texts are laid out in `text`: `"markers"` or `"separator"` for a batch (see
+   * `segmentFormat`), `"single"` for one text. `"array"` is reserved for array batches of
+   * `llm: false` items.
+   */
+  readonly format: RequestFormat;
+  /**
+   * Aborted when the call times out (`timeoutMs`), when every item of it was aborted, or
+   * when the pacer is disposed; pass it to
    * `fetch`. An own enumerable accessor (a spread copy of the request has it too) whose
    * `AbortController` is made on first read, so providers that never read it do not pay
    * for one; read after the call was cancelled, it is already aborted. Assigning to it
@@ -1356,7 +1393,7 @@ export interface FallbackEvent {
   items: number;
 }
 
-/** A call took longer than `timeoutMs` and was aborted. */
+/** A call took longer than its timeout (`timeoutMs`, plus `timeoutPerCharacterMs` per character before a first value) and was aborted. */
 export interface TimeoutEvent {
   type: "timeout";
   providerId: string;

@@ -27,6 +27,7 @@ export const DEFAULTS = Object.freeze({
   maxBatchRetries: 3,
   fallbackToIndividual: true,
   timeoutMs: 20000,
+  timeoutPerCharacterMs: 15,
   maxRetries: 2,
   baseRetryDelayMs: 1000,
   maxRateLimitRetries: 10,
@@ -351,15 +352,15 @@ export class BatchPacer {
       }
       // Each field is read once, here: getters and proxies see one read. Read into
       // locals, not an object: most items never need one (see `#submit`).
-      let text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial;
+      let text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, meta;
       try {
-        ({ text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial } = item);
+        ({ text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, meta } = item);
       } catch (error) {
         this.#core.rejectUnreadable(error, reject);
         return;
       }
       if (signal === undefined || signal === null) {
-        this.#submit(text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, resolve, reject);
+        this.#submit(text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, meta, resolve, reject);
         return;
       }
       // Forward the signal's abort to the core, and stop listening once settled. The
@@ -394,7 +395,8 @@ export class BatchPacer {
         }
       }
       ticket = this.#submit(
-        text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, finish(resolve), finish(reject),
+        text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, meta, finish(resolve),
+        finish(reject),
       );
       // Code run by the core while it queued the item (onEvent, a provider) may have
       // aborted the signal before the ticket existed.
@@ -407,9 +409,9 @@ export class BatchPacer {
    * once). Fields of the expected types cross as the text and the id of the registered
    * compatibility fields; any others go through the core's full check, which names the
    * field that is wrong. Previews of a streamed reply go to the item's onPartial until it
-   * settles.
+   * settles; `meta` goes to the provider as it is.
    */
-  #submit(text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, resolve, reject) {
+  #submit(text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, meta, resolve, reject) {
     if (
       typeof text === "string" && typeof sourceLang === "string" && typeof targetLang === "string" &&
       typeof providerId === "string" && (context === undefined || (typeof context === "string" &&
@@ -421,12 +423,12 @@ export class BatchPacer {
     ) {
       const compat = this.#compatId(providerId, sourceLang, targetLang, context ?? "", llm ?? true, scope ?? "");
       if (compat !== 0) {
-        const ticket = this.#core.submit(input.write(text), compat, priority ?? 0, resolve, reject);
+        const ticket = this.#core.submit(input.write(text), compat, priority ?? 0, meta, resolve, reject);
         if (ticket && onPartial !== undefined) this.#core.watch(ticket, onPartial);
         return ticket;
       }
     }
-    const fields = { text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial };
+    const fields = { text, sourceLang, targetLang, providerId, context, llm, scope, priority, signal, onPartial, meta };
     const ticket = this.#core.translate(fields, resolve, reject);
     if (ticket && typeof onPartial === "function") this.#core.watch(ticket, onPartial);
     return ticket;
@@ -534,7 +536,7 @@ class DisposedCore {
     return this.#reject(reject);
   }
 
-  submit(bytes, compat, priority, resolve, reject) {
+  submit(bytes, compat, priority, meta, resolve, reject) {
     return this.#reject(reject);
   }
 

@@ -157,7 +157,7 @@ const SIGNAL = {
  * microseconds in Node, and many providers never read it.
  */
 class ProviderRequest {
-  constructor(call, text, spans, ids, layout, instructions, isBatch, compat, attempt, maxOutputTokens) {
+  constructor(call, text, spans, ids, layout, instructions, isBatch, compat, attempt, maxOutputTokens, metas) {
     this[CALL] = call;
     this.texts = spans === undefined ? [text] : sliceTexts(text, spans);
     // The core's shared ids: the request gets its own array of them.
@@ -176,8 +176,17 @@ class ProviderRequest {
     if (compat.length > 4) this.fallbackFrom = compat[4];
     this.attempt = attempt;
     this.maxOutputTokens = maxOutputTokens;
+    // Each item's own `meta` (the first of identical items), never read by the pacer.
+    this.metas = metas ?? new Array(this.texts.length).fill(undefined);
+    this.format = formatOf(isBatch, layout);
     Object.defineProperty(this, "signal", SIGNAL);
   }
+}
+
+/** `request.format`: how the call's texts are laid out for the model. */
+function formatOf(isBatch, layout) {
+  if (!isBatch) return "single";
+  return typeof layout === "string" ? "separator" : "markers";
 }
 
 /**
@@ -361,7 +370,7 @@ export function makeCallHost(provider, input, respond) {
     // The arguments are those of `start` in host.rs.
     // Never throws (the core calls it without a try/catch wrapper): a throwing provider
     // fails its call.
-    start(id, address, bytes, maybeLast, spansAddress, spanCount, ids, layout, instructions, isBatch, compat, attempt, maxOutputTokens, replyCap) {
+    start(id, address, bytes, maybeLast, spansAddress, spanCount, ids, layout, instructions, isBatch, compat, attempt, maxOutputTokens, replyCap, metas) {
       // Read before any other code runs: the memory is the core's until it returns.
       const text = input.text(address, bytes, maybeLast);
       const spans = spanCount === 0 ? undefined : input.numbers(spansAddress, spanCount);
@@ -370,7 +379,7 @@ export function makeCallHost(provider, input, respond) {
       let returned;
       try {
         returned = provider(
-          new ProviderRequest(call, text, spans, ids, layout, instructions, isBatch, compat, attempt, maxOutputTokens),
+          new ProviderRequest(call, text, spans, ids, layout, instructions, isBatch, compat, attempt, maxOutputTokens, metas),
         );
       } catch (error) {
         answer(FAIL, id, call, failure(error));

@@ -6,8 +6,10 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
 
 use crate::display::js_string;
+use crate::hash::IdMap;
 use crate::{
     invalid_input, Compat, ErrorCode, Item, LookupResult, OptionValue, Options, PacerFailure,
+    Ticket,
 };
 
 /// Reads a property; a throwing getter reads as `undefined`.
@@ -395,4 +397,19 @@ pub fn lookup_result(value: &JsValue) -> LookupResult {
             describe(value)
         )),
     }
+}
+
+/// `request.metas` of a call whose texts are for the items of `items` (their tickets):
+/// each item's `meta`, or undefined. Undefined as a whole when no item has one (the JS
+/// side then gives the request an array of undefined).
+pub fn metas(items: &[Ticket], metas: &IdMap<JsValue>) -> JsValue {
+    if items.is_empty() || metas.is_empty() {
+        return JsValue::UNDEFINED;
+    }
+    let array = Array::new();
+    for ticket in items {
+        // Pushed, not set by index: an array with holes would skip them in `forEach`.
+        array.push(metas.get(ticket).unwrap_or(&JsValue::UNDEFINED));
+    }
+    array.into()
 }

@@ -39,6 +39,8 @@ pub(super) struct State {
     on_event: Option<Function>,
     /// The `onPartial` of unsettled items that have one.
     partials: IdMap<Function>,
+    /// The `meta` of unsettled items that have one, for `request.metas`.
+    metas: IdMap<JsValue>,
 }
 
 pub(super) struct Inner {
@@ -56,7 +58,8 @@ pub(super) struct Inner {
 enum Action {
     Cancel(CallId),
     Settle(Resolvers, Settled<JsValue>),
-    Start(Call),
+    /// A call, with its `request.metas` (undefined when no item has a `meta`).
+    Start(Call, JsValue),
     Notify(Function, Event),
     Lookup(Lookup),
     Write(StoreWrite),
@@ -188,6 +191,7 @@ impl PacerCore {
                 spent_timer: None,
                 on_event,
                 partials: IdMap::default(),
+                metas: IdMap::default(),
             }),
             calls: Calls::new(&provider, super::answers::answer(weak)),
             clock,
@@ -213,7 +217,8 @@ impl PacerCore {
             }
         };
         let tokens = self.inner.user_tokens(|| JsValue::from_str(&fields.text));
-        self.admit(resolve, reject, |engine, now| {
+        let meta = convert::get(&item, "meta");
+        self.admit(resolve, reject, meta, |engine, now| {
             let item = Item {
                 tokens,
                 ..fields.item()
@@ -281,12 +286,14 @@ impl PacerCore {
 
     /// `translate` for an item whose fields the JS layer has type-checked (strings, a
     /// number, no signal or one not aborted): its text is the `bytes` last written to
-    /// the input buffer, its other fields those registered under `compat`.
+    /// the input buffer, its other fields those registered under `compat`; `meta` is
+    /// handed to the provider as it is.
     pub fn submit(
         &self,
         bytes: usize,
         compat: u32,
         priority: f64,
+        meta: JsValue,
         resolve: Function,
         reject: Function,
     ) -> f64 {
@@ -301,7 +308,7 @@ impl PacerCore {
             }
         };
         let tokens = self.inner.user_tokens(|| JsValue::from_str(&text));
-        self.admit(resolve, reject, |engine, now| {
+        self.admit(resolve, reject, meta, |engine, now| {
             engine.handle_submit(now, compat, &text, priority, tokens)
         })
     }
@@ -420,6 +427,7 @@ impl PacerCore {
         if let Ok(mut state) = self.inner.state.try_borrow_mut() {
             state.resolvers = SlottedMap::new(crate::ticket_slot);
             state.partials = IdMap::default();
+            state.metas = IdMap::default();
         }
     }
 }
@@ -427,12 +435,14 @@ impl PacerCore {
 type Admission = Result<Ticket, PacerFailure<JsValue>>;
 
 impl PacerCore {
-    /// Runs `handle` on the engine and keeps the item's resolvers under its ticket.
-    /// Returns the ticket for `abort` (0 when the item was rejected at once).
+    /// Runs `handle` on the engine and keeps the item's resolvers (and `meta`, unless
+    /// undefined) under its ticket. Returns the ticket for `abort` (0 when the item was
+    /// rejected at once).
     fn admit(
         &self,
         resolve: Function,
         reject: Function,
+        meta: JsValue,
         handle: impl FnOnce(&mut Engine<JsValue>, Instant) -> Admission,
     ) -> f64 {
         let now = self.inner.now();
@@ -442,10 +452,18 @@ impl PacerCore {
                 return 0.0;
             };
             let state = &mut *state;
+            let has_meta = !meta.is_undefined();
+            if has_meta {
+                // Before `handle`: the item's call may be made at once.
+                state.engine.want_call_items();
+            }
             let admitted = handle(&mut state.engine, now);
             match admitted {
                 Ok(ticket) => {
                     state.resolvers.insert(ticket, (resolve, reject));
+                    if has_meta {
+                        state.metas.insert(ticket, meta);
+                    }
                     Ok(ticket)
                 }
                 Err(error) => Err((reject, error)),
@@ -516,6 +534,9 @@ impl Inner {
             if !state.partials.is_empty() {
                 state.partials.remove(&settled.ticket);
             }
+            if !state.metas.is_empty() {
+                state.metas.remove(&settled.ticket);
+            }
             match state.resolvers.remove(settled.ticket) {
                 Some(resolvers) => return Some(Action::Settle(resolvers, settled)),
                 None => state.engine.note_duplicate_settlement(),
@@ -538,7 +559,9 @@ impl Inner {
                 return Some(Action::Notify(handler.clone(), event));
             }
         }
-        state.engine.poll_call().map(Action::Start)
+        let call = state.engine.poll_call()?;
+        let metas = convert::metas(&call.items, &state.metas);
+        Some(Action::Start(call, metas))
     }
 
     /// Performs every pending output, then re-arms the timer.
@@ -556,7 +579,7 @@ impl Inner {
                 Action::Notify(handler, event) => {
                     let _ = handler.call1(&JsValue::UNDEFINED, &views::event_object(&event));
                 }
-                Action::Start(call) => self.calls.start(&call),
+                Action::Start(call, metas) => self.calls.start(&call, &metas),
                 Action::Lookup(lookup) => self.look_up(lookup),
                 Action::Write(write) => self.write(write),
                 // A throwing onPartial is ignored: a preview is no result.

@@ -31,8 +31,8 @@ extern "C" {
     /// targetLang, context]`, then `fallbackFrom` for items moved to a fallback provider;
     /// `max_output_tokens` is `request.maxOutputTokens`, and a
     /// string reply longer than `reply_cap` UTF-16 code units is cut there (and handed
-    /// back as `REPLY_TEXT_CUT`). It never throws: whatever goes wrong comes back as the
-    /// call's failure.
+    /// back as `REPLY_TEXT_CUT`); `metas` is `request.metas` (undefined: no item has a
+    /// `meta`). It never throws: whatever goes wrong comes back as the call's failure.
     #[wasm_bindgen(method, structural)]
     #[allow(clippy::too_many_arguments)]
     fn start(
@@ -51,6 +51,7 @@ extern "C" {
         attempt: u32,
         max_output_tokens: u32,
         reply_cap: u32,
+        metas: &JsValue,
     );
 
     #[wasm_bindgen(method, structural)]
@@ -191,8 +192,8 @@ impl Calls {
         }
     }
 
-    /// Starts `call`.
-    pub fn start(&self, call: &Call) {
+    /// Starts `call`, its request's `metas` as given.
+    pub fn start(&self, call: &Call, metas: &JsValue) {
         let batch = call.texts.len() > 1;
         let (layout, compat, ids, instructions) = {
             let mut recent = self.recent.borrow_mut();
@@ -233,6 +234,7 @@ impl Calls {
             call.attempt,
             call.max_output_tokens,
             call.reply_cap,
+            metas,
         )
     }
 

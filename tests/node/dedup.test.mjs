@@ -165,6 +165,7 @@ describe("cache", () => {
     let n = 0;
     const { clock, calls, send } = setup(t, {
       timeoutMs: 50,
+      timeoutPerCharacterMs: 0,
       maxRetries: 0,
       answer: (r) => (n++ === 0 ? new Promise(() => {}) : Promise.resolve("fine")),
     });

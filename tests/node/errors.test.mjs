@@ -85,7 +85,7 @@ describe("PacerError", () => {
         if (r.text === "fail") return Promise.reject(httpError(400));
         return Promise.resolve("one");
       },
-      { clock: pacerClock, timeoutMs: 10, maxRetries: 0, maxBatchRetries: 0, fallbackToIndividual: false, maxItemsPerBatch: 2 },
+      { clock: pacerClock, timeoutMs: 10, timeoutPerCharacterMs: 0, maxRetries: 0, maxBatchRetries: 0, fallbackToIndividual: false, maxItemsPerBatch: 2 },
     );
     const states = [
       track(pacer.translate({ text: 1 })),

@@ -310,6 +310,7 @@ describe("timeoutMs", () => {
   test("aborts the call's signal on timeout; the final code is timeout", async (t) => {
     const { clock, calls, send, pacer, events } = setup(t, {
       timeoutMs: 1000,
+      timeoutPerCharacterMs: 0,
       maxRetries: 0,
       answer: () => new Promise(() => {}),
     });
@@ -330,6 +331,7 @@ describe("timeoutMs", () => {
     const requests = [];
     const { clock, send } = setup(t, {
       timeoutMs: 1000,
+      timeoutPerCharacterMs: 0,
       maxRetries: 0,
       provider: (request) => {
         requests.push(request);
@@ -377,6 +379,7 @@ describe("timeoutMs", () => {
     let late;
     const { clock, send } = setup(t, {
       timeoutMs: 100,
+      timeoutPerCharacterMs: 0,
       maxRetries: 0,
       answer: () => new Promise((resolve) => (late = resolve)),
     });
@@ -393,6 +396,7 @@ describe("timeoutMs", () => {
     const held = [];
     const { clock, send } = setup(t, {
       timeoutMs: 100,
+      timeoutPerCharacterMs: 0,
       maxRetries: 0,
       answer: (r) => new Promise((resolve) => held.push({ text: r.text, resolve })),
     });
@@ -426,10 +430,10 @@ describe("timeoutMs", () => {
     assert.equal(s.value, "finally");
   });
 
-  test("the default timeoutMs is 20000", async (t) => {
+  test("the default timeout is 20000 ms plus 15 ms per character sent", async (t) => {
     const { clock, calls, send } = setup(t, { maxRetries: 0, answer: () => new Promise(() => {}) });
     const s = send(item("x", { llm: false }));
-    await clock.tickAsync(19_999);
+    await clock.tickAsync(20_014);
     assert.equal(s.status, "pending");
     await clock.tickAsync(1);
     assert.equal(calls[0].signal.aborted, true);

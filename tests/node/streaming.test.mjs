@@ -291,6 +291,7 @@ describe("broken streams and bad values", () => {
     let late;
     const { clock, send, calls } = setup(t, {
       timeoutMs: 1000,
+      timeoutPerCharacterMs: 0,
       maxRetries: 0,
       answer: (r) => {
         if (r.texts[0] === "late") {

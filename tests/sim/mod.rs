@@ -61,6 +61,8 @@ pub struct CallRecord {
     pub id: CallId,
     pub at: Instant,
     pub texts: Vec<String>,
+    /// The item each text is for (after `Engine::want_call_items`).
+    pub items: Vec<Ticket>,
     pub separator: String,
     pub is_batch: bool,
     pub attempt: u32,
@@ -346,6 +348,7 @@ fn collect(
             id: call.id,
             at: now,
             texts: call.texts.clone(),
+            items: call.items.clone(),
             separator: call.separator().to_owned(),
             is_batch: call.is_batch,
             attempt: call.attempt,
