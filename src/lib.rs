@@ -105,7 +105,9 @@ pub use call::{
     Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota, Reply, Report, ReportedLimits,
     Usage,
 };
-pub use engine::{disposed_error, invalid_input, is_blank, ticket_slot, Engine, Item, Preview};
+pub use engine::{
+    disposed_error, invalid_input, is_blank, run_aborted, ticket_slot, Engine, Item, Preview,
+};
 pub use key::Compat;
 pub use options::{OptionValue, Options, OptionsError};
 pub use settle::{ErrorCode, PacerFailure, Settled, Ticket};

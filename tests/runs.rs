@@ -29,7 +29,11 @@ fn after(ms: f64) -> Duration {
 #[test]
 fn runs_and_translation_calls_share_the_request_bucket() {
     let (rate, capacity) = (2.0, 2.0);
-    let opts = options(&[("rate", rate), ("capacity", capacity), ("batchDelayMs", 0.0)]);
+    let opts = options(&[
+        ("rate", rate),
+        ("capacity", capacity),
+        ("batchDelayMs", 0.0),
+    ]);
     let mut sim = Sim::new(opts, provider_with(|_| Answer::After(after(10.0), done())));
     let mut items = Vec::new();
     let mut runs = Vec::new();
@@ -170,7 +174,10 @@ fn a_final_error_rejects_at_once_with_its_status() {
     sim.drive();
     assert_eq!(sim.calls.len(), 1, "a 400 is not retried");
     let error = sim.result(run).as_ref().unwrap_err();
-    assert_eq!((error.code, error.status), (ErrorCode::ProviderError, Some(400)));
+    assert_eq!(
+        (error.code, error.status),
+        (ErrorCode::ProviderError, Some(400))
+    );
 }
 
 #[test]
@@ -182,9 +189,16 @@ fn rate_limited_tries_are_retried_under_max_rate_limit_retries() {
     );
     let run = sim.run("p", 0.0);
     sim.drive();
-    assert_eq!(sim.calls.len(), 3, "429s have their own budget, not maxRetries");
+    assert_eq!(
+        sim.calls.len(),
+        3,
+        "429s have their own budget, not maxRetries"
+    );
     let error = sim.result(run).as_ref().unwrap_err();
-    assert_eq!((error.code, error.status), (ErrorCode::ProviderError, Some(429)));
+    assert_eq!(
+        (error.code, error.status),
+        (ErrorCode::ProviderError, Some(429))
+    );
     assert_eq!(sim.engine.stats().rate_limited, 3);
 }
 
@@ -235,13 +249,20 @@ fn priority_orders_a_run_among_its_providers_queued_work() {
 #[test]
 fn max_in_flight_covers_runs() {
     let opts = options(&[("maxInFlight", 1.0), ("batchDelayMs", 0.0)]);
-    let mut sim = Sim::new(opts, provider_with(|_| Answer::After(after(1000.0), done())));
+    let mut sim = Sim::new(
+        opts,
+        provider_with(|_| Answer::After(after(1000.0), done())),
+    );
     let run = sim.run("p", 0.0);
     let item = sim.translate(&single("a"));
     sim.drive();
     assert_eq!(sim.max_running, 1);
     let item_start = sim.calls.iter().find(|c| c.run.is_none()).unwrap().at;
-    assert_eq!(item_start, ms(1000.0), "the item waited for the running run");
+    assert_eq!(
+        item_start,
+        ms(1000.0),
+        "the item waited for the running run"
+    );
     assert!(sim.result(run).is_ok() && sim.result(item).is_ok());
 }
 
@@ -302,7 +323,11 @@ fn bad_input_is_invalid_input_naming_the_field() {
     assert!(empty.message.starts_with("providerId"), "{}", empty.message);
     let priority = sim.engine.handle_run(now, "p", f64::NAN).unwrap_err();
     assert_eq!(priority.code, ErrorCode::InvalidInput);
-    assert!(priority.message.starts_with("priority"), "{}", priority.message);
+    assert!(
+        priority.message.starts_with("priority"),
+        "{}",
+        priority.message
+    );
     sim.drain();
     assert!(sim.calls.is_empty());
 }
@@ -321,7 +346,10 @@ fn a_settings_error_in_a_run_rejects_the_providers_queued_items_and_runs() {
     assert_eq!(sim.calls.len(), 1, "no call after the key was refused");
     for ticket in [run, item, queued_run] {
         let error = sim.result(ticket).as_ref().unwrap_err();
-        assert_eq!((error.code, error.status), (ErrorCode::ProviderError, Some(401)));
+        assert_eq!(
+            (error.code, error.status),
+            (ErrorCode::ProviderError, Some(401))
+        );
     }
 }
 
@@ -339,6 +367,9 @@ fn a_daily_block_rejects_new_runs_without_a_call() {
     assert_eq!(sim.code(item), ErrorCode::ProviderError);
     let run = sim.run("p", 0.0);
     let error = sim.result(run).as_ref().unwrap_err();
-    assert_eq!((error.code, error.status), (ErrorCode::ProviderError, Some(429)));
+    assert_eq!(
+        (error.code, error.status),
+        (ErrorCode::ProviderError, Some(429))
+    );
     assert_eq!(sim.calls.len(), 1, "the run made no call");
 }

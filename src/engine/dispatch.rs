@@ -56,7 +56,8 @@ impl<C: Clone> Engine<C> {
                 .map(|(i, k)| (k, i))
                 .min();
             // A `pacer.run` ahead of every due batch in line (priority, then arrival).
-            let ahead = |run: &(RunKey, u32)| best.is_none_or(|(b, _)| (run.0 .0, run.0 .1) < (b.0, b.1));
+            let ahead =
+                |run: &(RunKey, u32)| best.is_none_or(|(b, _)| (run.0 .0, run.0 .1) < (b.0, b.1));
             if let Some(((_, _, run), index)) = self.best_ready_run(&held).filter(ahead) {
                 if !self.start_run(run, index) {
                     held.push(index);

@@ -121,6 +121,7 @@ pub use crate::item::{disposed_error, invalid_input, is_blank, Item};
 pub use crate::provider::ProviderPacing;
 pub use groups::Group;
 pub use jobs::{ticket_slot, Job};
+pub use run_calls::run_aborted;
 pub use streamed::Preview;
 
 /// The sans-IO pacer. `C` is the driver's error type, returned as `cause`.

@@ -30,7 +30,7 @@ use crate::stats::{BlockReason, Event, RetryReason};
 use crate::time::{Duration, Instant};
 
 /// The error of a run aborted by its signal.
-fn run_aborted<C>() -> PacerFailure<C> {
+pub fn run_aborted<C>() -> PacerFailure<C> {
     PacerFailure::new(ErrorCode::Aborted, "the run was aborted")
 }
 
@@ -64,17 +64,15 @@ impl<C: Clone> Engine<C> {
             return Ok(ticket);
         }
         let seq = self.jobs.next_seq();
-        self.runs.add(ticket, provider, Priority::new(priority), seq);
+        self.runs
+            .add(ticket, provider, Priority::new(priority), seq);
         self.after_input();
         Ok(ticket)
     }
 
     /// The best queued run whose provider's gate is open now, with its place in line
     /// and its provider (`held`: providers not to try again in this round).
-    pub(super) fn best_ready_run(
-        &self,
-        held: &[u32],
-    ) -> Option<(super::runs::RunKey, u32)> {
+    pub(super) fn best_ready_run(&self, held: &[u32]) -> Option<(super::runs::RunKey, u32)> {
         let now = self.now;
         (self.runs.first_in_lines())
             .filter(|(provider, _)| !held.contains(provider))
@@ -100,7 +98,10 @@ impl<C: Clone> Engine<C> {
             self.end_run(id, Err(error));
             return true;
         }
-        let Ok(charge) = self.pacer.try_take(provider, (0.0, 0.0), now, &self.options) else {
+        let Ok(charge) = self
+            .pacer
+            .try_take(provider, (0.0, 0.0), now, &self.options)
+        else {
             return false;
         };
         let Some(ticket) = self.runs.get(id).map(Run::ticket) else {

@@ -251,16 +251,28 @@ impl Runs {
     pub(super) fn check(&self) {
         let mut queued = 0;
         for (id, run) in self.slab.iter() {
-            assert_eq!(self.by_ticket.get(&run.ticket), Some(&id), "run {id:?}: its ticket finds it");
+            assert_eq!(
+                self.by_ticket.get(&run.ticket),
+                Some(&id),
+                "run {id:?}: its ticket finds it"
+            );
             let listed = self
                 .lines
                 .get(&run.provider)
                 .is_some_and(|line| line.contains(&run.key(id)));
-            assert_eq!(listed, run.state == RunState::Queued, "run {id:?} is in line exactly while queued");
+            assert_eq!(
+                listed,
+                run.state == RunState::Queued,
+                "run {id:?} is in line exactly while queued"
+            );
             queued += usize::from(listed);
         }
         let lined: usize = self.lines.values().map(BTreeSet::len).sum();
         assert_eq!(lined, queued, "every run in line is live");
-        assert_eq!(self.by_ticket.len(), self.slab.len(), "the ticket index holds only live runs");
+        assert_eq!(
+            self.by_ticket.len(),
+            self.slab.len(),
+            "the ticket index holds only live runs"
+        );
     }
 }

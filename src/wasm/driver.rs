@@ -18,6 +18,7 @@ use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
 use super::host::Calls;
 use super::input;
+use super::runs::RunFunctions;
 use super::views;
 use crate::hash::IdMap;
 use crate::slotted_map::SlottedMap;
@@ -39,6 +40,8 @@ pub(super) struct State {
     on_event: Option<Function>,
     /// The `onPartial` of unsettled items that have one.
     partials: IdMap<Function>,
+    /// The functions of unsettled `pacer.run`s, and their values.
+    pub(super) runs: RunFunctions,
 }
 
 pub(super) struct Inner {
@@ -57,6 +60,10 @@ enum Action {
     Cancel(CallId),
     Settle(Resolvers, Settled<JsValue>),
     Start(Call),
+    /// A try of a `pacer.run`: its function, called for call `id` and this attempt.
+    StartRun(CallId, Function, u32),
+    /// A `pacer.run` ended: its value, or why it failed.
+    SettleRun(Resolvers, Result<JsValue, PacerFailure<JsValue>>),
     Notify(Function, Event),
     Lookup(Lookup),
     Write(StoreWrite),
@@ -66,7 +73,7 @@ enum Action {
 /// The engine behind one `BatchPacer`.
 #[wasm_bindgen]
 pub struct PacerCore {
-    inner: Rc<Inner>,
+    pub(super) inner: Rc<Inner>,
 }
 
 impl core::fmt::Debug for PacerCore {
@@ -188,6 +195,7 @@ impl PacerCore {
                 spent_timer: None,
                 on_event,
                 partials: IdMap::default(),
+                runs: RunFunctions::default(),
             }),
             calls: Calls::new(&provider, super::answers::answer(weak)),
             clock,
@@ -420,6 +428,7 @@ impl PacerCore {
         if let Ok(mut state) = self.inner.state.try_borrow_mut() {
             state.resolvers = SlottedMap::new(crate::ticket_slot);
             state.partials = IdMap::default();
+            state.runs = RunFunctions::default();
         }
     }
 }
@@ -435,6 +444,18 @@ impl PacerCore {
         reject: Function,
         handle: impl FnOnce(&mut Engine<JsValue>, Instant) -> Admission,
     ) -> f64 {
+        self.admit_with(resolve, reject, |_, _| {}, handle)
+    }
+
+    /// `admit`, with `keep` storing what else the driver needs under the ticket before
+    /// the engine's outputs (which may start a call for it) are performed.
+    pub(super) fn admit_with(
+        &self,
+        resolve: Function,
+        reject: Function,
+        keep: impl FnOnce(&mut State, Ticket),
+        handle: impl FnOnce(&mut Engine<JsValue>, Instant) -> Admission,
+    ) -> f64 {
         let now = self.inner.now();
         let admitted = {
             let Ok(mut state) = self.inner.state.try_borrow_mut() else {
@@ -446,6 +467,7 @@ impl PacerCore {
             match admitted {
                 Ok(ticket) => {
                     state.resolvers.insert(ticket, (resolve, reject));
+                    keep(state, ticket);
                     Ok(ticket)
                 }
                 Err(error) => Err((reject, error)),
@@ -465,7 +487,7 @@ impl PacerCore {
 
     /// Rejects an item `invalid_input` with `message` and `cause`, or `disposed` after
     /// `dispose` (every call rejects `disposed` then, a malformed item too).
-    fn reject_invalid(&self, message: String, cause: JsValue, reject: Function) {
+    pub(super) fn reject_invalid(&self, message: String, cause: JsValue, reject: Function) {
         let disposed =
             (self.inner.state.try_borrow()).is_ok_and(|state| state.engine.is_disposed());
         let failure = if disposed {
@@ -517,7 +539,12 @@ impl Inner {
                 state.partials.remove(&settled.ticket);
             }
             match state.resolvers.remove(settled.ticket) {
-                Some(resolvers) => return Some(Action::Settle(resolvers, settled)),
+                Some(resolvers) => {
+                    return Some(match state.runs.end(settled.ticket) {
+                        Some(value) => Action::SettleRun(resolvers, settled.result.map(|_| value)),
+                        None => Action::Settle(resolvers, settled),
+                    })
+                }
                 None => state.engine.note_duplicate_settlement(),
             }
         }
@@ -538,7 +565,16 @@ impl Inner {
                 return Some(Action::Notify(handler.clone(), event));
             }
         }
-        state.engine.poll_call().map(Action::Start)
+        // A run's function is stored before any output of the engine is performed.
+        while let Some(call) = state.engine.poll_call() {
+            let Some(ticket) = call.run else {
+                return Some(Action::Start(call));
+            };
+            if let Some(function) = state.runs.function(ticket) {
+                return Some(Action::StartRun(call.id, function, call.attempt));
+            }
+        }
+        None
     }
 
     /// Performs every pending output, then re-arms the timer.
@@ -557,6 +593,15 @@ impl Inner {
                     let _ = handler.call1(&JsValue::UNDEFINED, &views::event_object(&event));
                 }
                 Action::Start(call) => self.calls.start(&call),
+                Action::StartRun(id, function, attempt) => {
+                    self.calls.start_run(id, &function, attempt)
+                }
+                Action::SettleRun((resolve, reject), result) => {
+                    let _ = match result {
+                        Ok(value) => resolve.call1(&JsValue::UNDEFINED, &value),
+                        Err(error) => reject.call1(&JsValue::UNDEFINED, &js_error(&error)),
+                    };
+                }
                 Action::Lookup(lookup) => self.look_up(lookup),
                 Action::Write(write) => self.write(write),
                 // A throwing onPartial is ignored: a preview is no result.
