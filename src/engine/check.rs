@@ -109,7 +109,6 @@ impl<C: Clone> Engine<C> {
                 "call {id}: its batch runs under it"
             );
         }
-        self.runs.check();
         for (key, run) in self.runs.iter() {
             if let RunState::Running(call) = run.state() {
                 assert!(

@@ -41,8 +41,8 @@
 //! - `outbox::Outbox`: the outputs in order and the statistics; every settlement goes
 //!   through `Outbox::settle`, so the item counters add up.
 //! - `runs::Runs`: the calls of `pacer.run` (no items, no batch) while they wait, back
-//!   off or run; a run is in its provider's line exactly while queued, and its ticket
-//!   finds it until it ends.
+//!   off or run; a run's state says where it is (queued, backing off until an instant,
+//!   running under a call), and nothing else does.
 //! - the leaf types `Store` (with its lookups' deadlines), `Lru`, `TokenBucket`,
 //!   `TokenBudget`, `ReadySet`: each its own state.
 //!

@@ -74,17 +74,17 @@ impl<C: Clone> Engine<C> {
     /// and its provider (`held`: providers not to try again in this round).
     pub(super) fn best_ready_run(&self, held: &[u32]) -> Option<(super::runs::RunKey, u32)> {
         let now = self.now;
-        (self.runs.first_in_lines())
+        (self.runs.queued())
             .filter(|(provider, _)| !held.contains(provider))
             .filter(|(provider, _)| self.pacer.ready_at(*provider, 0.0, now) <= now)
             .map(|(provider, key)| (key, provider))
             .min()
     }
 
-    /// When the first queued run of each provider may start, the soonest after now.
+    /// The soonest instant after now when a queued run may start.
     pub(super) fn next_run_start(&self) -> Option<Instant> {
         let now = self.now;
-        (self.runs.first_in_lines())
+        (self.runs.queued())
             .map(|(provider, _)| self.pacer.ready_at(provider, 0.0, now))
             .filter(|at| *at > now)
             .min()
@@ -230,11 +230,8 @@ impl<C: Clone> Engine<C> {
             return;
         };
         let (attempt, provider) = (run.attempts(), run.provider());
-        if delay == Duration::ZERO {
-            self.runs.make_ready(id);
-        } else {
-            self.runs.back_off(id, self.now + delay);
-        }
+        let until = (delay > Duration::ZERO).then(|| self.now + delay);
+        self.runs.retry(id, until);
         self.out.event(Event::Retry {
             provider_id: self.pacer.provider_id(provider),
             reason,

@@ -3,16 +3,15 @@
 //! no items and no batch; it waits in its provider's line by priority and arrival, like
 //! a due batch, and goes through the same gate, pause and retries as a batch's call.
 //!
-//! It keeps "a run is in its provider's line exactly while it is queued, its backoff
-//! deadline is listed while it backs off, and its ticket finds it until it ends".
+//! Runs are few (a summary per page, not a call per paragraph), so the part is a slab
+//! and each question is one pass over it: no index to keep in step, and no code of its
+//! own per index type in the `.wasm`.
 
 use core::cmp::Reverse;
-use std::collections::{BTreeMap, BTreeSet, BinaryHeap};
 
 use super::limits::Try;
 use super::priority::Priority;
 use crate::call::CallId;
-use crate::hash::IdMap;
 use crate::settle::Ticket;
 use crate::slab::{Id, Slab};
 use crate::time::Instant;
@@ -41,7 +40,7 @@ pub(super) struct Run {
     priority: Priority,
     seq: u64,
     state: RunState,
-    /// Tries so far: calls started, failed tries counted apart by kind.
+    /// Calls started, and failed tries counted apart by kind.
     attempts: u32,
     errors: u16,
     rate_limits: u16,
@@ -67,28 +66,18 @@ impl Run {
     pub(super) fn attempts(&self) -> u32 {
         self.attempts
     }
-
-    fn key(&self, id: Id<Run>) -> RunKey {
-        (Reverse(self.priority), self.seq, id)
-    }
 }
 
-/// The runs, each provider's line of queued runs, and the backoff deadlines.
+/// The runs that have not ended.
 #[derive(Debug, Default)]
 pub(super) struct Runs {
     slab: Slab<Run>,
-    by_ticket: IdMap<Id<Run>>,
-    /// Queued runs by provider, best first; a provider with none has no entry.
-    lines: BTreeMap<u32, BTreeSet<RunKey>>,
-    /// Backoff ends, soonest first; an entry whose run no longer backs off until then
-    /// stays until it reaches the top (`drop_stale`).
-    backoffs: BinaryHeap<Reverse<(Instant, Id<Run>)>>,
 }
 
 impl Runs {
     /// A new run for `provider`, queued at once; `seq` is its place in arrival order.
     pub(super) fn add(&mut self, ticket: Ticket, provider: u32, priority: Priority, seq: u64) {
-        let run = Run {
+        self.slab.insert(Run {
             ticket,
             provider,
             priority,
@@ -97,11 +86,7 @@ impl Runs {
             attempts: 0,
             errors: 0,
             rate_limits: 0,
-        };
-        let key = run.key(self.slab.next_id());
-        let id = self.slab.insert(run);
-        self.by_ticket.insert(ticket, id);
-        self.lines.entry(provider).or_default().insert(key);
+        });
     }
 
     pub(super) fn get(&self, id: Id<Run>) -> Option<&Run> {
@@ -110,33 +95,19 @@ impl Runs {
 
     /// The live run of `ticket`.
     pub(super) fn of_ticket(&self, ticket: Ticket) -> Option<Id<Run>> {
-        self.by_ticket.get(&ticket).copied()
+        let mut runs = self.slab.iter();
+        runs.find(|(_, run)| run.ticket == ticket).map(|(id, _)| id)
     }
 
-    /// Each provider with queued runs, and its best one's place in line.
-    pub(super) fn first_in_lines(&self) -> impl Iterator<Item = (u32, RunKey)> + '_ {
-        (self.lines.iter()).filter_map(|(provider, line)| Some((*provider, *line.first()?)))
+    /// The queued runs, each with its provider and its place in line.
+    pub(super) fn queued(&self) -> impl Iterator<Item = (u32, RunKey)> + '_ {
+        (self.slab.iter())
+            .filter(|(_, run)| run.state == RunState::Queued)
+            .map(|(id, run)| (run.provider, (Reverse(run.priority), run.seq, id)))
     }
 
-    fn leave_line(&mut self, id: Id<Run>) {
-        let Some(run) = self.slab.get(id) else {
-            return;
-        };
-        if run.state != RunState::Queued {
-            return;
-        }
-        let (provider, key) = (run.provider, run.key(id));
-        if let Some(line) = self.lines.get_mut(&provider) {
-            line.remove(&key);
-            if line.is_empty() {
-                self.lines.remove(&provider);
-            }
-        }
-    }
-
-    /// Its call starts under `call`: out of line; the try's number (0 for the first).
+    /// Its call starts under `call`; the try's number (0 for the first).
     pub(super) fn start(&mut self, id: Id<Run>, call: CallId) -> u32 {
-        self.leave_line(id);
         let Some(run) = self.slab.get_mut(id) else {
             return 0;
         };
@@ -158,74 +129,48 @@ impl Runs {
         *count
     }
 
-    /// Back in its provider's line (a retry with no wait of its own).
-    pub(super) fn make_ready(&mut self, id: Id<Run>) {
-        self.leave_line(id);
-        let Some(run) = self.slab.get_mut(id) else {
-            return;
-        };
-        run.state = RunState::Queued;
-        let (provider, key) = (run.provider, run.key(id));
-        self.lines.entry(provider).or_default().insert(key);
-    }
-
-    /// Waits until `until`, then back in line.
-    pub(super) fn back_off(&mut self, id: Id<Run>, until: Instant) {
-        self.leave_line(id);
+    /// Back in its provider's line (a retry with no wait of its own), or waiting until
+    /// `until` first.
+    pub(super) fn retry(&mut self, id: Id<Run>, until: Option<Instant>) {
         if let Some(run) = self.slab.get_mut(id) {
-            run.state = RunState::Backoff(until);
-            self.backoffs.push(Reverse((until, id)));
+            run.state = until.map_or(RunState::Queued, RunState::Backoff);
         }
     }
 
-    /// The soonest backoff end (as of the last `drop_stale`).
+    /// The soonest backoff end.
     pub(super) fn next_wakeup(&self) -> Option<Instant> {
-        self.backoffs.peek().map(|Reverse((at, _))| *at)
-    }
-
-    /// Drops the top backoff entries whose run no longer backs off until then.
-    pub(super) fn drop_stale(&mut self) {
-        while let Some(Reverse((at, id))) = self.backoffs.peek().copied() {
-            let live = self
-                .slab
-                .get(id)
-                .is_some_and(|r| r.state == RunState::Backoff(at));
-            if live {
-                break;
+        let mut next: Option<Instant> = None;
+        for (_, run) in self.slab.iter() {
+            if let RunState::Backoff(at) = run.state {
+                next = Some(next.map_or(at, |n| n.min(at)));
             }
-            self.backoffs.pop();
         }
+        next
     }
 
     /// Puts the runs whose backoff ended by `now` back in line.
     pub(super) fn wake(&mut self, now: Instant) {
-        self.drop_stale();
-        while let Some(Reverse((at, id))) = self.backoffs.peek().copied() {
-            if at > now {
-                break;
+        for run in self.slab.values_mut() {
+            if matches!(run.state, RunState::Backoff(at) if at <= now) {
+                run.state = RunState::Queued;
             }
-            self.backoffs.pop();
-            if self.slab.get(id).map(Run::state) == Some(RunState::Backoff(at)) {
-                self.make_ready(id);
-            }
-            self.drop_stale();
         }
     }
 
-    /// The run ended: out of every index.
+    /// The run ended.
     pub(super) fn remove(&mut self, id: Id<Run>) -> Option<Run> {
-        self.leave_line(id);
-        let run = self.slab.remove(id)?;
-        self.by_ticket.remove(&run.ticket);
-        Some(run)
+        self.slab.remove(id)
     }
 
     /// The runs of `provider` that wait (queued or backing off), not those running.
     pub(super) fn waiting_for(&self, provider: u32) -> Vec<Id<Run>> {
-        (self.slab.iter())
-            .filter(|(_, r)| r.provider == provider && !matches!(r.state, RunState::Running(_)))
-            .map(|(id, _)| id)
-            .collect()
+        let mut waiting = Vec::new();
+        for (id, run) in self.slab.iter() {
+            if run.provider == provider && !matches!(run.state, RunState::Running(_)) {
+                waiting.push(id);
+            }
+        }
+        waiting
     }
 
     /// Every run.
@@ -241,38 +186,11 @@ impl Runs {
 
     /// Ends every run (dispose); their tickets.
     pub(super) fn clear(&mut self) -> Vec<Ticket> {
-        let tickets = self.slab.drain().into_iter().map(|r| r.ticket).collect();
-        *self = Runs::default();
-        tickets
-    }
-
-    /// Panics, naming the rule, if the lines or the ticket index disagree with the runs.
-    #[cfg(any(test, feature = "check"))]
-    pub(super) fn check(&self) {
-        let mut queued = 0;
-        for (id, run) in self.slab.iter() {
-            assert_eq!(
-                self.by_ticket.get(&run.ticket),
-                Some(&id),
-                "run {id:?}: its ticket finds it"
-            );
-            let listed = self
-                .lines
-                .get(&run.provider)
-                .is_some_and(|line| line.contains(&run.key(id)));
-            assert_eq!(
-                listed,
-                run.state == RunState::Queued,
-                "run {id:?} is in line exactly while queued"
-            );
-            queued += usize::from(listed);
+        let mut tickets = Vec::new();
+        for run in self.slab.drain() {
+            tickets.push(run.ticket);
         }
-        let lined: usize = self.lines.values().map(BTreeSet::len).sum();
-        assert_eq!(lined, queued, "every run in line is live");
-        assert_eq!(
-            self.by_ticket.len(),
-            self.slab.len(),
-            "the ticket index holds only live runs"
-        );
+        self.slab = Slab::default();
+        tickets
     }
 }

@@ -45,7 +45,6 @@ impl<C: Clone> Engine<C> {
         self.batches.drop_stale();
         self.pacer.drop_stale(self.now);
         self.calls.drop_stale();
-        self.runs.drop_stale();
         if let Some(store) = &mut self.store {
             store.drop_stale();
         }

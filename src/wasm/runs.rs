@@ -12,11 +12,12 @@ use super::errors::js_error;
 use crate::hash::IdMap;
 use crate::{disposed_error, invalid_input, run_aborted, CallId, PacerFailure, Reply, Ticket};
 
-/// The functions of the runs not yet settled, and the values of those that succeeded.
+/// The functions of the runs not yet settled, and the values of those that succeeded
+/// (each held only from its answer to its settlement, in the same flush).
 #[derive(Default)]
 pub(super) struct RunFunctions {
     functions: IdMap<Function>,
-    values: IdMap<JsValue>,
+    values: Vec<(Ticket, JsValue)>,
 }
 
 impl RunFunctions {
@@ -29,7 +30,10 @@ impl RunFunctions {
     /// when `ticket` is a run's, `None` for an item's.
     pub(super) fn end(&mut self, ticket: Ticket) -> Option<JsValue> {
         self.functions.remove(&ticket)?;
-        Some(self.values.remove(&ticket).unwrap_or(JsValue::UNDEFINED))
+        let Some(i) = self.values.iter().position(|(t, _)| *t == ticket) else {
+            return Some(JsValue::UNDEFINED);
+        };
+        Some(self.values.swap_remove(i).1)
     }
 }
 
@@ -141,7 +145,7 @@ impl Inner {
         let now = self.now();
         if let Ok(mut state) = self.state.try_borrow_mut() {
             if let Some(ticket) = state.engine.run_ticket(id) {
-                state.runs.values.insert(ticket, value);
+                state.runs.values.push((ticket, value));
                 state
                     .engine
                     .handle_response(now, id, Ok(Reply::Text(String::new())));
