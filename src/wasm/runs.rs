@@ -40,44 +40,48 @@ impl RunFunctions {
 /// A run's fields as the JS layer hands them: `(providerId, priority, aborted)`.
 type RunFields = (String, f64, bool);
 
+/// The field that is wrong, what it must be, and what it was.
+type Wrong = (&'static str, &'static str, JsValue);
+
 /// Checks the types of `pacer.run`'s arguments (the engine checks their values).
+#[inline(never)]
 fn run_fields(
     provider_id: &JsValue,
     function: &JsValue,
     options: &JsValue,
 ) -> Result<RunFields, PacerFailure<JsValue>> {
-    let provider = provider_id
-        .as_string()
-        .ok_or_else(|| invalid_input("providerId", "a non-empty string", &describe(provider_id)))?;
-    if !function.is_function() {
-        return Err(invalid_input("fn", "a function", &describe(function)));
-    }
-    if options.is_undefined() {
-        return Ok((provider, 0.0, false));
-    }
-    if !options.is_object() {
-        return Err(invalid_input("options", "an object", &describe(options)));
-    }
-    let priority = match get(options, "priority") {
-        v if v.is_undefined() => 0.0,
-        v => v
-            .as_f64()
-            .ok_or_else(|| invalid_input("priority", "a finite number", &describe(&v)))?,
-    };
-    let signal = get(options, "signal");
-    if signal.is_undefined() || signal.is_null() {
-        return Ok((provider, priority, false));
-    }
-    match get(&signal, "aborted").as_bool() {
-        Some(aborted) if get(&signal, "addEventListener").is_function() => {
-            Ok((provider, priority, aborted))
+    // One error path for every field: each `invalid_input` call is formatting code.
+    let checked = || -> Result<RunFields, Wrong> {
+        let Some(provider) = provider_id.as_string() else {
+            return Err(("providerId", "a non-empty string", provider_id.clone()));
+        };
+        if !function.is_function() {
+            return Err(("fn", "a function", function.clone()));
         }
-        _ => Err(invalid_input(
-            "signal",
-            "an AbortSignal",
-            &describe(&signal),
-        )),
-    }
+        if options.is_undefined() {
+            return Ok((provider, 0.0, false));
+        }
+        if !options.is_object() {
+            return Err(("options", "an object", options.clone()));
+        }
+        let priority = get(options, "priority");
+        let priority = match priority.as_f64() {
+            _ if priority.is_undefined() => 0.0,
+            Some(number) => number,
+            None => return Err(("priority", "a finite number", priority)),
+        };
+        let signal = get(options, "signal");
+        if signal.is_undefined() || signal.is_null() {
+            return Ok((provider, priority, false));
+        }
+        match get(&signal, "aborted").as_bool() {
+            Some(aborted) if get(&signal, "addEventListener").is_function() => {
+                Ok((provider, priority, aborted))
+            }
+            _ => Err(("signal", "an AbortSignal", signal)),
+        }
+    };
+    checked().map_err(|(field, rule, got)| invalid_input(field, rule, &describe(&got)))
 }
 
 #[wasm_bindgen]
