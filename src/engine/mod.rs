@@ -61,8 +61,8 @@
 //! provider's batch size),
 //! `streams` (a streamed reply's values), `retries` (failures), `blocks` (settings,
 //! billing and daily-quota blocks), `run_calls` (`pacer.run`: its place in line, its
-//! call through the same gate, its answer and failures), `fallbacks` (where a provider's items go when it
-//! cannot serve them), `endings` (how a job ends), `wakeups` (the parts' deadlines
+//! call through the same gate, its answer and failures), `fallbacks` (where a
+//! provider's items go when it cannot serve them), `endings` (how a job ends), `wakeups` (the parts' deadlines
 //! merged). `check` asserts the rules that span parts (tests and fuzzing only).
 
 mod assembly;
