@@ -1,6 +1,6 @@
 // pacer.run(providerId, fn, { priority, signal }): a provider call that is not a
 // translation, paced under the rules of that provider's translation calls (README,
-// "Control and observation"). Against the packed package, on virtual time.
+// "Calls that are not translations"). Against the packed package, on virtual time.
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";
