@@ -8,7 +8,8 @@
 //!    [`Engine::handle_stream_report`] and [`Engine::handle_stream_end`] when it answers
 //!    with a stream; a broken stream is a failed response), [`Engine::handle_timeout`]
 //!    when the wake-up time has come, [`Engine::handle_abort`], [`Engine::set_options`],
-//!    [`Engine::handle_dispose`].
+//!    [`Engine::handle_dispose`]; [`Engine::handle_run`] and [`Engine::handle_run_abort`]
+//!    for a `pacer.run` (a provider call that is not a translation).
 //! 2. Drain outputs: [`Engine::poll_call`] (start these provider calls),
 //!    [`Engine::poll_cancel`] (abort these calls' signals), [`Engine::poll_settled`]
 //!    (resolve or reject these items), [`Engine::poll_event`], [`Engine::poll_preview`]
@@ -106,7 +107,9 @@ pub use call::{
     Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota, Reply, Report, ReportedLimits,
     Usage,
 };
-pub use engine::{disposed_error, invalid_input, is_blank, ticket_slot, Engine, Item, Preview};
+pub use engine::{
+    disposed_error, invalid_input, is_blank, run_aborted, ticket_slot, Engine, Item, Preview,
+};
 pub use key::Compat;
 pub use options::{OptionValue, Options, OptionsError};
 pub use settle::{ErrorCode, PacerFailure, Settled, Ticket};

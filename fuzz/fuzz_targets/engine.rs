@@ -2,7 +2,8 @@
 //! fields, blank texts, duplicates, huge and NaN priorities, already-aborted items),
 //! answer an outstanding call (correctly, with a reply the codec must reject, with
 //! garbage, with a failure of any status and Retry-After, twice, or after it was
-//! cancelled), abort tickets, `set_options` with any values, let time pass, dispose.
+//! cancelled), abort tickets, `set_options` with any values, let time pass, dispose; and
+//! `pacer.run`s (calls with no texts, any answer their success) among them, aborted too.
 //!
 //! Properties:
 //! - nothing panics (debug assertions and overflow checks are on);
@@ -51,6 +52,8 @@ fn echo(text: &str) -> String {
 
 struct Accepted {
     text: String,
+    /// A `pacer.run`'s ticket: it ends with an empty string on success.
+    run: bool,
 }
 
 struct Run {
@@ -74,6 +77,20 @@ impl Run {
             self.stale.push(id);
         }
         while let Some(call) = self.engine.poll_call() {
+            if let Some(ticket) = call.run {
+                assert!(call.texts.is_empty(), "a run's call carries texts");
+                assert!(
+                    self.accepted.get(&ticket).is_some_and(|a| a.run),
+                    "a call for ticket {ticket}, which is no run"
+                );
+                trace!(
+                    "  run call {} for {ticket}, attempt {}",
+                    call.id,
+                    call.attempt
+                );
+                self.outstanding.push(call);
+                continue;
+            }
             assert!(!call.texts.is_empty(), "a call without texts");
             assert_eq!(call.is_batch, call.texts.len() > 1);
             // A batch's separator, or each string of its markers, occurs in none of its
@@ -123,6 +140,7 @@ impl Run {
                 .get(&ticket)
                 .unwrap_or_else(|| panic!("unknown ticket {ticket} settled"));
             match settled.result {
+                Ok(value) if accepted.run => assert_eq!(value, "", "a run's value is the driver's"),
                 Ok(translation) if !self.garbage => {
                     let want = if is_blank(&accepted.text) {
                         accepted.text.clone()
@@ -193,6 +211,10 @@ impl Run {
     fn rejected_reply(call: &Call, form: u8) -> Reply {
         let mut echoes: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();
         let n = echoes.len();
+        if n == 0 {
+            // A run's call: any reply is its success.
+            return Reply::Text(String::new());
+        }
         if n == 1 {
             return Reply::Texts(if form & 1 == 0 {
                 Vec::new()
@@ -344,6 +366,31 @@ fuzz_target!(|data: &[u8]| {
                     }
                 };
                 let provider_id = pick(&mut bytes, &["p", "p", "q", ""]);
+                if bytes.u8().is_multiple_of(6) {
+                    let priority = if bytes.bool() { 0.0 } else { bytes.number() };
+                    let valid = !provider_id.is_empty() && priority.is_finite();
+                    trace!("{:?} run {provider_id:?} priority {priority}", run.now);
+                    match run.engine.handle_run(run.now, provider_id, priority) {
+                        Ok(ticket) => {
+                            assert!(valid || run.engine.is_disposed(), "accepted an invalid run");
+                            let fresh = run.accepted.insert(
+                                ticket,
+                                Accepted {
+                                    text: String::new(),
+                                    run: true,
+                                },
+                            );
+                            assert!(fresh.is_none(), "ticket {ticket} handed out twice");
+                            run.order.push(ticket);
+                        }
+                        Err(error) => {
+                            assert!(!valid, "rejected a valid run: {error}");
+                            assert_eq!(error.code, ErrorCode::InvalidInput);
+                        }
+                    }
+                    run.drain();
+                    continue;
+                }
                 let source_lang = pick(&mut bytes, &["en", "en", "en", ""]);
                 let target_lang = pick(&mut bytes, &["de", "fr", "de", ""]);
                 let context = pick(&mut bytes, &["", "", "page"]);
@@ -390,6 +437,7 @@ fuzz_target!(|data: &[u8]| {
                             ticket,
                             Accepted {
                                 text: text.to_owned(),
+                                run: false,
                             },
                         );
                         assert!(fresh.is_none(), "ticket {ticket} handed out twice");
@@ -452,7 +500,11 @@ fuzz_target!(|data: &[u8]| {
                     (_, n) => run.order[usize::from(bytes.u8()) % n],
                 };
                 trace!("{:?} abort {ticket}", run.now);
-                run.engine.handle_abort(run.now, ticket);
+                if run.accepted.get(&ticket).is_some_and(|a| a.run) {
+                    run.engine.handle_run_abort(run.now, ticket);
+                } else {
+                    run.engine.handle_abort(run.now, ticket);
+                }
             }
             11 => {
                 let patch = bytes.patch(3);

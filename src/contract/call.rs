@@ -67,6 +67,10 @@ pub struct Call {
     /// The longest reply read, in UTF-16 code units: a longer one is cut there and read
     /// as truncated.
     pub reply_cap: u32,
+    /// For a call of `pacer.run`, its ticket: the driver calls that run's function instead
+    /// of the provider, and the call has no texts. Any reply is its success (the value
+    /// stays with the driver); a failure is read as a provider's.
+    pub run: Option<Ticket>,
 }
 
 impl Call {

@@ -63,6 +63,8 @@ impl<C: Clone> Engine<C> {
             message: error.message.clone(),
             until: error.retry_in,
         });
+        // Runs never move: their function was written for this provider.
+        self.fail_runs_of(run.provider(), run.serves_run(), &error);
         // With a fallback provider, the call's items and the queued ones go on there.
         if self.move_provider_items(run.batch(), run.provider()) {
             return;

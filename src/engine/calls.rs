@@ -8,6 +8,7 @@ use std::rc::Rc;
 
 use super::batches::{Batch, Batches};
 use super::pacer::Charge;
+use super::runs::Run;
 use super::streamed::Streamed;
 use crate::call::{CallId, Report};
 use crate::call_timeout::CallTimeout;
@@ -51,6 +52,8 @@ pub(super) struct Running {
     reply_cap: usize,
     /// Its place in the order calls started: deadlines of one instant run out in it.
     started: u64,
+    /// The `pacer.run` it serves (a call with no batch), if any.
+    serves: Option<Id<Run>>,
 }
 
 impl Running {
@@ -75,7 +78,27 @@ impl Running {
             estimated_input: 0.0,
             reply_cap: usize::MAX,
             started: 0,
+            serves: None,
         }
+    }
+
+    /// A call of run `run` (no batch, no texts) to `provider` that started at `now`.
+    pub(super) fn for_run(
+        run: Id<Run>,
+        provider: u32,
+        charge: Charge,
+        timeout: CallTimeout,
+        now: Instant,
+    ) -> Self {
+        let reading = Reading::Markers(String::new());
+        let mut call = Running::new(Id::NONE, provider, charge, reading, timeout, now);
+        call.serves = Some(run);
+        call
+    }
+
+    /// The `pacer.run` it serves, if it is such a call.
+    pub(super) fn serves_run(&self) -> Option<Id<Run>> {
+        self.serves
     }
 
     /// The call, its input estimated at `tokens`, its reply capped at `reply_cap` bytes.

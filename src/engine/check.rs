@@ -6,7 +6,8 @@
 //! - a group's job count equals its live jobs (in batches and in lookups);
 //! - a batch's character and token sums equal its jobs' sizes;
 //! - every collecting batch has its due timer;
-//! - every running call's batch is running under that call;
+//! - every running call's batch (or `pacer.run`) is running under that call, and every
+//!   running run's call serves it;
 //! - the item counters add up (`items = succeeded + failed + aborted + disposed +
 //!   pending`) and `queued` is the items of batches not running;
 //! - each provider's (with items) learned batch limit is within 1 and `maxItemsPerBatch`, no group of
@@ -16,6 +17,7 @@
 use std::collections::HashMap;
 
 use super::batches::State;
+use super::runs::RunState;
 use super::{Engine, Group};
 use crate::slab::Id;
 use crate::text::utf16_len;
@@ -91,12 +93,29 @@ impl<C: Clone> Engine<C> {
             let Some(run) = self.calls.get(id) else {
                 continue;
             };
+            if let Some(served) = run.serves_run() {
+                let state = self.runs.get(served).map(|r| r.state());
+                assert_eq!(
+                    state,
+                    Some(RunState::Running(id)),
+                    "call {id}: its run runs under it"
+                );
+                continue;
+            }
             let state = self.batches.get(run.batch()).map(|b| b.state());
             assert_eq!(
                 state,
                 Some(State::Running(id)),
                 "call {id}: its batch runs under it"
             );
+        }
+        for (key, run) in self.runs.iter() {
+            if let RunState::Running(call) = run.state() {
+                assert!(
+                    self.calls.get(call).and_then(|c| c.serves_run()) == Some(key),
+                    "running run {key:?}: call {call} serves it"
+                );
+            }
         }
         let s = self.stats();
         assert_eq!(

@@ -4,6 +4,7 @@
 
 use super::batches::Batch;
 use super::calls::Running;
+use super::runs::RunKey;
 use super::Engine;
 use crate::quota;
 use crate::slab::Id;
@@ -54,6 +55,15 @@ impl<C: Clone> Engine<C> {
                 .filter(|(i, k)| self.ready_at(*i, k.2) <= now)
                 .map(|(i, k)| (k, i))
                 .min();
+            // A `pacer.run` ahead of every due batch in line (priority, then arrival).
+            let ahead =
+                |run: &(RunKey, u32)| best.is_none_or(|(b, _)| (run.0 .0, run.0 .1) < (b.0, b.1));
+            if let Some(((_, _, run), index)) = self.best_ready_run(&held).filter(ahead) {
+                if !self.start_run(run, index) {
+                    held.push(index);
+                }
+                continue;
+            }
             let Some((ready, index)) = best else {
                 self.announce_holds();
                 break;

@@ -21,7 +21,8 @@ impl<C: Clone> Engine<C> {
         let mut in_use = vec![false; self.pacer.provider_bound()];
         let used = (self.groups.providers())
             .chain(self.batches.providers())
-            .chain(self.calls.providers());
+            .chain(self.calls.providers())
+            .chain(self.runs.providers());
         for index in used {
             if let Some(flag) = in_use.get_mut(index as usize) {
                 *flag = true;

@@ -293,6 +293,13 @@ impl Default for Jobs {
 }
 
 impl Jobs {
+    /// A place in the items' arrival order for work that is not a job (a `pacer.run`),
+    /// so that it and the items of equal priority go in the order they came.
+    pub(super) fn next_seq(&mut self) -> u64 {
+        self.next_seq += 1;
+        self.next_seq - 1
+    }
+
     /// A ticket that names no job (an item answered at once).
     pub(super) fn counted_ticket(&mut self) -> Ticket {
         self.next_counted_ticket += 1;

@@ -41,6 +41,9 @@
 //!   dispose.
 //! - `outbox::Outbox`: the outputs in order and the statistics; every settlement goes
 //!   through `Outbox::settle`, so the item counters add up.
+//! - `runs::Runs`: the calls of `pacer.run` (no items, no batch) while they wait, back
+//!   off or run; a run's state says where it is (queued, backing off until an instant,
+//!   running under a call), and nothing else does.
 //! - the leaf types `Store` (with its lookups' deadlines), `Lru`, `TokenBucket`,
 //!   `TokenBudget`, `ReadySet`: each its own state.
 //!
@@ -58,8 +61,9 @@
 //! `replies` (composing a call, reading its reply, what a batch reply teaches of the
 //! provider's batch size),
 //! `streams` (a streamed reply's values), `retries` (failures), `blocks` (settings,
-//! billing and daily-quota blocks), `fallbacks` (where a provider's items go when it
-//! cannot serve them), `endings` (how a job ends), `wakeups` (the parts' deadlines
+//! billing and daily-quota blocks), `run_calls` (`pacer.run`: its place in line, its
+//! call through the same gate, its answer and failures), `fallbacks` (where a
+//! provider's items go when it cannot serve them), `endings` (how a job ends), `wakeups` (the parts' deadlines
 //! merged). `check` asserts the rules that span parts (tests and fuzzing only).
 
 mod assembly;
@@ -83,6 +87,8 @@ mod priority;
 mod provider_table;
 mod replies;
 mod retries;
+mod run_calls;
+mod runs;
 mod streamed;
 mod streams;
 mod usage;
@@ -97,6 +103,7 @@ use lookups::PendingLookup;
 use outbox::{Counter, Outbox};
 use pacer::Pacer;
 use priority::Priority;
+use runs::Runs;
 
 use crate::budget::SharedBudget;
 use crate::cache::Lru;
@@ -115,6 +122,7 @@ pub use crate::item::{disposed_error, invalid_input, is_blank, Item};
 pub use crate::provider::ProviderPacing;
 pub use groups::Group;
 pub use jobs::{ticket_slot, Job};
+pub use run_calls::run_aborted;
 pub use streamed::Preview;
 
 /// The sans-IO pacer. `C` is the driver's error type, returned as `cause`.
@@ -136,6 +144,8 @@ pub struct Engine<C> {
     out: Outbox<C>,
     /// The persistent store's bookkeeping, when one is configured.
     store: Option<Store<Job, PendingLookup>>,
+    /// The calls of `pacer.run` that have not ended.
+    runs: Runs,
     disposed: bool,
 }
 
@@ -156,6 +166,7 @@ impl<C: Clone> Engine<C> {
             calls: Calls::default(),
             out: Outbox::default(),
             store: None,
+            runs: Runs::default(),
             disposed: false,
         }
     }
@@ -330,8 +341,39 @@ impl<C: Clone> Engine<C> {
         Ok(ticket)
     }
 
+    /// Accepts a `pacer.run` for `provider_id` with `priority`: a provider call that is
+    /// not a translation, paced as that provider's calls are. Its calls come out of
+    /// `poll_call` with `run` set to the returned ticket, and it ends through
+    /// `poll_settled` under that ticket (`Ok` with an empty string on success: its value
+    /// is the driver's). A provider id that is empty or a priority that is not finite is
+    /// `invalid_input`; after dispose it ends `disposed`, and during a daily block with
+    /// that block's error.
+    pub fn handle_run(
+        &mut self,
+        now: Instant,
+        provider_id: &str,
+        priority: f64,
+    ) -> Result<Ticket, PacerFailure<C>> {
+        self.accept_run(now, provider_id, priority)
+    }
+
+    /// Withdraws the run of `ticket` (its signal was aborted): it ends `aborted` now; if
+    /// its call runs, the call is cancelled (`poll_cancel`) and its answer ignored.
+    pub fn handle_run_abort(&mut self, now: Instant, ticket: Ticket) {
+        self.advance(now);
+        self.abort_run(ticket);
+        self.after_input();
+    }
+
+    /// The ticket of the run whose call `id` is running (`None` for a translation call,
+    /// or a call no longer running): its answer's value belongs to that run.
+    pub fn run_ticket(&self, id: CallId) -> Option<Ticket> {
+        self.run_ticket_of_call(id)
+    }
+
     /// Reports the end of call `id`. Unknown ids (a call that timed out, a second
-    /// answer, a call from before `dispose`) are ignored.
+    /// answer, a call from before `dispose`) are ignored. For a run's call, any reply is
+    /// its success.
     pub fn handle_response(
         &mut self,
         now: Instant,
@@ -571,6 +613,7 @@ impl<C: Clone> Engine<C> {
         }
         self.batches.clear();
         self.groups.clear();
+        self.dispose_runs();
         // Replaced rather than cleared, as the slabs above: `clear` is code of its own per
         // element type, dropping the old one is not.
         self.out.drop_calls();
@@ -622,7 +665,7 @@ impl<C: Clone> Engine<C> {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }
         }
-        next
+        next.into_iter().chain(self.next_run_start()).min()
     }
 
     /// Every input ends here: start what may start, then let each part drop the

@@ -204,6 +204,11 @@ impl<C> Outbox<C> {
         });
     }
 
+    /// A `pacer.run` ended: not an item, so no item counter moves.
+    pub(super) fn settle_run(&mut self, ticket: Ticket, result: Result<String, PacerFailure<C>>) {
+        self.settled.push_back(Settled { ticket, result });
+    }
+
     /// The next item that ended.
     pub(super) fn next_settled(&mut self) -> Option<Settled<C>> {
         self.settled.pop_front()

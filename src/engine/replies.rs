@@ -243,12 +243,16 @@ impl<C: Clone> Engine<C> {
             timeout: timeout.first(),
             max_output_tokens,
             reply_cap: u32::try_from(cap).unwrap_or(u32::MAX),
+            run: None,
         });
     }
 
     /// A whole reply to the call of `run`; `truncated`: it stopped at its token limit (or
     /// at the length cap).
     pub(super) fn on_reply(&mut self, run: Running, reply: Reply, truncated: bool) {
+        if let Some(id) = run.serves_run() {
+            return self.run_succeeded(run, id);
+        }
         let mut reply = match reply {
             Reply::Text(text) => match visible_reply(text, run.batch_len(&self.batches)) {
                 Some(text) => Reply::Text(text),

@@ -46,6 +46,9 @@ pub(super) fn final_error<C>(failure: Failure<C>, retry_after_too_long: bool) ->
 
 impl<C: Clone> Engine<C> {
     pub(super) fn on_failure(&mut self, run: Running, failure: Failure<C>) {
+        if let Some(id) = run.serves_run() {
+            return self.run_failed(run, id, failure);
+        }
         if self.resolved_before_failure(&run) {
             return;
         }

@@ -1,5 +1,5 @@
 //! Time passing, the engine's side: each part owns the deadlines of its own state (a
-//! batch's window and backoff in `Batches`, a call's timeout in `Calls`, a store lookup's
+//! batch's window and backoff in `Batches`, a run's backoff in `Runs`, a call's timeout in `Calls`, a store lookup's
 //! in `Store`, a 429 pause's end in `Pacer`) and answers `next_*` and `wake`/`expired`
 //! itself; here they are merged, soonest first, and the engine acts on what ran out.
 
@@ -11,11 +11,12 @@ use crate::stats::Event;
 use crate::store::{LookupResult, LOOKUP_BOUND_WITHOUT_TIMEOUT};
 use crate::time::{Duration, Instant};
 
-/// The part whose deadline is soonest. At one instant, batches come first, then store
-/// lookups, then calls: the order these wake-ups have always fired in.
+/// The part whose deadline is soonest. At one instant, batches come first, then runs'
+/// backoffs, then store lookups, then calls: the order these wake-ups have always fired in.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 enum Due {
     Batch,
+    Run,
     Lookup,
     Call,
 }
@@ -27,7 +28,8 @@ impl<C: Clone> Engine<C> {
         let store = self.store.as_ref().and_then(|s| s.next_deadline());
         let lookup = store.map(|at| (at, Due::Lookup));
         let call = self.calls.next_deadline().map(|at| (at, Due::Call));
-        [batch, lookup, call].into_iter().flatten().min()
+        let run = self.runs.next_wakeup().map(|at| (at, Due::Run));
+        [batch, run, lookup, call].into_iter().flatten().min()
     }
 
     /// The soonest instant the engine must wake at for a part's deadline.
@@ -60,6 +62,7 @@ impl<C: Clone> Engine<C> {
                 Due::Batch => {
                     self.batches.wake(self.now);
                 }
+                Due::Run => self.runs.wake(self.now),
                 Due::Lookup => {
                     if let Some(job) = self.store.as_mut().and_then(|s| s.expired(self.now)) {
                         let message = format!(

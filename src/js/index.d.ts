@@ -1471,7 +1471,7 @@ export interface PacerStats {
   cacheHits: number;
   /** Items that shared an identical queued or running item instead of a provider item of their own. */
   dedupHits: number;
-  /** Provider calls started, every one: first tries, retries and fallback single calls. */
+  /** Provider calls started, every one: first tries, retries, fallback single calls and `run` tries. */
   providerCalls: number;
   /** Provider calls that carried more than one text. */
   batchCalls: number;
@@ -1584,6 +1584,25 @@ export interface PacerSnapshot {
 // BatchPacer
 // ---------------------------------------------------------------------------------------
 
+/** What a {@link BatchPacer.run} function gets for one try. */
+export interface RunRequest {
+  /** Aborted when this try times out, when the run's own signal aborts, or on dispose. */
+  signal: AbortSignal;
+  /** 0 for the first try, then 1, 2, ... */
+  attempt: number;
+}
+
+/** The options of {@link BatchPacer.run}. */
+export interface RunOptions {
+  /**
+   * Higher is dispatched first among the provider's queued work; FIFO among equals.
+   * @default 0
+   */
+  priority?: number;
+  /** Aborts the run: removed before it starts, rejected `aborted` at once while it runs. */
+  signal?: AbortSignal;
+}
+
 /**
  * Paces and batches translation requests to one provider callback.
  *
@@ -1610,6 +1629,41 @@ export class BatchPacer {
    * `disposed`. The promise settles exactly once, whatever the provider does.
    */
   translate(item: TranslateItem): Promise<string>;
+
+  /**
+   * Paces a provider call that is not a translation (a page summary for `context`, a
+   * glossary lookup) under the same rules as `providerId`'s translation calls: it waits
+   * for a token of the request bucket, room in the token budget (it counts as one request
+   * and 0 estimated tokens: the pacer never sees what it sends) and `maxInFlight`,
+   * respects the provider's 429 pause, adaptive rate, reported limits and daily block,
+   * and counts in `stats().providerCalls` (not in `items`). It never moves to a fallback
+   * provider.
+   *
+   * `fn` is called once per try with `{ signal, attempt }` (`attempt` 0 first). Its value,
+   * whatever it is (`""` and `undefined` too), resolves the returned promise as it is; the
+   * pacer never reads it. What it throws is read as a provider's error ("Failures" in the
+   * README): a 429 pauses the provider for every call and is retried under
+   * `maxRateLimitRetries`, network errors, timeouts (`timeoutMs`), 408, 409 and 5xx are
+   * retried with backoff under `maxRetries`, a 401, 403, 404 or billing error blocks the
+   * provider as a translation call's does; other errors reject `provider_error` with
+   * `status` and the error as `cause`.
+   *
+   * Never throws synchronously: it rejects with a {@link PacerError} coded
+   * `invalid_input` (naming `providerId`, `fn`, `options`, `priority` or `signal`),
+   * `provider_error`, `timeout`, `aborted` or `disposed`. The promise settles exactly once.
+   *
+   * @param providerId the provider whose limits and pauses the call shares (non-empty).
+   * @param fn performs one try of the call.
+   * @param options `priority` (default 0; higher first among the provider's queued work,
+   *   first come first served among equals); `signal`: aborted before the call starts, the
+   *   run is removed; while it runs, the promise rejects `aborted` at once and `fn`'s
+   *   `signal` is aborted.
+   */
+  run<T>(
+    providerId: string,
+    fn: (request: RunRequest) => T | PromiseLike<T>,
+    options?: RunOptions,
+  ): Promise<T>;
 
   /**
    * Changes options of a running pacer. The whole patch is validated first (all or

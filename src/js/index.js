@@ -456,6 +456,57 @@ export class BatchPacer {
     return ids[slot];
   }
 
+  /**
+   * Paces a provider call that is not a translation (a page summary, a glossary lookup)
+   * under the rules of `providerId`'s translation calls: `fn({ signal, attempt })` is
+   * called once per try, and its value, whatever it is, resolves the returned promise.
+   */
+  run(providerId, fn, options) {
+    return new Promise((resolve, reject) => {
+      let priority, signal;
+      if (options !== null && typeof options === "object") {
+        try {
+          ({ priority, signal } = options);
+        } catch (error) {
+          this.#core.rejectRunOptions(error, reject);
+          return;
+        }
+      }
+      // Read once, here: the core checks the plain copy.
+      const plain = options !== null && typeof options === "object" ? { priority, signal } : options;
+      // The signal's abort goes to the core until the run settles, as in `translate`.
+      let settled = false;
+      let ticket = 0;
+      let listening = false;
+      const onAbort = () => {
+        if (ticket !== 0 && !settled) this.#core.abortRun(ticket);
+      };
+      const finish = (settle) => (value) => {
+        if (settled) return;
+        settled = true;
+        if (listening) {
+          try {
+            signal.removeEventListener("abort", onAbort);
+          } catch {
+            // The listener stays; once the run has settled it does nothing.
+          }
+        }
+        settle(value);
+      };
+      if (signal !== undefined && signal !== null && typeof fn === "function" && isLiveSignal(signal)) {
+        try {
+          signal.addEventListener("abort", onAbort, { once: true });
+          listening = true;
+        } catch (error) {
+          this.#core.rejectSignal(error, reject);
+          return;
+        }
+      }
+      ticket = this.#core.run(providerId, fn, plain, finish(resolve), finish(reject));
+      if (ticket && !settled && listening && isAborted(signal)) onAbort();
+    });
+  }
+
   /** Validates the whole patch, then applies it to queued work at once. */
   setOptions(patch) {
     // The core rejects a `budget` in the patch: it is set at construction only.
@@ -539,6 +590,20 @@ class DisposedCore {
   submit(bytes, compat, priority, meta, resolve, reject) {
     return this.#reject(reject);
   }
+
+  run(providerId, fn, options, resolve, reject) {
+    return this.#reject(reject);
+  }
+
+  rejectRunOptions(error, reject) {
+    this.#reject(reject);
+  }
+
+  rejectSignal(error, reject) {
+    this.#reject(reject);
+  }
+
+  abortRun() {}
 
   rejectUnreadable(error, reject) {
     this.#reject(reject);

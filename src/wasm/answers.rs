@@ -33,6 +33,7 @@ pub(super) fn answer(inner: &Weak<Inner>) -> Answer {
                 return inner.stream(|engine, now| engine.handle_stream_report(now, id, report));
             }
             host::END => return inner.stream(|engine, now| engine.handle_stream_end(now, id)),
+            host::RUN_DONE => return inner.run_done(id, value),
             host::BAD_VALUE => Err(replies::bad_value(&value)),
             kind => {
                 debug_assert_eq!(kind, host::FAIL);

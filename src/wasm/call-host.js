@@ -12,6 +12,7 @@ const REPORT = 4;
 const END = 5;
 const BAD_VALUE = 6;
 const REPLY_TEXT_CUT = 7;
+const RUN_DONE = 8;
 
 /**
  * The `[Symbol.asyncIterator]` method of a provider's answer when it is a stream (an async
@@ -187,6 +188,15 @@ class ProviderRequest {
 function formatOf(isBatch, layout) {
   if (!isBatch) return "single";
   return typeof layout === "string" ? "separator" : "markers";
+}
+
+/** What a `pacer.run` function gets for one try: `{ signal, attempt }`. */
+class RunRequest {
+  constructor(call, attempt) {
+    this[CALL] = call;
+    this.attempt = attempt;
+    Object.defineProperty(this, "signal", SIGNAL);
+  }
 }
 
 /**
@@ -390,6 +400,21 @@ export function makeCallHost(provider, input, respond) {
         // only for a promise whose `constructor` getter throws).
         Promise.resolve(returned).then(
           (value) => answer(REPLY, id, call, value),
+          (error) => answer(FAIL, id, call, failure(error)),
+        );
+      } catch (error) {
+        answer(FAIL, id, call, failure(error));
+      }
+    },
+
+    // A try of a `pacer.run`: its function instead of the provider. Its value, whatever it
+    // is, goes back as RUN_DONE untouched (never read as a reply). Never throws.
+    startRun(id, fn, attempt) {
+      const call = { id, controller: undefined, cancelled: false, iterator: undefined, replyCap: undefined };
+      calls[slotOf(id)] = call;
+      try {
+        Promise.resolve(fn(new RunRequest(call, attempt))).then(
+          (value) => answer(RUN_DONE, id, call, value),
           (error) => answer(FAIL, id, call, failure(error)),
         );
       } catch (error) {

@@ -18,6 +18,7 @@ use super::convert::{self, describe};
 use super::errors::{js_error, js_error_of};
 use super::host::Calls;
 use super::input;
+use super::runs::RunFunctions;
 use super::views;
 use crate::hash::IdMap;
 use crate::slotted_map::SlottedMap;
@@ -41,6 +42,8 @@ pub(super) struct State {
     partials: IdMap<Function>,
     /// The `meta` of unsettled items that have one, for `request.metas`.
     metas: IdMap<JsValue>,
+    /// The functions of unsettled `pacer.run`s, and their values.
+    pub(super) runs: RunFunctions,
 }
 
 pub(super) struct Inner {
@@ -60,6 +63,10 @@ enum Action {
     Settle(Resolvers, Settled<JsValue>),
     /// A call, with its `request.metas` (undefined when no item has a `meta`).
     Start(Call, JsValue),
+    /// A try of a `pacer.run`: its function, called for call `id` and this attempt.
+    StartRun(CallId, Function, u32),
+    /// A `pacer.run` ended: its value, or why it failed.
+    SettleRun(Resolvers, Result<JsValue, PacerFailure<JsValue>>),
     Notify(Function, Event),
     Lookup(Lookup),
     Write(StoreWrite),
@@ -69,7 +76,7 @@ enum Action {
 /// The engine behind one `BatchPacer`.
 #[wasm_bindgen]
 pub struct PacerCore {
-    inner: Rc<Inner>,
+    pub(super) inner: Rc<Inner>,
 }
 
 impl core::fmt::Debug for PacerCore {
@@ -192,6 +199,7 @@ impl PacerCore {
                 on_event,
                 partials: IdMap::default(),
                 metas: IdMap::default(),
+                runs: RunFunctions::default(),
             }),
             calls: Calls::new(&provider, super::answers::answer(weak)),
             clock,
@@ -428,6 +436,7 @@ impl PacerCore {
             state.resolvers = SlottedMap::new(crate::ticket_slot);
             state.partials = IdMap::default();
             state.metas = IdMap::default();
+            state.runs = RunFunctions::default();
         }
     }
 }
@@ -445,6 +454,30 @@ impl PacerCore {
         meta: JsValue,
         handle: impl FnOnce(&mut Engine<JsValue>, Instant) -> Admission,
     ) -> f64 {
+        let has_meta = !meta.is_undefined();
+        let keep = |state: &mut State, ticket| {
+            if has_meta {
+                state.metas.insert(ticket, meta);
+            }
+        };
+        self.admit_with(resolve, reject, keep, |engine, now| {
+            if has_meta {
+                // Before `handle`: the item's call may be made at once.
+                engine.want_call_items();
+            }
+            handle(engine, now)
+        })
+    }
+
+    /// `admit`, with `keep` storing what else the driver needs under the ticket before
+    /// the engine's outputs (which may start a call for it) are performed.
+    pub(super) fn admit_with(
+        &self,
+        resolve: Function,
+        reject: Function,
+        keep: impl FnOnce(&mut State, Ticket),
+        handle: impl FnOnce(&mut Engine<JsValue>, Instant) -> Admission,
+    ) -> f64 {
         let now = self.inner.now();
         let admitted = {
             let Ok(mut state) = self.inner.state.try_borrow_mut() else {
@@ -452,18 +485,11 @@ impl PacerCore {
                 return 0.0;
             };
             let state = &mut *state;
-            let has_meta = !meta.is_undefined();
-            if has_meta {
-                // Before `handle`: the item's call may be made at once.
-                state.engine.want_call_items();
-            }
             let admitted = handle(&mut state.engine, now);
             match admitted {
                 Ok(ticket) => {
                     state.resolvers.insert(ticket, (resolve, reject));
-                    if has_meta {
-                        state.metas.insert(ticket, meta);
-                    }
+                    keep(state, ticket);
                     Ok(ticket)
                 }
                 Err(error) => Err((reject, error)),
@@ -483,7 +509,7 @@ impl PacerCore {
 
     /// Rejects an item `invalid_input` with `message` and `cause`, or `disposed` after
     /// `dispose` (every call rejects `disposed` then, a malformed item too).
-    fn reject_invalid(&self, message: String, cause: JsValue, reject: Function) {
+    pub(super) fn reject_invalid(&self, message: String, cause: JsValue, reject: Function) {
         let disposed =
             (self.inner.state.try_borrow()).is_ok_and(|state| state.engine.is_disposed());
         let failure = if disposed {
@@ -538,7 +564,12 @@ impl Inner {
                 state.metas.remove(&settled.ticket);
             }
             match state.resolvers.remove(settled.ticket) {
-                Some(resolvers) => return Some(Action::Settle(resolvers, settled)),
+                Some(resolvers) => {
+                    return Some(match state.runs.end(settled.ticket) {
+                        Some(value) => Action::SettleRun(resolvers, settled.result.map(|_| value)),
+                        None => Action::Settle(resolvers, settled),
+                    })
+                }
                 None => state.engine.note_duplicate_settlement(),
             }
         }
@@ -559,9 +590,17 @@ impl Inner {
                 return Some(Action::Notify(handler.clone(), event));
             }
         }
-        let call = state.engine.poll_call()?;
-        let metas = convert::metas(&call.items, &state.metas);
-        Some(Action::Start(call, metas))
+        // A run's function is stored before any output of the engine is performed.
+        while let Some(call) = state.engine.poll_call() {
+            let Some(ticket) = call.run else {
+                let metas = convert::metas(&call.items, &state.metas);
+                return Some(Action::Start(call, metas));
+            };
+            if let Some(function) = state.runs.function(ticket) {
+                return Some(Action::StartRun(call.id, function, call.attempt));
+            }
+        }
+        None
     }
 
     /// Performs every pending output, then re-arms the timer.
@@ -580,6 +619,15 @@ impl Inner {
                     let _ = handler.call1(&JsValue::UNDEFINED, &views::event_object(&event));
                 }
                 Action::Start(call, metas) => self.calls.start(&call, &metas),
+                Action::StartRun(id, function, attempt) => {
+                    self.calls.start_run(id, &function, attempt)
+                }
+                Action::SettleRun((resolve, reject), result) => {
+                    let _ = match result {
+                        Ok(value) => resolve.call1(&JsValue::UNDEFINED, &value),
+                        Err(error) => reject.call1(&JsValue::UNDEFINED, &js_error(&error)),
+                    };
+                }
                 Action::Lookup(lookup) => self.look_up(lookup),
                 Action::Write(write) => self.write(write),
                 // A throwing onPartial is ignored: a preview is no result.

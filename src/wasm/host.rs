@@ -54,6 +54,11 @@ extern "C" {
         metas: &JsValue,
     );
 
+    /// Starts a try of a `pacer.run`: calls `function({ signal, attempt })` under call
+    /// `id`; its value comes back as `RUN_DONE`, a throw or rejection as `FAIL`.
+    #[wasm_bindgen(method, structural, js_name = startRun)]
+    fn start_run(this: &CallHost, id: f64, function: &Function, attempt: u32);
+
     #[wasm_bindgen(method, structural)]
     fn cancel(this: &CallHost, id: f64);
 }
@@ -80,6 +85,8 @@ pub const BAD_VALUE: u32 = 6;
 /// A string reply longer than the call's cap, cut there and written to the input buffer
 /// (`bytes` long).
 pub const REPLY_TEXT_CUT: u32 = 7;
+/// The value of a `pacer.run`'s try, as its function resolved it.
+pub const RUN_DONE: u32 = 8;
 
 /// How many compatibility groups keep their fields as JS strings between calls.
 const RECENT_GROUPS: usize = 8;
@@ -236,6 +243,11 @@ impl Calls {
             call.reply_cap,
             metas,
         )
+    }
+
+    /// Starts a try of a `pacer.run` under call `id`: `function` instead of the provider.
+    pub fn start_run(&self, id: CallId, function: &Function, attempt: u32) {
+        self.host.start_run(id as f64, function, attempt);
     }
 
     /// Aborts the signal of call `id`.

@@ -10,6 +10,7 @@ mod errors;
 mod host;
 mod input;
 mod replies;
+mod runs;
 mod setup;
 mod views;
 

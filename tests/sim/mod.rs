@@ -69,6 +69,8 @@ pub struct CallRecord {
     pub provider_id: String,
     pub max_output_tokens: u32,
     pub fallback_from: Option<String>,
+    /// For a call of `pacer.run`, its ticket.
+    pub run: Option<Ticket>,
 }
 
 type Script = Box<dyn FnMut(&Call, Instant) -> Answer>;
@@ -246,6 +248,23 @@ impl Sim {
         ticket
     }
 
+    /// A `pacer.run` for `provider` with `priority`: its calls reach the script with
+    /// `call.run` set.
+    pub fn run(&mut self, provider: &str, priority: f64) -> Ticket {
+        let ticket = self
+            .engine
+            .handle_run(self.now, provider, priority)
+            .expect("valid run");
+        self.drain();
+        ticket
+    }
+
+    /// Aborts the run of `ticket`.
+    pub fn abort_run(&mut self, ticket: Ticket) {
+        self.engine.handle_run_abort(self.now, ticket);
+        self.drain();
+    }
+
     pub fn abort(&mut self, ticket: Ticket) {
         self.engine.handle_abort(self.now, ticket);
         self.drain();
@@ -355,8 +374,11 @@ fn collect(
             provider_id: call.compat.provider_id.clone(),
             max_output_tokens: call.max_output_tokens,
             fallback_from: call.compat.fallback_from.clone(),
+            run: call.run,
         });
-        check_layout(&call);
+        if call.run.is_none() {
+            check_layout(&call);
+        }
         match provider(&call, now) {
             Answer::After(after, outcome) => time.answer(call.id, after, outcome),
             Answer::Reported(after, outcome, report) => {

@@ -1,0 +1,196 @@
+//! The `Runs` part: the calls of `pacer.run` (a page summary, a glossary lookup: a
+//! provider call that is not a translation) while they wait, back off or run. A run has
+//! no items and no batch; it waits in its provider's line by priority and arrival, like
+//! a due batch, and goes through the same gate, pause and retries as a batch's call.
+//!
+//! Runs are few (a summary per page, not a call per paragraph), so the part is a slab
+//! and each question is one pass over it: no index to keep in step, and no code of its
+//! own per index type in the `.wasm`.
+
+use core::cmp::Reverse;
+
+use super::limits::Try;
+use super::priority::Priority;
+use crate::call::CallId;
+use crate::settle::Ticket;
+use crate::slab::{Id, Slab};
+use crate::time::Instant;
+
+/// A run's place in its provider's line: highest priority first, then arrival (the
+/// arrival sequence of items, so that runs and batches of equal priority go in the
+/// order they came).
+pub(super) type RunKey = (Reverse<Priority>, u64, Id<Run>);
+
+/// Where a run is.
+#[derive(Copy, Clone, Debug, PartialEq)]
+pub(super) enum RunState {
+    /// In its provider's line.
+    Queued,
+    /// Waiting for its backoff to end, then back in line.
+    Backoff(Instant),
+    /// Its call runs under this id.
+    Running(CallId),
+}
+
+/// One `pacer.run` that has not ended.
+#[derive(Debug)]
+pub(super) struct Run {
+    ticket: Ticket,
+    provider: u32,
+    priority: Priority,
+    seq: u64,
+    state: RunState,
+    /// Calls started, and failed tries counted apart by kind.
+    attempts: u32,
+    errors: u16,
+    rate_limits: u16,
+}
+
+impl Run {
+    /// The ticket its promise waits on.
+    pub(super) fn ticket(&self) -> Ticket {
+        self.ticket
+    }
+
+    /// The provider it calls.
+    pub(super) fn provider(&self) -> u32 {
+        self.provider
+    }
+
+    /// Where it is.
+    pub(super) fn state(&self) -> RunState {
+        self.state
+    }
+
+    /// How many calls of it started.
+    pub(super) fn attempts(&self) -> u32 {
+        self.attempts
+    }
+}
+
+/// The runs that have not ended.
+#[derive(Debug, Default)]
+pub(super) struct Runs {
+    slab: Slab<Run>,
+}
+
+impl Runs {
+    /// A new run for `provider`, queued at once; `seq` is its place in arrival order.
+    pub(super) fn add(&mut self, ticket: Ticket, provider: u32, priority: Priority, seq: u64) {
+        self.slab.insert(Run {
+            ticket,
+            provider,
+            priority,
+            seq,
+            state: RunState::Queued,
+            attempts: 0,
+            errors: 0,
+            rate_limits: 0,
+        });
+    }
+
+    pub(super) fn get(&self, id: Id<Run>) -> Option<&Run> {
+        self.slab.get(id)
+    }
+
+    /// The live run of `ticket`.
+    pub(super) fn of_ticket(&self, ticket: Ticket) -> Option<Id<Run>> {
+        let mut runs = self.slab.iter();
+        runs.find(|(_, run)| run.ticket == ticket).map(|(id, _)| id)
+    }
+
+    /// The queued runs, each with its provider and its place in line.
+    pub(super) fn queued(&self) -> impl Iterator<Item = (u32, RunKey)> + '_ {
+        (self.slab.iter())
+            .filter(|(_, run)| run.state == RunState::Queued)
+            .map(|(id, run)| (run.provider, (Reverse(run.priority), run.seq, id)))
+    }
+
+    /// Its call starts under `call`; the try's number (0 for the first).
+    pub(super) fn start(&mut self, id: Id<Run>, call: CallId) -> u32 {
+        let Some(run) = self.slab.get_mut(id) else {
+            return 0;
+        };
+        run.state = RunState::Running(call);
+        run.attempts += 1;
+        run.attempts - 1
+    }
+
+    /// Counts one more failed try of this kind; the count so far.
+    pub(super) fn count_try(&mut self, id: Id<Run>, kind: Try) -> u16 {
+        let Some(run) = self.slab.get_mut(id) else {
+            return 0;
+        };
+        let count = match kind {
+            Try::RateLimit => &mut run.rate_limits,
+            Try::Error | Try::Mismatch => &mut run.errors,
+        };
+        *count = count.saturating_add(1);
+        *count
+    }
+
+    /// Back in its provider's line (a retry with no wait of its own), or waiting until
+    /// `until` first.
+    pub(super) fn retry(&mut self, id: Id<Run>, until: Option<Instant>) {
+        if let Some(run) = self.slab.get_mut(id) {
+            run.state = until.map_or(RunState::Queued, RunState::Backoff);
+        }
+    }
+
+    /// The soonest backoff end.
+    pub(super) fn next_wakeup(&self) -> Option<Instant> {
+        let mut next: Option<Instant> = None;
+        for (_, run) in self.slab.iter() {
+            if let RunState::Backoff(at) = run.state {
+                next = Some(next.map_or(at, |n| n.min(at)));
+            }
+        }
+        next
+    }
+
+    /// Puts the runs whose backoff ended by `now` back in line.
+    pub(super) fn wake(&mut self, now: Instant) {
+        for run in self.slab.values_mut() {
+            if matches!(run.state, RunState::Backoff(at) if at <= now) {
+                run.state = RunState::Queued;
+            }
+        }
+    }
+
+    /// The run ended.
+    pub(super) fn remove(&mut self, id: Id<Run>) -> Option<Run> {
+        self.slab.remove(id)
+    }
+
+    /// The runs of `provider` that wait (queued or backing off), not those running.
+    pub(super) fn waiting_for(&self, provider: u32) -> Vec<Id<Run>> {
+        let mut waiting = Vec::new();
+        for (id, run) in self.slab.iter() {
+            if run.provider == provider && !matches!(run.state, RunState::Running(_)) {
+                waiting.push(id);
+            }
+        }
+        waiting
+    }
+
+    /// Every run.
+    #[cfg(any(test, feature = "check"))]
+    pub(super) fn iter(&self) -> impl Iterator<Item = (Id<Run>, &Run)> {
+        self.slab.iter()
+    }
+
+    /// The providers of every run.
+    pub(super) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
+        self.slab.iter().map(|(_, run)| run.provider)
+    }
+
+    /// Ends every run (dispose); their tickets.
+    pub(super) fn clear(&mut self) -> Vec<Ticket> {
+        let mut tickets = Vec::new();
+        for run in self.slab.drain() {
+            tickets.push(run.ticket);
+        }
+        self.slab = Slab::default();
+        tickets
+    }
+}
