@@ -359,3 +359,87 @@ fn a_split_that_a_drop_hides_vouches_for_nothing_between_them() {
     assert_eq!(proven[1], None);
     assert_eq!(proven[2], None);
 }
+
+/// Four paragraphs of like lengths, each with a number of its own, and translations
+/// that keep that number and no other word of their paragraph.
+fn numbered_page() -> (Vec<String>, Vec<String>) {
+    let sources = (0..4)
+        .map(|k| format!("The report on page {k} was read out loud today."))
+        .collect();
+    let translations = (0..4)
+        .map(|k| format!("Der Bericht zu Seite {k} wurde heute vorgelesen."))
+        .collect();
+    (sources, translations)
+}
+
+/// A reply that breaks off: `closed` whole under the markers of segments 0, 1 …, then the
+/// next segment's opening marker and `open`.
+fn broken_off(closed: &[&str], open: &str) -> String {
+    let mut reply = String::new();
+    for (i, text) in closed.iter().enumerate() {
+        let (start, end) = crate::markers::pair("s", crate::markers::number(i));
+        reply.push_str(&format!("{start}{text}{end}\n"));
+    }
+    let (start, _) = crate::markers::pair("s", crate::markers::number(closed.len()));
+    reply + &start + open
+}
+
+/// What a marked string reply proves read whole (`early::whole_reading`, as the engine
+/// reads one), after checking that no beginning of it, streamed, resolves more segments
+/// early than that (never looser) and that the last beginning resolves as many.
+fn read_whole_and_streamed(texts: &[&str], reply: &str) -> Vec<Option<String>> {
+    let whole = crate::early::whole_reading(texts, reply, "s", None);
+    let leading = whole.iter().take_while(|t| t.is_some()).count();
+    let mut most = 0;
+    for cut in (0..=reply.len()).filter(|&cut| reply.is_char_boundary(cut)) {
+        let run = crate::early::leading_pairs(&reply[..cut], "s");
+        let early = crate::early::proven_count(texts, &run, None);
+        assert!(early <= leading, "{early} early at {cut}, {leading} whole");
+        most = most.max(early);
+    }
+    assert_eq!(most, leading, "streamed and whole resolve alike");
+    whole
+}
+
+#[test]
+fn a_reply_that_breaks_off_resolves_the_segments_their_own_numbers_prove() {
+    let (sources, translations) = numbered_page();
+    let texts: Vec<&str> = sources.iter().map(String::as_str).collect();
+    let t: Vec<&str> = translations.iter().map(String::as_str).collect();
+    // Like lengths: the lengths refute no shift. Each segment holds its own paragraph's
+    // number and not the next one's, which a drop or merge before it would have put
+    // there; the pair being written shows its own number, so the second is not merged
+    // with it, nor is it the rest of the second.
+    let reply = broken_off(&t[..2], "Der Bericht zu Seite 2 wurde");
+    assert_eq!(
+        read_whole_and_streamed(&texts, &reply),
+        [Some(t[0].to_owned()), Some(t[1].to_owned()), None, None]
+    );
+    // Broken off before the pair being written shows its number: the segment right before
+    // the break stays missing (it may hold the next translation too, or be a part).
+    let reply = broken_off(&t[..2], "Der Bericht zu Se");
+    assert_eq!(
+        read_whole_and_streamed(&texts, &reply),
+        [Some(t[0].to_owned()), None, None, None]
+    );
+}
+
+#[test]
+fn a_reply_that_breaks_off_proves_nothing_when_the_numbers_are_swapped_or_absent() {
+    let (sources, translations) = numbered_page();
+    let texts: Vec<&str> = sources.iter().map(String::as_str).collect();
+    let t: Vec<&str> = translations.iter().map(String::as_str).collect();
+    // The first dropped, the rest one pair early: each pair holds the next one's number.
+    let shifted = broken_off(&[t[1], t[2]], "Der Bericht zu Seite 3 wurde");
+    assert_eq!(read_whole_and_streamed(&texts, &shifted), vec![None; 4]);
+    // The first two swapped under markers kept in order.
+    let swapped = broken_off(&[t[1], t[0]], "Der Bericht zu Seite 2 wurde");
+    assert_eq!(read_whole_and_streamed(&texts, &swapped), vec![None; 4]);
+    // No number kept (like lengths, no word in common): a drop would read the same.
+    let plain: Vec<String> = ["null", "eins", "zwei"]
+        .iter()
+        .map(|k| format!("Der Bericht zu Seite {k} wurde heute vorgelesen."))
+        .collect();
+    let absent = broken_off(&[&plain[0], &plain[1]], &plain[2][..24]);
+    assert_eq!(read_whole_and_streamed(&texts, &absent), vec![None; 4]);
+}

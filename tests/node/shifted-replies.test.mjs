@@ -5,7 +5,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { BatchPacer } from "batch-pacer";
-import { item, virtualTime } from "./helpers.mjs";
+import { flushMicrotasks, item, track, virtualTime } from "./helpers.mjs";
 
 const PAGE = [
   "The cat sat on the warm mat today.",
@@ -104,3 +104,79 @@ test("a faithful reply whose translations keep words of their paragraphs resolve
   assert.equal(pacer.stats().providerCalls, 1);
   pacer.dispose();
 });
+
+// A reply that breaks off inside the third segment (at its token limit, or just ended),
+// among paragraphs of like lengths each holding a number of its own that its translation
+// keeps: a shift by one would put the next paragraph's number under a segment, so the
+// numbers prove the first two, and only the last two go out again.
+const NUMBERED = [0, 1, 2, 3].map((k) => `The report on page ${k} was read out loud today.`);
+const numberedGerman = (text) =>
+  text.replace("The report on page", "Der Bericht zu Seite").replace("was read out loud today.", "wurde heute vorgelesen.");
+// Kept numbers spelled out instead: nothing left of the paragraphs in their translations.
+const SPELLED = ["null", "eins", "zwei", "drei"];
+const spelledGerman = (text) => numberedGerman(text).replace(/\d/, (k) => SPELLED[Number(k)]);
+
+/**
+ * Runs the numbered page against a model whose first batch reply writes `order`'s
+ * translations (by `translate`) under the markers in their order, the last one cut in
+ * half after its opening marker; faithful afterwards. Streamed replies come in 3-character
+ * pieces.
+ */
+async function breakOff({ order, translate = numberedGerman, truncated, stream }) {
+  const { clock, pacerClock } = virtualTime();
+  const calls = [];
+  const pacer = new BatchPacer(
+    (request) => {
+      calls.push({ texts: [...request.texts], isBatch: request.isBatch });
+      if (!request.isBatch) return numberedGerman(request.text);
+      if (calls.filter((c) => c.isBatch).length > 1) {
+        return request.texts.map((t, i) => request.markers[i][0] + numberedGerman(t) + request.markers[i][1]).join("\n");
+      }
+      const written = order.map((k) => translate(request.texts[k]));
+      const cut = written.pop();
+      const closed = written.map((t, i) => request.markers[i][0] + t + request.markers[i][1]);
+      const reply = [...closed, request.markers[written.length][0] + cut.slice(0, cut.length / 2)].join("\n");
+      if (!stream) return truncated ? { translations: reply, truncated: true } : reply;
+      return (async function* () {
+        yield* pieces(reply, 3);
+        if (truncated) yield { truncated: true };
+      })();
+    },
+    { baseRetryDelayMs: 1, clock: pacerClock },
+  );
+  const states = NUMBERED.map((text) => track(pacer.translate(item(text))));
+  await clock.runAllAsync();
+  await flushMicrotasks();
+  const stats = pacer.stats();
+  pacer.dispose();
+  return { states, calls, stats };
+}
+
+for (const truncated of [false, true]) {
+  for (const stream of [false, true]) {
+    const how = `${stream ? "streamed in 3-character pieces" : "whole"}${truncated ? ", truncated: true" : ""}`;
+
+    test(`a reply that breaks off in the third segment resolves the first two by their numbers; only the last two go out again (${how})`, async () => {
+      const { states, calls, stats } = await breakOff({ order: [0, 1, 2], truncated, stream });
+      assert.deepEqual(
+        calls.map((c) => c.texts),
+        [NUMBERED, NUMBERED.slice(2)],
+      );
+      assert.deepEqual(states.map((s) => s.value), NUMBERED.map(numberedGerman));
+      assert.ok(states.every((s) => s.settlements === 1));
+      assert.equal(stats.countMismatches, 1);
+      // Streamed, the first two resolve before the reply ends (the third pair's number has
+      // shown): early resolution proves what the whole reply proves.
+      assert.equal(stats.earlyResolved, stream ? 2 : 0);
+    });
+
+    test(`a reply that breaks off proves nothing when its numbers are shifted, swapped or spelled out; every paragraph goes out again and ends with its own translation (${how})`, async () => {
+      for (const damage of [{ order: [1, 2, 3] }, { order: [1, 0, 2] }, { order: [0, 1, 2], translate: spelledGerman }]) {
+        const { states, calls } = await breakOff({ ...damage, truncated, stream });
+        assert.deepEqual(calls[1].texts, NUMBERED, JSON.stringify(damage.order));
+        assert.deepEqual(states.map((s) => s.value), NUMBERED.map(numberedGerman));
+        assert.ok(states.every((s) => s.settlements === 1));
+      }
+    });
+  }
+}
