@@ -234,8 +234,15 @@ const perMinuteSettings = (perMinute) => ({ rate: perMinute / 60, capacity: 1 })
 /** The section (Markdown). `builds`: this package first, then the baseline if any. */
 export async function providersPoolsArrays({ builds, smoke = false, number = 15, command }) {
   const [own] = builds;
-  const rows = [];
+  // Rows by name, each with one line per build in build order (a run's builds side by side).
+  const rowsByName = new Map();
+  const add = (cells) => rowsByName.set(cells[0], [...(rowsByName.get(cells[0]) ?? []), cells]);
   const refused = new Map(); // build name → the first invalid_options message it gave
+  // A build older than an export gets this package's: the provider is a function of the
+  // request, and the pacer is what each row measures.
+  const borrowed = builds.slice(1).flatMap((build) =>
+    ["routeProviders", "deeplProvider"].filter((name) => typeof build[name] !== "function").map((name) => `${build.name} exports no ${name}: its rows use this package's.`),
+  );
   const sizes = smoke
     ? { chain: 40, pool: 48, deepl: 60, characters: 150 }
     : { chain: 300, pool: 600, deepl: 200, characters: 500 };
@@ -282,7 +289,7 @@ export async function providersPoolsArrays({ builds, smoke = false, number = 15,
         items: chainTexts.map((text) => item(text, "de", { providerId: "A" })),
         expected: (text) => text,
       });
-      rows.push(
+      add(
         row(run.name, build, result, (r) => {
           const vs = r.completedMs / chainBoundMs;
           const target = run.target
@@ -313,7 +320,7 @@ export async function providersPoolsArrays({ builds, smoke = false, number = 15,
       items: poolItems("k1"),
       expected: (text) => text,
     });
-    rows.push(row(`b0. one key, ${KEY_QUOTA}/min (flow rate ${KEY_QUOTA}/min, capacity 1)`, build, oneKey, (r) => [perProvider(r), seconds(r.completedMs), "1.00x (baseline of b, c)", "–"]));
+    add(row(`b0. one key, ${KEY_QUOTA}/min (flow rate ${KEY_QUOTA}/min, capacity 1)`, build, oneKey, (r) => [perProvider(r), seconds(r.completedMs), "1.00x (baseline of b, c)", "–"]));
     const faster = (r) => oneKey.completedMs / r.completedMs;
     const pool = await simulate(build, {
       options: poolOptions,
@@ -321,7 +328,7 @@ export async function providersPoolsArrays({ builds, smoke = false, number = 15,
       items: poolItems("gemini"),
       expected: (text) => text,
     });
-    rows.push(
+    add(
       row(`b. pool of 3 keys, ${KEY_QUOTA}/min each`, build, pool, (r) => {
         const calls = members.map((id) => r.byProvider[id]);
         const even = Math.max(...calls) <= 1.1 * Math.min(...calls);
@@ -337,7 +344,7 @@ export async function providersPoolsArrays({ builds, smoke = false, number = 15,
       items: poolItems("gemini"),
       expected: (text) => text,
     });
-    rows.push(
+    add(
       row("c. the same pool, k1's daily quota spent at the start", build, blocked, (r) => [
         perProvider(r), seconds(r.completedMs), `${times(faster(r))} faster than b0`,
         `0 failed ${yes(r.failed === 0 && !r.stalled)}; ≥ 1.9x faster ${yes(faster(r) >= 1.9)}`,
@@ -375,8 +382,8 @@ export async function providersPoolsArrays({ builds, smoke = false, number = 15,
       );
     }
     const [perCall, array] = results;
-    rows.push(row(deeplRuns[0].name, build, perCall, (r) => [perProvider(r), seconds(r.completedMs), "1.00x (baseline of d)", "–"]));
-    rows.push(
+    add(row(deeplRuns[0].name, build, perCall, (r) => [perProvider(r), seconds(r.completedMs), "1.00x (baseline of d)", "–"]));
+    add(
       row(deeplRuns[1].name, build, array, (r) => {
         const share = r.completedMs / perCall.completedMs;
         return [
@@ -409,7 +416,7 @@ export async function providersPoolsArrays({ builds, smoke = false, number = 15,
         items: characterTexts.map((text) => item(text, "de", { providerId: "translator", llm: false })),
         expected: (text) => text,
       });
-      rows.push(
+      add(
         row(run.name, build, result, (r) => {
           const vs = r.completedMs / characterBoundMs;
           const target = run.target ? `0 × 429 ${yes(r.minute429 === 0)}; ≤ 1.05x the bound ${yes(vs <= 1.05)}` : "– (beside e)";
@@ -425,13 +432,14 @@ export async function providersPoolsArrays({ builds, smoke = false, number = 15,
     `b, c: ${sizes.pool} paragraphs; each key allows ${KEY_QUOTA} requests a minute (strict, as in a). b0: one key, flow rate ${KEY_QUOTA}/min, capacity 1. b: pools { gemini: [k1, k2, k3] }, providers { k1, k2, k3: rate ${KEY_QUOTA}/min, capacity 1 }, items for "gemini", routeProviders({ k1, k2, k3 }). c: the same with k1 answering every call 429 quota "daily" (retryAfterMs 6 h) from the start. Targets: b ≥ 2.8x faster than b0, 0 × 429, calls per key within 10% of each other (most ≤ 1.1 × fewest); c 0 failed and ≥ 1.9x faster than b0.`,
     `d: ${sizes.deepl} paragraphs with llm: false for providerId "deepl" through the package's deeplProvider({ apiKey, fetch }) (the key's ":fx" suffix: the free host); the fetch plays DeepL's POST /v2/translate on virtual time: it checks the URL, the method, the Authorization header and the JSON body ({ text: [...], target_lang }), allows ${DEEPL.perSecond} requests a second (past it a 429 with Retry-After in whole seconds), ${DEEPL.maxTexts} texts and ${fmt(DEEPL.maxCharacters)} characters a request (past them a 413), and answers { translations: [{ detected_source_language, text }] }. Both runs: flow rate ${DEEPL.perSecond}/s, capacity 1. Targets (d): calls ≤ 5 (d0 makes one per paragraph), time ≤ 1/20 of d0's.`,
     `e: ${sizes.characters} paragraphs (${fmt(totalCharacters)} characters) with llm: false for providerId "translator" (one per call, no array batches); the service allows ${fmt(CHARACTERS_PER_MINUTE)} characters (the texts' String.length) a minute, a budget full at the start and refilled continuously, past it a 429 with the exact wait. The bound: the first minute's worth at once, the rest at the refill rate, + one latency: (${fmt(totalCharacters)} − ${fmt(CHARACTERS_PER_MINUTE)}) ÷ ${fmt(CHARACTERS_PER_MINUTE)} × 60 s + ${LATENCY_MS / 1000} s = ${seconds(characterBoundMs)} s. e0: the defaults (no character budget; the 429s and their retries as they come). Target (e): 0 × 429, ≤ 1.05x the bound.`,
+    ...borrowed,
     ...[...refused].map(([name, message]) => `${name} refused its options in the rows marked "not available": \`${message}\`.`),
     `One run each (deterministic: virtual time, the pacer's seed drawn from a Math.random seeded with ${SEED}); a run still unsettled after ${LIMIT_MS / 3600_000} h of virtual time counts as stalled. Command: \`${command}\`.`,
   ];
   return table({
     title: `${number}. Providers, pools and arrays: per-provider limits on a fallback chain, a pool of keys, DeepL array batches, a character budget (virtual time)`,
     columns: ["row", "build", "failed", "misplaced", "calls", "429s (minute / daily)", "calls per provider", "last paragraph (s)", "vs", "target"],
-    rows,
+    rows: [...rowsByName.values()].flat(),
     textColumns: 2,
     notes,
   });
