@@ -216,7 +216,6 @@ async function simulate(build, { options, setup, items, expected }) {
       minute429: sum("minute429"),
       daily429: sum("daily429"),
       byProvider: Object.fromEntries(Object.entries(logs).map(([id, log]) => [id, log.calls])),
-      logs,
     };
   } finally {
     Math.random = random;
