@@ -236,7 +236,7 @@ export async function providersPoolsArrays({ builds, smoke = false, number = 15,
   // Rows by name, each with one line per build in build order (a run's builds side by side).
   const rowsByName = new Map();
   const add = (cells) => rowsByName.set(cells[0], [...(rowsByName.get(cells[0]) ?? []), cells]);
-  const refused = new Map(); // build name → the first invalid_options message it gave
+  const refused = new Map(); // build name → the invalid_options messages it gave
   // A build older than an export gets this package's: the provider is a function of the
   // request, and the pacer is what each row measures.
   const borrowed = builds.slice(1).flatMap((build) =>
@@ -249,7 +249,7 @@ export async function providersPoolsArrays({ builds, smoke = false, number = 15,
   /** A row for `result`, or the row that says the build lacks the option. */
   const row = (name, build, result, columns) => {
     if (!result.available) {
-      if (!refused.has(build.name)) refused.set(build.name, result.message);
+      refused.set(build.name, new Set([...(refused.get(build.name) ?? []), result.message]));
       return [name, build.name, "–", "–", "–", "–", "–", "–", "–", "not available in this build"];
     }
     const failed = result.stalled ? `${result.failed} (stalled: unsettled after ${LIMIT_MS / 3600_000} h)` : result.failed;
@@ -432,7 +432,7 @@ export async function providersPoolsArrays({ builds, smoke = false, number = 15,
     `d: ${sizes.deepl} paragraphs with llm: false for providerId "deepl" through the package's deeplProvider({ apiKey, fetch }) (the key's ":fx" suffix: the free host); the fetch plays DeepL's POST /v2/translate on virtual time: it checks the URL, the method, the Authorization header and the JSON body ({ text: [...], target_lang }), allows ${DEEPL.perSecond} requests a second (past it a 429 with Retry-After in whole seconds), ${DEEPL.maxTexts} texts and ${fmt(DEEPL.maxCharacters)} characters a request (past them a 413), and answers { translations: [{ detected_source_language, text }] }. Both runs: flow rate ${DEEPL.perSecond}/s, capacity 1. Targets (d): calls ≤ 5 (d0 makes one per paragraph), time ≤ 1/20 of d0's.`,
     `e: ${sizes.characters} paragraphs (${fmt(totalCharacters)} characters) with llm: false for providerId "translator" (one per call, no array batches); the service allows ${fmt(CHARACTERS_PER_MINUTE)} characters (the texts' String.length) a minute, a budget full at the start and refilled continuously, past it a 429 with the exact wait. The bound: the first minute's worth at once, the rest at the refill rate, + one latency: (${fmt(totalCharacters)} − ${fmt(CHARACTERS_PER_MINUTE)}) ÷ ${fmt(CHARACTERS_PER_MINUTE)} × 60 s + ${LATENCY_MS / 1000} s = ${seconds(characterBoundMs)} s. e0: the defaults (no character budget; the 429s and their retries as they come). Target (e): 0 × 429, ≤ 1.05x the bound.`,
     ...borrowed,
-    ...[...refused].map(([name, message]) => `${name} refused its options in the rows marked "not available": \`${message}\`.`),
+    ...[...refused].map(([name, messages]) => `${name} refused the options of the rows marked "not available": ${[...messages].map((m) => `\`${m}\``).join("; ")}.`),
     `One run each (deterministic: virtual time, the pacer's seed drawn from a Math.random seeded with ${SEED}); a run still unsettled after ${LIMIT_MS / 3600_000} h of virtual time counts as stalled. Command: \`${command}\`.`,
   ];
   return table({
