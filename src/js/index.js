@@ -9,10 +9,14 @@ import wasmInit, {
 } from "../pkg/batch_pacer.js";
 import { PacerError } from "./errors.js";
 import { loadError, missingWasmError, noBaseUrlError } from "./load-errors.js";
+import { limitsFromHeaders, retryAfterFromHeaders } from "./limits-from-headers.js";
+import { retryDelayFromBody } from "./error-body.js";
 
 export { PacerError } from "./errors.js";
 export { openAIProvider } from "./openai.js";
 export { routeProviders } from "./route-providers.js";
+export { aiSdkProvider } from "./ai-sdk-provider.js";
+export { limitsFromHeaders } from "./limits-from-headers.js";
 export { indexedDBCache } from "./indexeddb-cache.js";
 
 /** The default options (the same values the core applies when an option is omitted). */
@@ -43,8 +47,11 @@ let loading = null;
 let input = null;
 
 function markReady() {
-  input = setup(({ code, message, status, cause, retryAt, option }) =>
-    new PacerError(code, message, { status, cause, retryAt, option }));
+  input = setup(
+    ({ code, message, status, cause, retryAt, option }) => new PacerError(code, message, { status, cause, retryAt, option }),
+    // What failures are read with (the core's call-host.js): the same readers as exported.
+    { limits: limitsFromHeaders, retryAfterMs: retryAfterFromHeaders, bodyRetryAfterMs: retryDelayFromBody },
+  );
   ready = true;
 }
 
