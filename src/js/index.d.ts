@@ -947,7 +947,8 @@ export interface OpenAIProviderUsage {
 }
 
 /**
- * `limits` as {@link openAIProvider} reports them, from OpenAI's and Groq's headers.
+ * `limits` as {@link openAIProvider} reports them, from OpenAI's and Groq's headers (and
+ * any other family {@link limitsFromHeaders} reads, which it uses).
  * Reset times are read in Go's duration form (`6m0s`, `1.5s`, `20ms`, `23h47m12.5s`) or
  * as whole seconds (`7`) and rounded up to whole milliseconds. A header that is absent
  * or unreadable leaves its field out.
