@@ -699,6 +699,8 @@ export interface ProviderRequest {
  *   before the next call to this provider. It overrides the backoff.
  * - `limits` ({@link ProviderLimits}), else what those headers say of the quota, as
  *   {@link limitsFromHeaders} reads them.
+ * - `quota` (`"rate"`, `"daily"`, `"billing"`), else what the AI SDK's `responseBody`
+ *   names, as {@link openAIProvider} reads an error body.
  * - `retryable: false`: you know the same request will fail again (a content-policy
  *   refusal, an invalid request): it is never retried, whatever its status. A single
  *   item rejects with `provider_error`; a batch's items are sent once each alone (with

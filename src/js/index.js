@@ -10,7 +10,7 @@ import wasmInit, {
 import { PacerError } from "./errors.js";
 import { loadError, missingWasmError, noBaseUrlError } from "./load-errors.js";
 import { limitsFromHeaders, retryAfterFromHeaders } from "./limits-from-headers.js";
-import { retryDelayFromBody } from "./error-body.js";
+import { quotaFromBody, retryDelayFromBody } from "./error-body.js";
 
 export { PacerError } from "./errors.js";
 export { openAIProvider } from "./openai.js";
@@ -50,7 +50,12 @@ function markReady() {
   input = setup(
     ({ code, message, status, cause, retryAt, option }) => new PacerError(code, message, { status, cause, retryAt, option }),
     // What failures are read with (the core's call-host.js): the same readers as exported.
-    { limits: limitsFromHeaders, retryAfterMs: retryAfterFromHeaders, bodyRetryAfterMs: retryDelayFromBody },
+    {
+      limits: limitsFromHeaders,
+      retryAfterMs: retryAfterFromHeaders,
+      bodyRetryAfterMs: retryDelayFromBody,
+      bodyQuota: quotaFromBody,
+    },
   );
   ready = true;
 }

@@ -13,7 +13,7 @@
 
 import { PacerError } from "./errors.js";
 import { readChatCompletionStream } from "./openai-stream.js";
-import { bodyRetryDelay, errorBody, errorDetails } from "./error-body.js";
+import { bodyRetryDelay, errorBody, errorDetail, errorFields, quotaOf } from "./error-body.js";
 import { limitsFromHeaders, retryAfterFromHeaders } from "./limits-from-headers.js";
 import { temperatureFor } from "./retry-temperature.js";
 import { contextParagraphs, translatorOpening } from "./translator-prompt.js";
@@ -550,32 +550,6 @@ function readUsage(usage) {
 }
 
 /**
- * Which quota an error reports: "billing" for OpenAI's `insufficient_quota` (by code or
- * type, never by message: Gemini's per-minute messages also say "check your plan and
- * billing details") and for 402 (OpenRouter's and DeepSeek's "insufficient credits");
- * "daily" for a Gemini QuotaFailure whose quotaId counts per day, or an OpenAI or Groq
- * 429 "on requests per day (RPD)" / "tokens per day (TPD)"; "rate" for any other 429.
- */
-function quotaOf(status, body) {
-  const fields = errorFields(body);
-  if (status === 402 || fields.includes("insufficient_quota")) return "billing";
-  if (status !== 429) return undefined;
-  for (const detail of errorDetails(body)) {
-    if (!String(detail["@type"] ?? "").endsWith("google.rpc.QuotaFailure")) continue;
-    const violations = Array.isArray(detail.violations) ? detail.violations : [];
-    if (violations.some((v) => /PerDay/.test(String(v?.quotaId ?? "")))) return "daily";
-  }
-  if (/\b(?:requests|tokens) per day\b/i.test(errorDetail(body))) return "daily";
-  return "rate";
-}
-
-/** A body's error `code` and `type`, where it has them. */
-function errorFields(body) {
-  const error = body?.error;
-  return error !== null && typeof error === "object" ? [error.code, error.type] : [];
-}
-
-/**
  * Whether the request was too long for the model's context (`context_length_exceeded`,
  * or an `invalid_request_error` saying so): a 413 by meaning, so the batch is split.
  */
@@ -714,16 +688,6 @@ async function readBody(response, signal, url, redact, secrets) {
     if (!isAbort(err, signal) && !response.ok) return "";
     throw networkError(err, signal, url, redact, secrets);
   }
-}
-
-/** The human-readable message inside an OpenAI-style error body, if any. */
-function errorDetail(data) {
-  if (data === null || typeof data !== "object") return "";
-  const { error } = data;
-  if (typeof error === "string") return error;
-  if (error && typeof error === "object" && typeof error.message === "string") return error.message;
-  if (typeof data.message === "string") return data.message;
-  return "";
 }
 
 /** Redacted first MAX_DETAIL characters of `text`, white space collapsed. */

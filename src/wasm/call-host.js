@@ -83,9 +83,17 @@ function messageOf(error) {
  * them anyway, and a copy of them here, beside the core's glue, would ship them twice.
  * Until then (never in practice) failures are read without them.
  */
-let readers = { limits: () => undefined, retryAfterMs: () => undefined, bodyRetryAfterMs: () => undefined };
+let readers = {
+  limits: () => undefined,
+  retryAfterMs: () => undefined,
+  bodyRetryAfterMs: () => undefined,
+  bodyQuota: () => undefined,
+};
 
-/** Registers `{ limits(headers), retryAfterMs(headers), bodyRetryAfterMs(body) }`. */
+/**
+ * Registers `{ limits(headers), retryAfterMs(headers), bodyRetryAfterMs(body),
+ * bodyQuota(status, body) }`.
+ */
 export function useReaders(given) {
   readers = given;
 }
@@ -118,7 +126,8 @@ function innermost(error) {
  * A failure as the core reads it (see `failure_from` in replies.rs): what the provider
  * threw as `cause`, and its fields. The AI SDK's names are read too: `statusCode` (when
  * `status` is no number), `responseHeaders` beside `headers` (for the wait and, unless
- * the error has `limits`, the limits they state), `responseBody` (a Google `RetryInfo`),
+ * the error has `limits`, the limits they state), `responseBody` (a Google `RetryInfo`'s
+ * wait; unless the error has `quota`, the quota the body names, as openAIProvider reads it),
  * and `isRetryable: false` (as `retryable: false`, except on a status the pacer owns).
  * A field of the wrong type is left out. An error that cannot be read (a getter or proxy
  * throws) fails the call all the same, with a message that says so.
@@ -139,7 +148,7 @@ function failure(error) {
       retryAfter: read.retryAfter,
       waitMs: firstOf(headers, readers.retryAfterMs) ?? readers.bodyRetryAfterMs(read.responseBody),
       limits: pick(read.limits, LIMITS) ?? firstOf(headers, readers.limits),
-      quota: read.quota,
+      quota: read.quota ?? readers.bodyQuota(status, read.responseBody),
       retryable,
     };
   } catch (thrown) {

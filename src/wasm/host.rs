@@ -18,8 +18,9 @@ extern "C" {
     #[wasm_bindgen(js_name = makeCallHost)]
     fn make_call_host(provider: &Function, input: &JsValue, answer: &Function) -> CallHost;
 
-    /// Registers `{ limits(headers), retryAfterMs(headers), bodyRetryAfterMs(body) }`,
-    /// the JS layer's readers that failures are read with (see `failure` there).
+    /// Registers `{ limits(headers), retryAfterMs(headers), bodyRetryAfterMs(body),
+    /// bodyQuota(status, body) }`, the JS layer's readers that failures are read with
+    /// (see `failure` there).
     #[wasm_bindgen(js_name = useReaders)]
     pub fn use_readers(readers: &JsValue);
 

@@ -1,6 +1,6 @@
 // The AI SDK's errors, thrown by any provider, read as the README's "Failures" says:
-// `statusCode`, `responseHeaders` (and the limits they state), `responseBody`,
-// `isRetryable` and `RetryError.lastError`. The errors are real `APICallError` and
+// `statusCode`, `responseHeaders` (and the limits they state), `responseBody` (a wait,
+// a quota), `isRetryable` and `RetryError.lastError`. The errors are real `APICallError` and
 // `RetryError` instances of the `ai` package, both majors the package supports (ai 7
 // and, under the alias ai-v6, ai 6), from the repository's devDependencies.
 
@@ -207,6 +207,40 @@ for (const [name, sdk] of Object.entries(sdks)) {
       assert.equal(calls.length, 1, "no call while the API says none is left");
       await clock.tickAsync(1000);
       assert.equal(result.value, "HELLO");
+    });
+
+    test("OpenAI's insufficient_quota in the responseBody is a billing error: one call, the queue rejects", async (t) => {
+      const body = JSON.stringify({ error: { message: "You exceeded your current quota", type: "insufficient_quota", code: "insufficient_quota" } });
+      const error = apiCallError(sdk, 429, { body });
+      const { clock, calls, send, events } = failingThenOk(t, [error, error, error]);
+      // Two paragraphs in one batch: one call, and no retry can help.
+      const results = [send(item("one")), send(item("two"))];
+      await clock.tickAsync(60_000);
+      assert.equal(calls.length, 1);
+      for (const result of results) assertPacerError(result.reason, "provider_error", 429);
+      assert.equal(events.find((e) => e.type === "blocked")?.reason, "billing");
+    });
+
+    test("Gemini's PerDay QuotaFailure in the responseBody is a daily quota", async (t) => {
+      const body = JSON.stringify({
+        error: {
+          code: 429,
+          status: "RESOURCE_EXHAUSTED",
+          details: [
+            {
+              "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+              violations: [{ quotaId: "GenerateRequestsPerDayPerProjectPerModel-FreeTier" }],
+            },
+          ],
+        },
+      });
+      const error = apiCallError(sdk, 429, { body });
+      const { clock, calls, send, events } = failingThenOk(t, [error, error]);
+      const result = send(item("hello", { llm: false }));
+      await clock.tickAsync(60_000);
+      assert.equal(calls.length, 1);
+      assertPacerError(result.reason, "provider_error", 429);
+      assert.equal(events.find((e) => e.type === "blocked")?.reason, "daily");
     });
 
     test("Gemini's RetryInfo retryDelay in the responseBody is the wait", async (t) => {
