@@ -2,11 +2,11 @@
 // and of ai 6) with the real `@ai-sdk/anthropic` and `@ai-sdk/google` of each major,
 // calling local servers that speak Anthropic's Messages API and the Gemini API
 // (anthropic-server.mjs, gemini-server.mjs), driven by the packed package's BatchPacer.
-// What a user relies on (README, "The AI SDK and other clients"; "Failures"; "Quotas"):
+// What a user relies on (README: `aiSdkProvider`, and "Quotas"):
 // replies and their usage reach the pacer, the batch instructions reach the model as its
 // system prompt under the name each SDK major reads, the finish reason at the token limit
 // is a truncated reply, a 429 is a 429 (whole or streamed) with its wait, a daily quota
-// and a wrong key fail at once, and the limits a reply reports hold the next call back.
+// and a wrong key fail without retries, and the limits a reply reports hold the next call back.
 //
 // Run alone:
 //   SKIP_BUILD=1 bash tests/node/run-package-tests.sh --test-name-pattern='aiSdkProvider'
