@@ -1,6 +1,6 @@
 // A real model through the real AI SDK: SmolLM2-135M-Instruct behind llama.cpp's own
 // server, called by `ai` 7's generateText and streamText with `@ai-sdk/openai-compatible`,
-// through the packed package's aiSdkProvider, translating a short page of 8 paragraphs
+// through the packed package's aiSdkProvider, translating a short page of 4 paragraphs
 // into French, whole replies and streamed. Checked as the README promises for
 // `aiSdkProvider`: every promise settles exactly once, no paragraph shows another
 // paragraph's translation (each paragraph holds a number of its own: see
@@ -30,8 +30,8 @@ await init();
 
 const skip = skipIfMissing(llamaMissing() || sdkMissing());
 
-/** The page: the first eight paragraphs of the shared real-model page. */
-const PAGE = REAL_MODEL_PAGE.slice(0, 8);
+/** The page: the first four paragraphs of the shared real-model page (a CPU model takes minutes a page). */
+const PAGE = REAL_MODEL_PAGE.slice(0, 4);
 
 /** Per test; a slower or busier machine sets REAL_MODEL_TIMEOUT_MS. */
 const TEST_TIMEOUT_MS = Number(process.env.REAL_MODEL_TIMEOUT_MS) || 1_200_000;
@@ -114,16 +114,17 @@ async function translatePage(t, { stream }) {
 function check(run, { stream }) {
   assert.deepEqual(run.settled, PAGE.map(() => 1), "every promise settles exactly once");
   assert.deepEqual(run.misplaced, [], "no paragraph shows another paragraph's number");
+  assert.ok(run.rejected.length < PAGE.length, `at least one paragraph resolved (rejected: ${run.rejected.join("; ")})`);
   assert.ok(run.stats.providerCalls >= 1 && run.calls === run.stats.providerCalls);
   assert.ok(run.stats.inputTokens > 0, "the input tokens the server reported reach stats()");
   assert.ok(run.stats.outputTokens > 0, "the output tokens the server reported reach stats()");
   assert.equal(run.stats.streamedCalls, stream ? run.calls : 0, stream ? "every call streamed" : "no call streamed");
 }
 
-test("real AI SDK (ai 7, @ai-sdk/openai-compatible, llama-server): a page of 8 paragraphs, generateText", { skip, timeout: TEST_TIMEOUT_MS }, async (t) => {
+test("real AI SDK (ai 7, @ai-sdk/openai-compatible, llama-server): a page of 4 paragraphs, generateText", { skip, timeout: TEST_TIMEOUT_MS }, async (t) => {
   check(await translatePage(t, { stream: false }), { stream: false });
 });
 
-test("real AI SDK (ai 7, @ai-sdk/openai-compatible, llama-server): a page of 8 paragraphs, streamText", { skip, timeout: TEST_TIMEOUT_MS }, async (t) => {
+test("real AI SDK (ai 7, @ai-sdk/openai-compatible, llama-server): a page of 4 paragraphs, streamText", { skip, timeout: TEST_TIMEOUT_MS }, async (t) => {
   check(await translatePage(t, { stream: true }), { stream: true });
 });
