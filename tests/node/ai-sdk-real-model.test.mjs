@@ -8,7 +8,7 @@
 // asserted about translation quality or cost (real-model.test.mjs measures cost).
 //
 // What it costs: this model cannot keep a batch's layout, so most paragraphs end up sent
-// alone after a few batch tries (measured: 16 and 17 calls, 4 of them batches; 6 of the 8
+// alone after a few batch tries (measured on the first 8: 16 and 17 calls, 4 of them batches; 6 of the 8
 // paragraphs resolved, 2 rejected because the model ran on past its bound). With other
 // builds busy on both cores the page took 19 minutes whole and 13 streamed; an idle
 // machine takes a fraction of that (see real-model.test.mjs).
