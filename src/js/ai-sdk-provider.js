@@ -40,7 +40,7 @@ export function aiSdkProvider(options) {
       throw invalid(name, `aiSdkProvider has no option ${JSON.stringify(name)} (options: ${OPTION_NAMES.join(", ")})`);
     }
   }
-  const { model, generateText, streamText, stream = false, system, temperature, providerOptions, headers, prompt } =
+  const { model, generateText, streamText, stream = false, system, temperature = 0, providerOptions, headers, prompt } =
     options;
   if (typeof stream !== "boolean") {
     throw invalid("stream", `stream must be a boolean (got ${describe(stream)})`);
@@ -69,7 +69,7 @@ export function aiSdkProvider(options) {
     );
   }
   if (temperature !== undefined && !(typeof temperature === "number" && Number.isFinite(temperature) && temperature >= 0)) {
-    throw invalid("temperature", `temperature must be a finite number >= 0 if given (got ${describe(temperature)})`);
+    throw invalid("temperature", `temperature must be a finite number >= 0 (got ${describe(temperature)})`);
   }
   for (const [name, value] of [
     ["providerOptions", providerOptions],
@@ -103,7 +103,9 @@ export function aiSdkProvider(options) {
     const bound = request.maxOutputTokens;
     // The SDK takes whole numbers only.
     if (typeof bound === "number" && Number.isFinite(bound) && bound > 0) settings.maxOutputTokens = Math.ceil(bound);
-    if (temperature !== undefined) settings.temperature = temperatureFor(temperature, request);
+    // 0, as openAIProvider's: the same page gets the same answer, and a batch's retries
+    // are raised from there (a model the SDK knows takes none drops it with a warning).
+    settings.temperature = temperatureFor(temperature, request);
     if (providerOptions !== undefined) settings.providerOptions = providerOptions;
     if (headers !== undefined) settings.headers = headers;
     if (stream) {

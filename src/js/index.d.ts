@@ -1187,7 +1187,8 @@ export interface AiSdkProviderConfig {
   /**
    * Sampling temperature. A batch's retries go out at
    * `max(temperature, min(1, temperature + 0.3 * attempt))`, as with `openAIProvider`.
-   * @default none sent (the model's own), retries included
+   * @default 0, as `openAIProvider` (a model the SDK knows takes no temperature drops it
+   *   with a warning)
    */
   temperature?: number | undefined;
   /**

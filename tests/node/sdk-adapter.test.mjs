@@ -110,7 +110,7 @@ describe("aiSdkProvider: what each call passes", () => {
       assert.equal(options.maxOutputTokens, 41, "rounded up: the SDK takes whole numbers");
       assert.equal(options.abortSignal, batch.signal);
       assert.equal(options.maxRetries, 0);
-      assert.equal("temperature" in options, false, "no temperature unless one is given");
+      assert.equal(options.temperature, 0, "0 by default, as openAIProvider's");
     });
 
     test(`${major}: without a system, a translator prompt for the request's languages and context`, async () => {
