@@ -50,6 +50,7 @@
 //!   - `quota`: the token budget, call costs corrected from usage, reported limits.
 //!   - `provider`: what holds one provider back (pause, adaptive rate, daily block,
 //!     reported limits), shared by the pacers of one budget.
+//!   - `provider_limits`: a provider's own bucket, budgets and cap (`providers`).
 //!   - `budget`: one budget (and provider pacing state) shared by several pacers.
 //!   - `retry`: which failures are retried, backoff, jitter.
 //!   - `call_timeout`: how long a call may take, by the characters it sends.
@@ -91,7 +92,7 @@ pub use memo::{cache, key, store};
 mod pacing;
 pub use pacing::{
     adaptive, batch_limit, bucket, budget, call_timeout, estimate, length_ratio, output_bound,
-    provider, quota, retry,
+    provider, provider_limits, quota, retry,
 };
 mod layout;
 pub use layout::{
