@@ -262,7 +262,8 @@ fn a_providers_own_timeouts_replace_the_pacers() {
             &[("timeoutMs", 120_000.0), ("timeoutPerCharacterMs", 0.0)],
         )],
     );
-    let seen: Rc<RefCell<Vec<(String, Option<f64>)>>> = Rc::default();
+    type Seen = Vec<(String, Option<f64>)>;
+    let seen: Rc<RefCell<Seen>> = Rc::default();
     let record = seen.clone();
     let mut sim = Sim::new(options, move |call: &Call, _: Instant| {
         let timeout = call.timeout.map(|t| t.as_millis());

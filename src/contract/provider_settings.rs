@@ -60,6 +60,7 @@ impl ProviderSettings {
 
     /// The settings as `(field, value)` pairs in the contract's order, the fields given
     /// only (for `pacer.options`).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn entries(&self) -> Vec<(String, OptionValue)> {
         let number = |v: Option<f64>| v.map(OptionValue::Number);
         let count = |v: Option<u64>| v.map(|n| OptionValue::Number(n as f64));

@@ -29,6 +29,7 @@ impl<C: Clone> Engine<C> {
 
     /// Every remembered provider's own batch limits under the options now in force;
     /// whether any changed (the unsent batches are then to regroup).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub(super) fn sync_own_limits(&mut self) -> bool {
         let mut changed = false;
         for index in 0..self.pacer.provider_bound() as u32 {

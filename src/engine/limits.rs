@@ -52,6 +52,7 @@ pub(super) fn limits_of(options: &Options) -> Limits {
 
 /// The batch limits of a provider with its own `settings`: each it sets replaces the
 /// pacer's, and a batch never grows past what its own budgets can ever hold.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
 pub(super) fn own_limits_of(options: &Options, settings: &ProviderSettings) -> Limits {
     let mut limits = limits_of(options);
     if let Some(items) = settings.max_items_per_batch {

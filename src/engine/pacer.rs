@@ -121,6 +121,7 @@ impl Pacer {
     }
 
     /// Provider `index`'s own limits become `settings` at `now` (kept where they exist).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     fn set_own(
         &mut self,
         index: u32,

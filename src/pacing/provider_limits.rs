@@ -51,6 +51,7 @@ fn budget(kept: Option<TokenBudget>, per_minute: Option<f64>, now: Instant) -> O
 impl ProviderLimits {
     /// Full buckets and budgets for `settings` at `now` (the pacer's `options` fill the
     /// bucket's missing field).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn new(settings: &ProviderSettings, options: &Options, now: Instant) -> ProviderLimits {
         let bucket = bucket_of(settings, options);
         ProviderLimits {
@@ -63,6 +64,7 @@ impl ProviderLimits {
     }
 
     /// New settings at `now`: what exists keeps its tokens, what is new starts full.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn update(&mut self, settings: &ProviderSettings, options: &Options, now: Instant) {
         self.bucket = match (self.bucket.take(), bucket_of(settings, options)) {
             (Some(mut bucket), Some((rate, capacity))) => {
@@ -142,6 +144,7 @@ impl ProviderLimits {
 
     /// Resumes its bucket from `tokens` saved `elapsed` ago (earned meanwhile added, up
     /// to its capacity).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn restore_bucket(&mut self, tokens: f64, elapsed: Duration, now: Instant) {
         if let Some(bucket) = &mut self.bucket {
             let (rate, capacity) = (bucket.rate(), bucket.capacity());
