@@ -23,8 +23,10 @@
 //!   dealing included: the call's batch stays due until `Batches::start` marks it
 //!   running), a job's batch is the one that lists it, a batch's sums are those of its
 //!   items (changed only by `Member`s, which only `Jobs` makes), and `stats.queued` is
-//!   its count.
-//! - `pacer::Pacer`: the request bucket, the token budget, the shared budget and each
+//!   its count. A provider with its own batch limits (`providers`) has them in place of
+//!   the pacer's (`Batches::limits_for`).
+//! - `pacer::Pacer`: the request bucket, the token budget, the shared budget, each
+//!   provider's own bucket, budgets and cap (`providers`, `ProviderLimits`) and each
 //!   provider's id and pacing state (`ProviderPacing`, shared through an `Rc<RefCell<…>>`
 //!   with the other pacers of a shared budget; no borrow leaves the part). One gate,
 //!   `Pacer::ready_at(provider, cost, now)`, asked by `poll_timeout`; one charge,
