@@ -33,6 +33,7 @@
 //!   - `ready`: ordered sets of due batches.
 //! - `contract/`: the public contract's types:
 //!   - `options`: the options, their defaults and their validation.
+//!   - `provider_settings`: a provider's own settings (`providers`) and their checks.
 //!   - `settle`: how an item ends (a translation, or an error with a stable code).
 //!   - `item`: an item as the caller gives it, its checks and errors.
 //!   - `call`: the provider call asked of the driver, and what the driver reports back.
@@ -49,6 +50,7 @@
 //!   - `quota`: the token budget, call costs corrected from usage, reported limits.
 //!   - `provider`: what holds one provider back (pause, adaptive rate, daily block,
 //!     reported limits), shared by the pacers of one budget.
+//!   - `provider_limits`: a provider's own bucket, budgets and cap (`providers`).
 //!   - `budget`: one budget (and provider pacing state) shared by several pacers.
 //!   - `retry`: which failures are retried, backoff, jitter.
 //!   - `call_timeout`: how long a call may take, by the characters it sends.
@@ -84,13 +86,13 @@ use util::slotted_map;
 pub use util::time;
 use util::{byte_scan, deadlines, display, hash, id_index, id_table, ready, slab, text, trim};
 mod contract;
-pub use contract::{call, item, options, settle, snapshot, stats};
+pub use contract::{call, item, options, provider_settings, settle, snapshot, stats};
 mod memo;
 pub use memo::{cache, key, store};
 mod pacing;
 pub use pacing::{
     adaptive, batch_limit, bucket, budget, call_timeout, estimate, length_ratio, output_bound,
-    provider, quota, retry,
+    provider, provider_limits, quota, retry,
 };
 mod layout;
 pub use layout::{

@@ -184,6 +184,7 @@ fn provider_snapshot(id: &str) -> ProviderSnapshot {
         limits: None,
         batch_limit: None,
         length_ratios: vec![],
+        tokens: None,
     }
 }
 

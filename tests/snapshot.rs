@@ -191,6 +191,7 @@ fn starts_after_the_pause(
             limits: None,
             batch_limit: None,
             length_ratios: vec![],
+            tokens: None,
         }],
     };
     let mut sim = Sim::new(opts, echo_provider(1.0));

@@ -23,6 +23,8 @@ enum Rule {
     OneOf(&'static [&'static str]),
     /// An object of non-empty providerId strings, none mapped to itself, no cycle.
     ProviderMap,
+    /// `providers`: an object of settings objects, each field valid as its option.
+    ProviderSettings,
 }
 
 fn rule(name: &str) -> Option<Rule> {
@@ -35,11 +37,16 @@ fn rule(name: &str) -> Option<Rule> {
         | "maxRateLimitRetries"
         | "cacheEntries"
         | "maxQueued" => Rule::IntegerAtLeast(0),
-        "batchDelayMs" | "timeoutMs" | "baseRetryDelayMs" | "tokensPerMinute"
+        "batchDelayMs"
+        | "timeoutMs"
+        | "timeoutPerCharacterMs"
+        | "baseRetryDelayMs"
+        | "tokensPerMinute"
         | "fallbackAfterMs" => Rule::FiniteAtLeastZero,
         "segmentFormat" => Rule::OneOf(&["markers", "separator"]),
         "fallbackToIndividual" | "adaptiveRate" | "adaptiveBatching" => Rule::Boolean,
         "fallbackProviders" => Rule::ProviderMap,
+        "providers" => Rule::ProviderSettings,
         _ => return None,
     })
 }
@@ -59,6 +66,38 @@ fn valid(name: &str, value: &OptionValue) -> bool {
         (Rule::Boolean, OptionValue::Bool(_)) => true,
         (Rule::OneOf(names), OptionValue::Text(text)) => names.contains(&text.as_str()),
         (Rule::ProviderMap, OptionValue::Map(entries)) => provider_map_valid(entries),
+        (Rule::ProviderSettings, OptionValue::Map(entries)) => entries.iter().all(|(id, v)| {
+            !id.is_empty()
+                && match v {
+                    OptionValue::Undefined => true,
+                    OptionValue::Map(fields) => fields.iter().all(|(f, v)| setting_valid(f, v)),
+                    _ => false,
+                }
+        }),
+        _ => false,
+    }
+}
+
+/// The reference for one field of a provider's settings (`providers.<id>.<field>`).
+fn setting_valid(field: &str, value: &OptionValue) -> bool {
+    match field {
+        "charactersPerMinute" => {
+            matches!(value, OptionValue::Undefined)
+                || matches!(value, OptionValue::Number(n) if n.is_finite() && *n >= 0.0)
+        }
+        "batch" => {
+            matches!(value, OptionValue::Undefined)
+                || matches!(value, OptionValue::Text(t) if t == "array")
+        }
+        "rate"
+        | "capacity"
+        | "maxInFlight"
+        | "tokensPerMinute"
+        | "maxItemsPerBatch"
+        | "maxCharactersPerBatch"
+        | "batchDelayMs"
+        | "timeoutMs"
+        | "timeoutPerCharacterMs" => valid(field, value),
         _ => false,
     }
 }
@@ -185,8 +224,13 @@ fuzz_target!(|data: &[u8]| {
                     OptionValue::Map(_) => format!("{name} must "),
                     _ => format!("{name} must be "),
                 };
+                // A provider's settings are refused by their path: `providers.<id>...`.
+                let path = matches!(value, OptionValue::Map(_))
+                    && name == "providers"
+                    && (message.starts_with("providers.")
+                        || message.starts_with("unknown provider setting \"providers."));
                 assert!(
-                    message.starts_with(&names),
+                    path || message.starts_with(&names),
                     "{message:?} does not name {name:?}"
                 );
             } else {

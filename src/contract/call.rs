@@ -78,7 +78,7 @@ impl Call {
     pub fn separator(&self) -> &str {
         match &self.layout {
             Layout::Separator(separator) => separator,
-            Layout::Single | Layout::Markers(_) => "",
+            Layout::Single | Layout::Markers(_) | Layout::Array => "",
         }
     }
 
@@ -91,6 +91,7 @@ impl Call {
         for (i, text) in self.texts.iter().enumerate() {
             let (open, close, between) = match &self.layout {
                 Layout::Single => (0, 0, 0),
+                Layout::Array => (0, 0, 1),
                 Layout::Separator(separator) => (0, 0, utf16_len(separator)),
                 Layout::Markers(pairs) => pairs
                     .get(i)
@@ -112,7 +113,7 @@ impl Call {
     pub fn markers(&self) -> &[(String, String)] {
         match &self.layout {
             Layout::Markers(pairs) => pairs,
-            Layout::Single | Layout::Separator(_) => &[],
+            Layout::Single | Layout::Separator(_) | Layout::Array => &[],
         }
     }
 }
@@ -127,6 +128,9 @@ pub enum Layout {
     Markers(Rc<[(String, String)]>),
     /// The texts joined with this separator line, which occurs in none of them.
     Separator(String),
+    /// An array batch of `llm: false` items (`batch: "array"`): the texts travel as they
+    /// are (`text` joins them with "\n" for logging); the reply is read by position.
+    Array,
 }
 
 /// A provider's successful answer.
@@ -138,6 +142,9 @@ pub enum Reply {
     Texts(Vec<String>),
     /// Translations keyed by the call's ids (structured outputs).
     Keyed(Vec<(String, String)>),
+    /// An array of this many elements, not all strings: a count mismatch for an array
+    /// batch, a reply of the wrong type for any other call. Its elements are never read.
+    Mixed(usize),
 }
 
 impl Report {
@@ -176,6 +183,7 @@ impl Reply {
                 .iter_mut()
                 .map(|(_, t)| cut(t))
                 .fold(false, |a, b| a | b),
+            Reply::Mixed(_) => false,
         }
     }
 
@@ -210,11 +218,13 @@ impl Reply {
                 field(k);
                 field(t);
             }),
+            Reply::Mixed(len) => hasher.write_usize(*len),
         }
         let kind = match self {
             Reply::Text(_) => 1,
             Reply::Texts(_) => 2,
             Reply::Keyed(_) => 3,
+            Reply::Mixed(_) => 4,
         };
         hasher.write_u8(kind);
         hasher.finish()

@@ -9,6 +9,7 @@ use core::fmt;
 use crate::display::{js_number, js_string};
 use crate::hash::{look_up, IdMap};
 use crate::key::Keyer;
+use crate::provider_settings::{providers_map, ProviderSettings};
 
 /// A value as it arrived from the caller, kept loose so validation can describe it.
 #[derive(Clone, Debug, PartialEq)]
@@ -104,6 +105,8 @@ pub struct Options {
     /// A 429 pause longer than this (milliseconds) moves its provider's items to its
     /// fallback.
     pub fallback_after_ms: f64,
+    /// Each listed provider's own settings (`providers`), in the order given.
+    pub providers: Vec<(String, ProviderSettings)>,
     /// Token budget per minute of this pacer's calls; 0 means no token limit.
     pub tokens_per_minute: f64,
     /// Most provider items held (queued, looked up or running); 0 means no limit.
@@ -152,6 +155,7 @@ impl Default for Options {
             adaptive_batching: true,
             fallback_providers: Vec::new(),
             fallback_after_ms: 10_000.0,
+            providers: Vec::new(),
             tokens_per_minute: 0.0,
             max_queued: 0,
         }
@@ -163,7 +167,7 @@ impl Default for Options {
 /// handled by the binding layer). A patch entry's name is looked up here and handled by
 /// a `match` on the option: a `match` on the names themselves compares strings arm after
 /// arm, much more code in the .wasm.
-const OPTIONS: [(&str, OptionName); 21] = {
+const OPTIONS: [(&str, OptionName); 22] = {
     use OptionName::*;
     [
         ("rate", Rate),
@@ -185,14 +189,15 @@ const OPTIONS: [(&str, OptionName); 21] = {
         ("adaptiveBatching", AdaptiveBatching),
         ("fallbackProviders", FallbackProviders),
         ("fallbackAfterMs", FallbackAfterMs),
+        ("providers", Providers),
         ("tokensPerMinute", TokensPerMinute),
         ("maxQueued", MaxQueued),
     ]
 };
 
 /// The names of [`OPTIONS`], in order.
-pub const OPTION_NAMES: [&str; 21] = {
-    let mut names = [""; 21];
+pub const OPTION_NAMES: [&str; 22] = {
+    let mut names = [""; 22];
     let mut i = 0;
     while i < names.len() {
         names[i] = OPTIONS[i].0;
@@ -222,6 +227,7 @@ enum OptionName {
     AdaptiveBatching,
     FallbackProviders,
     FallbackAfterMs,
+    Providers,
     TokensPerMinute,
     MaxQueued,
 }
@@ -235,21 +241,21 @@ impl OptionName {
     }
 }
 
-fn reject(name: &str, rule: &str, got: &OptionValue) -> OptionsError {
+pub(crate) fn reject(name: &str, rule: &str, got: &OptionValue) -> OptionsError {
     OptionsError {
         option: name.to_owned(),
         message: format!("{name} must be {rule} (got {got})"),
     }
 }
 
-fn finite_above_zero(name: &str, value: &OptionValue) -> Result<f64, OptionsError> {
+pub(crate) fn finite_above_zero(name: &str, value: &OptionValue) -> Result<f64, OptionsError> {
     match value {
         OptionValue::Number(n) if n.is_finite() && *n > 0.0 => Ok(*n),
         _ => Err(reject(name, "a finite number > 0", value)),
     }
 }
 
-fn finite_at_least_zero(name: &str, value: &OptionValue) -> Result<f64, OptionsError> {
+pub(crate) fn finite_at_least_zero(name: &str, value: &OptionValue) -> Result<f64, OptionsError> {
     match value {
         // `+ 0.0` turns -0 into 0 so later arithmetic never sees a negative zero.
         OptionValue::Number(n) if n.is_finite() && *n >= 0.0 => Ok(*n + 0.0),
@@ -257,7 +263,11 @@ fn finite_at_least_zero(name: &str, value: &OptionValue) -> Result<f64, OptionsE
     }
 }
 
-fn integer_at_least(name: &str, min: u64, value: &OptionValue) -> Result<u64, OptionsError> {
+pub(crate) fn integer_at_least(
+    name: &str,
+    min: u64,
+    value: &OptionValue,
+) -> Result<u64, OptionsError> {
     match value {
         OptionValue::Number(n) if n.is_finite() && n.fract() == 0.0 && *n >= min as f64 => {
             // Values beyond u64 saturate, which is "unlimited" for every integer option.
@@ -454,6 +464,7 @@ impl Options {
                 AdaptiveBatching => next.adaptive_batching = boolean(name, value)?,
                 FallbackProviders => next.fallback_providers = fallback_map(name, value)?,
                 FallbackAfterMs => next.fallback_after_ms = finite_at_least_zero(name, value)?,
+                Providers => next.providers = providers_map(name, value)?,
                 TokensPerMinute => next.tokens_per_minute = finite_at_least_zero(name, value)?,
                 MaxQueued => next.max_queued = integer_at_least(name, 0, value)?,
             }
@@ -467,6 +478,12 @@ impl Options {
             .iter()
             .find(|(from, _)| from == provider_id)
             .map(|(_, to)| to.as_str())
+    }
+
+    /// Provider `id`'s own settings, if `providers` lists it.
+    pub fn provider_settings(&self, id: &str) -> Option<&ProviderSettings> {
+        let mut listed = self.providers.iter();
+        listed.find(|(known, _)| known == id).map(|(_, s)| s)
     }
 
     /// The options as `(name, value)` pairs in contract order, for `pacer.options`.
@@ -513,6 +530,11 @@ impl Options {
             let map = map.map(|(from, to)| (from.clone(), OptionValue::Text(to.clone())));
             entries.push(("fallbackProviders", OptionValue::Map(map.collect())));
         }
+        if !self.providers.is_empty() {
+            let map = self.providers.iter();
+            let map = map.map(|(id, s)| (id.clone(), OptionValue::Map(s.entries())));
+            entries.push(("providers", OptionValue::Map(map.collect())));
+        }
         if self.max_queued != 0 {
             entries.push(("maxQueued", Number(self.max_queued as f64)));
         }
@@ -532,7 +554,15 @@ mod tests {
     #[test]
     fn defaults_are_the_contract() {
         let names: Vec<_> = Options::default().entries().iter().map(|e| e.0).collect();
-        assert_eq!(names, [&OPTION_NAMES[..17], &OPTION_NAMES[18..20]].concat());
+        assert_eq!(
+            names,
+            [
+                &OPTION_NAMES[..17],
+                &OPTION_NAMES[18..19],
+                &OPTION_NAMES[20..21]
+            ]
+            .concat()
+        );
         let o = Options::default();
         assert_eq!((o.rate, o.capacity, o.max_in_flight), (8.0, 60.0, 0));
         assert_eq!(

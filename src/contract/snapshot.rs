@@ -27,6 +27,8 @@ pub struct ProviderSnapshot {
     pub batch_limit: Option<u32>,
     /// How long its translations were against their sources, per language pair.
     pub length_ratios: Vec<crate::length_ratio::PairRatio>,
+    /// The tokens in its own request bucket (`providers`), when it has one.
+    pub tokens: Option<f64>,
 }
 
 /// A daily block as saved: how long it still holds, and what items reject with.
@@ -92,6 +94,9 @@ impl Snapshot {
                     message: "restore.providers[].providerId must be a non-empty string (got \"\")"
                         .into(),
                 });
+            }
+            if let Some(tokens) = p.tokens.filter(|t| !t.is_finite() || *t < 0.0) {
+                return Err(reject("providers[].tokens", "a finite number >= 0", tokens));
             }
             if let Some(rate) = p.adaptive_rate {
                 if !rate.is_finite() || rate <= 0.0 {

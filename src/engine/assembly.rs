@@ -4,6 +4,7 @@
 
 use super::batches::Home;
 use super::jobs::Member;
+use super::limits::own_limits_of;
 use super::{Engine, Group};
 use crate::slab::Id;
 use crate::time::Instant;
@@ -19,7 +20,24 @@ impl<C: Clone> Engine<C> {
             provider: group.provider(),
             llm: group.info().llm,
         };
+        if let Some(settings) = self.pacer.own_settings(home.provider) {
+            let limits = own_limits_of(&self.options, settings);
+            self.batches.set_own_limits(home.provider, Some(limits));
+        }
         self.batches.place(member, home, first_at, self.now);
+    }
+
+    /// Every remembered provider's own batch limits under the options now in force;
+    /// whether any changed (the unsent batches are then to regroup).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
+    pub(super) fn sync_own_limits(&mut self) -> bool {
+        let mut changed = false;
+        for index in 0..self.pacer.provider_bound() as u32 {
+            let own = self.pacer.own_settings(index);
+            let limits = own.map(|settings| own_limits_of(&self.options, settings));
+            changed |= self.batches.set_own_limits(index, limits);
+        }
+        changed
     }
 
     /// Rebuilds every batch that has not started, under the limits now in force.

@@ -203,7 +203,6 @@ impl Batch {
     }
 
     /// Their total characters.
-    #[cfg(any(test, feature = "check"))]
     pub(in crate::engine) fn chars(&self) -> u64 {
         self.chars
     }

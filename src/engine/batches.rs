@@ -84,6 +84,8 @@ pub(super) struct Batches {
     /// where `drop_stale` removes it.
     wakeups: BinaryHeap<Reverse<(Instant, Wakeup)>>,
     limits: Limits,
+    /// A provider's own limits in place of `limits` (`providers`), by provider index.
+    own: Vec<Option<Limits>>,
 }
 
 impl Batches {
@@ -99,12 +101,30 @@ impl Batches {
             unsent: 0,
             wakeups: BinaryHeap::new(),
             limits,
+            own: Vec::new(),
         }
     }
 
-    /// The limits in force.
-    pub(super) fn limits(&self) -> &Limits {
-        &self.limits
+    /// The limits in force for `provider`'s batches: its own, else the pacer's.
+    pub(super) fn limits_for(&self, provider: u32) -> &Limits {
+        match self.own.get(provider as usize) {
+            Some(Some(own)) => own,
+            _ => &self.limits,
+        }
+    }
+
+    /// Sets `provider`'s own limits (`None`: the pacer's); whether they changed.
+    pub(super) fn set_own_limits(&mut self, provider: u32, limits: Option<Limits>) -> bool {
+        let index = provider as usize;
+        if limits.is_none() && self.own.len() <= index {
+            return false;
+        }
+        if self.own.len() <= index {
+            self.own.resize(index + 1, None);
+        }
+        let changed = self.own[index] != limits;
+        self.own[index] = limits;
+        changed
     }
 
     /// Sets the limits; whether they changed (the unsent batches are then to regroup).
@@ -156,6 +176,9 @@ impl Batches {
         for index in indexes {
             if let Some(set) = self.ready.get_mut(*index as usize) {
                 *set = ReadySet::default();
+            }
+            if let Some(own) = self.own.get_mut(*index as usize) {
+                *own = None;
             }
         }
         if bound == 0 {
@@ -374,11 +397,9 @@ impl Batches {
 
     /// A collecting batch's window may have closed at `now`.
     fn window_closed(&mut self, key: Id<Batch>, now: Instant) {
-        let limits = self.limits;
-        let due = self
-            .slab
-            .get(key)
-            .is_some_and(|b| b.state == State::Collecting && b.due_at(&limits) <= now);
+        let due = self.slab.get(key).is_some_and(|b| {
+            b.state == State::Collecting && b.due_at(self.limits_for(b.provider)) <= now
+        });
         if due {
             self.make_ready(key);
         }
@@ -466,7 +487,8 @@ impl Batches {
             llm,
         } = home;
         let open = self.open(group);
-        if travels_alone(llm, member.chars(), member.tokens(), &self.limits) {
+        let limits = *self.limits_for(provider);
+        if travels_alone(llm, member.chars(), member.tokens(), &limits) {
             // An item longer than the limit travels alone, and makes the open batch due at
             // once too, so the earlier items are not left behind it for their whole window.
             if let Some(open_key) = open.filter(|_| llm) {
@@ -479,7 +501,7 @@ impl Batches {
             let fits = self
                 .slab
                 .get(open_key)
-                .is_some_and(|b| b.admits(&member, &self.limits));
+                .is_some_and(|b| b.admits(&member, &limits));
             if fits {
                 self.join(open_key, &member);
                 return;
@@ -492,7 +514,7 @@ impl Batches {
         let due_at = self
             .slab
             .get(batch)
-            .map(|b| (b.is_full(&self.limits), b.due_at(&self.limits)));
+            .map(|b| (b.is_full(&limits), b.due_at(&limits)));
         match due_at {
             Some((false, at)) if at > now => {
                 self.wakeups.push(Reverse((at, Wakeup::Due(batch))));
@@ -516,7 +538,11 @@ impl Batches {
             self.unsent += 1;
         }
         let after = ready_key(key, batch);
-        let (state, full, provider) = (batch.state, batch.is_full(&self.limits), batch.provider);
+        let full = batch.is_full(match self.own.get(batch.provider as usize) {
+            Some(Some(own)) => own,
+            _ => &self.limits,
+        });
+        let (state, provider) = (batch.state, batch.provider);
         match state {
             State::Collecting if full => self.make_ready(key),
             State::Ready if before != after => self.rekey(provider, &before, after),
@@ -649,10 +675,11 @@ impl Batches {
             }
         }
         let sent = sent.map(|c| self.insert_due(c));
+        let limits = *self.limits_for(provider);
         let mut current: Option<Batch> = None;
         for (member, first_at) in rest {
             match &mut current {
-                Some(c) if c.admits(member, &self.limits) => c.push(member),
+                Some(c) if c.admits(member, &limits) => c.push(member),
                 _ => {
                     if let Some(done) = current.take() {
                         self.insert_due(done);

@@ -70,6 +70,7 @@ fn limits(max_items: usize) -> Limits {
         max_chars: 1000,
         delay: Duration::from_millis(10.0),
         max_tokens: f64::INFINITY,
+        array: false,
     }
 }
 

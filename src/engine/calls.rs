@@ -28,6 +28,8 @@ pub(super) enum Reading {
         separator: String,
         strip_fence: bool,
     },
+    /// One string per text, by position (an array batch): no other proof applies.
+    Array,
 }
 
 /// A call on its way: what its answer needs to be read and charged.
@@ -195,6 +197,8 @@ pub(super) struct Calls {
     /// deadline on, keeps its entry until the entry reaches the top.
     deadlines: Deadlines<CallId>,
     strings: CallStrings,
+    /// How many calls run per provider index (for a provider's own `maxInFlight`).
+    per_provider: Vec<u32>,
 }
 
 impl Calls {
@@ -204,6 +208,11 @@ impl Calls {
     pub(super) fn insert_new(&mut self, mut run: Running) -> CallId {
         self.started += 1;
         run.started = self.started;
+        let provider = run.provider as usize;
+        if self.per_provider.len() <= provider {
+            self.per_provider.resize(provider + 1, 0);
+        }
+        self.per_provider[provider] += 1;
         let deadline = run.deadline;
         let id = self.running.insert(run).to_bits() + 1;
         if let Some(deadline) = deadline {
@@ -270,7 +279,18 @@ impl Calls {
     /// The call ended (answered, timed out): it is no longer running.
     pub(super) fn remove(&mut self, id: CallId) -> Option<Running> {
         let slot = self.slot(id)?;
-        self.running.remove(slot)
+        let run = self.running.remove(slot)?;
+        if let Some(count) = self.per_provider.get_mut(run.provider as usize) {
+            *count -= 1;
+        }
+        Some(run)
+    }
+
+    /// How many calls to `provider` are running.
+    pub(super) fn running_for(&self, provider: u32) -> u64 {
+        self.per_provider
+            .get(provider as usize)
+            .map_or(0, |n| u64::from(*n))
     }
 
     /// How many calls are running.
@@ -294,6 +314,7 @@ impl Calls {
         // is issued again.
         self.running = Slab::default();
         self.deadlines = Deadlines::default();
+        self.per_provider = Vec::new();
     }
 }
 

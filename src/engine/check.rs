@@ -10,7 +10,10 @@
 //!   running run's call serves it;
 //! - the item counters add up (`items = succeeded + failed + aborted + disposed +
 //!   pending`) and `queued` is the items of batches not running;
-//! - each provider's (with items) learned batch limit is within 1 and `maxItemsPerBatch`, no group of
+//! - every running call was charged to its provider's own limits (`providers`) when
+//!   they were there before it started, and each provider's count of running calls is
+//!   its calls;
+//! - each provider's (with items) learned batch limit is within 1 and its `maxItemsPerBatch`, no group of
 //!   moved items is served by its items' own provider, and no more items were moved than
 //!   accepted.
 
@@ -89,10 +92,19 @@ impl<C: Clone> Engine<C> {
                 unsent += batch.jobs().len() as u64;
             }
         }
+        let mut per_provider: HashMap<u32, u64> = HashMap::new();
         for id in self.calls.ids() {
             let Some(run) = self.calls.get(id) else {
                 continue;
             };
+            *per_provider.entry(run.provider()).or_default() += 1;
+            let charge = run.charge();
+            if let Some(own) = self.pacer.own(run.provider()) {
+                assert!(
+                    charge.own || own.since() >= charge.at,
+                    "call {id}: every bucket, budget and cap that covers it was charged for it"
+                );
+            }
             if let Some(served) = run.serves_run() {
                 let state = self.runs.get(served).map(|r| r.state());
                 assert_eq!(
@@ -107,6 +119,13 @@ impl<C: Clone> Engine<C> {
                 state,
                 Some(State::Running(id)),
                 "call {id}: its batch runs under it"
+            );
+        }
+        for (provider, count) in per_provider {
+            assert_eq!(
+                self.calls.running_for(provider),
+                count,
+                "provider {provider}: its count of running calls"
             );
         }
         for (key, run) in self.runs.iter() {
@@ -128,9 +147,10 @@ impl<C: Clone> Engine<C> {
             "queued is the items of batches not running"
         );
         assert!(s.fallback_items <= s.items, "moved items were accepted");
-        let max = u32::try_from(self.options.max_items_per_batch).unwrap_or(u32::MAX);
         // The providers with items: the limit is read when their calls are dealt.
         for provider in self.groups.providers() {
+            let max = self.batches.limits_for(provider).max_items;
+            let max = u32::try_from(max).unwrap_or(u32::MAX);
             let limit = self.pacer.call_limit(provider, max, &self.options);
             assert!(
                 (1..=max).contains(&limit),

@@ -31,14 +31,18 @@ impl<C: Clone> Engine<C> {
             return chosen;
         };
         let (group_key, provider) = (batch.compat(), batch.provider());
-        // Items that never share a call (llm: false) have nothing to deal.
-        if !self.groups.get(group_key).is_some_and(|g| g.info().llm) {
+        let limits = *self.batches.limits_for(provider);
+        // Items that never share a call (llm: false, unless in arrays) have nothing to deal.
+        if !self
+            .groups
+            .get(group_key)
+            .is_some_and(|g| g.info().llm || limits.array)
+        {
             return chosen;
         }
         let Some(ready) = self.batches.ready(provider) else {
             return chosen;
         };
-        let limits = *self.batches.limits();
         // A batch's ready key (its best priority, its first arrival) is never behind any
         // of its items, and the provider's due batches are in that order.
         let last_in_chosen = batch

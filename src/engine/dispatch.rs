@@ -16,29 +16,36 @@ impl<C: Clone> Engine<C> {
         self.options.max_in_flight > 0 && self.calls.len() as u64 >= self.options.max_in_flight
     }
 
+    /// Whether `provider`'s own `maxInFlight` calls are running: its calls wait for one
+    /// to end (a call's end is an input, so no wake-up is needed).
+    pub(super) fn provider_at_cap(&self, provider: u32) -> bool {
+        let cap = self.pacer.own(provider).map_or(0, |o| o.max_in_flight());
+        cap > 0 && self.calls.running_for(provider) >= cap
+    }
+
     /// The raw estimate and the provider's cost of sending `batch` (0 when no estimates
-    /// are needed).
-    pub(super) fn call_cost(&self, provider: u32, batch: Id<Batch>) -> (f64, f64) {
-        if !self.pacer.wants_token_estimates() {
-            return (0.0, 0.0);
-        }
+    /// are needed), and its characters (for a character budget).
+    pub(super) fn call_cost(&self, provider: u32, batch: Id<Batch>) -> (f64, f64, u64) {
         let Some(batch) = self.batches.get(batch) else {
-            return (0.0, 0.0);
+            return (0.0, 0.0, 0);
         };
+        if !self.pacer.wants_token_estimates() {
+            return (0.0, 0.0, batch.chars());
+        }
         let context = self
             .groups
             .get(batch.compat())
             .map_or(0.0, |g| quota::input_tokens(&g.info().context));
         let raw = quota::raw_cost(batch.tokens(), context, batch.jobs().len() > 1);
-        (raw, self.pacer.cost(provider, raw))
+        (raw, self.pacer.cost(provider, raw), batch.chars())
     }
 
     /// When `batch`, due for `provider`, may start (`self.now` if it may now): the
     /// `Pacer`'s one gate for its cost, which `pump` asks before it starts a call and
     /// `poll_timeout` asks for the next wake-up.
     pub(super) fn ready_at(&self, provider: u32, batch: Id<Batch>) -> Instant {
-        let (_, cost) = self.call_cost(provider, batch);
-        self.pacer.ready_at(provider, cost, self.now)
+        let (_, cost, characters) = self.call_cost(provider, batch);
+        self.pacer.ready_at(provider, (cost, characters), self.now)
     }
 
     /// Starts as many calls as tokens, pauses and `maxInFlight` allow, best batch first.
@@ -51,7 +58,7 @@ impl<C: Clone> Engine<C> {
         while !self.disposed && !self.at_call_limit() && self.pacer.has_request_token(self.now) {
             let now = self.now;
             let best = (self.batches.due_providers())
-                .filter(|(i, _)| !held.contains(i))
+                .filter(|(i, _)| !held.contains(i) && !self.provider_at_cap(*i))
                 .filter(|(i, k)| self.ready_at(*i, k.2) <= now)
                 .map(|(i, k)| (k, i))
                 .min();
@@ -96,7 +103,7 @@ impl<C: Clone> Engine<C> {
     /// The call's batch cut to what the provider's replies have shown it can carry
     /// (`adaptiveBatching`): the rest waits behind it, in its place in line.
     fn within_batch_limit(&mut self, provider: u32, call: Id<Batch>) -> Id<Batch> {
-        let max = u32::try_from(self.options.max_items_per_batch).unwrap_or(u32::MAX);
+        let max = u32::try_from(self.batches.limits_for(provider).max_items).unwrap_or(u32::MAX);
         let limit = self.pacer.call_limit(provider, max, &self.options);
         let over = self
             .batches

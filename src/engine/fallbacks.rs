@@ -35,7 +35,7 @@ impl<C: Clone> Engine<C> {
             let Some(next) = self.options.fallback_of(&id).map(str::to_owned) else {
                 break;
             };
-            let index = self.pacer.provider_for(&next, self.now);
+            let index = self.pacer.provider_for(&next, self.now, &self.options);
             target = Some(index);
             if self.can_serve(index) {
                 break;

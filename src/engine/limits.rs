@@ -1,8 +1,10 @@
 //! The batch limits in force (`maxItemsPerBatch`, `maxCharactersPerBatch`,
-//! `batchDelayMs`, and what the token budget can hold), which items can never share a
-//! call, and the kinds of tries a batch counts against their own limits.
+//! `batchDelayMs`, and what the token budget can hold), a provider's own in place of the
+//! pacer's (`providers`), which items can never share a call, and the kinds of tries a
+//! batch counts against their own limits.
 
 use crate::options::Options;
+use crate::provider_settings::ProviderSettings;
 use crate::quota;
 use crate::time::Duration;
 
@@ -18,6 +20,8 @@ pub(super) struct Limits {
     /// Most estimated input tokens in one LLM batch (what the token budget can hold);
     /// infinite without a token budget.
     pub(super) max_tokens: f64,
+    /// Whether `llm: false` items share calls, as arrays (`batch: "array"`).
+    pub(super) array: bool,
 }
 
 impl Limits {
@@ -42,13 +46,39 @@ pub(super) fn limits_of(options: &Options) -> Limits {
         max_chars: options.max_characters_per_batch,
         delay: Duration::from_millis(options.batch_delay_ms),
         max_tokens,
+        array: false,
     }
 }
 
-/// Whether an item must travel alone: non-LLM items never batch, and an item longer than
-/// the character limit, or costing more than the token budget can hold, cannot share.
+/// The batch limits of a provider with its own `settings`: each it sets replaces the
+/// pacer's, and a batch never grows past what its own budgets can ever hold.
+#[cfg_attr(cold_for_size, optimize(size), inline(never))]
+pub(super) fn own_limits_of(options: &Options, settings: &ProviderSettings) -> Limits {
+    let mut limits = limits_of(options);
+    if let Some(items) = settings.max_items_per_batch {
+        limits.max_items = usize::try_from(items).unwrap_or(usize::MAX);
+    }
+    if let Some(chars) = settings.max_characters_per_batch {
+        limits.max_chars = chars;
+    }
+    if let Some(delay) = settings.batch_delay_ms {
+        limits.delay = Duration::from_millis(delay);
+    }
+    if let Some(tokens) = settings.tokens_per_minute.filter(|t| *t > 0.0) {
+        limits.max_tokens = limits.max_tokens.min(quota::max_batch_input(tokens));
+    }
+    if let Some(chars) = settings.characters_per_minute.filter(|c| *c > 0.0) {
+        limits.max_chars = limits.max_chars.min((chars.floor() as u64).max(1));
+    }
+    limits.array = settings.array;
+    limits
+}
+
+/// Whether an item must travel alone: non-LLM items batch only as arrays (`batch:
+/// "array"`), and an item longer than the character limit, or costing more than the token
+/// budget can hold, cannot share.
 pub(super) fn travels_alone(llm: bool, chars: u64, tokens: f32, limits: &Limits) -> bool {
-    !llm || chars > limits.max_chars || f64::from(tokens) > limits.max_tokens
+    (!llm && !limits.array) || chars > limits.max_chars || f64::from(tokens) > limits.max_tokens
 }
 
 /// The tries a batch counts, each against its own budget.

@@ -23,8 +23,10 @@
 //!   dealing included: the call's batch stays due until `Batches::start` marks it
 //!   running), a job's batch is the one that lists it, a batch's sums are those of its
 //!   items (changed only by `Member`s, which only `Jobs` makes), and `stats.queued` is
-//!   its count.
-//! - `pacer::Pacer`: the request bucket, the token budget, the shared budget and each
+//!   its count. A provider with its own batch limits (`providers`) has them in place of
+//!   the pacer's (`Batches::limits_for`).
+//! - `pacer::Pacer`: the request bucket, the token budget, the shared budget, each
+//!   provider's own bucket, budgets and cap (`providers`, `ProviderLimits`) and each
 //!   provider's id and pacing state (`ProviderPacing`, shared through an `Rc<RefCell<…>>`
 //!   with the other pacers of a shared budget; no borrow leaves the part). One gate,
 //!   `Pacer::ready_at(provider, cost, now)`, asked by `poll_timeout`; one charge,
@@ -275,9 +277,9 @@ impl<C: Clone> Engine<C> {
             self.resolve(ticket, item.text.to_owned());
             return Ok(ticket);
         }
-        let (pacer, at) = (&mut self.pacer, self.now);
+        let (pacer, at, options) = (&mut self.pacer, self.now, &self.options);
         let (group, key) = self.groups.group_for(&item.compat, entry, item.text, |id| {
-            pacer.provider_for(id, at)
+            pacer.provider_for(id, at, options)
         });
         if let Some(hit) = self.cache.get(key) {
             let hit = hit.to_owned();
@@ -583,8 +585,9 @@ impl<C: Clone> Engine<C> {
         let estimates_needed = self.pacer.set_options(self.now, &next);
         self.cache
             .set_capacity(usize::try_from(next.cache_entries).unwrap_or(usize::MAX));
-        let regroup = self.batches.set_limits(limits_of(&next));
+        let mut regroup = self.batches.set_limits(limits_of(&next));
         self.options = next;
+        regroup |= self.sync_own_limits();
         if estimates_needed {
             self.estimate_queued_tokens();
         }
@@ -660,6 +663,9 @@ impl<C: Clone> Engine<C> {
             return next;
         }
         for (index, first) in self.batches.due_providers() {
+            if self.provider_at_cap(index) {
+                continue;
+            }
             let at = self.ready_at(index, first.2);
             if at > self.now {
                 next = Some(next.map_or(at, |n| n.min(at)));

@@ -23,6 +23,8 @@ use crate::call::{ReportedLimits, Usage};
 use crate::length_ratio::LengthRatios;
 use crate::options::Options;
 use crate::provider::{DailyBlock, ProviderPacing, MAX_DAILY_BLOCK, UNKNOWN_DAILY_RESET};
+use crate::provider_limits::ProviderLimits;
+use crate::provider_settings::ProviderSettings;
 use crate::quota::{Held, TokenBudget};
 use crate::retry::MAX_RETRY_AFTER;
 use crate::settle::{ErrorCode, PacerFailure};
@@ -39,6 +41,10 @@ pub(super) struct Charge {
     quota_ticket: u64,
     /// The provider's 429 episode when the call started.
     episode: u32,
+    /// When it started, and whether it was charged to its provider's own limits.
+    #[cfg_attr(not(any(test, feature = "check")), allow(dead_code))]
+    pub(super) at: Instant,
+    pub(super) own: bool,
 }
 
 /// What a 429 changed: the slowed rate if this 429 began a new episode.
@@ -64,6 +70,11 @@ pub(super) struct Pacer {
     /// longer pause replaced, or that passed, stays until it reaches the top, where
     /// `drop_stale` removes it.
     pauses: BinaryHeap<Reverse<(Instant, u32)>>,
+    /// Each provider's own limits (`providers`), by provider index. A provider that has
+    /// them is never forgotten: its buckets must outlive its idle times.
+    own: Vec<Option<Box<ProviderLimits>>>,
+    /// Whether a provider's own limits count tokens.
+    own_tokens: bool,
 }
 
 impl Pacer {
@@ -77,6 +88,8 @@ impl Pacer {
             token_windows: false,
             providers: ProviderTable::new(seed, now),
             pauses: BinaryHeap::new(),
+            own: Vec::new(),
+            own_tokens: false,
         }
     }
 
@@ -87,18 +100,58 @@ impl Pacer {
     }
 
     /// The index of provider `id`, used at `now`: remembered on first use (again after
-    /// it was forgotten, see [`Pacer::forget_idle`]).
-    pub(super) fn provider_for(&mut self, id: &str, now: Instant) -> u32 {
+    /// it was forgotten, see [`Pacer::forget_idle`]), with its own limits if `options`
+    /// give it some.
+    pub(super) fn provider_for(&mut self, id: &str, now: Instant, options: &Options) -> u32 {
         if let Some(index) = self.providers.find(id) {
             self.providers.touch(index, now);
             return index;
         }
+        let settings = options.provider_settings(id);
         let id: Rc<str> = id.into();
         let pacing = match &self.shared {
             Some(budget) => budget.provider(&id),
             None => Rc::default(),
         };
-        self.providers.insert(id, pacing, now)
+        let index = self.providers.insert(id, pacing, now);
+        if settings.is_some() || self.own.len() > index as usize {
+            self.set_own(index, settings, options, now);
+        }
+        index
+    }
+
+    /// Provider `index`'s own limits become `settings` at `now` (kept where they exist).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
+    fn set_own(
+        &mut self,
+        index: u32,
+        settings: Option<&ProviderSettings>,
+        options: &Options,
+        now: Instant,
+    ) {
+        let index = index as usize;
+        if self.own.len() <= index {
+            self.own.resize_with(index + 1, || None);
+        }
+        self.own[index] = match (self.own[index].take(), settings) {
+            (Some(mut own), Some(settings)) => {
+                own.update(settings, options, now);
+                Some(own)
+            }
+            (None, Some(settings)) => Some(Box::new(ProviderLimits::new(settings, options, now))),
+            (_, None) => None,
+        };
+        self.own_tokens = self.own.iter().flatten().any(|o| o.counts_tokens());
+    }
+
+    /// Provider `index`'s own limits, if it has some.
+    pub(super) fn own(&self, index: u32) -> Option<&ProviderLimits> {
+        self.own.get(index as usize)?.as_deref()
+    }
+
+    /// Provider `index`'s own settings, if `providers` lists it.
+    pub(super) fn own_settings(&self, index: u32) -> Option<&ProviderSettings> {
+        self.own(index).map(ProviderLimits::settings)
     }
 
     /// One more than the highest provider index given out.
@@ -129,9 +182,18 @@ impl Pacer {
     /// Their learned estimates (token scaling, length ratios) go with them. Their
     /// indexes, which the caller stops using.
     pub(super) fn forget_idle(&mut self, now: Instant, in_use: &[bool]) -> Vec<u32> {
+        let mut kept = in_use.to_vec();
+        for (index, own) in self.own.iter().enumerate() {
+            if own.is_some() {
+                if kept.len() <= index {
+                    kept.resize(index + 1, false);
+                }
+                kept[index] = true;
+            }
+        }
         let forgotten = self
             .providers
-            .sweep(now, in_use, |p| p.state.borrow().holds_nothing(now));
+            .sweep(now, &kept, |p| p.state.borrow().holds_nothing(now));
         let mut indexes = Vec::with_capacity(forgotten.len());
         for (index, provider) in forgotten {
             indexes.push(index);
@@ -149,6 +211,7 @@ impl Pacer {
     pub(super) fn wants_token_estimates(&self) -> bool {
         self.budget.is_some()
             || self.token_windows
+            || self.own_tokens
             || self
                 .shared
                 .as_ref()
@@ -180,12 +243,21 @@ impl Pacer {
             .map_or(own, |b| own.max(b.request_token_at(now)))
     }
 
-    /// When a call of `cost` to `provider` may start (`now` if it may now): the one gate
-    /// of a call. A request token (the pacer's own and its shared budget's), no pause,
-    /// the provider's adaptive rate, and room for the cost in the token budgets and the
-    /// windows the provider reported.
-    pub(super) fn ready_at(&self, provider: u32, cost: f64, now: Instant) -> Instant {
+    /// When a call of `cost` tokens and `characters` to `provider` may start (`now` if
+    /// it may now): the one gate of a call. A request token (the pacer's own, its shared
+    /// budget's and the provider's own), no pause, the provider's adaptive rate, and
+    /// room for the cost in the token budgets (the provider's own too), its character
+    /// budget and the windows the provider reported.
+    pub(super) fn ready_at(
+        &self,
+        provider: u32,
+        (cost, characters): (f64, u64),
+        now: Instant,
+    ) -> Instant {
         let mut at = self.request_token_at(now);
+        if let Some(own) = self.own(provider) {
+            at = at.max(own.ready_at(now, cost, characters));
+        }
         let Some(provider) = self.providers.get(provider) else {
             return at;
         };
@@ -220,15 +292,15 @@ impl Pacer {
     pub(super) fn try_take(
         &mut self,
         provider: u32,
-        (raw_cost, cost): (f64, f64),
+        (raw_cost, cost, characters): (f64, f64, u64),
         now: Instant,
         options: &Options,
     ) -> Result<Charge, Instant> {
-        let at = self.ready_at(provider, cost, now);
+        let at = self.ready_at(provider, (cost, characters), now);
         if at > now {
             return Err(at);
         }
-        Ok(self.take(provider, (raw_cost, cost), now, options))
+        Ok(self.take(provider, (raw_cost, cost, characters), now, options))
     }
 
     /// Charges a call of `raw_cost` (`cost` after the provider's scaling) that starts
@@ -237,11 +309,19 @@ impl Pacer {
     fn take(
         &mut self,
         provider: u32,
-        (raw_cost, cost): (f64, f64),
+        (raw_cost, cost, characters): (f64, f64, u64),
         now: Instant,
         options: &Options,
     ) -> Charge {
         self.bucket.try_take(now);
+        let own = self
+            .own
+            .get_mut(provider as usize)
+            .and_then(Option::as_deref_mut);
+        let charged_own = own.is_some();
+        if let Some(own) = own {
+            own.take(now, cost, characters);
+        }
         if let Some(budget) = &mut self.budget {
             budget.spend(now, cost);
         }
@@ -252,6 +332,8 @@ impl Pacer {
         let mut charge = Charge {
             raw_cost,
             cost,
+            at: now,
+            own: charged_own,
             ..Charge::default()
         };
         self.providers.touch(provider, now);
@@ -351,6 +433,11 @@ impl Pacer {
         now: Instant,
     ) -> Option<bool> {
         self.providers.touch(provider, now);
+        if let (Some(usage), true) = (usage, charge.own) {
+            if let Some(Some(own)) = self.own.get_mut(provider as usize) {
+                own.correct_tokens(now, charge.cost, usage.input_tokens + usage.output_tokens);
+            }
+        }
         let provider = self.providers.get(provider)?;
         let mut pacing = provider.state.borrow_mut();
         if let Some(usage) = usage {
@@ -444,6 +531,16 @@ impl Pacer {
     /// New options at `now`: rates, burst, adaptive rates and the token budget. Whether
     /// token estimates just became needed (a budget was set).
     pub(super) fn set_options(&mut self, now: Instant, next: &Options) -> bool {
+        let had_estimates = self.wants_token_estimates();
+        let mut own = Vec::new();
+        for (index, provider) in self.providers.iter() {
+            if next.provider_settings(&provider.id).is_some() || self.own(index).is_some() {
+                own.push((index, provider.id.clone()));
+            }
+        }
+        for (index, id) in own {
+            self.set_own(index, next.provider_settings(&id), next, now);
+        }
         self.bucket.set_rate(now, next.rate);
         self.bucket.set_capacity(now, next.capacity);
         for (_, provider) in self.providers.iter() {
@@ -458,16 +555,10 @@ impl Pacer {
         }
         let per_minute = next.tokens_per_minute;
         match &mut self.budget {
-            Some(budget) if per_minute > 0.0 => {
-                budget.set_per_minute(now, per_minute);
-                false
-            }
-            _ => {
-                let had_estimates = self.wants_token_estimates();
-                self.budget = TokenBudget::new(per_minute, now);
-                self.budget.is_some() && !had_estimates
-            }
+            Some(budget) if per_minute > 0.0 => budget.set_per_minute(now, per_minute),
+            _ => self.budget = TokenBudget::new(per_minute, now),
         }
+        !had_estimates && self.wants_token_estimates()
     }
 
     /// Most items the next call to `provider` may carry under `max` (its learned batch
@@ -548,7 +639,7 @@ impl Pacer {
         // Pushes rather than a filtered `collect` (as for the texts of a batch): the
         // collect of an iterator of unknown length is much more code in the .wasm.
         let mut providers = Vec::new();
-        for (_, provider) in self.providers.iter() {
+        for (index, provider) in self.providers.iter() {
             let p = provider.state.borrow();
             // A recovering provider is saved too, at the full rate (see `restore`).
             let adaptive = p.adaptive.as_ref();
@@ -564,7 +655,9 @@ impl Pacer {
             let limits = p.quota.saved(now);
             let batch_limit = p.batch_limit.learned();
             let length_ratios = p.length_ratios.saved();
+            let tokens = self.own(index).and_then(|o| o.bucket_tokens(now));
             if p.paused_until > now
+                || tokens.is_some()
                 || adaptive.is_some()
                 || daily_block.is_some()
                 || limits.is_some()
@@ -580,6 +673,7 @@ impl Pacer {
                     limits,
                     batch_limit,
                     length_ratios,
+                    tokens,
                 });
             }
         }
@@ -609,7 +703,12 @@ impl Pacer {
         let earned = elapsed.as_secs() * rate;
         self.bucket = TokenBucket::with_tokens(rate, capacity, snapshot.tokens + earned, now);
         for saved in &snapshot.providers {
-            let index = self.provider_for(&saved.provider_id, now);
+            let index = self.provider_for(&saved.provider_id, now, options);
+            if let (Some(tokens), Some(Some(own))) =
+                (saved.tokens, self.own.get_mut(index as usize))
+            {
+                own.restore_bucket(tokens, elapsed, now);
+            }
             let Some(provider) = self.providers.get(index) else {
                 continue;
             };

@@ -51,6 +51,7 @@ fn is_blank_answer(reply: &Reply) -> bool {
         Reply::Text(text) => is_blank(text),
         Reply::Texts(texts) => matches!(texts.as_slice(), [text] if is_blank(text)),
         Reply::Keyed(pairs) => matches!(pairs.as_slice(), [(_, text)] if is_blank(text)),
+        Reply::Mixed(_) => false,
     }
 }
 
@@ -72,14 +73,24 @@ pub(super) fn left_empty<C>() -> Failure<C> {
 }
 
 /// A call's text, its layout and instructions for the provider, and how its reply will
-/// be read.
+/// be read; `array`: its texts are `llm: false` items, which share a call only as an
+/// array.
 pub(super) fn lay_out(
     format: SegmentFormat,
+    array: bool,
     texts: &[String],
     strings: &mut CallStrings,
 ) -> (String, Layout, Rc<str>, Reading) {
     let count = texts.len();
     let single = count <= 1;
+    if array && !single {
+        return (
+            texts.join("\n"),
+            Layout::Array,
+            strings.none(),
+            Reading::Array,
+        );
+    }
     match format {
         SegmentFormat::Markers => {
             if single {
@@ -127,6 +138,9 @@ pub(super) fn read_reply(
     ratio: Option<f64>,
 ) -> Result<Vec<Option<String>>, Mismatch> {
     let expected = texts.len();
+    if let Reading::Array = reading {
+        return read_array(texts, reply);
+    }
     let all = |segments: Vec<String>| segments.into_iter().map(Some).collect();
     let reply = match reply {
         Reply::Text(text) if expected > 1 => {
@@ -152,6 +166,9 @@ pub(super) fn read_reply(
             expected,
             got: segments.len(),
         }),
+        // Turned into a failed call before it is read (`Engine::on_reply`).
+        (_, Reply::Mixed(got)) => Err(Mismatch::Count { expected, got }),
+        (Reading::Array, other) => read_array(texts, other),
         (Reading::Separator { .. }, Reply::Texts(segments)) => {
             check_aligned(texts, codec::check_segments(segments, expected)?).map(all)
         }
@@ -167,6 +184,27 @@ pub(super) fn read_reply(
         )
         .map(all),
     }
+}
+
+/// An array batch's reply: one string per text, in order; a position is an identity. An
+/// array of another length, one holding a non-string, or any other reply proves nothing
+/// (a count mismatch for the whole batch); an empty string (or only white space) for a
+/// text that is not blank leaves that item missing.
+fn read_array(texts: &[&str], reply: Reply) -> Result<Vec<Option<String>>, Mismatch> {
+    let expected = texts.len();
+    let got = match reply {
+        Reply::Texts(list) if list.len() == expected => {
+            let read = list.into_iter().zip(texts);
+            return Ok(read
+                .map(|(t, source)| (!is_blank(&t) || is_blank(source)).then_some(t))
+                .collect());
+        }
+        Reply::Texts(list) => list.len(),
+        Reply::Mixed(len) => len,
+        Reply::Keyed(pairs) => pairs.len(),
+        Reply::Text(_) => 1,
+    };
+    Err(Mismatch::Count { expected, got })
 }
 
 /// The separator layout's evidence of a shift (see the `alignment` module).
@@ -211,8 +249,9 @@ impl<C: Clone> Engine<C> {
         };
         let compat = group.info().clone();
         let is_batch = texts.len() > 1;
+        let format = self.options.segment_format;
         let (text, layout, instructions, reading) =
-            lay_out(self.options.segment_format, &texts, self.calls.strings());
+            lay_out(format, !compat.llm, &texts, self.calls.strings());
         let ids = self.calls.strings().ids(texts.len());
         self.out.count(Counter::ProviderCalls, 1);
         self.out.count(Counter::BatchCalls, u64::from(is_batch));
@@ -224,7 +263,8 @@ impl<C: Clone> Engine<C> {
         let context = quota::input_tokens(&compat.context);
         let estimated_input = quota::prompt_input(text_tokens, context, is_batch);
         let characters = texts.iter().map(|t| utf16_len(t)).sum();
-        let timeout = CallTimeout::new(&self.options, characters);
+        let timeout =
+            CallTimeout::new(&self.options, self.pacer.own_settings(provider), characters);
         let run = Running::new(batch_key, provider, charge, reading, timeout, self.now)
             .with_bounds(estimated_input, cap);
         let id = self.calls.insert_new(run);
@@ -252,6 +292,9 @@ impl<C: Clone> Engine<C> {
     pub(super) fn on_reply(&mut self, run: Running, reply: Reply, truncated: bool) {
         if let Some(id) = run.serves_run() {
             return self.run_succeeded(run, id);
+        }
+        if matches!(reply, Reply::Mixed(_)) && !matches!(run.reading(), Reading::Array) {
+            return self.on_failure(run, Failure::bad_reply("an array holding a non-string"));
         }
         let mut reply = match reply {
             Reply::Text(text) => match visible_reply(text, run.batch_len(&self.batches)) {
@@ -319,7 +362,8 @@ impl<C: Clone> Engine<C> {
     /// A batch reply to `run` proved `proved` of its segments: the provider's learned
     /// batch size follows (`adaptiveBatching`), reported when it changes.
     pub(super) fn learn_batch_size(&mut self, run: &Running, proved: Proved) {
-        let max = u32::try_from(self.options.max_items_per_batch).unwrap_or(u32::MAX);
+        let max = self.batches.limits_for(run.provider()).max_items;
+        let max = u32::try_from(max).unwrap_or(u32::MAX);
         let changed = self
             .pacer
             .note_batch_reply(run.provider(), proved, max, &self.options);

@@ -59,7 +59,9 @@ impl<C: Clone> Engine<C> {
             self.out.settle_run(ticket, Err(disposed_error()));
             return Ok(ticket);
         }
-        let provider = self.pacer.provider_for(provider_id, self.now);
+        let provider = self
+            .pacer
+            .provider_for(provider_id, self.now, &self.options);
         if let Some(error) = self.pacer.daily_blocked(provider, self.now) {
             self.out.settle_run(ticket, Err(error));
             return Ok(ticket);
@@ -77,7 +79,8 @@ impl<C: Clone> Engine<C> {
         let now = self.now;
         (self.runs.queued())
             .filter(|(provider, _)| !held.contains(provider))
-            .filter(|(provider, _)| self.pacer.ready_at(*provider, 0.0, now) <= now)
+            .filter(|(provider, _)| !self.provider_at_cap(*provider))
+            .filter(|(provider, _)| self.pacer.ready_at(*provider, (0.0, 0), now) <= now)
             .map(|(provider, key)| (key, provider))
             .min()
     }
@@ -86,7 +89,8 @@ impl<C: Clone> Engine<C> {
     pub(super) fn next_run_start(&self) -> Option<Instant> {
         let now = self.now;
         (self.runs.queued())
-            .map(|(provider, _)| self.pacer.ready_at(provider, 0.0, now))
+            .filter(|(provider, _)| !self.provider_at_cap(*provider))
+            .map(|(provider, _)| self.pacer.ready_at(provider, (0.0, 0), now))
             .filter(|at| *at > now)
             .min()
     }
@@ -101,7 +105,7 @@ impl<C: Clone> Engine<C> {
         }
         let Ok(charge) = self
             .pacer
-            .try_take(provider, (0.0, 0.0), now, &self.options)
+            .try_take(provider, (0.0, 0.0, 0), now, &self.options)
         else {
             return false;
         };
@@ -109,7 +113,8 @@ impl<C: Clone> Engine<C> {
             return true;
         };
         // A run sends no text the pacer can count: its timeout is `timeoutMs` alone.
-        let timeout = CallTimeout::new(&self.options, 0);
+        let own = self.pacer.own_settings(provider);
+        let timeout = CallTimeout::new(&self.options, own, 0);
         let call_id = self
             .calls
             .insert_new(Running::for_run(id, provider, charge, timeout, now));

@@ -32,7 +32,7 @@ impl<C: Clone> Engine<C> {
             if self.batches.get(first.2).is_none() {
                 continue;
             }
-            let (_, cost) = self.call_cost(index, first.2);
+            let (_, cost, _) = self.call_cost(index, first.2);
             if let Some((until, why)) = self.pacer.new_hold(index, cost, now) {
                 self.out.event(Event::Limited {
                     provider_id: self.pacer.provider_id(index),

@@ -330,6 +330,21 @@ export interface PacerSettings {
   fallbackAfterMs: number;
 
   /**
+   * Each provider its own limits, by `providerId`: `{ "gemini-flash": { rate: 10 / 60,
+   * capacity: 1 }, ollama: { maxInFlight: 1, timeoutMs: 120000 }, deepl: { batch: "array",
+   * maxItemsPerBatch: 50 } }`. A provider's bucket, budgets and cap hold in addition to
+   * the pacer's (a call starts only when every one that covers it has room, and takes
+   * from all); its batch limits, `batchDelayMs` and timeouts replace the pacer's. See
+   * {@link ProviderSettings}. `setOptions({ providers })` replaces the whole map; a bucket
+   * that already exists keeps its tokens. Absent from `pacer.options` until set.
+   *
+   * Valid values: an object of {@link ProviderSettings} objects; a malformed one is
+   * `invalid_options` naming `providers.<id>.<field>`.
+   * @default {} (no provider has limits of its own)
+   */
+  providers?: Readonly<Record<string, ProviderSettings>>;
+
+  /**
    * Token budget of this pacer's calls, beside the request bucket: refilled continuously
    * at `tokensPerMinute / 60` a second, holding at most a minute's worth, starting full.
    * A call starts only when it holds the call's estimated cost (the input's estimate,
@@ -506,6 +521,75 @@ export type PacerOptionsPatch = Optional<PacerSettings> & {
   onEvent?: PacerEventHandler | undefined;
 };
 
+/**
+ * One provider's own settings (the `providers` option). Every field is optional and has
+ * the validity of the option of the same name; a field left out is the pacer's value.
+ */
+export interface ProviderSettings {
+  /**
+   * Its own request bucket's rate (calls a second), beside the pacer's: with `rate` or
+   * `capacity` the provider gets a bucket of its own (the field left out is the pacer's).
+   * Valid range: a finite number > 0. @default the pacer's `rate`
+   */
+  rate?: number;
+  /**
+   * Its own bucket's size (the largest burst); the bucket starts full.
+   * Valid range: an integer >= 1. @default the pacer's `capacity`
+   */
+  capacity?: number;
+  /**
+   * Most of its calls at once, beside the pacer's `maxInFlight`.
+   * Valid range: an integer >= 0; `0`: no cap of its own. @default 0
+   */
+  maxInFlight?: number;
+  /**
+   * Its own token budget a minute, like the pacer's `tokensPerMinute` (starts full;
+   * reported usage corrects it). Valid range: a finite number >= 0; `0`: none. @default 0
+   */
+  tokensPerMinute?: number;
+  /**
+   * Its own character budget a minute: each call takes its texts' `String.length`;
+   * refilled continuously, holding at most a minute's worth, starting full. A batch never
+   * grows past it. Valid range: a finite number >= 0; `0`: none. @default 0
+   */
+  charactersPerMinute?: number;
+  /**
+   * Replaces `maxItemsPerBatch` for its items (a learned batch size stays at most this).
+   * Valid range: an integer >= 1. @default the pacer's `maxItemsPerBatch`
+   */
+  maxItemsPerBatch?: number;
+  /**
+   * Replaces `maxCharactersPerBatch` for its items.
+   * Valid range: an integer >= 1. @default the pacer's `maxCharactersPerBatch`
+   */
+  maxCharactersPerBatch?: number;
+  /**
+   * Replaces `batchDelayMs` for its items.
+   * Valid range: a finite number >= 0. @default the pacer's `batchDelayMs`
+   */
+  batchDelayMs?: number;
+  /**
+   * Replaces `timeoutMs` for its calls. Valid range: a finite number >= 0; `0`: no
+   * timeout. @default the pacer's `timeoutMs`
+   */
+  timeoutMs?: number;
+  /**
+   * Replaces `timeoutPerCharacterMs` for its calls.
+   * Valid range: a finite number >= 0. @default the pacer's `timeoutPerCharacterMs`
+   */
+  timeoutPerCharacterMs?: number;
+  /**
+   * `"array"`: its `llm: false` items share batches as arrays (`format: "array"`,
+   * `texts` and `ids`, no markers, `instructions: ""`, `text` the texts joined with
+   * `"\n"`). The reply must be an array with one string per text, in order (alone or
+   * as `translations`): another length or a non-string element is a count mismatch for
+   * the whole batch; an empty string for a text that is not blank leaves that item
+   * missing. Without it, `llm: false` items go one to a call.
+   * @default undefined (one call per `llm: false` item)
+   */
+  batch?: "array";
+}
+
 /** The default value of every setting (a frozen object). */
 export const DEFAULTS: Readonly<PacerSettings>;
 
@@ -673,8 +757,8 @@ export interface ProviderRequest {
   readonly metas: unknown[];
   /**
    * How the texts are laid out in `text`: `"markers"` or `"separator"` for a batch (see
-   * `segmentFormat`), `"single"` for one text. `"array"` is reserved for array batches of
-   * `llm: false` items.
+   * `segmentFormat`), `"single"` for one text, `"array"` for an array batch of `llm: false`
+   * items (a provider with `batch: "array"` in `providers`).
    */
   readonly format: RequestFormat;
   /**
@@ -1692,6 +1776,8 @@ export interface PacerProviderSnapshot {
   };
   /** The batch size it learned (`adaptiveBatching`), when it learned one. */
   batchLimit?: number;
+  /** The tokens in its own request bucket (`providers`), when it has one. */
+  tokens?: number;
   /**
    * How long its proven streamed translations were against their sources (characters
    * of translation per character of source), per language pair, once a few showed it: a

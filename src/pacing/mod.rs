@@ -11,5 +11,6 @@ pub mod estimate;
 pub mod length_ratio;
 pub mod output_bound;
 pub mod provider;
+pub mod provider_limits;
 pub mod quota;
 pub mod retry;

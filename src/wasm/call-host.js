@@ -218,9 +218,10 @@ class ProviderRequest {
     this.texts = spans === undefined ? [text] : sliceTexts(text, spans);
     // The core's shared ids: the request gets its own array of them.
     this.ids = ids === undefined ? ["1"] : ids.slice(0, this.texts.length);
-    // The separator layout sets `separator`; the markers layout sets `markers` for a batch.
+    // The separator layout sets `separator`; the markers layout sets `markers` for a batch;
+    // an array batch (`layout` null) sets neither.
     if (typeof layout === "string") this.separator = layout;
-    else if (layout !== undefined) this.markers = markerPairs(layout, this.texts.length);
+    else if (layout !== undefined && layout !== null) this.markers = markerPairs(layout, this.texts.length);
     this.text = text;
     this.instructions = instructions ?? "";
     this.isBatch = isBatch;
@@ -242,6 +243,7 @@ class ProviderRequest {
 /** `request.format`: how the call's texts are laid out for the model. */
 function formatOf(isBatch, layout) {
   if (!isBatch) return "single";
+  if (layout === null) return "array";
   return typeof layout === "string" ? "separator" : "markers";
 }
 

@@ -115,9 +115,14 @@ pub fn describe(value: &JsValue) -> OptionValue {
 
 /// A plain object's own entries as a map value (for the options that take one, `name`);
 /// any other value described as `describe` does. A `Map` is described as one: its
-/// entries are not properties, and read as an object it would map nothing.
+/// entries are not properties, and read as an object it would map nothing. `nested`:
+/// each entry's value is read the same way (`providers`: an object of settings objects).
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
-fn entries_of(name: &str, value: &JsValue) -> Result<OptionValue, PacerFailure<JsValue>> {
+fn entries_of(
+    name: &str,
+    value: &JsValue,
+    nested: bool,
+) -> Result<OptionValue, PacerFailure<JsValue>> {
     if !value.is_object() || is_array(value) || value.is_function() {
         return Ok(describe(value));
     }
@@ -132,8 +137,15 @@ fn entries_of(name: &str, value: &JsValue) -> Result<OptionValue, PacerFailure<J
             error,
         )
     })?;
-    let map = entries.iter().map(|(key, v)| (key.clone(), describe(v)));
-    Ok(OptionValue::Map(map.collect()))
+    let mut map = Vec::with_capacity(entries.len());
+    for (key, v) in &entries {
+        let v = match nested {
+            true => entries_of(&format!("{name}.{key}"), v, false)?,
+            false => describe(v),
+        };
+        map.push((key.clone(), v));
+    }
+    Ok(OptionValue::Map(map))
 }
 
 /// An item's fields, owned, read from a JS object.
@@ -325,8 +337,8 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, PacerF
             "restore" => input.restore = (present && !v.is_null()).then_some(v),
             "estimateTokens" => input.estimate_tokens = present.then_some(v),
             "budget" => input.budget = present.then_some(v),
-            "fallbackProviders" => {
-                let map = entries_of(&name, &v)?;
+            "fallbackProviders" | "providers" => {
+                let map = entries_of(&name, &v, name == "providers")?;
                 input.core.push((name, map));
             }
             _ => input.core.push((name, describe(&v))),
@@ -339,24 +351,27 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, PacerF
 pub fn options_object(options: &Options) -> JsValue {
     let object = Object::new();
     for (name, value) in options.entries() {
-        let v = match value {
-            OptionValue::Bool(b) => JsValue::from_bool(b),
-            OptionValue::Number(n) => JsValue::from_f64(n),
-            OptionValue::Text(t) => JsValue::from_str(&t),
-            OptionValue::Map(entries) => {
-                let map = Object::new();
-                for (key, value) in entries {
-                    if let OptionValue::Text(to) = value {
-                        set(&map, &key, &JsValue::from_str(&to));
-                    }
-                }
-                map.into()
-            }
-            _ => JsValue::UNDEFINED,
-        };
-        set(&object, name, &v);
+        set(&object, name, &option_js(&value));
     }
     object.into()
+}
+
+/// An option's value as JS: a map (`fallbackProviders`, `providers` and its settings) as
+/// a plain object.
+fn option_js(value: &OptionValue) -> JsValue {
+    match value {
+        OptionValue::Bool(b) => JsValue::from_bool(*b),
+        OptionValue::Number(n) => JsValue::from_f64(*n),
+        OptionValue::Text(t) => JsValue::from_str(t),
+        OptionValue::Map(entries) => {
+            let map = Object::new();
+            for (key, value) in entries {
+                set(&map, key, &option_js(value));
+            }
+            map.into()
+        }
+        _ => JsValue::UNDEFINED,
+    }
 }
 
 /// Checks the `cache` option's shape: `{ get(key), set(key, value) }`.

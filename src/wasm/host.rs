@@ -32,8 +32,8 @@ extern "C" {
     /// (the JS side copies the first ones); a single text has no spans (`[text]`),
     /// `ids` undefined (`["1"]`) and `instructions` undefined (`""`).
     /// `layout` is the separator string, or the `[open, close]` pairs of the markers (at
-    /// least as many as there are texts; the JS side copies them), or `undefined` for a
-    /// single text in the markers format; `compat` is `[providerId, sourceLang,
+    /// least as many as there are texts; the JS side copies them), `null` for an array
+    /// batch, or `undefined` for a single text in the markers format; `compat` is `[providerId, sourceLang,
     /// targetLang, context]`, then `fallbackFrom` for items moved to a fallback provider;
     /// `max_output_tokens` is `request.maxOutputTokens`, and a
     /// string reply longer than `reply_cap` UTF-16 code units is cut there (and handed
@@ -212,6 +212,7 @@ impl Calls {
             let mut recent = self.recent.borrow_mut();
             let layout = match &call.layout {
                 Layout::Single => JsValue::UNDEFINED,
+                Layout::Array => JsValue::NULL,
                 Layout::Separator(separator) => recent.separator(separator),
                 Layout::Markers(pairs) => recent.markers(pairs),
             };

@@ -115,9 +115,9 @@ fn translations_from(value: JsValue, cap: usize) -> Result<(Reply, bool), Failur
     if Array::is_array(&value) {
         let array: Array = value.unchecked_into();
         let texts: Option<Vec<String>> = array.iter().map(|v| capped.read(&v)).collect();
-        return texts
-            .map(|texts| (Reply::Texts(texts), capped.cut))
-            .ok_or_else(|| Failure::bad_reply("an array holding a non-string"));
+        // The core decides what an array holding a non-string is (see `Reply::Mixed`).
+        let reply = texts.map_or(Reply::Mixed(array.length() as usize), Reply::Texts);
+        return Ok((reply, capped.cut));
     }
     if value.is_object() && !value.is_function() {
         let mut pairs = Vec::new();

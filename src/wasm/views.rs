@@ -86,6 +86,7 @@ fn provider_view(p: &ProviderSnapshot) -> JsValue {
         view = view.value("limits", &limits.into_js());
     }
     view = view.number_if_some("batchLimit", p.batch_limit.map(f64::from));
+    view = view.number_if_some("tokens", p.tokens);
     if !p.length_ratios.is_empty() {
         let ratios: Array = (p.length_ratios.iter())
             .map(|r| {
@@ -220,6 +221,7 @@ const PROVIDER_FIELDS: &[&str] = &[
     "limits",
     "batchLimit",
     "lengthRatios",
+    "tokens",
 ];
 const BLOCK_FIELDS: &[&str] = &["blockedForMs", "resetKnown", "message"];
 const LIMITS_FIELDS: &[&str] = &["requests", "tokens"];
@@ -321,7 +323,17 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
                 }
             }
         };
+        let tokens = get(&entry, "tokens");
+        let tokens = if tokens.is_undefined() || tokens.is_null() {
+            None
+        } else {
+            Some(tokens.as_f64().ok_or_else(|| {
+                let got = describe(&tokens);
+                format!("restore.providers[].tokens must be a finite number >= 0 (got {got})")
+            })?)
+        };
         providers.push(ProviderSnapshot {
+            tokens,
             limits,
             batch_limit,
             length_ratios: ratios_from(&get(&entry, "lengthRatios"))?,

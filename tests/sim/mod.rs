@@ -143,6 +143,9 @@ pub fn echo_provider(latency_ms: f64) -> impl FnMut(&Call, Instant) -> Answer {
 /// the separator.
 pub fn echo_reply(call: &Call) -> Reply {
     let echoes: Vec<String> = call.texts.iter().map(|t| echo(t)).collect();
+    if call.layout == Layout::Array {
+        return Reply::Texts(echoes);
+    }
     Reply::Text(layout_reply(call, &echoes))
 }
 
@@ -441,6 +444,10 @@ fn check_layout(call: &Call) {
         Layout::Separator(s) => assert!(!s.trim().is_empty()),
         Layout::Markers(pairs) => assert_eq!(pairs.len(), call.texts.len()),
         Layout::Single => assert!(!call.is_batch),
+        Layout::Array => {
+            assert!(call.is_batch && call.markers().is_empty() && call.instructions.is_empty());
+            assert_eq!(call.text, call.texts.join("\n"));
+        }
     }
     if !call.is_batch {
         assert_eq!(call.text, call.texts[0]);
