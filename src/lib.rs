@@ -33,6 +33,7 @@
 //!   - `ready`: ordered sets of due batches.
 //! - `contract/`: the public contract's types:
 //!   - `options`: the options, their defaults and their validation.
+//!   - `pools`: pools of providers used as one, and their checks.
 //!   - `settle`: how an item ends (a translation, or an error with a stable code).
 //!   - `item`: an item as the caller gives it, its checks and errors.
 //!   - `call`: the provider call asked of the driver, and what the driver reports back.
@@ -84,7 +85,7 @@ use util::slotted_map;
 pub use util::time;
 use util::{byte_scan, deadlines, display, hash, id_index, id_table, ready, slab, text, trim};
 mod contract;
-pub use contract::{call, item, options, settle, snapshot, stats};
+pub use contract::{call, item, options, pools, settle, snapshot, stats};
 mod memo;
 pub use memo::{cache, key, store};
 mod pacing;

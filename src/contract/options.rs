@@ -9,6 +9,7 @@ use core::fmt;
 use crate::display::{js_number, js_string};
 use crate::hash::{look_up, IdMap};
 use crate::key::Keyer;
+use crate::pools::Pools;
 
 /// A value as it arrived from the caller, kept loose so validation can describe it.
 #[derive(Clone, Debug, PartialEq)]
@@ -28,6 +29,8 @@ pub enum OptionValue {
     /// A plain object's own entries, for the options that take one
     /// (`fallbackProviders`); shown as `object` in messages, as any other object.
     Map(Vec<(String, OptionValue)>),
+    /// An array's elements, where an option takes one (the members of a pool).
+    List(Vec<OptionValue>),
 }
 
 impl fmt::Display for OptionValue {
@@ -41,6 +44,10 @@ impl fmt::Display for OptionValue {
             OptionValue::Text(s) => f.write_str(&js_string(s)),
             OptionValue::Other(kind) => f.write_str(kind),
             OptionValue::Map(_) => f.write_str("object"),
+            OptionValue::List(values) => {
+                let shown: Vec<String> = values.iter().map(ToString::to_string).collect();
+                write!(f, "[{}]", shown.join(", "))
+            }
         }
     }
 }
@@ -109,6 +116,8 @@ pub struct Options {
     /// Most provider items held (queued, looked up or running); 0 means no limit.
     /// An addition to the contract: new items beyond it reject with `queue_full`.
     pub max_queued: u64,
+    /// Pools of providers used as one (`pools`).
+    pub pools: Pools,
 }
 
 /// How a batch travels in one LLM call (`segmentFormat`).
@@ -154,6 +163,7 @@ impl Default for Options {
             fallback_after_ms: 10_000.0,
             tokens_per_minute: 0.0,
             max_queued: 0,
+            pools: Pools::default(),
         }
     }
 }
@@ -163,7 +173,7 @@ impl Default for Options {
 /// handled by the binding layer). A patch entry's name is looked up here and handled by
 /// a `match` on the option: a `match` on the names themselves compares strings arm after
 /// arm, much more code in the .wasm.
-const OPTIONS: [(&str, OptionName); 21] = {
+const OPTIONS: [(&str, OptionName); 22] = {
     use OptionName::*;
     [
         ("rate", Rate),
@@ -187,12 +197,13 @@ const OPTIONS: [(&str, OptionName); 21] = {
         ("fallbackAfterMs", FallbackAfterMs),
         ("tokensPerMinute", TokensPerMinute),
         ("maxQueued", MaxQueued),
+        ("pools", PoolsName),
     ]
 };
 
 /// The names of [`OPTIONS`], in order.
-pub const OPTION_NAMES: [&str; 21] = {
-    let mut names = [""; 21];
+pub const OPTION_NAMES: [&str; 22] = {
+    let mut names = [""; 22];
     let mut i = 0;
     while i < names.len() {
         names[i] = OPTIONS[i].0;
@@ -224,6 +235,7 @@ enum OptionName {
     FallbackAfterMs,
     TokensPerMinute,
     MaxQueued,
+    PoolsName,
 }
 
 impl OptionName {
@@ -456,6 +468,7 @@ impl Options {
                 FallbackAfterMs => next.fallback_after_ms = finite_at_least_zero(name, value)?,
                 TokensPerMinute => next.tokens_per_minute = finite_at_least_zero(name, value)?,
                 MaxQueued => next.max_queued = integer_at_least(name, 0, value)?,
+                PoolsName => next.pools = Pools::parse(name, value)?,
             }
         }
         Ok(next)
@@ -515,6 +528,9 @@ impl Options {
         }
         if self.max_queued != 0 {
             entries.push(("maxQueued", Number(self.max_queued as f64)));
+        }
+        if !self.pools.is_empty() {
+            entries.push(("pools", self.pools.to_value()));
         }
         entries
     }
