@@ -39,7 +39,10 @@ impl Pools {
         OptionValue::Map(
             pools
                 .map(|(pool, members)| {
-                    (pool.clone(), OptionValue::List(members.iter().map(text).collect()))
+                    (
+                        pool.clone(),
+                        OptionValue::List(members.iter().map(text).collect()),
+                    )
                 })
                 .collect(),
         )
@@ -165,8 +168,14 @@ mod tests {
 
     #[test]
     fn every_malformed_pool_is_an_error_naming_it() {
-        let cases: [(&[(&str, OptionValue)], &str, &str); 7] = [
-            (&[("a", list(&[]))], "pools.a", "pools.a must have at least one member (got [])"),
+        // The pools given, the option the error names, its message.
+        type Case<'a> = (&'a [(&'a str, OptionValue)], &'a str, &'a str);
+        let cases: [Case<'_>; 7] = [
+            (
+                &[("a", list(&[]))],
+                "pools.a",
+                "pools.a must have at least one member (got [])",
+            ),
             (
                 &[("a", list(&["k", "k"]))],
                 "pools.a",
@@ -200,7 +209,10 @@ mod tests {
         ];
         for (entries, option, message) in cases {
             let error = pools(entries).unwrap_err();
-            assert_eq!((error.option.as_str(), error.message.as_str()), (option, message));
+            assert_eq!(
+                (error.option.as_str(), error.message.as_str()),
+                (option, message)
+            );
         }
         assert_eq!(
             pools(&[("b", list(&["j"])), ("a", list(&["b"]))])

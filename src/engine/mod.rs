@@ -63,7 +63,8 @@
 //! `streams` (a streamed reply's values), `retries` (failures), `blocks` (settings,
 //! billing and daily-quota blocks), `run_calls` (`pacer.run`: its place in line, its
 //! call through the same gate, its answer and failures), `fallbacks` (where a
-//! provider's items go when it cannot serve them), `endings` (how a job ends), `wakeups` (the parts' deadlines
+//! provider's items go when it cannot serve them), `pools` (which member of a pool
+//! serves a call, and where its items go when it cannot), `endings` (how a job ends), `wakeups` (the parts' deadlines
 //! merged). `check` asserts the rules that span parts (tests and fuzzing only).
 
 mod assembly;
@@ -83,6 +84,7 @@ mod limits;
 mod lookups;
 mod outbox;
 mod pacer;
+mod pools;
 mod priority;
 mod provider_table;
 mod replies;
@@ -146,6 +148,8 @@ pub struct Engine<C> {
     store: Option<Store<Job, PendingLookup>>,
     /// The calls of `pacer.run` that have not ended.
     runs: Runs,
+    /// What the choice of a pool's member remembers (`pools`).
+    members: pools::Members,
     disposed: bool,
 }
 
@@ -167,6 +171,7 @@ impl<C: Clone> Engine<C> {
             out: Outbox::default(),
             store: None,
             runs: Runs::default(),
+            members: pools::Members::default(),
             disposed: false,
         }
     }
@@ -400,6 +405,14 @@ impl<C: Clone> Engine<C> {
                 _ => report,
             };
             self.take_report(&run, &report, outcome.as_ref().err());
+            if let Err(failure) = &outcome {
+                let rate_limited =
+                    failure.kind == crate::call::FailureKind::Error && failure.status == Some(429);
+                let own = self
+                    .out
+                    .provider_stats(&self.pacer.provider_id(run.provider()));
+                own.rate_limited += u64::from(rate_limited);
+            }
             match outcome {
                 Ok(reply) => self.on_reply(run, reply, report.truncated),
                 Err(failure) => self.on_failure(run, failure),

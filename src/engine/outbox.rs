@@ -4,11 +4,12 @@
 //! other counters are counted through [`Counter`], which names none of the item counters.
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 use super::streamed::Preview;
 use crate::call::{Call, CallId};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
-use crate::stats::{Event, Stats};
+use crate::stats::{Event, ProviderStats, Stats};
 
 /// The counters the engine's flows count (calls, retries, hits, tokens): every counter
 /// of `Stats` but the item counters, which only settling moves.
@@ -107,6 +108,11 @@ impl<C> Outbox<C> {
     /// The statistics so far.
     pub(super) fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// The counts of provider `id` (`stats().byProvider`).
+    pub(super) fn provider_stats(&mut self, id: &Rc<str>) -> &mut ProviderStats {
+        self.stats.provider_mut(id)
     }
 
     /// Counts `n` more of `counter`. The item counters (`items`, `pending` and the

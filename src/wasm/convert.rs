@@ -115,9 +115,14 @@ pub fn describe(value: &JsValue) -> OptionValue {
 
 /// A plain object's own entries as a map value (for the options that take one, `name`);
 /// any other value described as `describe` does. A `Map` is described as one: its
-/// entries are not properties, and read as an object it would map nothing.
+/// entries are not properties, and read as an object it would map nothing. With
+/// `lists`, an array value is read as its elements (`pools`: a pool's members).
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
-fn entries_of(name: &str, value: &JsValue) -> Result<OptionValue, PacerFailure<JsValue>> {
+fn entries_of(
+    name: &str,
+    value: &JsValue,
+    lists: bool,
+) -> Result<OptionValue, PacerFailure<JsValue>> {
     if !value.is_object() || is_array(value) || value.is_function() {
         return Ok(describe(value));
     }
@@ -132,8 +137,18 @@ fn entries_of(name: &str, value: &JsValue) -> Result<OptionValue, PacerFailure<J
             error,
         )
     })?;
-    let map = entries.iter().map(|(key, v)| (key.clone(), describe(v)));
-    Ok(OptionValue::Map(map.collect()))
+    let mut map = Vec::with_capacity(entries.len());
+    for (key, v) in entries {
+        if !(lists && is_array(&v)) {
+            map.push((key, describe(&v)));
+            continue;
+        }
+        let elements = own_entries(&v)
+            .map_err(|(_, error)| unreadable_option(Some(name), &format!("{name}.{key}"), error))?;
+        let list = elements.iter().map(|(_, e)| describe(e)).collect();
+        map.push((key, OptionValue::List(list)));
+    }
+    Ok(OptionValue::Map(map))
 }
 
 /// An item's fields, owned, read from a JS object.
@@ -326,7 +341,11 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, PacerF
             "estimateTokens" => input.estimate_tokens = present.then_some(v),
             "budget" => input.budget = present.then_some(v),
             "fallbackProviders" => {
-                let map = entries_of(&name, &v)?;
+                let map = entries_of(&name, &v, false)?;
+                input.core.push((name, map));
+            }
+            "pools" => {
+                let map = entries_of(&name, &v, true)?;
                 input.core.push((name, map));
             }
             _ => input.core.push((name, describe(&v))),
@@ -346,8 +365,16 @@ pub fn options_object(options: &Options) -> JsValue {
             OptionValue::Map(entries) => {
                 let map = Object::new();
                 for (key, value) in entries {
-                    if let OptionValue::Text(to) = value {
-                        set(&map, &key, &JsValue::from_str(&to));
+                    match value {
+                        OptionValue::Text(to) => set(&map, &key, &JsValue::from_str(&to)),
+                        OptionValue::List(values) => {
+                            let list = values.iter().filter_map(|v| match v {
+                                OptionValue::Text(t) => Some(JsValue::from_str(t)),
+                                _ => None,
+                            });
+                            set(&map, &key, &list.collect::<Array>());
+                        }
+                        _ => {}
                     }
                 }
                 map.into()

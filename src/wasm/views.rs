@@ -366,9 +366,19 @@ pub fn stats_object(s: &Stats) -> JsValue {
         ("earlyResolved", s.early_resolved),
         ("fallbackItems", s.fallback_items),
     ];
-    (counts.into_iter())
+    let stats = (counts.into_iter())
         .fold(View::new(), |view, (key, n)| view.number(key, n as f64))
-        .into_js()
+        .into_js();
+    let by_provider = Object::new();
+    for (id, own) in &s.by_provider {
+        let counts = View::new()
+            .number("calls", own.calls as f64)
+            .number("items", own.items as f64)
+            .number("rateLimited", own.rate_limited as f64);
+        let _ = Reflect::set(&by_provider, &JsValue::from_str(id), &counts.into_js());
+    }
+    let _ = Reflect::set(&stats, &JsValue::from_str("byProvider"), &by_provider);
+    stats
 }
 
 /// Epoch milliseconds `after` from now.
