@@ -109,12 +109,8 @@ fn a_steady_load_is_spread_over_the_members_within_ten_percent() {
         assert_eq!(call.fallback_from, None);
     }
     // Stats per provider: each member's calls and items, none for the pool itself.
-    let stats = sim.engine.stats();
-    let by: HashMap<&str, _> = stats
-        .by_provider
-        .iter()
-        .map(|(id, s)| (&**id, *s))
-        .collect();
+    let by_provider = sim.engine.stats_by_provider();
+    let by: HashMap<&str, _> = by_provider.iter().map(|(id, s)| (&**id, *s)).collect();
     assert!(!by.contains_key("gemini"));
     for (key, n) in ["k1", "k2", "k3"].iter().zip(&per_key) {
         assert_eq!(
@@ -164,13 +160,8 @@ fn the_member_is_chosen_when_the_call_starts_and_a_paused_one_is_passed_over() {
     assert_eq!(calls[1], (2100.0, "k2", 3));
     assert_eq!(calls[2], (4100.0, "k1", 3));
     assert_eq!(calls.len(), 3);
-    let stats = sim.engine.stats();
-    let k2 = stats
-        .by_provider
-        .iter()
-        .find(|(id, _)| &**id == "k2")
-        .unwrap()
-        .1;
+    let by_provider = sim.engine.stats_by_provider();
+    let k2 = by_provider.iter().find(|(id, _)| &**id == "k2").unwrap().1;
     assert_eq!((k2.calls, k2.items, k2.rate_limited), (1, 3, 1));
     // The 429 paused k2, not the pool.
     assert!(sim.events.iter().any(|(_, e)| matches!(
@@ -205,18 +196,10 @@ fn a_long_pause_of_one_member_leaves_the_page_to_the_others() {
     assert_eq!(sim.engine.stats().fallback_items, 0);
 }
 
-/// A page of 100 for a pool of two, k1 failing with `failure` after 5 calls: every
+/// A page of 100 for a pool of two whose k1 fails after 5 calls (`behaviour`): every
 /// paragraph is translated, k1 gets no call after its failure, and the failed call's
-/// items went back to the pool.
-fn blocked_member_leaves_the_page_to_the_other(failure: fn() -> Failure<String>) -> Sim {
-    thread_local!(static FAILURE: RefCell<Option<fn() -> Failure<String>>> = const { RefCell::new(None) });
-    FAILURE.with(|f| *f.borrow_mut() = Some(failure));
-    fn k1_fails(id: &str, n: u32) -> Result<Reply, Failure<String>> {
-        match id {
-            "k1" if n > 5 => Err(FAILURE.with(|f| f.borrow().expect("set")())),
-            _ => fine(id, n),
-        }
-    }
+/// item went back to the pool.
+fn blocked_member_leaves_the_page_to_the_other(k1_fails: Behaviour) -> Sim {
     let (script, counts) = members(k1_fails);
     let patch = [("rate", 10.0), ("capacity", 1.0)];
     let options = pooled(&[("pool", &["k1", "k2"])], &[], &patch);
@@ -236,9 +219,22 @@ fn blocked_member_leaves_the_page_to_the_other(failure: fn() -> Failure<String>)
     sim
 }
 
+/// k1 answers 5 calls, then fails with `failure()`; k2 answers every call.
+macro_rules! k1_fails_after_five {
+    ($failure:expr) => {{
+        fn behaviour(id: &str, n: u32) -> Result<Reply, Failure<String>> {
+            match id {
+                "k1" if n > 5 => Err($failure),
+                _ => fine(id, n),
+            }
+        }
+        behaviour
+    }};
+}
+
 #[test]
 fn a_daily_block_of_one_member_leaves_the_page_to_the_other() {
-    let mut sim = blocked_member_leaves_the_page_to_the_other(daily);
+    let mut sim = blocked_member_leaves_the_page_to_the_other(k1_fails_after_five!(daily()));
     // Later items do not go to k1 while its block holds.
     let later = submit(&mut sim, "pool", &["A later paragraph.".to_string()]);
     sim.drive();
@@ -253,11 +249,12 @@ fn a_billing_or_settings_error_of_one_member_leaves_the_page_to_the_other() {
         f.quota = Some(Quota::Billing);
         f
     }
-    fn revoked() -> Failure<String> {
-        http_error(401, None)
-    }
-    for failure in [billing as fn() -> Failure<String>, revoked] {
-        let mut sim = blocked_member_leaves_the_page_to_the_other(failure);
+    let behaviours: [Behaviour; 2] = [
+        k1_fails_after_five!(billing()),
+        k1_fails_after_five!(http_error(401, None)),
+    ];
+    for behaviour in behaviours {
+        let mut sim = blocked_member_leaves_the_page_to_the_other(behaviour);
         // An item that arrives later tries k1 again (the user may have acted: it is the
         // member idle longest); k1 still fails, and k2 serves it.
         let later = submit(&mut sim, "pool", &["A later paragraph.".to_string()]);

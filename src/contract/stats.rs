@@ -54,9 +54,6 @@ pub struct Stats {
     pub early_resolved: u64,
     /// Items moved to a fallback provider (each once, however far along the chain).
     pub fallback_items: u64,
-    /// Each provider that made calls (each member of a pool too), in the order of its
-    /// first call, with its own counts.
-    pub by_provider: Vec<(Rc<str>, ProviderStats)>,
 }
 
 /// One provider's share of the calls (`stats().byProvider`).
@@ -68,19 +65,6 @@ pub struct ProviderStats {
     pub items: u64,
     /// 429 answers among them.
     pub rate_limited: u64,
-}
-
-impl Stats {
-    /// The counts of provider `id`, made at its first call.
-    pub(crate) fn provider_mut(&mut self, id: &Rc<str>) -> &mut ProviderStats {
-        let found = (self.by_provider.iter()).position(|(p, _)| Rc::ptr_eq(p, id) || p == id);
-        let index = found.unwrap_or_else(|| {
-            self.by_provider
-                .push((Rc::clone(id), ProviderStats::default()));
-            self.by_provider.len() - 1
-        });
-        &mut self.by_provider[index].1
-    }
 }
 
 /// Why a call is tried again.

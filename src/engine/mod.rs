@@ -116,7 +116,7 @@ use crate::options::{OptionValue, Options};
 use crate::retry::Jitter;
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::snapshot::Snapshot;
-use crate::stats::{Event, Stats};
+use crate::stats::{Event, ProviderStats, Stats};
 use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
 use crate::time::{Duration, Instant};
 
@@ -187,6 +187,13 @@ impl<C: Clone> Engine<C> {
         stats.in_flight = self.calls.len() as u64;
         stats.queued = self.batches.unsent();
         stats
+    }
+
+    /// Each provider that made calls (each member of a pool too) with its calls, items
+    /// and 429s (`stats().byProvider`): those the pacer remembers, and those forgotten
+    /// whose index no other provider has taken since.
+    pub fn stats_by_provider(&self) -> Vec<(std::rc::Rc<str>, ProviderStats)> {
+        self.out.by_provider().cloned().collect()
     }
 
     /// Shares `budget` with the other pacers given it. Call it before the first item:
@@ -408,9 +415,8 @@ impl<C: Clone> Engine<C> {
             if let Err(failure) = &outcome {
                 let rate_limited =
                     failure.kind == crate::call::FailureKind::Error && failure.status == Some(429);
-                let own = self
-                    .out
-                    .provider_stats(&self.pacer.provider_id(run.provider()));
+                let id = self.pacer.provider_id(run.provider());
+                let own = self.out.provider_stats(run.provider(), id);
                 own.rate_limited += u64::from(rate_limited);
             }
             match outcome {

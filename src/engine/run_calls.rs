@@ -115,8 +115,8 @@ impl<C: Clone> Engine<C> {
             .insert_new(Running::for_run(id, provider, charge, timeout, now));
         let attempt = self.runs.start(id, call_id);
         self.out.count(Counter::ProviderCalls, 1);
-        self.out
-            .provider_stats(&self.pacer.provider_id(provider))
+        (self.out)
+            .provider_stats(provider, self.pacer.provider_id(provider))
             .calls += 1;
         self.out.count(Counter::Retries, u64::from(attempt > 0));
         let compat = Rc::new(CompatInfo {
