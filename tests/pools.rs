@@ -421,3 +421,63 @@ fn the_pool_is_the_items_provider_for_dedup_and_the_cache() {
     assert_eq!(sim.ok(d), echo("Hello."));
     assert_eq!(sim.engine.stats().provider_calls, 2);
 }
+
+#[test]
+fn a_snapshot_keeps_a_members_block_so_a_restarted_pool_serves_with_the_others() {
+    fn k1_spent(id: &str, n: u32) -> Result<Reply, Failure<String>> {
+        match id {
+            "k1" => Err(daily()),
+            _ => fine(id, n),
+        }
+    }
+    let options = pooled(&[("pool", &["k1", "k2"])], &[], &[]);
+    let (script, _) = members(k1_spent);
+    let mut sim = Sim::new(options.clone(), script);
+    let first = submit(&mut sim, "pool", &["Spends k1.".to_string()]);
+    sim.drive();
+    assert_eq!(sim.ok(first[0]), echo("Spends k1."), "k2 took it over");
+    let snapshot = sim.engine.snapshot(0.0);
+    let (script, counts) = members(fine);
+    let mut restarted = Sim::new(options, script);
+    restarted
+        .engine
+        .restore(&snapshot, Duration::from_millis(1_000.0));
+    let texts = page(4);
+    let tickets = submit(&mut restarted, "pool", &texts);
+    restarted.drive();
+    assert_translated(&restarted, &tickets, &texts);
+    assert_eq!(
+        counts.borrow().get("k1"),
+        None,
+        "k1's block came back with it"
+    );
+    assert_eq!(counts.borrow()["k2"], 4);
+}
+
+#[test]
+fn set_options_replaces_the_pools() {
+    let (script, counts) = members(fine);
+    let mut sim = Sim::new(pooled(&[("pool", &["k1"])], &[], &[]), script);
+    let t = sim.translate(&item_for("pool", "One."));
+    sim.drive();
+    assert_eq!(sim.ok(t), echo("One."));
+    let pools = vec![(
+        "pool".to_string(),
+        OptionValue::List(vec![OptionValue::Text("k9".into())]),
+    )];
+    sim.engine
+        .set_options(sim.now, &[("pools", OptionValue::Map(pools))])
+        .unwrap();
+    let t = sim.translate(&item_for("pool", "Two."));
+    sim.drive();
+    assert_eq!(sim.ok(t), echo("Two."));
+    assert_eq!((counts.borrow()["k1"], counts.borrow()["k9"]), (1, 1));
+    // A bad map changes nothing.
+    let bad = vec![("pool".to_string(), OptionValue::List(vec![]))];
+    let error = sim
+        .engine
+        .set_options(sim.now, &[("pools", OptionValue::Map(bad))])
+        .unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidOptions);
+    assert_eq!(sim.engine.options().pools.members("pool").unwrap(), ["k9"]);
+}
