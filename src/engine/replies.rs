@@ -217,8 +217,8 @@ impl<C: Clone> Engine<C> {
             lay_out(self.options.segment_format, &texts, self.calls.strings());
         let ids = self.calls.strings().ids(texts.len());
         self.out.count(Counter::ProviderCalls, 1);
-        let own = (self.out).provider_stats(provider, self.pacer.provider_id(provider));
-        (own.calls, own.items) = (own.calls + 1, own.items + texts.len() as u64);
+        let counts = (self.out).provider_stats(provider, self.pacer.provider_id(provider));
+        (counts.calls, counts.items) = (counts.calls + 1, counts.items + texts.len() as u64);
         self.out.count(Counter::BatchCalls, u64::from(is_batch));
         self.out.count(Counter::Retries, u64::from(attempt > 0));
         self.pacer.note_call(provider, texts.len());

@@ -143,8 +143,9 @@ fn entries_of(
             map.push((key, describe(&v)));
             continue;
         }
-        let elements = own_entries(&v)
-            .map_err(|(_, error)| unreadable_option(Some(name), &format!("{name}.{key}"), error))?;
+        let at = format!("{name}.{key}");
+        let elements =
+            own_entries(&v).map_err(|(_, error)| unreadable_option(Some(&at), &at, error))?;
         let list = elements.iter().map(|(_, e)| describe(e)).collect();
         map.push((key, OptionValue::List(list)));
     }
