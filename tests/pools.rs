@@ -334,6 +334,34 @@ fn the_whole_pool_held_moves_its_items_to_the_pools_fallback() {
 }
 
 #[test]
+fn every_member_paused_long_moves_the_pools_queue_to_its_fallback_at_once() {
+    fn all_paused(id: &str, n: u32) -> Result<Reply, Failure<String>> {
+        match id {
+            "k1" | "k2" => Err(http_error(429, Some(60_000.0))),
+            _ => fine(id, n),
+        }
+    }
+    let (script, counts) = members(all_paused);
+    let options = pooled(&[("gemini", &["k1", "k2"])], &[("gemini", "groq")], &[]);
+    let mut sim = Sim::new(options, script);
+    let texts = page(40);
+    let tickets = submit(&mut sim, "gemini", &texts[..2]);
+    sim.drive_until(ms(1_000.0));
+    // Both keys paused for a minute: the page does not wait for them.
+    let rest = submit(&mut sim, "gemini", &texts[2..]);
+    sim.drive_until(ms(5_000.0));
+    let all: Vec<_> = tickets.iter().chain(&rest).copied().collect();
+    assert_translated(&sim, &all, &texts);
+    // No call to either key after their pauses began (the first 429s).
+    assert!(sim
+        .calls
+        .iter()
+        .all(|c| c.provider_id == "groq" || c.at < ms(1_000.0)));
+    assert_eq!(counts.borrow()["groq"], 40);
+    assert_eq!(sim.engine.stats().fallback_items, 40);
+}
+
+#[test]
 fn without_a_fallback_a_pool_whose_members_are_all_blocked_rejects_with_their_error() {
     fn all_spent(_: &str, n: u32) -> Result<Reply, Failure<String>> {
         if n > 1 {

@@ -77,6 +77,7 @@ impl<C: Clone> Engine<C> {
             }
             return;
         }
+        self.pool_held(&run);
         // With a fallback provider, the call's items and the queued ones go on there.
         if self.move_provider_items(run.batch(), run.provider()) {
             return;

@@ -252,6 +252,22 @@ impl<C: Clone> Engine<C> {
         self.members.aside.push(entry);
     }
 
+    /// `run`'s call, a pool's, found no other member to serve its items: when no member
+    /// of the pool can serve at all, the pool's queued items move to its fallback at
+    /// once, as a provider's do (those the fallback cannot take wait, or end, in
+    /// dispatch).
+    pub(super) fn pool_held(&mut self, run: &Running) {
+        let Some(pool) = self.batches.get(run.batch()).map(Batch::provider) else {
+            return;
+        };
+        if pool == run.provider() || self.pool_can_serve(pool, None) != Some(false) {
+            return;
+        }
+        for key in self.batches.unsent_of(pool) {
+            self.move_to_fallback(key);
+        }
+    }
+
     /// The call of `run`, a pool's, cannot be served by its member: its items go back to
     /// the pool, for another member, when one can serve them (whether they went).
     pub(super) fn back_to_pool(&mut self, run: &Running) -> bool {

@@ -106,6 +106,9 @@ impl<C: Clone> Engine<C> {
                 let long = delay > Duration::from_millis(self.options.fallback_after_ms);
                 // A pool's items retry with another member instead (`pools`).
                 let pooled = self.elsewhere_in_pool(&run);
+                if long && !pooled {
+                    self.pool_held(&run);
+                }
                 if long && !pooled && self.move_provider_items(run.batch(), run.provider()) {
                     return;
                 }
