@@ -45,8 +45,12 @@ impl fmt::Display for OptionValue {
             OptionValue::Other(kind) => f.write_str(kind),
             OptionValue::Map(_) => f.write_str("object"),
             OptionValue::List(values) => {
-                let shown: Vec<String> = values.iter().map(ToString::to_string).collect();
-                write!(f, "[{}]", shown.join(", "))
+                f.write_str("[")?;
+                for (i, value) in values.iter().enumerate() {
+                    f.write_str(if i == 0 { "" } else { ", " })?;
+                    value.fmt(f)?;
+                }
+                f.write_str("]")
             }
         }
     }

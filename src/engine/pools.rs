@@ -91,9 +91,12 @@ impl<C: Clone> Engine<C> {
 
     /// Whether `member` (its index if it has one) may take `batch`: not blocked for the
     /// day, not put aside for items as old as the batch's, and not spent for it.
+    #[inline(never)]
     fn may_take(&self, member: &str, index: Option<u32>, batch: Id<Batch>) -> bool {
         let seq = self.batches.get(batch).map_or(u64::MAX, Batch::seq);
-        index.is_none_or(|i| self.pacer.daily_blocked::<C>(i, self.now).is_none())
+        // Any pause may still end: only a daily block keeps a member from the batch.
+        let forever = Duration::from_micros(u64::MAX);
+        index.is_none_or(|i| self.pacer.can_serve(i, self.now, forever))
             && self.members.aside_for(member, seq).is_none()
             && !self.members.spent(batch, member)
     }
@@ -102,6 +105,7 @@ impl<C: Clone> Engine<C> {
     /// when it can start it: the soonest, and among those that can start it at once the
     /// one idle longest since its last call (never called first), then the first listed.
     /// `None` when no member may take it.
+    #[inline(never)]
     fn member_for(&self, pool: u32, batch: Id<Batch>) -> Option<(usize, Instant)> {
         let members = self.pool_members(pool)?;
         let mut best: Option<((Instant, Option<u64>), usize)> = None;
@@ -129,6 +133,7 @@ impl<C: Clone> Engine<C> {
 
     /// Whether some member of pool `pool` can serve (no daily block, no pause longer
     /// than `fallbackAfterMs`), `batch`'s items if given; `None` when `pool` is no pool.
+    #[inline(never)]
     pub(super) fn pool_can_serve(&self, pool: u32, batch: Option<Id<Batch>>) -> Option<bool> {
         let members = self.pool_members(pool)?;
         let wait = Duration::from_millis(self.options.fallback_after_ms);
@@ -143,6 +148,7 @@ impl<C: Clone> Engine<C> {
     /// it, or when dispatch next runs (a request token) if its items are to move to the
     /// pool's fallback or to end (no member can take them); `None` when `pool` is no
     /// pool.
+    #[inline(never)]
     pub(super) fn pool_ready_at(&self, pool: u32, batch: Id<Batch>) -> Option<Instant> {
         let can_serve = self.pool_can_serve(pool, Some(batch))?;
         let moves = !can_serve
@@ -160,6 +166,7 @@ impl<C: Clone> Engine<C> {
     /// itself, or for a pool the member chosen now. When no member of the pool can serve
     /// the batch's items they move to the pool's fallback, and when no member may take
     /// them at all (and no fallback does) they end with a member's error.
+    #[inline(never)]
     pub(super) fn serving(&mut self, provider: u32, batch: Id<Batch>) -> Serving {
         let Some(can_serve) = self.pool_can_serve(provider, Some(batch)) else {
             return Serving::Provider(provider);
@@ -179,6 +186,7 @@ impl<C: Clone> Engine<C> {
 
     /// The error `batch`'s items end with when no member of pool `pool` may take them:
     /// the first member's block, or the error it was put aside for.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     fn no_member_error(&self, pool: u32, batch: Id<Batch>) -> PacerFailure<C> {
         let seq = self.batches.get(batch).map_or(u64::MAX, Batch::seq);
         let members = self.pool_members(pool).unwrap_or_default();
@@ -204,6 +212,7 @@ impl<C: Clone> Engine<C> {
 
     /// The fields a call of `group_info`'s items sends when `serving` serves them: for a
     /// pool's member, its id as `providerId` and the pool's as `poolId`.
+    #[inline(never)]
     pub(super) fn call_compat(
         &mut self,
         info: &Rc<CompatInfo>,
@@ -225,6 +234,7 @@ impl<C: Clone> Engine<C> {
     /// Whether the items of `run`'s call, a pool's, can go to another member: when the
     /// member that served it cannot serve them, they go back to the pool rather than to
     /// the pool's fallback.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub(super) fn elsewhere_in_pool(&self, run: &Running) -> bool {
         let Some(batch) = self.batches.get(run.batch()) else {
             return false;
@@ -237,6 +247,7 @@ impl<C: Clone> Engine<C> {
 
     /// The member that served `run`'s call, a pool's, failed with a billing or settings
     /// `error`: it is put aside for the items that arrived by now.
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub(super) fn put_aside(&mut self, run: &Running, error: &PacerFailure<C>) {
         let is_pool_call = self
             .batches
@@ -256,6 +267,7 @@ impl<C: Clone> Engine<C> {
     /// of the pool can serve at all, the pool's queued items move to its fallback at
     /// once, as a provider's do (those the fallback cannot take wait, or end, in
     /// dispatch).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub(super) fn pool_held(&mut self, run: &Running) {
         let Some(pool) = self.batches.get(run.batch()).map(Batch::provider) else {
             return;
@@ -270,6 +282,7 @@ impl<C: Clone> Engine<C> {
 
     /// The call of `run`, a pool's, cannot be served by its member: its items go back to
     /// the pool, for another member, when one can serve them (whether they went).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub(super) fn back_to_pool(&mut self, run: &Running) -> bool {
         if !self.elsewhere_in_pool(run) {
             return false;
@@ -281,6 +294,7 @@ impl<C: Clone> Engine<C> {
     /// The call of `run` failed for good after its retries: for a pool's call, its
     /// items go back to the pool with fresh retries, for a member they have not spent
     /// them at (whether they went).
+    #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub(super) fn retries_spent_in_pool(&mut self, run: &Running) -> bool {
         let batch = run.batch();
         let Some(own) = self.batches.get(batch).map(Batch::provider) else {
