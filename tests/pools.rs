@@ -509,3 +509,27 @@ fn set_options_replaces_the_pools() {
     assert_eq!(error.code, ErrorCode::InvalidOptions);
     assert_eq!(sim.engine.options().pools.members("pool").unwrap(), ["k9"]);
 }
+
+#[test]
+fn a_streamed_reply_to_a_members_call_resolves_the_pools_item() {
+    let options = pooled(&[("pool", &["k1", "k2"])], &[], &[]);
+    let mut sim = Sim::new(options, |call: &Call, _| {
+        let reply = match echo_reply(call) {
+            Reply::Text(text) => text,
+            other => panic!("a text reply: {other:?}"),
+        };
+        Answer::Stream(chunked(&reply, 3, Duration::from_millis(10.0)))
+    });
+    let texts = page(3);
+    let tickets: Vec<_> = texts
+        .iter()
+        .map(|t| sim.translate(&item_for("pool", t)))
+        .collect();
+    sim.drive();
+    assert_translated(&sim, &tickets, &texts);
+    assert_eq!(sim.engine.stats().streamed_calls, sim.calls.len() as u64);
+    assert!(sim
+        .calls
+        .iter()
+        .all(|c| c.pool_id.as_deref() == Some("pool") && c.provider_id.starts_with('k')));
+}
