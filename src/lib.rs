@@ -34,6 +34,7 @@
 //! - `contract/`: the public contract's types:
 //!   - `options`: the options, their defaults and their validation.
 //!   - `provider_settings`: a provider's own settings (`providers`) and their checks.
+//!   - `pools`: pools of providers used as one, and their checks.
 //!   - `settle`: how an item ends (a translation, or an error with a stable code).
 //!   - `item`: an item as the caller gives it, its checks and errors.
 //!   - `call`: the provider call asked of the driver, and what the driver reports back.
@@ -86,7 +87,7 @@ use util::slotted_map;
 pub use util::time;
 use util::{byte_scan, deadlines, display, hash, id_index, id_table, ready, slab, text, trim};
 mod contract;
-pub use contract::{call, item, options, provider_settings, settle, snapshot, stats};
+pub use contract::{call, item, options, pools, provider_settings, settle, snapshot, stats};
 mod memo;
 pub use memo::{cache, key, store};
 mod pacing;

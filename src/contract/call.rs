@@ -28,6 +28,9 @@ pub struct CompatInfo {
     /// For items moved to a fallback provider (`fallbackProviders`): their own
     /// `providerId` (`provider_id` is the fallback's).
     pub fallback_from: Option<String>,
+    /// For a call served by a member of a pool (`pools`): the pool's id (`provider_id`
+    /// is the member's).
+    pub pool_id: Option<String>,
 }
 
 /// A provider call to start now.

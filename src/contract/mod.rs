@@ -4,6 +4,7 @@
 pub mod call;
 pub mod item;
 pub mod options;
+pub mod pools;
 pub mod provider_settings;
 pub mod settle;
 pub mod snapshot;

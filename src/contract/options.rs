@@ -9,6 +9,7 @@ use core::fmt;
 use crate::display::{js_number, js_string};
 use crate::hash::{look_up, IdMap};
 use crate::key::Keyer;
+use crate::pools::Pools;
 use crate::provider_settings::{providers_map, ProviderSettings};
 
 /// A value as it arrived from the caller, kept loose so validation can describe it.
@@ -29,6 +30,8 @@ pub enum OptionValue {
     /// A plain object's own entries, for the options that take one
     /// (`fallbackProviders`); shown as `object` in messages, as any other object.
     Map(Vec<(String, OptionValue)>),
+    /// An array's elements, where an option takes one (the members of a pool).
+    List(Vec<OptionValue>),
 }
 
 impl fmt::Display for OptionValue {
@@ -42,6 +45,14 @@ impl fmt::Display for OptionValue {
             OptionValue::Text(s) => f.write_str(&js_string(s)),
             OptionValue::Other(kind) => f.write_str(kind),
             OptionValue::Map(_) => f.write_str("object"),
+            OptionValue::List(values) => {
+                f.write_str("[")?;
+                for (i, value) in values.iter().enumerate() {
+                    f.write_str(if i == 0 { "" } else { ", " })?;
+                    value.fmt(f)?;
+                }
+                f.write_str("]")
+            }
         }
     }
 }
@@ -112,6 +123,8 @@ pub struct Options {
     /// Most provider items held (queued, looked up or running); 0 means no limit.
     /// An addition to the contract: new items beyond it reject with `queue_full`.
     pub max_queued: u64,
+    /// Pools of providers used as one (`pools`).
+    pub pools: Pools,
 }
 
 /// How a batch travels in one LLM call (`segmentFormat`).
@@ -158,6 +171,7 @@ impl Default for Options {
             providers: Vec::new(),
             tokens_per_minute: 0.0,
             max_queued: 0,
+            pools: Pools::default(),
         }
     }
 }
@@ -167,7 +181,7 @@ impl Default for Options {
 /// handled by the binding layer). A patch entry's name is looked up here and handled by
 /// a `match` on the option: a `match` on the names themselves compares strings arm after
 /// arm, much more code in the .wasm.
-const OPTIONS: [(&str, OptionName); 22] = {
+const OPTIONS: [(&str, OptionName); 23] = {
     use OptionName::*;
     [
         ("rate", Rate),
@@ -192,6 +206,7 @@ const OPTIONS: [(&str, OptionName); 22] = {
         ("providers", Providers),
         ("tokensPerMinute", TokensPerMinute),
         ("maxQueued", MaxQueued),
+        ("pools", PoolsName),
     ]
 };
 
@@ -230,6 +245,7 @@ enum OptionName {
     Providers,
     TokensPerMinute,
     MaxQueued,
+    PoolsName,
 }
 
 impl OptionName {
@@ -467,6 +483,7 @@ impl Options {
                 Providers => next.providers = providers_map(name, value)?,
                 TokensPerMinute => next.tokens_per_minute = finite_at_least_zero(name, value)?,
                 MaxQueued => next.max_queued = integer_at_least(name, 0, value)?,
+                PoolsName => next.pools = Pools::parse(name, value)?,
             }
         }
         Ok(next)
@@ -537,6 +554,9 @@ impl Options {
         }
         if self.max_queued != 0 {
             entries.push(("maxQueued", Number(self.max_queued as f64)));
+        }
+        if !self.pools.is_empty() {
+            entries.push(("pools", self.pools.to_value()));
         }
         entries
     }

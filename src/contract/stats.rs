@@ -56,6 +56,17 @@ pub struct Stats {
     pub fallback_items: u64,
 }
 
+/// One provider's share of the calls (`stats().byProvider`).
+#[derive(Copy, Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProviderStats {
+    /// Calls started, retries and `pacer.run` calls included.
+    pub calls: u64,
+    /// Texts those calls carried.
+    pub items: u64,
+    /// 429 answers among them.
+    pub rate_limited: u64,
+}
+
 /// Why a call is tried again.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
 pub enum RetryReason {

@@ -177,6 +177,11 @@ impl Batch {
         self.compat
     }
 
+    /// Arrival number of its first item.
+    pub(in crate::engine) fn seq(&self) -> u64 {
+        self.seq
+    }
+
     /// The provider it calls.
     pub(in crate::engine) fn provider(&self) -> u32 {
         self.provider

@@ -614,6 +614,13 @@ impl Batches {
         Some(*count)
     }
 
+    /// Forgets the batch's transient failures (its items go on to another provider).
+    pub(super) fn forget_errors(&mut self, key: Id<Batch>) {
+        if let Some(batch) = self.slab.get_mut(key) {
+            batch.errors = 0;
+        }
+    }
+
     /// A reply with `fingerprint` did not prove every item of batch `key`: whether it
     /// repeats the last such reply to the same texts (a retry cannot help then).
     pub(super) fn repeats_last_reply(&mut self, key: Id<Batch>, fingerprint: u64) -> bool {

@@ -65,6 +65,19 @@ impl<C: Clone> Engine<C> {
         });
         // Runs never move: their function was written for this provider.
         self.fail_runs_of(run.provider(), run.serves_run(), &error);
+        if reason != BlockReason::Daily {
+            self.put_aside(&run, &error);
+        }
+        // A pool's items go on with another member; the member's own queue as below.
+        if self.back_to_pool(&run) {
+            for key in self.batches.unsent_of(run.provider()) {
+                if !self.move_to_fallback(key) {
+                    self.fail(key, error.clone());
+                }
+            }
+            return;
+        }
+        self.pool_held(&run);
         // With a fallback provider, the call's items and the queued ones go on there.
         if self.move_provider_items(run.batch(), run.provider()) {
             return;

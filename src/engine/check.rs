@@ -7,7 +7,8 @@
 //! - a batch's character and token sums equal its jobs' sizes;
 //! - every collecting batch has its due timer;
 //! - every running call's batch (or `pacer.run`) is running under that call, and every
-//!   running run's call serves it;
+//!   running run's call serves it; a call goes to its batch's provider, or for a pool's
+//!   batch to one of the pool's members;
 //! - the item counters add up (`items = succeeded + failed + aborted + disposed +
 //!   pending`) and `queued` is the items of batches not running;
 //! - every running call was charged to its provider's own limits (`providers`) when
@@ -119,6 +120,13 @@ impl<C: Clone> Engine<C> {
                 state,
                 Some(State::Running(id)),
                 "call {id}: its batch runs under it"
+            );
+            let own = self.batches.get(run.batch()).map(|b| b.provider());
+            let to = self.pacer.provider_id(run.provider());
+            let pool = own.and_then(|p| self.pool_members(p));
+            assert!(
+                own == Some(run.provider()) || pool.is_some_and(|m| m.iter().any(|x| **x == *to)),
+                "call {id}: it goes to its batch's provider, or to a member of its batch's pool"
             );
         }
         for (provider, count) in per_provider {

@@ -4,6 +4,7 @@
 
 use super::batches::Batch;
 use super::calls::Running;
+use super::pools::Serving;
 use super::runs::RunKey;
 use super::Engine;
 use crate::quota;
@@ -44,6 +45,10 @@ impl<C: Clone> Engine<C> {
     /// `Pacer`'s one gate for its cost, which `pump` asks before it starts a call and
     /// `poll_timeout` asks for the next wake-up.
     pub(super) fn ready_at(&self, provider: u32, batch: Id<Batch>) -> Instant {
+        // A pool's batch: when its member can start it (`pools`).
+        if let Some(at) = self.pool_ready_at(provider, batch) {
+            return at;
+        }
         let (_, cost, characters) = self.call_cost(provider, batch);
         self.pacer.ready_at(provider, (cost, characters), self.now)
     }
@@ -83,12 +88,16 @@ impl<C: Clone> Engine<C> {
                 }
                 continue;
             }
+            // A pool's call goes to the member chosen now (`pools`).
+            let Serving::Provider(serving) = self.serving(index, ready.2) else {
+                continue;
+            };
             // Dealt, the call's batch is due in its provider's ready set until it starts.
             let call = self.first_call(ready.2);
-            let call = self.within_batch_limit(index, call);
-            let cost = self.call_cost(index, call);
-            match self.pacer.try_take(index, cost, now, &self.options) {
-                Ok(charge) => self.start(call, charge),
+            let call = self.within_batch_limit(serving, call);
+            let cost = self.call_cost(serving, call);
+            match self.pacer.try_take(serving, cost, now, &self.options) {
+                Ok(charge) => self.start(call, serving, charge),
                 Err(at) => {
                     // The dealt call may cost more than the batch first in line, and
                     // another batch may be first in line now: `poll_timeout`, which reads

@@ -20,6 +20,9 @@ use crate::time::{Duration, Instant};
 impl<C: Clone> Engine<C> {
     /// Whether `provider` can serve items now (no daily block, no long 429 pause).
     pub(super) fn can_serve(&self, provider: u32) -> bool {
+        if let Some(pool) = self.pool_can_serve(provider, None) {
+            return pool;
+        }
         let wait = Duration::from_millis(self.options.fallback_after_ms);
         self.pacer.can_serve(provider, self.now, wait)
     }

@@ -325,6 +325,7 @@ fn fields_of(keyer: &Keyer, compat: &Compat<'_>, encoded: &[u8], fields_word: u6
             llm: compat.llm,
             scope: compat.scope.to_owned(),
             fallback_from: None,
+            pool_id: None,
         }),
         encoded: encoded.into(),
         fields_word,

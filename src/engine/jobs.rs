@@ -295,6 +295,11 @@ impl Default for Jobs {
 impl Jobs {
     /// A place in the items' arrival order for work that is not a job (a `pacer.run`),
     /// so that it and the items of equal priority go in the order they came.
+    /// The arrival number the next item gets: every item so far has a lower one.
+    pub(super) fn arrivals(&self) -> u64 {
+        self.next_seq
+    }
+
     pub(super) fn next_seq(&mut self) -> u64 {
         self.next_seq += 1;
         self.next_seq - 1

@@ -65,7 +65,8 @@
 //! `streams` (a streamed reply's values), `retries` (failures), `blocks` (settings,
 //! billing and daily-quota blocks), `run_calls` (`pacer.run`: its place in line, its
 //! call through the same gate, its answer and failures), `fallbacks` (where a
-//! provider's items go when it cannot serve them), `endings` (how a job ends), `wakeups` (the parts' deadlines
+//! provider's items go when it cannot serve them), `pools` (which member of a pool
+//! serves a call, and where its items go when it cannot), `endings` (how a job ends), `wakeups` (the parts' deadlines
 //! merged). `check` asserts the rules that span parts (tests and fuzzing only).
 
 mod assembly;
@@ -85,6 +86,7 @@ mod limits;
 mod lookups;
 mod outbox;
 mod pacer;
+mod pools;
 mod priority;
 mod provider_table;
 mod replies;
@@ -116,7 +118,7 @@ use crate::options::{OptionValue, Options};
 use crate::retry::Jitter;
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
 use crate::snapshot::Snapshot;
-use crate::stats::{Event, Stats};
+use crate::stats::{Event, ProviderStats, Stats};
 use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
 use crate::time::{Duration, Instant};
 
@@ -148,6 +150,8 @@ pub struct Engine<C> {
     store: Option<Store<Job, PendingLookup>>,
     /// The calls of `pacer.run` that have not ended.
     runs: Runs,
+    /// What the choice of a pool's member remembers (`pools`).
+    members: pools::Members,
     disposed: bool,
 }
 
@@ -169,6 +173,7 @@ impl<C: Clone> Engine<C> {
             out: Outbox::default(),
             store: None,
             runs: Runs::default(),
+            members: pools::Members::default(),
             disposed: false,
         }
     }
@@ -184,6 +189,13 @@ impl<C: Clone> Engine<C> {
         stats.in_flight = self.calls.len() as u64;
         stats.queued = self.batches.unsent();
         stats
+    }
+
+    /// Each provider that made calls (each member of a pool too) with its calls, items
+    /// and 429s (`stats().byProvider`): those the pacer remembers, and those forgotten
+    /// whose index no other provider has taken since.
+    pub fn stats_by_provider(&self) -> Vec<(std::rc::Rc<str>, ProviderStats)> {
+        self.out.by_provider().cloned().collect()
     }
 
     /// Shares `budget` with the other pacers given it. Call it before the first item:
@@ -402,6 +414,13 @@ impl<C: Clone> Engine<C> {
                 _ => report,
             };
             self.take_report(&run, &report, outcome.as_ref().err());
+            if let Err(failure) = &outcome {
+                let rate_limited =
+                    failure.kind == crate::call::FailureKind::Error && failure.status == Some(429);
+                let id = self.pacer.provider_id(run.provider());
+                let own = self.out.provider_stats(run.provider(), id);
+                own.rate_limited += u64::from(rate_limited);
+            }
             match outcome {
                 Ok(reply) => self.on_reply(run, reply, report.truncated),
                 Err(failure) => self.on_failure(run, failure),

@@ -4,11 +4,12 @@
 //! other counters are counted through [`Counter`], which names none of the item counters.
 
 use std::collections::VecDeque;
+use std::rc::Rc;
 
 use super::streamed::Preview;
 use crate::call::{Call, CallId};
 use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
-use crate::stats::{Event, Stats};
+use crate::stats::{Event, ProviderStats, Stats};
 
 /// The counters the engine's flows count (calls, retries, hits, tokens): every counter
 /// of `Stats` but the item counters, which only settling moves.
@@ -38,6 +39,8 @@ pub(super) struct Outbox<C> {
     settled: VecDeque<Settled<C>>,
     events: VecDeque<Event>,
     stats: Stats,
+    /// Each provider's calls, items and 429s, by provider index.
+    by_provider: Vec<Option<(Rc<str>, ProviderStats)>>,
     /// Previews of streamed translations; `None` until the driver asks for them.
     previews: Option<VecDeque<Preview>>,
     /// Whether each call names the item of each of its texts (`Call::items`).
@@ -52,6 +55,7 @@ impl<C> Default for Outbox<C> {
             settled: VecDeque::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
+            by_provider: Vec::new(),
             previews: None,
             call_items: false,
         }
@@ -107,6 +111,26 @@ impl<C> Outbox<C> {
     /// The statistics so far.
     pub(super) fn stats(&self) -> &Stats {
         &self.stats
+    }
+
+    /// The counts of provider `id`, whose index is `index` (`stats().byProvider`). An
+    /// index given to another provider since (the first was forgotten) starts again.
+    pub(super) fn provider_stats(&mut self, index: u32, id: Rc<str>) -> &mut ProviderStats {
+        let index = index as usize;
+        if self.by_provider.len() <= index {
+            self.by_provider.resize(index + 1, None);
+        }
+        let slot = &mut self.by_provider[index];
+        if slot.as_ref().is_none_or(|(own, _)| *own != id) {
+            *slot = Some((id, ProviderStats::default()));
+        }
+        &mut slot.get_or_insert_default().1
+    }
+
+    /// The counts of each provider that made calls and is remembered (or whose index
+    /// no other provider took since).
+    pub(super) fn by_provider(&self) -> impl Iterator<Item = &(Rc<str>, ProviderStats)> {
+        self.by_provider.iter().flatten()
     }
 
     /// Counts `n` more of `counter`. The item counters (`items`, `pending` and the

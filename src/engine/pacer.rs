@@ -154,6 +154,11 @@ impl Pacer {
         self.own(index).map(ProviderLimits::settings)
     }
 
+    /// The index of provider `id`, if it is remembered (nothing changes).
+    pub(super) fn find_provider(&self, id: &str) -> Option<u32> {
+        self.providers.find(id)
+    }
+
     /// One more than the highest provider index given out.
     pub(super) fn provider_bound(&self) -> usize {
         self.providers.bound()

@@ -220,12 +220,13 @@ pub(super) fn check_aligned(
 }
 
 impl<C: Clone> Engine<C> {
-    /// Starts the call of `batch_key`, charged `charge`.
-    pub(super) fn start(&mut self, batch_key: Id<Batch>, charge: Charge) {
+    /// Starts the call of `batch_key` to `provider` (its own, or its pool's member),
+    /// charged `charge`.
+    pub(super) fn start(&mut self, batch_key: Id<Batch>, provider: u32, charge: Charge) {
         let Some(batch) = self.batches.get(batch_key) else {
             return;
         };
-        let (group_key, provider, attempt) = (batch.compat(), batch.provider(), batch.attempts());
+        let (group_key, own, attempt) = (batch.compat(), batch.provider(), batch.attempts());
         let mut texts: Vec<String> = Vec::with_capacity(batch.jobs().len());
         // The output bound needs the texts' tokens: the jobs' estimates when they were
         // made (a token budget, the user's estimateTokens), else the built-in one.
@@ -247,13 +248,16 @@ impl<C: Clone> Engine<C> {
         let Some(group) = self.groups.get(group_key) else {
             return;
         };
-        let compat = group.info().clone();
+        let compat = Rc::clone(group.info());
+        let compat = self.call_compat(&compat, own, provider);
         let is_batch = texts.len() > 1;
         let format = self.options.segment_format;
         let (text, layout, instructions, reading) =
             lay_out(format, !compat.llm, &texts, self.calls.strings());
         let ids = self.calls.strings().ids(texts.len());
         self.out.count(Counter::ProviderCalls, 1);
+        let counts = (self.out).provider_stats(provider, self.pacer.provider_id(provider));
+        (counts.calls, counts.items) = (counts.calls + 1, counts.items + texts.len() as u64);
         self.out.count(Counter::BatchCalls, u64::from(is_batch));
         self.out.count(Counter::Retries, u64::from(attempt > 0));
         self.pacer.note_call(provider, texts.len());

@@ -104,7 +104,12 @@ impl<C: Clone> Engine<C> {
                 // A long pause: its items, and the provider's queued ones, go on with
                 // its fallback provider (new ones too, while the pause lasts).
                 let long = delay > Duration::from_millis(self.options.fallback_after_ms);
-                if long && self.move_provider_items(run.batch(), run.provider()) {
+                // A pool's items retry with another member instead (`pools`).
+                let pooled = self.elsewhere_in_pool(&run);
+                if long && !pooled {
+                    self.pool_held(&run);
+                }
+                if long && !pooled && self.move_provider_items(run.batch(), run.provider()) {
                     return;
                 }
                 if u64::from(tries) > self.options.max_rate_limit_retries {
@@ -116,7 +121,11 @@ impl<C: Clone> Engine<C> {
             FailureClass::Transient => {
                 let tries = self.batches.count_try(run.batch(), Try::Error).unwrap_or(1);
                 if too_long || u64::from(tries) > self.options.max_retries {
-                    // Failed for good here: its items may still be served elsewhere.
+                    // Failed for good here: its items may still be served elsewhere, by
+                    // another member of their pool first.
+                    if !too_long && self.retries_spent_in_pool(&run) {
+                        return;
+                    }
                     if !too_long && self.move_to_fallback(run.batch()) {
                         return;
                     }

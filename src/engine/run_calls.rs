@@ -120,6 +120,9 @@ impl<C: Clone> Engine<C> {
             .insert_new(Running::for_run(id, provider, charge, timeout, now));
         let attempt = self.runs.start(id, call_id);
         self.out.count(Counter::ProviderCalls, 1);
+        (self.out)
+            .provider_stats(provider, self.pacer.provider_id(provider))
+            .calls += 1;
         self.out.count(Counter::Retries, u64::from(attempt > 0));
         let compat = Rc::new(CompatInfo {
             provider_id: self.pacer.provider_id(provider).to_string(),
@@ -129,6 +132,7 @@ impl<C: Clone> Engine<C> {
             llm: false,
             scope: String::new(),
             fallback_from: None,
+            pool_id: None,
         });
         let (ids, instructions) = (self.calls.strings().ids(0), self.calls.strings().none());
         self.out.call(Call {

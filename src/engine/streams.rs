@@ -80,7 +80,8 @@ impl<C: Clone> Engine<C> {
         }
         let batch = self.batches.get(run.batch())?;
         let compat = Rc::clone(self.groups.get(batch.compat())?.info());
-        let provider = batch.provider();
+        // The provider the call went to (a pool's member, not the pool).
+        let provider = run.provider();
         self.out.count(Counter::StreamedCalls, 1);
         let jobs = batch.jobs().to_vec();
         let mut texts = Vec::with_capacity(jobs.len());

@@ -345,6 +345,25 @@ export interface PacerSettings {
   providers?: Readonly<Record<string, ProviderSettings>>;
 
   /**
+   * Pools of providers used as one, by pool id: `{ gemini: ["gemini-k1", "gemini-k2"] }`
+   * (several keys of one model, or deployments). An item whose `providerId` is a pool id
+   * is served by a member chosen when its call starts: the one that can start it soonest
+   * (its own pause, limits and blocks), and among those that can start at once the one
+   * idle longest. A member that cannot serve a call's items (a daily block, a billing or
+   * settings error, a pause past `fallbackAfterMs`, retries spent) hands them to another
+   * member; only when none can serve does the pool's fallback (`fallbackProviders`) take
+   * them. The pool id is the items' `providerId` for compatibility, dedup and the cache;
+   * calls carry the member as `providerId` and the pool as `poolId`. Absent from
+   * `pacer.options` until set; `setOptions` replaces the map.
+   *
+   * Valid values: an object of arrays of non-empty `providerId` strings, each pool with at
+   * least one member, no member listed twice or in two pools, no pool id that is also a
+   * member; an error names the pool (`pools.<id>`).
+   * @default {} (no pool)
+   */
+  pools?: Readonly<Record<string, readonly string[]>>;
+
+  /**
    * Token budget of this pacer's calls, beside the request bucket: refilled continuously
    * at `tokensPerMinute / 60` a second, holding at most a minute's worth, starting full.
    * A call starts only when it holds the call's estimated cost (the input's estimate,
@@ -730,6 +749,14 @@ export interface ProviderRequest {
    * @default undefined (absent)
    */
   readonly fallbackFrom?: string;
+  /**
+   * When a pool's member serves this call (see `pools`): the pool's id (the items'
+   * `providerId`); `providerId` is then the member's. Absent otherwise.
+   *
+   * Valid values: a non-empty string, or absent.
+   * @default undefined (absent)
+   */
+  readonly poolId?: string;
   /** The items' `context` (`""` when none was given). */
   readonly context: string;
   /**
@@ -1746,6 +1773,12 @@ export interface PacerStats {
    * the chain it went.
    */
   fallbackItems: number;
+  /**
+   * Each provider that made calls (each member of a pool too, never a pool itself), by
+   * `providerId`: its calls (retries and `pacer.run` calls included), the texts they
+   * carried and the 429 answers among them.
+   */
+  byProvider: Record<string, { calls: number; items: number; rateLimited: number }>;
 }
 
 // ---------------------------------------------------------------------------------------

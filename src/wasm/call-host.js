@@ -230,7 +230,9 @@ class ProviderRequest {
     this.providerId = compat[0];
     this.context = compat[3];
     // Set only for items moved to a fallback provider: absent otherwise.
-    if (compat.length > 4) this.fallbackFrom = compat[4];
+    if (compat[4] !== undefined) this.fallbackFrom = compat[4];
+    // Set only for a call a pool's member serves: the pool's id.
+    if (compat.length > 5) this.poolId = compat[5];
     this.attempt = attempt;
     this.maxOutputTokens = maxOutputTokens;
     // Each item's own `meta` (the first of identical items), never read by the pacer.

@@ -113,15 +113,27 @@ pub fn describe(value: &JsValue) -> OptionValue {
     }
 }
 
+/// How the values of an option that maps names (`entries_of`) are read.
+#[derive(Clone, Copy)]
+enum Entries {
+    /// As plain values (`fallbackProviders`).
+    Plain,
+    /// As objects of their own (`providers`: each provider's settings).
+    Objects,
+    /// An array as its elements (`pools`: each pool's members).
+    Lists,
+}
+
 /// A plain object's own entries as a map value (for the options that take one, `name`);
 /// any other value described as `describe` does. A `Map` is described as one: its
-/// entries are not properties, and read as an object it would map nothing. `nested`:
-/// each entry's value is read the same way (`providers`: an object of settings objects).
+/// entries are not properties, and read as an object it would map nothing. `shape` says
+/// how each entry's value is read: `providers` maps to settings objects, `pools` to lists
+/// of members.
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
 fn entries_of(
     name: &str,
     value: &JsValue,
-    nested: bool,
+    shape: Entries,
 ) -> Result<OptionValue, PacerFailure<JsValue>> {
     if !value.is_object() || is_array(value) || value.is_function() {
         return Ok(describe(value));
@@ -139,9 +151,16 @@ fn entries_of(
     })?;
     let mut map = Vec::with_capacity(entries.len());
     for (key, v) in &entries {
-        let v = match nested {
-            true => entries_of(&format!("{name}.{key}"), v, false)?,
-            false => describe(v),
+        let at = || format!("{name}.{key}");
+        let v = match shape {
+            Entries::Objects => entries_of(&at(), v, Entries::Plain)?,
+            Entries::Lists if is_array(v) => {
+                let at = at();
+                let elements = own_entries(v)
+                    .map_err(|(_, error)| unreadable_option(Some(&at), &at, error))?;
+                OptionValue::List(elements.iter().map(|(_, e)| describe(e)).collect())
+            }
+            _ => describe(v),
         };
         map.push((key.clone(), v));
     }
@@ -337,8 +356,13 @@ pub fn options_input(value: &JsValue, what: &str) -> Result<OptionsInput, PacerF
             "restore" => input.restore = (present && !v.is_null()).then_some(v),
             "estimateTokens" => input.estimate_tokens = present.then_some(v),
             "budget" => input.budget = present.then_some(v),
-            "fallbackProviders" | "providers" => {
-                let map = entries_of(&name, &v, name == "providers")?;
+            "fallbackProviders" | "providers" | "pools" => {
+                let shape = match name.as_str() {
+                    "providers" => Entries::Objects,
+                    "pools" => Entries::Lists,
+                    _ => Entries::Plain,
+                };
+                let map = entries_of(&name, &v, shape)?;
                 input.core.push((name, map));
             }
             _ => input.core.push((name, describe(&v))),
@@ -370,6 +394,7 @@ fn option_js(value: &OptionValue) -> JsValue {
             }
             map.into()
         }
+        OptionValue::List(values) => values.iter().map(option_js).collect::<Array>().into(),
         _ => JsValue::UNDEFINED,
     }
 }

@@ -418,7 +418,8 @@ impl PacerCore {
     #[cfg_attr(cold_for_size, optimize(size), inline(never))]
     pub fn stats(&self) -> Result<JsValue, JsValue> {
         let state = self.inner.state.try_borrow().map_err(|_| busy())?;
-        Ok(views::stats_object(&state.engine.stats()))
+        let by_provider = state.engine.stats_by_provider();
+        Ok(views::stats_object(&state.engine.stats(), &by_provider))
     }
 
     /// Rejects everything unsettled with `disposed` and stops all timers.

@@ -34,7 +34,8 @@ extern "C" {
     /// `layout` is the separator string, or the `[open, close]` pairs of the markers (at
     /// least as many as there are texts; the JS side copies them), `null` for an array
     /// batch, or `undefined` for a single text in the markers format; `compat` is `[providerId, sourceLang,
-    /// targetLang, context]`, then `fallbackFrom` for items moved to a fallback provider;
+    /// targetLang, context]`, then `fallbackFrom` for items moved to a fallback provider
+    /// (`undefined` when only a pool's id follows), then `poolId` for a pool's member;
     /// `max_output_tokens` is `request.maxOutputTokens`, and a
     /// string reply longer than `reply_cap` UTF-16 code units is cut there (and handed
     /// back as `REPLY_TEXT_CUT`); `metas` is `request.metas` (undefined: no item has a
@@ -123,7 +124,7 @@ impl Recent {
         if let Some(i) = self.groups.iter().position(|(c, _)| Rc::ptr_eq(c, compat)) {
             return self.groups[i].1.clone();
         }
-        // `[providerId, sourceLang, targetLang, context, fallbackFrom?]`, read by index in
+        // `[providerId, sourceLang, targetLang, context, fallbackFrom?, poolId?]`, read by index in
         // call-host.js. The scope stays out: it only keeps items apart here, and a tab id
         // or an origin is nothing a provider needs to learn.
         let fields = Array::of4(
@@ -134,6 +135,16 @@ impl Recent {
         );
         if let Some(from) = &compat.fallback_from {
             fields.push(&from.as_str().into());
+        }
+        if let Some(pool) = &compat.pool_id {
+            fields.set(
+                4,
+                compat
+                    .fallback_from
+                    .as_deref()
+                    .map_or(JsValue::UNDEFINED, JsValue::from),
+            );
+            fields.push(&pool.as_str().into());
         }
         let fields: JsValue = fields.into();
         if self.groups.len() == RECENT_GROUPS {

@@ -1,11 +1,14 @@
 //! What the core hands JS as plain objects: statistics, snapshots and events.
 
+use std::rc::Rc;
+
 use js_sys::{Array, Object, Reflect};
 use wasm_bindgen::prelude::*;
 
 use super::convert::{describe, get, set};
 use crate::length_ratio::PairRatio;
 use crate::quota::{SavedLimits, SavedWindow};
+use crate::stats::ProviderStats;
 use crate::{Duration, Event, ProviderSnapshot, SavedDailyBlock, Snapshot, Stats};
 
 /// A plain object filled in field by field, its keys in the order they are set (the order
@@ -353,7 +356,7 @@ pub fn snapshot_from(value: &JsValue) -> Result<Snapshot, String> {
 
 /// Stats as a plain object.
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
-pub fn stats_object(s: &Stats) -> JsValue {
+pub fn stats_object(s: &Stats, by_provider: &[(Rc<str>, ProviderStats)]) -> JsValue {
     let counts = [
         ("items", s.items),
         ("cacheHits", s.cache_hits),
@@ -378,9 +381,27 @@ pub fn stats_object(s: &Stats) -> JsValue {
         ("earlyResolved", s.early_resolved),
         ("fallbackItems", s.fallback_items),
     ];
-    (counts.into_iter())
+    let stats = (counts.into_iter())
         .fold(View::new(), |view, (key, n)| view.number(key, n as f64))
-        .into_js()
+        .into_js();
+    let by_provider_object = Object::new();
+    for (id, own) in by_provider {
+        let counts = View::new()
+            .number("calls", own.calls as f64)
+            .number("items", own.items as f64)
+            .number("rateLimited", own.rate_limited as f64);
+        let _ = Reflect::set(
+            &by_provider_object,
+            &JsValue::from_str(id),
+            &counts.into_js(),
+        );
+    }
+    let _ = Reflect::set(
+        &stats,
+        &JsValue::from_str("byProvider"),
+        &by_provider_object,
+    );
+    stats
 }
 
 /// Epoch milliseconds `after` from now.

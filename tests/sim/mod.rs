@@ -69,6 +69,8 @@ pub struct CallRecord {
     pub provider_id: String,
     pub max_output_tokens: u32,
     pub fallback_from: Option<String>,
+    /// For a call a pool's member serves, the pool.
+    pub pool_id: Option<String>,
     /// For a call of `pacer.run`, its ticket.
     pub run: Option<Ticket>,
 }
@@ -377,6 +379,7 @@ fn collect(
             provider_id: call.compat.provider_id.clone(),
             max_output_tokens: call.max_output_tokens,
             fallback_from: call.compat.fallback_from.clone(),
+            pool_id: call.compat.pool_id.clone(),
             run: call.run,
         });
         if call.run.is_none() {
