@@ -226,7 +226,7 @@ function buildFlow(flow) {
     element("tbody", { "data-providers": flow }),
   ]);
   const fromCache = element("p", { class: "hint", "data-field": "cacheServed" });
-  const keys = element("table", { class: "provider-table key-table" }, [
+  const keys = element("table", { class: "key-table table-gap" }, [
     element("caption", { text: "Calls per provider and key" }),
     element("thead", {}, [
       element("tr", {}, [

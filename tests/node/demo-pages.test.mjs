@@ -51,6 +51,8 @@ function pacerStats(overrides = {}) {
 
 const OPENAI_ID = "openai:http://127.0.0.1:8787/v1";
 const NO_FALLBACK = { kind: "none", baseUrl: "", apiKey: "", model: "" };
+const NO_POOL = { keys: [], clear: false };
+const NO_KEY_LIMITS = { rpm: 0, burst: 1 };
 
 const STATS = {
   startedAt: Date.UTC(2025, 0, 1, 12, 0, 0),
@@ -460,10 +462,11 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         assert.deepEqual(sent[0], {
           type: "setSettings",
           settings: {
-            // The switches and the fallback the fixture leaves out come from the defaults:
-            // no streaming, previews on, no fallback provider.
-            page: { rate: 1, capacity: 1, maxInFlight: 3, maxCharactersPerBatch: 900, maxItemsPerBatch: 5, batchDelayMs: 150, stream: false, previews: true, fallback: NO_FALLBACK },
-            subtitles: { rate: 4, capacity: 8, maxInFlight: 0, maxCharactersPerBatch: 400, maxItemsPerBatch: 6, batchDelayMs: 12.5, stream: false, previews: true, fallback: NO_FALLBACK },
+            // The switches, the fallback and the keys the fixture leaves out come from the
+            // defaults: no streaming, previews on, no fallback provider, no pool (an empty
+            // field keeps the stored keys), no limits of each key's own.
+            page: { rate: 1, capacity: 1, maxInFlight: 3, maxCharactersPerBatch: 900, maxItemsPerBatch: 5, batchDelayMs: 150, stream: false, previews: true, fallback: NO_FALLBACK, pool: NO_POOL, keyLimits: NO_KEY_LIMITS },
+            subtitles: { rate: 4, capacity: 8, maxInFlight: 0, maxCharactersPerBatch: 400, maxItemsPerBatch: 6, batchDelayMs: 12.5, stream: false, previews: true, fallback: NO_FALLBACK, pool: NO_POOL, keyLimits: NO_KEY_LIMITS },
             provider: { kind: "openai", baseUrl: "http://127.0.0.1:8787/v1", apiKey: "sk-new", model: "mock-translator" },
             sourceLang: "en",
             targetLang: "ja",
@@ -471,7 +474,11 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         });
         for (const flow of ["page", "subtitles"]) {
           for (const [field, value] of Object.entries(sent[0].settings[flow])) {
-            if (field === "fallback") continue;
+            if (field === "fallback" || field === "pool") continue;
+            if (field === "keyLimits") {
+              assert.deepEqual(Object.values(value).map((v) => typeof v), ["number", "number"]);
+              continue;
+            }
             const type = field === "stream" || field === "previews" ? "boolean" : "number";
             assert.equal(typeof value, type, `${flow}.${field} is sent as a ${type}`);
           }
