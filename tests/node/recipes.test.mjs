@@ -70,12 +70,13 @@ test("Microsoft Translator recipe: a request never exceeds 50,000 characters; a 
   const server = await startMicrosoftTranslatorServer(t, { key: KEY });
   const pacer = recipes["microsoft-translator.js"].microsoftTranslatorPacer({ key: KEY, endpoint: server.url });
   t.after(() => pacer.dispose());
-  const texts = ["a", "b", "c", "d", "e"].map((letter) => `${letter} `.repeat(10000)); // 20,000 characters each
+  const texts = ["a", "b", "c", "d", "e"].map((letter) => `${letter}.`.repeat(10000)); // 20,000 characters each
   const translations = await Promise.all(texts.map((text) => pacer.translate(item(text, "ms", { sourceLang: "auto" }))));
-  assert.deepEqual(translations, texts.map((text) => `[de] ${text}`));
+  // Compared one by one: a diff of 100,000 characters helps nobody.
+  translations.forEach((translation, i) => assert.ok(translation === `[de] ${texts[i]}`, `paragraph ${i} got another translation`));
   assert.ok(server.requests.length >= 3, `${server.requests.length} requests for 100,000 characters`);
   const sent = server.requests.flatMap((request) => request.json.map((e) => e.Text));
-  assert.deepEqual(sent, texts, "every paragraph sent once, in order");
+  assert.ok(sent.length === texts.length && sent.every((text, i) => text === texts[i]), "every paragraph sent once, in order");
   for (const request of server.requests) {
     assert.ok(request.json.reduce((n, e) => n + e.Text.length, 0) <= 50000);
     assert.equal(request.url.searchParams.has("from"), false, "auto: the service detects the language");
