@@ -299,7 +299,7 @@ function renderFlow(flow, flowStats) {
 
 /**
  * The By provider rows: every provider with counters or a learned batch size, the flow's
- * provider first, then its fallback, then the others (earlier settings).
+ * provider first, then its fallback, its pool's keys, then the others (earlier settings).
  */
 function providerRows(flowStats) {
   const byProvider = flowStats?.byProvider ?? {};
@@ -307,7 +307,9 @@ function providerRows(flowStats) {
   const main = flowStats?.providerId;
   const fallback = flowStats?.fallbackProviderId;
   const ids = [...new Set([...Object.keys(byProvider), ...Object.keys(limits)])];
-  const rank = (id) => (id === main ? 0 : id === fallback ? 1 : 2);
+  // The pool's keys after the provider and its fallback, in their order, then the others.
+  const members = Array.isArray(flowStats?.poolMembers) ? flowStats.poolMembers : [];
+  const rank = (id) => (id === main ? 0 : id === fallback ? 1 : members.includes(id) ? 2 + members.indexOf(id) / (members.length + 1) : 3);
   ids.sort((a, b) => rank(a) - rank(b));
   return ids.map((id) => ({
     id,

@@ -60,7 +60,7 @@ test("Chromium: npm start's pooled run: one key, then a pool of two, each key at
   t.after(() => browser.close());
   await harness.applySettings(browser, { provider: { kind: "openai", baseUrl: mock.url, apiKey: "", model: MODEL_ID } });
 
-  const one = await keysRun(browser, site, mock, { keyCount: 1, targetLang: "it" });
+  const one = await keysRun(browser, site, mock, { keyCount: 1, targetLang: "nl" });
   const two = await keysRun(browser, site, mock, { keyCount: 2, targetLang: "pt" });
   for (const run of [one, two]) {
     assert.deepEqual(checkKeysRun(run), [], `${run.keys.length} key(s)`);
