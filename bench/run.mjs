@@ -14,8 +14,9 @@
 // --sizes 1000,5000  workload 1's paragraph counts
 // --baseline DIR     another build's package root (its js/ and built pkg/: a worktree of an
 //                    earlier commit after `npm run build`), measured beside this one in
-//                    workloads 11 (the real model), 13 ("Adversarial replies") and 14
-//                    ("Clients and timeouts", rows b and c)
+//                    workloads 11 (the real model), 13 ("Adversarial replies"), 14
+//                    ("Clients and timeouts", rows b and c) and 15 ("Providers, pools
+//                    and arrays")
 // --skip-unbounded   workload 11 without its rows b (one call per paragraph without the
 //                    output bound: about 20 minutes of CPU)
 // --write           with --only: replace those workloads' sections of bench/results.md
@@ -57,6 +58,7 @@ import { modelsThatCannotBatch } from "./workload-cannot-batch.mjs";
 import { fallbackProviders } from "./workload-fallback-providers.mjs";
 import { adversarialReplies } from "./workload-adversarial-replies.mjs";
 import { clientsAndTimeouts } from "./workload-clients-timeouts.mjs";
+import { providersPoolsArrays } from "./workload-providers-pools-arrays.mjs";
 
 const execFile = promisify(execFileCb);
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
@@ -754,7 +756,8 @@ async function loadBaseline(dir) {
   const module = await import(pathToFileURL(join(dir, "js", "index.js")).href);
   await module.default();
   const commit = execFileSync("git", ["-C", dir, "rev-parse", "--short", "HEAD"], { encoding: "utf8" }).trim();
-  return { name: `baseline ${commit}`, BatchPacer: module.BatchPacer, openAIProvider: module.openAIProvider, aiSdkProvider: module.aiSdkProvider };
+  const { BatchPacer, openAIProvider, aiSdkProvider, routeProviders, deeplProvider } = module;
+  return { name: `baseline ${commit}`, BatchPacer, openAIProvider, aiSdkProvider, routeProviders, deeplProvider };
 }
 
 async function main() {
@@ -799,6 +802,13 @@ async function main() {
     if (baseline) builds.push(baseline);
     const command = process.env.BENCH_COMMAND ?? `node --expose-gc bench/run.mjs --only 14${args.baseline ? " --baseline DIR" : ""}`;
     report(await clientsAndTimeouts({ builds, smoke: SMOKE, command }));
+  }
+  if (wanted(15)) {
+    const { BatchPacer: own, routeProviders, deeplProvider } = pacerModule;
+    const builds = [{ name: "this package", BatchPacer: own, routeProviders, deeplProvider }];
+    if (baseline) builds.push(baseline);
+    const command = process.env.BENCH_COMMAND ?? `node --expose-gc bench/run.mjs --only 15${args.baseline ? " --baseline DIR" : ""}`;
+    report(await providersPoolsArrays({ builds, smoke: SMOKE, command }));
   }
   if (!SMOKE && !only) writeResults({ chromiumVersion: chromiumVersion ?? workerVersion, groups, started });
   if (!SMOKE && only && args.write) updateResults(only, started);

@@ -250,8 +250,18 @@ export async function clientsAndTimeouts({ builds, smoke = false, number = 14, c
     const viaSdk = await sdk429(own.BatchPacer, (fetch) =>
       own.aiSdkProvider({ model: createOpenAICompatible({ name: "m", baseURL: base, fetch }).chatModel("m"), generateText }),
     );
-    for (const [name, r] of [["d1. 429 (Retry-After 2 s) from openAIProvider", viaOpenAI], ["d2. the same 429 as the AI SDK's APICallError", viaSdk]]) {
-      rows.push([name, "this package", r.calls, fmt(r.seconds, 1), "–", "–", ratio(r.calls, viaOpenAI.calls), "–", "–", `${r.rateLimited} × 429, ${r.failed} failed`]);
+    const d = [["d1. 429 (Retry-After 2 s) from openAIProvider", own.name, viaOpenAI], ["d2. the same 429 as the AI SDK's APICallError", own.name, viaSdk]];
+    // The baseline has no adapter: a provider that calls generateText and lets its error
+    // through, as an extension wrote one before.
+    for (const build of builds.slice(1)) {
+      const plain = await sdk429(build.BatchPacer, (fetch) => {
+        const model = createOpenAICompatible({ name: "m", baseURL: base, fetch }).chatModel("m");
+        return async (request) => (await generateText({ model, prompt: request.text, maxRetries: 0 })).text;
+      });
+      d.push(["d3. the same APICallError, thrown by a plain generateText provider", build.name, plain]);
+    }
+    for (const [name, build, r] of d) {
+      rows.push([name, build, r.calls, fmt(r.seconds, 1), "–", "–", ratio(r.calls, viaOpenAI.calls), "–", "–", `${r.rateLimited} × 429, ${r.failed} failed`]);
     }
   }
 

@@ -16,8 +16,8 @@ import {
   keySecrets,
   networkError,
   readBody,
-  readRetryAfter,
 } from "./provider-http.js";
+import { retryAfterFromHeaders } from "./limits-from-headers.js";
 
 /** Every option `deeplProvider` takes: any other name is a typo, refused. */
 const OPTION_NAMES = ["apiKey", "fetch", "baseUrl"];
@@ -173,7 +173,7 @@ function httpError(response, raw, redact) {
     `${SERVICE} answered ${status}${reason ? ` ${redact(reason)}` : ""}${detail ? `: ${detail}` : ""}`,
   );
   error.status = status;
-  const retryAfterMs = readRetryAfter(response.headers);
+  const retryAfterMs = retryAfterFromHeaders(response.headers);
   if (retryAfterMs !== undefined) error.retryAfterMs = retryAfterMs;
   if (status === QUOTA_EXCEEDED) error.quota = "billing";
   return error;

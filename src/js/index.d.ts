@@ -686,6 +686,25 @@ export interface ProviderRequest {
    * replaces it, as on a plain object.
    */
   readonly signal: AbortSignal;
+  /**
+   * One per text, in order: each item's `meta`, or `undefined` for an item without one.
+   *
+   * Valid values: an array as long as `texts`.
+   * @default `undefined` for each item without a `meta`
+   */
+  readonly metas: unknown[];
+  /**
+   * The layout of this call: `"markers"` or `"separator"` for a batch in that layout,
+   * `"array"` for an array batch of `llm: false` items, `"single"` for one text.
+   */
+  readonly format: "markers" | "separator" | "array" | "single";
+  /**
+   * The pool whose member serves the call (see `pools`); absent otherwise.
+   *
+   * Valid values: a non-empty string, or absent.
+   * @default undefined (absent)
+   */
+  readonly poolId?: string;
 }
 
 /**
@@ -707,14 +726,27 @@ export interface ProviderRequest {
  * - `status`: the HTTP status. Network errors (no status), timeouts, 408, 409, 429 and
  *   5xx are retried; any other status rejects the items at once with code
  *   `provider_error`, that `status`, and your error as `cause`.
+ * - `status`, or `statusCode` as the AI SDK's `APICallError` names it (read when `status`
+ *   is no number; a field of the wrong type, such as a string, is ignored, and an error
+ *   without a status is a network error).
  * - `retryAfterMs` (milliseconds), or `retryAfter` (seconds, or an HTTP Retry-After
- *   string), or `headers` (a `Headers` object or a plain object) with `retry-after`:
- *   how long to wait before the next call to this provider. It overrides the backoff.
+ *   string), or `headers` or the AI SDK's `responseHeaders` (a `Headers` object, a `Map`
+ *   or a plain object, names in any case) with `retry-after-ms` or `retry-after`, or a
+ *   Google `RetryInfo` `retryDelay` in the AI SDK's `responseBody`: how long to wait
+ *   before the next call to this provider. It overrides the backoff.
+ * - `limits` ({@link ProviderLimits}), else what those headers say of the quota, as
+ *   {@link limitsFromHeaders} reads them.
+ * - `quota` (`"rate"`, `"daily"`, `"billing"`), else what the AI SDK's `responseBody`
+ *   names, as {@link openAIProvider} reads an error body.
  * - `retryable: false`: you know the same request will fail again (a content-policy
  *   refusal, an invalid request): it is never retried, whatever its status. A single
  *   item rejects with `provider_error`; a batch's items are sent once each alone (with
  *   `fallbackToIndividual`, else they reject), since one paragraph may be what was
  *   refused. A 429 marked so still pauses the provider. Any other value is ignored.
+ *   The AI SDK's `isRetryable: false` counts the same, except on 408, 409, 413, 429 and
+ *   5xx, whose handling the pacer owns.
+ * - An error that wraps the failures of its own retries (the AI SDK's `RetryError`, with
+ *   `lastError`) is read as its last error; the rejection's `cause` is the error thrown.
  *
  * @example
  * const provider: Provider = async ({ text, sourceLang, targetLang, signal }) => {
@@ -954,7 +986,8 @@ export interface OpenAIProviderUsage {
 }
 
 /**
- * `limits` as {@link openAIProvider} reports them, from OpenAI's and Groq's headers.
+ * `limits` as {@link openAIProvider} reports them, from OpenAI's and Groq's headers (and
+ * any other family {@link limitsFromHeaders} reads, which it uses).
  * Reset times are read in Go's duration form (`6m0s`, `1.5s`, `20ms`, `23h47m12.5s`) or
  * as whole seconds (`7`) and rounded up to whole milliseconds. A header that is absent
  * or unreadable leaves its field out.
@@ -1092,6 +1125,116 @@ export function openAIProvider(
  * or unknown; the message names it and the value it got (`<redacted>` for the key).
  */
 export function openAIProvider(config: OpenAIProviderConfig): Provider;
+
+/**
+ * `limits` ({@link ProviderLimits}) from an API's response headers, or `undefined` when
+ * they say nothing readable. Never throws. Reads:
+ * - OpenAI's and Groq's `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` (resets
+ *   as Go durations such as `6m0s`, `1.5s`, `20ms`, or whole seconds);
+ * - Anthropic's `anthropic-ratelimit-{requests,tokens,input-tokens,output-tokens}-
+ *   {limit,remaining,reset}` (resets as RFC 3339 times, read as milliseconds from now);
+ *   of the token kinds, the one with the fewest tokens remaining counts, with its limit
+ *   and reset;
+ * - the IETF `RateLimit` / `RateLimit-Policy` fields (`"name";r=…;t=…` and
+ *   `"name";q=…;w=…;qu=…`): a policy counts requests unless its `qu` names another unit
+ *   (a unit naming tokens fills the token fields; bytes and concurrency are left out);
+ *   of several policies of one unit, the one with the least remaining counts.
+ *
+ * Each window (requests, tokens) is taken whole from the first family that states it, in
+ * that order. A value that cannot be read (a reset of `"soon"`, a negative count) leaves
+ * its field out.
+ *
+ * @param headers a `Headers` instance, a `Map`, or a plain object (names in any case),
+ *   such as the AI SDK's `response.headers` or an `APICallError`'s `responseHeaders`
+ */
+export function limitsFromHeaders(headers: unknown): ProviderLimits | undefined;
+
+/**
+ * A value of {@link AiSdkProviderConfig} that may be given as such or as a function of
+ * the request (which may return a promise).
+ */
+export type PerRequest<T> = T | ((request: ProviderRequest) => T | Promise<T>);
+
+/**
+ * Configuration of {@link aiSdkProvider}. Pass the SDK's own functions: the package never
+ * imports `ai`.
+ */
+export interface AiSdkProviderConfig {
+  /**
+   * The model: an `@ai-sdk/*` provider's model (`openai("gpt-4o-mini")`), an id the SDK
+   * resolves, or a function of the request that returns one (for instance by
+   * `request.providerId`).
+   */
+  model: PerRequest<unknown>;
+  /** `generateText` from `"ai"`; required unless `stream` is `true`. */
+  generateText?: ((options: any) => PromiseLike<any>) | undefined;
+  /** `streamText` from `"ai"`; required with `stream: true`. */
+  streamText?: ((options: any) => any) | undefined;
+  /**
+   * Stream the reply (`streamText`): paragraphs resolve as the model writes them.
+   * @default false
+   */
+  stream?: boolean | undefined;
+  /**
+   * The system prompt, or a function of the request that returns it (returning
+   * `undefined` asks for the default); `request.instructions` is appended for a batch.
+   * Sent as `instructions` (ai 7) and as `system` (ai 5 and 6; ai 7 reads it when
+   * `instructions` is absent), so no SDK version needs to be named.
+   * @default a translator prompt from `request.sourceLang` to `request.targetLang`
+   *   ("the translation only, formatting kept"), with `request.context` when non-empty
+   */
+  system?: PerRequest<string | undefined> | undefined;
+  /**
+   * Sampling temperature. A batch's retries go out at
+   * `max(temperature, min(1, temperature + 0.3 * attempt))`, as with `openAIProvider`.
+   * @default none sent (the model's own), retries included
+   */
+  temperature?: number | undefined;
+  /**
+   * The SDK's `providerOptions`, passed as they are.
+   * @default none
+   */
+  providerOptions?: Record<string, unknown> | undefined;
+  /**
+   * Extra HTTP headers, passed to the SDK as they are.
+   * @default none
+   */
+  headers?: Record<string, string | undefined> | undefined;
+  /**
+   * The user prompt as a function of the request, for prompt templates of your own:
+   * `(request) => template.replace("{{input}}", request.text)`.
+   * @default `request.text`
+   */
+  prompt?: ((request: ProviderRequest) => string | Promise<string>) | undefined;
+}
+
+/**
+ * A provider that calls the Vercel AI SDK. Each call passes `model`, the system prompt
+ * (see {@link AiSdkProviderConfig.system}), `prompt: request.text` (or the `prompt`
+ * option's), `maxOutputTokens: request.maxOutputTokens` (rounded up), `abortSignal:
+ * request.signal`, `maxRetries: 0` (the pacer retries), `temperature`, `providerOptions`
+ * and `headers`. It resolves with the result's text, as `{ translations, usage, limits,
+ * truncated }` when the SDK reports usage (`inputTokens`, `outputTokens`), the response
+ * headers state limits ({@link limitsFromHeaders}), or the finish reason is `"length"`
+ * (`truncated: true`).
+ *
+ * With `stream: true` it resolves with a stream: the text pieces of `fullStream`
+ * (reasoning is no text), then one `{ usage, limits, truncated }` value when any is
+ * known. An `error` part of the stream is thrown, so that a 429 that `streamText`
+ * reports in its stream is read as a 429. Errors are read as {@link Provider} says, the
+ * AI SDK's fields included.
+ *
+ * @throws {PacerError} synchronously, code `invalid_options`, without `model`, without
+ * the function its `stream` setting needs, or with an option that is invalid or unknown;
+ * the message and `option` name it.
+ *
+ * @example
+ * import { generateText } from "ai";
+ * import { createOpenAI } from "@ai-sdk/openai";
+ * const openai = createOpenAI({ apiKey });
+ * const pacer = new BatchPacer(aiSdkProvider({ model: openai("gpt-4o-mini"), generateText }));
+ */
+export function aiSdkProvider(config: AiSdkProviderConfig): Provider;
 
 /**
  * One provider for several: each call goes to `map[request.providerId]`, what that

@@ -9,11 +9,15 @@ import wasmInit, {
 } from "../pkg/batch_pacer.js";
 import { PacerError } from "./errors.js";
 import { loadError, missingWasmError, noBaseUrlError } from "./load-errors.js";
+import { limitsFromHeaders, retryAfterFromHeaders } from "./limits-from-headers.js";
+import { quotaFromBody, retryDelayFromBody } from "./error-body.js";
 
 export { PacerError } from "./errors.js";
 export { openAIProvider } from "./openai.js";
 export { routeProviders } from "./route-providers.js";
 export { deeplProvider } from "./deepl-provider.js";
+export { aiSdkProvider } from "./ai-sdk-provider.js";
+export { limitsFromHeaders } from "./limits-from-headers.js";
 export { indexedDBCache } from "./indexeddb-cache.js";
 
 /** The default options (the same values the core applies when an option is omitted). */
@@ -45,8 +49,16 @@ let loading = null;
 let input = null;
 
 function markReady() {
-  input = setup(({ code, message, status, cause, retryAt, option }) =>
-    new PacerError(code, message, { status, cause, retryAt, option }));
+  input = setup(
+    ({ code, message, status, cause, retryAt, option }) => new PacerError(code, message, { status, cause, retryAt, option }),
+    // What failures are read with (the core's call-host.js): the same readers as exported.
+    {
+      limits: limitsFromHeaders,
+      retryAfterMs: retryAfterFromHeaders,
+      bodyRetryAfterMs: retryDelayFromBody,
+      bodyQuota: quotaFromBody,
+    },
+  );
   ready = true;
 }
 

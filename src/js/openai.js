@@ -23,9 +23,11 @@ import {
   keySecrets,
   networkError,
   readBody,
-  readRetryAfter,
 } from "./provider-http.js";
-import { toWholeMs } from "./retry-after.js";
+import { bodyRetryDelay, errorBody, errorDetail, errorFields, quotaOf } from "./error-body.js";
+import { limitsFromHeaders, retryAfterFromHeaders } from "./limits-from-headers.js";
+import { temperatureFor } from "./retry-temperature.js";
+import { contextParagraphs, translatorOpening } from "./translator-prompt.js";
 
 const DEFAULT_SEPARATOR = "\n\n%%\n\n";
 
@@ -89,9 +91,6 @@ const REFUSABLE = [
   },
 ];
 
-/** How much a batch's temperature is raised at each retry (see `temperatureFor`). */
-const RETRY_TEMPERATURE_STEP = 0.3;
-
 /** Name of the JSON schema sent with `structuredOutput` (OpenAI: [a-zA-Z0-9_-], ≤ 64). */
 const SCHEMA_NAME = "translations";
 
@@ -129,15 +128,7 @@ export function buildMessages(request, options = {}) {
         .replaceAll("{targetLang}", targetLang),
     );
   } else {
-    const from = /^auto$/i.test(sourceLang)
-      ? "Detect the language of the user's text and translate it"
-      : `Translate the user's text from ${sourceLang}`;
-    parts.push(
-      `You are a professional translator. ${from} to ${targetLang}.`,
-      "Output only the translation: no explanations, notes, alternatives, quotation marks or code fences.",
-      "Keep the formatting of the original: line breaks, paragraphs, Markdown, HTML tags, " +
-        "placeholders, URLs, numbers and white space. Leave untranslatable parts (code, names, URLs) as they are.",
-    );
+    parts.push(...translatorOpening(sourceLang, targetLang));
   }
 
   let user = typeof request.text === "string" ? request.text : (texts[0] ?? "");
@@ -165,13 +156,7 @@ export function buildMessages(request, options = {}) {
     }
   }
 
-  if (context !== "") {
-    parts.push(
-      "Background information about where the text comes from follows between <context> tags. " +
-        "Use it only to choose the right meaning and terms; do not translate it and do not include it in your output.",
-      `<context>\n${context}\n</context>`,
-    );
-  }
+  parts.push(...contextParagraphs(context));
 
   return [
     { role: "system", content: parts.join("\n\n") },
@@ -457,7 +442,7 @@ export function openAIProvider(options) {
       readFailure: (err) => networkError(err, signal, url, redact, secrets, SERVICE),
       usage: readUsage,
       excerpt: (text) => excerpt(text, redact),
-      limits: readLimits(response.headers),
+      limits: limitsFromHeaders(response.headers),
       signal,
     });
   };
@@ -512,7 +497,7 @@ export function openAIProvider(options) {
     const translations =
       ids !== undefined ? readStructured(content) : content;
     const usage = readUsage(data?.usage);
-    const limits = readLimits(response.headers);
+    const limits = limitsFromHeaders(response.headers);
     // The model stopped at its token limit: the pacer keeps what the text proves and
     // sends the rest again (a single request is a failed call).
     const truncated = choice?.finish_reason === "length";
@@ -523,20 +508,6 @@ export function openAIProvider(options) {
     if (truncated) reply.truncated = true;
     return reply;
   };
-}
-
-/**
- * The temperature of one request: `temperature`, except for a batch's retries
- * (`request.attempt` >= 1), sent at `max(temperature, min(1, temperature + 0.3 *
- * attempt))`: a model at a low temperature answers the same prompt the same way, so a
- * retry at the same one would repeat the reply that failed. The raised value is rounded
- * to 9 decimals, so that 0.3 * 3 goes out as 0.9, not 0.8999999999999999.
- */
-function temperatureFor(temperature, request) {
-  const attempt = request.attempt;
-  if (!request.isBatch || typeof attempt !== "number" || !(attempt >= 1)) return temperature;
-  const raised = Math.min(1, temperature + RETRY_TEMPERATURE_STEP * attempt);
-  return Math.max(temperature, Math.round(raised * 1e9) / 1e9);
 }
 
 /**
@@ -559,117 +530,6 @@ function readUsage(usage) {
   if (count(usage.prompt_tokens)) out.inputTokens = usage.prompt_tokens;
   if (count(usage.completion_tokens)) out.outputTokens = usage.completion_tokens;
   return Object.keys(out).length > 0 ? out : undefined;
-}
-
-/**
- * `limits` from OpenAI's and Groq's `x-ratelimit-*` headers (sent on replies and on
- * 429s alike): the whole windows (`-limit-`), what is left of them (`-remaining-`) and
- * when they reset (`-reset-`); undefined when none is present and readable. A value that cannot be read
- * is left out rather than guessed.
- */
-function readLimits(headers) {
-  const out = {};
-  const count = (text) => (/^\d+(?:\.\d+)?$/.test(text) ? Number(text) : undefined);
-  const fields = [
-    ["requestsLimit", count(header(headers, "x-ratelimit-limit-requests"))],
-    ["requestsRemaining", count(header(headers, "x-ratelimit-remaining-requests"))],
-    ["requestsResetMs", parseDuration(header(headers, "x-ratelimit-reset-requests"))],
-    ["tokensLimit", count(header(headers, "x-ratelimit-limit-tokens"))],
-    ["tokensRemaining", count(header(headers, "x-ratelimit-remaining-tokens"))],
-    ["tokensResetMs", parseDuration(header(headers, "x-ratelimit-reset-tokens"))],
-  ];
-  for (const [name, value] of fields) if (value !== undefined) out[name] = value;
-  return Object.keys(out).length > 0 ? out : undefined;
-}
-
-/** Milliseconds in each unit of a Go duration (`time.Duration.String()`). */
-const DURATION_UNITS = { ns: 1e-6, us: 1e-3, "\u00b5s": 1e-3, "\u03bcs": 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
-
-/**
- * A reset time as OpenAI and Groq send it, in milliseconds rounded up: a Go duration
- * ("6m0s", "1.5s", "20ms", "23h47m12.5s", "2m59.56s"; also protobuf's "45.8s") or whole
- * seconds ("7"). Undefined for anything else (signs, empty parts, unknown units).
- */
-function parseDuration(text) {
-  if (typeof text !== "string") return undefined;
-  const value = text.trim();
-  if (value === "") return undefined;
-  if (/^\d+(?:\.\d+)?$/.test(value)) return toWholeMs(Number(value) * 1000);
-  // Longer units first, so that "ms" is not read as "m" followed by garbage.
-  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/y;
-  let total = 0;
-  let at = 0;
-  while (at < value.length) {
-    part.lastIndex = at;
-    const match = part.exec(value);
-    if (match === null) return undefined;
-    total += Number(match[1]) * DURATION_UNITS[match[2]];
-    at = part.lastIndex;
-  }
-  return toWholeMs(total);
-}
-
-/** An error body as a plain object: OpenAI's `{ error }`, or Gemini's `[{ error }]`. */
-function errorBody(raw) {
-  let data;
-  try {
-    data = JSON.parse(raw);
-  } catch {
-    return undefined;
-  }
-  if (Array.isArray(data)) data = data.find((entry) => entry !== null && typeof entry === "object");
-  return data !== null && typeof data === "object" ? data : undefined;
-}
-
-/** The `details` of a Google-style error (`google.rpc.Status`), or []. */
-function errorDetails(body) {
-  const details = body?.error?.details;
-  return Array.isArray(details) ? details.filter((d) => d !== null && typeof d === "object") : [];
-}
-
-/** Gemini's wait: the `retryDelay` of a `google.rpc.RetryInfo` in the error body. */
-function bodyRetryDelay(body) {
-  for (const detail of errorDetails(body)) {
-    if (!String(detail["@type"] ?? "").endsWith("google.rpc.RetryInfo")) continue;
-    const delay = detail.retryDelay;
-    if (typeof delay === "string") {
-      const ms = parseDuration(delay);
-      if (ms !== undefined) return ms;
-    } else if (delay !== null && typeof delay === "object") {
-      // The protobuf message itself, as some clients and proxies re-encode it.
-      const seconds = Number(delay.seconds ?? 0);
-      const nanos = Number(delay.nanos ?? 0);
-      const ms = toWholeMs(seconds * 1000 + nanos / 1e6);
-      if (ms !== undefined) return ms;
-    }
-  }
-  return undefined;
-}
-
-/**
- * Which quota an error reports: "billing" for OpenAI's `insufficient_quota` (by code or
- * type, never by message: Gemini's per-minute messages also say "check your plan and
- * billing details") and for 402 (OpenRouter's and DeepSeek's "insufficient credits");
- * "daily" for a Gemini QuotaFailure whose quotaId counts per day, or an OpenAI or Groq
- * 429 "on requests per day (RPD)" / "tokens per day (TPD)"; "rate" for any other 429.
- */
-function quotaOf(status, body) {
-  const fields = errorFields(body);
-  if (status === 402 || fields.includes("insufficient_quota")) return "billing";
-  if (status !== 429) return undefined;
-  for (const detail of errorDetails(body)) {
-    if (!String(detail["@type"] ?? "").endsWith("google.rpc.QuotaFailure")) continue;
-    const violations = Array.isArray(detail.violations) ? detail.violations : [];
-    if (violations.some((v) => /PerDay/.test(String(v?.quotaId ?? "")))) return "daily";
-  }
-  if (/\b(?:requests|tokens) per day\b/i.test(errorDetail(body))) return "daily";
-  return "rate";
-}
-
-/** A body's error `code` and `type`, where it has them. */
-function errorFields(body) {
-  const error = body?.error;
-  return error !== null && typeof error === "object" ? [error.code, error.type] : [];
 }
 
 /**
@@ -730,9 +590,9 @@ function apiError(head, status, raw, headers, redact) {
   const meant = contextTooLong(body) ? 413 : status;
   if (meant !== undefined) error.status = meant;
   if (neverSucceeds(status, body)) error.retryable = false;
-  const retryAfterMs = readRetryAfter(headers) ?? bodyRetryDelay(body);
+  const retryAfterMs = retryAfterFromHeaders(headers) ?? bodyRetryDelay(body);
   if (retryAfterMs !== undefined) error.retryAfterMs = retryAfterMs;
-  const limits = readLimits(headers);
+  const limits = limitsFromHeaders(headers);
   if (limits !== undefined) error.limits = limits;
   if (quota !== undefined) error.quota = quota;
   return error;
@@ -779,16 +639,6 @@ function streamErrorStatus(body) {
     if (typeof value === "string" && Object.hasOwn(STREAM_ERROR_STATUSES, value)) return STREAM_ERROR_STATUSES[value];
   }
   return undefined;
-}
-
-/** The human-readable message inside an OpenAI-style error body, if any. */
-function errorDetail(data) {
-  if (data === null || typeof data !== "object") return "";
-  const { error } = data;
-  if (typeof error === "string") return error;
-  if (error && typeof error === "object" && typeof error.message === "string") return error.message;
-  if (typeof data.message === "string") return data.message;
-  return "";
 }
 
 function validateExtraHeaders(extraHeaders) {

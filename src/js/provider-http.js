@@ -8,7 +8,6 @@
 // `carriesSecret` found that they do not carry the key.
 
 import { PacerError } from "./errors.js";
-import { parseMilliseconds, parseRetryAfter } from "./retry-after.js";
 
 /** Longest excerpt of a server's error text placed into an error message. */
 const MAX_DETAIL = 200;
@@ -144,14 +143,6 @@ export function header(headers, name) {
   } catch {
     return "";
   }
-}
-
-/**
- * Milliseconds to wait according to the response headers, or undefined: OpenAI's
- * `retry-after-ms` first (finer), then `Retry-After` as the package reads it everywhere.
- */
-export function readRetryAfter(headers) {
-  return parseMilliseconds(header(headers, "retry-after-ms")) ?? parseRetryAfter(header(headers, "retry-after"));
 }
 
 /** An `invalid_options` error naming `option`, as every option error of the package is. */

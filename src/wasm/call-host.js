@@ -79,36 +79,91 @@ function messageOf(error) {
 }
 
 /**
+ * The package's readers of rate-limit headers and error bodies (js/limits-from-headers.js,
+ * js/error-body.js), handed in once by `setup` (see `useReaders`): the JS layer imports
+ * them anyway, and a copy of them here, beside the core's glue, would ship them twice.
+ * Until then (never in practice) failures are read without them.
+ */
+let readers = {
+  limits: () => undefined,
+  retryAfterMs: () => undefined,
+  bodyRetryAfterMs: () => undefined,
+  bodyQuota: () => undefined,
+};
+
+/**
+ * Registers `{ limits(headers), retryAfterMs(headers), bodyRetryAfterMs(body),
+ * bodyQuota(status, body) }`.
+ */
+export function useReaders(given) {
+  readers = given;
+}
+
+/**
+ * Statuses whose handling the pacer owns (a pause, a split, a backoff), whatever an AI
+ * SDK error's `isRetryable` says of them.
+ */
+function pacerOwns(status) {
+  return status === 408 || status === 409 || status === 413 || status === 429 || (status >= 500 && status <= 599);
+}
+
+/**
+ * The error whose fields are read: an error that wraps the failures of its own retries
+ * (the AI SDK's `RetryError`: `lastError`, with `reason` and `errors`) is read as its last
+ * error, and so on, a few levels deep at most.
+ */
+function innermost(error) {
+  let inner = error;
+  for (let depth = 0; depth < 4; depth++) {
+    const last = inner.lastError;
+    if (last === null || (typeof last !== "object" && typeof last !== "function")) break;
+    if (inner.name !== "AI_RetryError" && !Array.isArray(inner.errors) && typeof inner.reason !== "string") break;
+    inner = last;
+  }
+  return inner;
+}
+
+/**
  * A failure as the core reads it (see `failure_from` in replies.rs): what the provider
- * threw as `cause`, and its fields. An error that cannot be read (a getter or proxy
+ * threw as `cause`, and its fields. The AI SDK's names are read too: `statusCode` (when
+ * `status` is no number), `responseHeaders` beside `headers` (for the wait and, unless
+ * the error has `limits`, the limits they state), `responseBody` (a Google `RetryInfo`'s
+ * wait; unless the error has `quota`, the quota the body names, as openAIProvider reads it),
+ * and `isRetryable: false` (as `retryable: false`, except on a status the pacer owns).
+ * A field of the wrong type is left out. An error that cannot be read (a getter or proxy
  * throws) fails the call all the same, with a message that says so.
  */
 function failure(error) {
   if (error === null || (typeof error !== "object" && typeof error !== "function")) return { cause: error };
   try {
+    const read = innermost(error);
+    const status = typeof read.status === "number" ? read.status : read.statusCode;
+    const headers = [read.headers, read.responseHeaders];
+    let retryable = read.retryable;
+    if (typeof retryable !== "boolean" && read.isRetryable === false && !pacerOwns(status)) retryable = false;
     return {
       cause: error,
       message: error.message,
-      status: error.status,
-      retryAfterMs: error.retryAfterMs,
-      retryAfter: error.retryAfter,
-      retryAfterHeader: retryAfterHeader(error.headers),
-      limits: pick(error.limits, LIMITS),
-      quota: error.quota,
-      retryable: error.retryable,
+      status,
+      retryAfterMs: read.retryAfterMs,
+      retryAfter: read.retryAfter,
+      waitMs: firstOf(headers, readers.retryAfterMs) ?? readers.bodyRetryAfterMs(read.responseBody),
+      limits: pick(read.limits, LIMITS) ?? firstOf(headers, readers.limits),
+      quota: read.quota ?? readers.bodyQuota(status, read.responseBody),
+      retryable,
     };
   } catch (thrown) {
     return { cause: error, message: `its error could not be read: a getter or proxy threw (${messageOf(thrown)})` };
   }
 }
 
-/** The Retry-After header of an error's `headers`: a `Headers`-like object or a plain one. */
-function retryAfterHeader(headers) {
-  if (headers === null || typeof headers !== "object") return undefined;
-  const get = headers.get;
-  if (typeof get === "function") return get.call(headers, "retry-after");
-  const lower = headers["retry-after"];
-  return lower === undefined ? headers["Retry-After"] : lower;
+/** The first defined `reader(value)` over `values`. */
+function firstOf(values, reader) {
+  for (const value of values) {
+    const found = reader(value);
+    if (found !== undefined) return found;
+  }
+  return undefined;
 }
 
 /** The failure of a call whose reply could not be read: `thrown` is what was thrown. */

@@ -18,6 +18,12 @@ extern "C" {
     #[wasm_bindgen(js_name = makeCallHost)]
     fn make_call_host(provider: &Function, input: &JsValue, answer: &Function) -> CallHost;
 
+    /// Registers `{ limits(headers), retryAfterMs(headers), bodyRetryAfterMs(body),
+    /// bodyQuota(status, body) }`, the JS layer's readers that failures are read with
+    /// (see `failure` there).
+    #[wasm_bindgen(js_name = useReaders)]
+    pub fn use_readers(readers: &JsValue);
+
     /// Starts a provider call. The text the model is sent is `bytes` long at `address`
     /// (read at once, as `input.js`'s `text` reads it, `maybe_last` from
     /// `input::locate`). For a batch, `spans_address` holds `span_count` u32 numbers, the

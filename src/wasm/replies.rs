@@ -170,7 +170,7 @@ pub fn limits_from(value: &JsValue) -> ReportedLimits {
 }
 
 /// A failed call as call-host.js read it: `{ cause, message, status, retryAfterMs,
-/// retryAfter, retryAfterHeader, limits, quota, retryable }`, where `cause` is what the
+/// retryAfter, waitMs, limits, quota, retryable }`, where `cause` is what the
 /// provider threw and the other fields are read from it (none for a primitive), or a
 /// message of call-host.js's own (a reply that could not be read).
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
@@ -198,22 +198,25 @@ pub fn failure_from(record: JsValue) -> Failure<JsValue> {
     failure.with_cause(error)
 }
 
-/// `retryAfterMs` wins, then `retryAfter` (seconds or HTTP text), then the
-/// `retry-after` header.
+/// `retryAfterMs` wins, then `retryAfter` (seconds or HTTP text), then `waitMs`, the
+/// wait that call-host.js read from the error's headers or body.
 fn retry_after(record: &JsValue) -> Option<Duration> {
     if let Some(ms) = get(record, "retryAfterMs").as_f64().filter(|v| *v >= 0.0) {
         return Some(Duration::from_millis(ms));
     }
-    for field in ["retryAfter", "retryAfterHeader"] {
-        let value = get(record, field);
-        if let Some(s) = value.as_f64().filter(|v| *v >= 0.0) {
-            return Some(Duration::from_secs(s));
-        }
-        if value.is_string() {
-            return parse_retry_after(&value);
+    let value = get(record, "retryAfter");
+    if let Some(s) = value.as_f64().filter(|v| *v >= 0.0) {
+        return Some(Duration::from_secs(s));
+    }
+    if value.is_string() {
+        if let Some(wait) = parse_retry_after(&value) {
+            return Some(wait);
         }
     }
-    None
+    get(record, "waitMs")
+        .as_f64()
+        .filter(|v| *v >= 0.0)
+        .map(Duration::from_millis)
 }
 
 // The package's one Retry-After reading, shared with openAIProvider.

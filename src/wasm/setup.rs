@@ -5,13 +5,15 @@
 use js_sys::Function;
 use wasm_bindgen::prelude::*;
 
-use super::{errors, input};
+use super::{errors, host, input};
 
 /// Registers `errorFactory({ code, message, status, cause })`, which returns a
-/// `PacerError`. Returns the input writer `{ write(text) -> bytes }` that `submit` reads
-/// texts through.
+/// `PacerError`, and the readers of rate-limit headers and error bodies that failures are
+/// read with (`useReaders` in call-host.js). Returns the input writer
+/// `{ write(text) -> bytes }` that `submit` reads texts through.
 #[wasm_bindgen]
-pub fn setup(error_factory: Function) -> JsValue {
+pub fn setup(error_factory: Function, readers: JsValue) -> JsValue {
     errors::set_error_factory(error_factory);
+    host::use_readers(&readers);
     input::input_writer()
 }

@@ -35,6 +35,8 @@ const HEADERS = [
   "### 12. Fallback providers",
   "### 13. Adversarial replies",
   "### 13b. Adversarial replies",
+  "### 14. Clients and timeouts",
+  "### 15. Providers, pools and arrays",
 ];
 
 test("bench/run.mjs --smoke exits 0 and prints each workload's table", { timeout: 120_000 }, async () => {

@@ -169,3 +169,36 @@ export async function writePieces(res, text, { cuts = [], counter, headers = {},
   }
   if (!res.destroyed) res.end();
 }
+
+// ---------------------------------------------------------------------------------------
+// A faithful model, whatever the API around it
+// ---------------------------------------------------------------------------------------
+
+/** A marked segment line of a batch: its open marker, its text, its close marker. */
+const SEGMENT_LINE = /^(<[^>\s]+>)([\s\S]*)(<\/[^>\s]+>)$/;
+
+/**
+ * The answer of a model that keeps a batch's layout: for a marked batch (`prompt` as the
+ * pacer lays it out), each segment's text through `translate` between its own markers,
+ * and any other line copied as it is; for a single text, `translate(prompt)`. One piece per
+ * line (a stream can send one segment per value); `.join("")` is the whole answer.
+ */
+export function faithfulPieces(prompt, translate) {
+  const lines = prompt.split("\n");
+  if (!SEGMENT_LINE.test(lines[0])) return [translate(prompt)];
+  return lines.map((line, i) => {
+    const match = SEGMENT_LINE.exec(line);
+    const answered = match ? `${match[1]}${translate(match[2])}${match[3]}` : line;
+    return i < lines.length - 1 ? `${answered}\n` : answered;
+  });
+}
+
+/** The texts of a marked batch's segments (the texts of the items), or `[prompt]` when single. */
+export function promptTexts(prompt) {
+  const lines = prompt.split("\n");
+  if (!SEGMENT_LINE.test(lines[0])) return [prompt];
+  return lines.flatMap((line) => {
+    const match = SEGMENT_LINE.exec(line);
+    return match ? [match[2]] : [];
+  });
+}

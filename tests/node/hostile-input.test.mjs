@@ -81,10 +81,14 @@ const hostile = {
     const error = Object.defineProperty(new Error("who knows"), "status", { get() { throw e; } });
     return { throws: error, cause: error };
   },
-  "an error whose headers.get throws": (e) => {
-    const error = Object.assign(new Error("who knows"), { headers: { get() { throw e; } } });
-    return { throws: error, cause: error };
-  },
+  // Headers are read as limitsFromHeaders reads them, which never throws: hostile ones
+  // are left unread, and the error itself is read.
+  "an error whose headers.get throws": (e) => ({
+    throws: Object.assign(e, { headers: { get() { throw new Error("headers"); } } }),
+  }),
+  "an error whose responseHeaders are a proxy whose traps throw": (e) => ({
+    throws: Object.assign(e, { responseHeaders: new Proxy({}, { ownKeys() { throw new Error("keys"); } }) }),
+  }),
   "an async iterable whose Symbol.asyncIterator getter throws": (e) => ({
     reply: { get [Symbol.asyncIterator]() { throw e; } },
   }),
