@@ -7,6 +7,10 @@
 // pacer gets one callback, `routeProviders` of both, and `fallbackProviders` maps the
 // provider's id to the fallback's, so the items move when the provider cannot serve them.
 //
+// A flow with a pool of keys submits its items to the pool (the provider's id), whose
+// members, one per key, are routed the same way, each to the provider with its own key;
+// each key's limits from the options page are that member's own bucket (`providers`).
+//
 // MV3 rules kept here: static imports only, no top-level await, every listener
 // registered synchronously at start; work waits for `ready` inside the listeners. When
 // the start fails (a manifest whose CSP forbids WebAssembly), every message is still
@@ -22,8 +26,10 @@ import {
   FLOW_FIELDS,
   FLOW_SWITCHES,
   MESSAGES,
+  NO_KEY_LIMITS,
   PORT_NAME,
   ext,
+  poolMembersOf,
   providerIdOf,
   resolveFallback,
 } from "./protocol.js";
@@ -131,6 +137,10 @@ function mergeSettings(base, stored) {
   for (const flow of FLOWS) {
     Object.assign(merged[flow], pick(stored[flow], [...FLOW_FIELDS, ...FLOW_SWITCHES]));
     Object.assign(merged[flow].fallback, pick(stored[flow]?.fallback, FALLBACK_FIELDS));
+    // Settings saved by an older version of the demo have no pool and no key limits.
+    const keys = stored[flow]?.pool?.keys;
+    if (Array.isArray(keys) && keys.every((key) => typeof key === "string" && key !== "")) merged[flow].pool = { keys: [...keys] };
+    Object.assign(merged[flow].keyLimits, pick(stored[flow]?.keyLimits, ["rpm", "burst"]));
   }
   Object.assign(merged.provider, pick(stored.provider, ["kind", "baseUrl", "apiKey", "model"]));
   for (const key of ["sourceLang", "targetLang"]) {
@@ -164,10 +174,16 @@ function providersFor(next) {
       const stream = next[flow].stream === true;
       const main = withWhere("provider", () => providerFor(next.provider, stream));
       const fallback = resolveFallback(next[flow].fallback, next.provider);
-      if (!fallback) return [flow, main];
-      const second = withWhere(`${flow}.fallback`, () => providerFor(fallback, stream));
-      // The same id for both is refused by the pacer's options ("maps ... to itself").
-      return [flow, routeProviders({ [providerIdOf(fallback)]: second, [providerIdOf(next.provider)]: main })];
+      const keys = next[flow].pool.keys;
+      if (!fallback && keys.length === 0) return [flow, main];
+      const routes = { [providerIdOf(next.provider)]: main };
+      poolMembersOf(providerIdOf(next.provider), keys.length).forEach((member, i) => {
+        routes[member] = withWhere("provider", () => providerFor({ ...next.provider, apiKey: keys[i] }, stream));
+      });
+      // The same id for the fallback and the provider is refused by the pacer's options
+      // ("maps ... to itself").
+      if (fallback) routes[providerIdOf(fallback)] = withWhere(`${flow}.fallback`, () => providerFor(fallback, stream));
+      return [flow, routeProviders(routes)];
     }),
   );
 }
@@ -186,16 +202,47 @@ function fallbackIdOf(next, flow) {
   return fallback ? providerIdOf(fallback) : null;
 }
 
+/** The ids of the flow's pool members, one per key of its pool ([] without a pool). */
+function poolMembers(next, flow) {
+  return poolMembersOf(providerIdOf(next.provider), next[flow].pool.keys.length);
+}
+
+/**
+ * The pacer's `providers` and `pools` of a flow: each key's limits for each member of its
+ * pool (or for the provider, without a pool), and the pool itself. Empty maps when the
+ * flow has neither.
+ */
+function keyOptions(next, flow) {
+  const { rpm, burst } = next[flow].keyLimits;
+  const members = poolMembers(next, flow);
+  const keyIds = members.length > 0 ? members : [providerIdOf(next.provider)];
+  // An empty field or 0: no limits of its own. Anything else goes to the pacer, which
+  // names what is wrong with it.
+  const limits = rpm === 0 || rpm === "" ? null : { rate: typeof rpm === "number" ? rpm / 60 : rpm, capacity: burst };
+  return {
+    providers: limits === null ? {} : Object.fromEntries(keyIds.map((id) => [id, { ...limits }])),
+    pools: members.length > 0 ? { [providerIdOf(next.provider)]: members } : {},
+  };
+}
+
 /**
  * The BatchPacer options of a flow's settings (the switches are the demo's own), with
- * `fallbackProviders` from its fallback setting (an empty map clears it in setOptions).
+ * `fallbackProviders` from its fallback setting (an empty map clears it in setOptions),
+ * and `providers` and `pools` from its keys when it has any, or when `previous` settings
+ * had them (empty maps clear them).
  */
-function pacerOptions(next, flow) {
+function pacerOptions(next, flow, previous = null) {
   const fallbackId = fallbackIdOf(next, flow);
-  return {
+  const keyed = keyOptions(next, flow);
+  const before = previous === null ? { providers: {}, pools: {} } : keyOptions(previous, flow);
+  const options = {
     ...pick(next[flow], FLOW_FIELDS),
     fallbackProviders: fallbackId === null ? {} : { [providerIdOf(next.provider)]: fallbackId },
   };
+  for (const name of ["providers", "pools"]) {
+    if (Object.keys(keyed[name]).length > 0 || Object.keys(before[name]).length > 0) options[name] = keyed[name];
+  }
+  return options;
 }
 
 function providerId() {
@@ -424,10 +471,17 @@ function currentBlock() {
 /** Cumulative totals: earlier lifetimes plus this pacer's counters. */
 function totals(flow) {
   const now = pacers[flow]?.stats() ?? {};
-  const before = flowHistory(flow).totals;
-  const sum = { ...now };
-  for (const [key, value] of Object.entries(before)) {
-    if (key !== "queued" && key !== "inFlight" && key !== "pending") sum[key] = (sum[key] ?? 0) + value;
+  const before = { ...flowHistory(flow).totals };
+  for (const gauge of ["queued", "inFlight", "pending"]) delete before[gauge];
+  return addCounters(now, before);
+}
+
+/** `a` + `b`, counter by counter, into nested objects (`byProvider`) too. */
+function addCounters(a, b) {
+  const sum = { ...a };
+  for (const [key, value] of Object.entries(b)) {
+    if (typeof value === "number") sum[key] = (typeof sum[key] === "number" ? sum[key] : 0) + value;
+    else if (value !== null && typeof value === "object") sum[key] = addCounters(sum[key] ?? {}, value);
   }
   return sum;
 }
@@ -455,6 +509,7 @@ function statsView() {
     flows[flow] = {
       providerId: providerId(),
       fallbackProviderId: fallbackIdOf(settings, flow),
+      poolMembers: poolMembers(settings, flow),
       maxItemsPerBatch: settings[flow].maxItemsPerBatch,
       pacer: totals(flow),
       byProvider: flowHistory(flow).byProvider,
@@ -535,11 +590,25 @@ async function handlePageMessage(message) {
   }
 }
 
-/** Counters that cancel the current pacer's, so a reset starts from zero. */
+/** Counters that cancel the current pacer's (`byProvider`'s too), so a reset starts from zero. */
 function negate(stats) {
   const out = {};
-  for (const [key, value] of Object.entries(stats)) out[key] = -value;
+  for (const [key, value] of Object.entries(stats)) {
+    if (typeof value === "number") out[key] = -value;
+    else if (value !== null && typeof value === "object") out[key] = negate(value);
+  }
   return out;
+}
+
+/**
+ * The options page's field of a package message about `providers` or `pools` (which
+ * name `providers.<id>.<field>` and the pool), or null.
+ */
+function keyField(message) {
+  if (/^providers\.[^ ]*\.rate\b/.test(message)) return "keyLimits.rpm";
+  if (/^providers\.[^ ]*\.capacity\b/.test(message)) return "keyLimits.burst";
+  if (message.startsWith("pools")) return "pool.keys";
+  return null;
 }
 
 function publicSettings() {
@@ -547,6 +616,7 @@ function publicSettings() {
   const out = { ...structuredClone(settings), provider: { ...provider, apiKey: "", apiKeySet: Boolean(apiKey) } };
   for (const flow of FLOWS) {
     out[flow].fallback = { ...out[flow].fallback, apiKey: "", apiKeySet: Boolean(settings[flow].fallback.apiKey) };
+    out[flow].pool = { keys: [], keysSet: settings[flow].pool.keys.length };
   }
   return out;
 }
@@ -578,6 +648,20 @@ async function applySettings(incoming) {
       fallback[name] = fallback[name].trim();
     }
     next[flow].fallback = fallback;
+    const pool = incoming[flow]?.pool;
+    if (pool?.clear === true) next[flow].pool = { keys: [] };
+    else if (Array.isArray(pool?.keys) && pool.keys.length > 0) {
+      const keys = pool.keys.map((key) => (typeof key === "string" ? key.trim() : key));
+      if (!keys.every((key) => typeof key === "string" && key !== "")) {
+        return { ok: false, error: { flow, field: "pool.keys", code: "invalid_options", message: "each key of the pool must be a non-empty string, one per line" } };
+      }
+      if (new Set(keys).size !== keys.length) {
+        // Two members on one key would share its quota while counting as two.
+        return { ok: false, error: { flow, field: "pool.keys", code: "invalid_options", message: "the pool lists the same key twice" } };
+      }
+      next[flow].pool = { keys };
+    }
+    next[flow].keyLimits = { ...NO_KEY_LIMITS, ...next[flow].keyLimits, ...pick(incoming[flow]?.keyLimits, ["rpm", "burst"]) };
   }
   for (const flow of FLOWS) {
     const field = FLOW_SWITCHES.find((name) => typeof next[flow][name] !== "boolean");
@@ -586,7 +670,7 @@ async function applySettings(incoming) {
       return { ok: false, error: { flow, field, code: "invalid_options", message } };
     }
     try {
-      new BatchPacer(() => "", pacerOptions(next, flow)).dispose();
+      new BatchPacer(() => "", pacerOptions(next, flow, settings)).dispose();
     } catch (error) {
       const text = String(error.message);
       if (text.startsWith("fallbackProviders ")) {
@@ -594,7 +678,7 @@ async function applySettings(incoming) {
         const message = `the fallback must be another provider or model than the provider settings' (${text})`;
         return { ok: false, error: { flow, field: "fallback.kind", code: error.code ?? "invalid_options", message } };
       }
-      const field = FLOW_FIELDS.find((f) => text.startsWith(`${f} `)) ?? null;
+      const field = FLOW_FIELDS.find((f) => text.startsWith(`${f} `)) ?? keyField(text);
       return { ok: false, error: { flow, field, code: error.code ?? "invalid_options", message: error.message } };
     }
   }
@@ -614,7 +698,7 @@ async function applySettings(incoming) {
   for (const key of ["sourceLang", "targetLang"]) {
     if (typeof incoming[key] === "string" && incoming[key].trim()) next[key] = incoming[key].trim();
   }
-  for (const flow of FLOWS) pacers[flow].setOptions(pacerOptions(next, flow));
+  for (const flow of FLOWS) pacers[flow].setOptions(pacerOptions(next, flow, settings));
   settings = next;
   callProvider = nextProvider;
   // The user acted: items are sent again, so an old settings or billing message would mislead.

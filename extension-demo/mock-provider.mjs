@@ -44,7 +44,11 @@
 // reasoning models write drafts into their content.
 //
 // Quota: a token bucket refilled at rpm/60 tokens per second holding at most `burst`
-// tokens (it starts full; rpm 0 = unlimited). A chat request finding no token is answered
+// tokens (it starts full; rpm 0 = unlimited). Keys (option `keys`, by the request's
+// `Authorization: Bearer <key>`): `{ [key]: { rpm, burst } }` gives each listed key a
+// bucket of its own, used instead of the shared one, as each key of a provider (one per
+// project or account) has its own quota; a key not listed, or no key, uses the shared
+// bucket. A chat request finding no token is answered
 // at once (no latency) with 429, `Retry-After` (whole seconds, at least 1) and
 // `retry-after-ms`. Order of checks: API key (401), body (400), daily quota (429), quota
 // (429), fault.
@@ -78,7 +82,8 @@
 //   unbatched (batches a model that cannot batch answered as plain paragraphs),
 //   byModel: { [model]: { requests, ok, segments, dailyLimited, rateLimited } } (chat
 //   requests with a valid body, by the model they named), usedToday: { [model]: accepted
-//   requests since the day began } }
+//   requests since the day began }, byKey: { [key]: { requests, ok, rateLimited } } (chat
+//   requests that named a key listed in `keys`) }
 //
 // Faults (option `fault`, or per request the header `x-mock-fault`, with the optional
 // header `x-mock-fault-rate`):
@@ -143,6 +148,7 @@ export const DEFAULT_OPTIONS = Object.freeze({
   tokensPerSecond: 0, // 0 = no writing time: the reply comes whole after the latency
   think: false,
   models: {}, // { [model]: { requestsPerDay?, canBatch? } }, see the header
+  keys: {}, // { [apiKey]: { rpm, burst? } }: a quota of its own per key, see the header
   dayMs: DAY_MS,
   dailyStyle: "openai", // "openai" | "gemini": how a spent daily quota is told
   log: undefined, // (line: string) => void, one line per chat request
@@ -441,6 +447,7 @@ function validateOptions(options) {
   check("tokensPerSecond", nonNegative, "a number of tokens per second >= 0 (0 = no writing time)");
   check("think", (v) => typeof v === "boolean", "a boolean");
   check("models", validModels, "an object of model ids to { requestsPerDay: number >= 0, canBatch: boolean }");
+  check("keys", validKeys, "an object of API keys to { rpm: number > 0, burst: number >= 1 }");
   check("dayMs", (v) => typeof v === "number" && Number.isFinite(v) && v > 0, "a number of milliseconds > 0");
   check("dailyStyle", (v) => v === "openai" || v === "gemini", '"openai" or "gemini"');
   check("log", (v) => typeof v === "function", "a function");
@@ -455,6 +462,18 @@ function validModels(models) {
       Object.keys(m).every((k) => k === "requestsPerDay" || k === "canBatch") &&
       (m.requestsPerDay === undefined || (typeof m.requestsPerDay === "number" && Number.isFinite(m.requestsPerDay) && m.requestsPerDay >= 0)) &&
       (m.canBatch === undefined || typeof m.canBatch === "boolean"),
+  );
+}
+
+function validKeys(keys) {
+  if (keys === null || typeof keys !== "object" || Array.isArray(keys)) return false;
+  return Object.values(keys).every(
+    (k) =>
+      k !== null &&
+      typeof k === "object" &&
+      Object.keys(k).every((name) => name === "rpm" || name === "burst") &&
+      typeof k.rpm === "number" && Number.isFinite(k.rpm) && k.rpm > 0 &&
+      (k.burst === undefined || (typeof k.burst === "number" && Number.isFinite(k.burst) && k.burst >= 1)),
   );
 }
 
@@ -487,6 +506,7 @@ function emptyStats() {
     dailyLimited: 0,
     unbatched: 0,
     byModel: {},
+    byKey: {},
   };
 }
 
@@ -548,30 +568,56 @@ export async function startMockProvider(options = {}) {
   };
   reseed();
 
-  // Token bucket (monotonic clock).
+  // Token buckets (monotonic clock): the shared one, and one per key listed in `keys`.
   const now = () => performance.now();
-  let tokens = opts.burst;
-  let refilledAt = now();
-  const rate = () => opts.rpm / 60000; // tokens per ms
-  const refill = () => {
-    const t = now();
-    if (opts.rpm > 0) tokens = Math.min(opts.burst, tokens + (t - refilledAt) * rate());
-    refilledAt = t;
+  const shared = bucket(() => opts);
+  let keyBuckets = new Map();
+  const bucketOf = (key) => {
+    if (key === null || !Object.hasOwn(opts.keys, key)) return shared;
+    if (!keyBuckets.has(key)) keyBuckets.set(key, bucket(() => ({ burst: 1, ...opts.keys[key] })));
+    return keyBuckets.get(key);
   };
   // A request may arrive up to a fifth of an interval early: network and event-loop
   // jitter move a perfectly paced client's requests by some ms. The share of a token it
   // borrows is owed (the bucket goes below 0), so the long-run rate stays exact.
   const JITTER_ALLOWANCE = 0.2;
-  /** Takes a token: 0 when granted, else the ms until the next token. */
-  const takeToken = () => {
-    if (opts.rpm === 0) return 0;
-    refill();
-    if (tokens >= 1 - JITTER_ALLOWANCE) {
-      tokens -= 1;
-      return 0;
-    }
-    return (1 - tokens) / rate();
-  };
+  /** A bucket whose `{ rpm, burst }` are read at each use (setOptions may change them). */
+  function bucket(limits) {
+    const state = { tokens: limits().burst, refilledAt: now() };
+    const rate = () => limits().rpm / 60000; // tokens per ms
+    const refill = () => {
+      const t = now();
+      if (limits().rpm > 0) state.tokens = Math.min(limits().burst, state.tokens + (t - state.refilledAt) * rate());
+      state.refilledAt = t;
+    };
+    return {
+      refill,
+      rate,
+      limits,
+      get tokens() {
+        return state.tokens;
+      },
+      /** Takes a token: 0 when granted, else the ms until the next token. */
+      take() {
+        if (limits().rpm === 0) return 0;
+        refill();
+        if (state.tokens >= 1 - JITTER_ALLOWANCE) {
+          state.tokens -= 1;
+          return 0;
+        }
+        return (1 - state.tokens) / rate();
+      },
+      /** Full again, as at the start. */
+      fill() {
+        state.tokens = limits().burst;
+        state.refilledAt = now();
+      },
+      /** At most `burst` tokens (after a smaller burst was set). */
+      cap() {
+        if (limits().rpm > 0) state.tokens = Math.min(state.tokens, limits().burst);
+      },
+    };
+  }
 
   // Daily quotas: accepted requests per model since the day began.
   let dayStartedAt = Date.now();
@@ -752,6 +798,10 @@ export async function startMockProvider(options = {}) {
       return sendError(res, 400, setting.error, "invalid_request_error", "invalid_fault");
     }
 
+    const bearer = /^Bearer\s+(.+)$/i.exec(String(req.headers.authorization ?? "").trim())?.[1] ?? null;
+    const quota = bucketOf(bearer);
+    const keyStats = quota === shared ? null : (stats.byKey[bearer] ??= { requests: 0, ok: 0, rateLimited: 0 });
+    if (keyStats) keyStats.requests += 1;
     const model = typeof body.model === "string" && body.model !== "" ? body.model : MODEL_ID;
     const perModel = modelStats(model);
     perModel.requests += 1;
@@ -764,24 +814,26 @@ export async function startMockProvider(options = {}) {
       return sendDailyLimit(res, model, requestsPerDay, dayLeft);
     }
 
-    const wait = takeToken();
+    const wait = quota.take();
+    const { rpm, burst } = quota.limits();
     if (wait > 0) {
       stats.rateLimited += 1;
       perModel.rateLimited += 1;
+      if (keyStats) keyStats.rateLimited += 1;
       const waitMs = Math.max(1, Math.ceil(wait));
       const seconds = Math.max(1, Math.ceil(waitMs / 1000));
       log(`429 POST /v1/chat/completions (retry after ${waitMs} ms)`);
       return sendError(
         res,
         429,
-        `Rate limit reached for requests on ${MODEL_ID}: limit ${opts.rpm} / min, burst ${opts.burst}. ` +
+        `Rate limit reached for requests on ${MODEL_ID}: limit ${rpm} / min, burst ${burst}. ` +
           `Please try again in ${(waitMs / 1000).toFixed(3)}s.`,
         "requests",
         "rate_limit_exceeded",
         {
           "Retry-After": String(seconds),
           "retry-after-ms": String(waitMs),
-          "x-ratelimit-limit-requests": String(opts.rpm),
+          "x-ratelimit-limit-requests": String(rpm),
           "x-ratelimit-remaining-requests": "0",
           "x-ratelimit-reset-requests": `${(waitMs / 1000).toFixed(3)}s`,
         },
@@ -847,6 +899,7 @@ export async function startMockProvider(options = {}) {
       const answeredModel = (currentStats.byModel[model] ??= { requests: 0, ok: 0, segments: 0, dailyLimited: 0, rateLimited: 0 });
       answeredModel.ok += 1;
       answeredModel.segments += result.sourceSegments.length;
+      if (keyStats) keyStats.ok += 1;
       if (unbatched) currentStats.unbatched += 1;
       if (result.sourceSegments.length > 1) currentStats.batches[result.markers !== null ? "markers" : "separator"] += 1;
       const promptChars = body.messages.reduce((n, m) => n + contentText(m?.content).length, 0);
@@ -865,11 +918,11 @@ export async function startMockProvider(options = {}) {
         "x-mock-fault": fault,
         // Remaining and its reset together, as OpenAI sends them: a client that is
         // told "0 remaining" must also learn when that ends.
-        ...(opts.rpm > 0
+        ...(rpm > 0
           ? {
-              "x-ratelimit-limit-requests": String(opts.rpm),
-              "x-ratelimit-remaining-requests": String(Math.max(0, Math.floor(tokens))),
-              "x-ratelimit-reset-requests": `${(Math.max(0, 1 - tokens) / rate() / 1000).toFixed(3)}s`,
+              "x-ratelimit-limit-requests": String(rpm),
+              "x-ratelimit-remaining-requests": String(Math.max(0, Math.floor(quota.tokens))),
+              "x-ratelimit-reset-requests": `${(Math.max(0, 1 - quota.tokens) / quota.rate() / 1000).toFixed(3)}s`,
             }
           : {}),
       };
@@ -990,6 +1043,7 @@ export async function startMockProvider(options = {}) {
         faults: { ...stats.faults },
         requestTimes: [...stats.requestTimes],
         byModel: Object.fromEntries(Object.entries(stats.byModel).map(([model, counts]) => [model, { ...counts }])),
+        byKey: Object.fromEntries(Object.entries(stats.byKey).map(([key, counts]) => [key, { ...counts }])),
         usedToday: Object.fromEntries(usedToday),
       };
     },
@@ -1000,14 +1054,18 @@ export async function startMockProvider(options = {}) {
       if (partial.port !== undefined && partial.port !== port) {
         throw new TypeError("the port of a running mock provider cannot change");
       }
-      refill();
+      shared.refill();
+      for (const bucketOfKey of keyBuckets.values()) bucketOfKey.refill();
       for (const [k, v] of Object.entries(partial)) {
         if (k === "port") continue;
         // faultRate and apiKey may be cleared with undefined/null; others keep their value.
         if (v === undefined && k !== "faultRate" && k !== "apiKey") continue;
         opts[k] = v;
       }
-      if (opts.rpm > 0) tokens = Math.min(tokens, opts.burst);
+      shared.cap();
+      // A key no longer listed (or listed anew) starts with a full bucket of its own.
+      if ("keys" in partial) keyBuckets = new Map([...keyBuckets].filter(([key]) => Object.hasOwn(opts.keys, key)));
+      for (const bucketOfKey of keyBuckets.values()) bucketOfKey.cap();
       if ("seed" in partial && partial.seed !== undefined) reseed();
     },
     /** Zeroes the counters, refills the bucket, starts a new day and reseeds the PRNGs. */
@@ -1016,8 +1074,8 @@ export async function startMockProvider(options = {}) {
       dayStartedAt = Date.now();
       usedToday = new Map();
       stats.maxConcurrent = inFlight;
-      tokens = opts.burst;
-      refilledAt = now();
+      shared.fill();
+      keyBuckets = new Map();
       reseed();
     },
     /** Stops listening and destroys every socket, hanging requests included. */
@@ -1064,6 +1122,9 @@ A local OpenAI-compatible chat-completions server that pseudo-translates.
                     a daily quota of N accepted requests for MODEL alone (repeatable)
   --cannot-batch MODEL
                     MODEL answers batches as plain paragraphs, no markers (repeatable)
+  --key-quota KEY=RPM[/BURST]
+                    requests from Authorization: Bearer KEY take a bucket of their
+                    own, RPM a minute with a burst of BURST (default 1) (repeatable)
   --day-ms MS       length of the mock's day for the daily quotas (default 86400000)
   --daily-style S   openai | gemini: how a spent daily quota is told (default openai)
   --log             print one line per chat request to stderr
@@ -1090,6 +1151,7 @@ function parseArgs(argv) {
     "--daily-style": "dailyStyle",
     "--requests-per-day": "requestsPerDay",
     "--cannot-batch": "cannotBatch",
+    "--key-quota": "keyQuota",
   };
   for (let i = 0; i < argv.length; i++) {
     let arg = argv[i];
@@ -1125,6 +1187,11 @@ function parseArgs(argv) {
       if (!match) throw new Error(`option ${arg} needs MODEL=N (got ${value})`);
       out.models ??= {};
       out.models[match[1]] = { ...out.models[match[1]], requestsPerDay: Number(match[2]) };
+    } else if (key === "keyQuota") {
+      const match = /^(.+)=(\d+(?:\.\d+)?)(?:\/(\d+))?$/.exec(value);
+      if (!match) throw new Error(`option ${arg} needs KEY=RPM or KEY=RPM/BURST (got ${value.replace(/=.*/, "=...")})`);
+      out.keys ??= {};
+      out.keys[match[1]] = { rpm: Number(match[2]), ...(match[3] ? { burst: Number(match[3]) } : {}) };
     } else if (key === "cannotBatch") {
       out.models ??= {};
       out.models[value] = { ...out.models[value], canBatch: false };

@@ -1,8 +1,8 @@
 // Request Control: the options page. Edits the settings of both flows (each with its own
-// fallback provider) and the provider, and lets the background validate them with the
+// fallback provider, pool of keys and limits per key) and the provider, and lets the background validate them with the
 // package's own rules and messages.
 
-import { FLOWS, FLOW_FIELDS, FLOW_SWITCHES, FALLBACK_KINDS, PRESETS, DEFAULT_SETTINGS, MESSAGES, describeFailure, send } from "./protocol.js";
+import { FLOWS, FLOW_FIELDS, FLOW_SWITCHES, FALLBACK_KINDS, PRESETS, DEFAULT_SETTINGS, MESSAGES, NO_KEY_LIMITS, describeFailure, send } from "./protocol.js";
 import { element } from "./dom.js";
 
 const FLOW_TITLES = { page: "Page translation", subtitles: "Video subtitles" };
@@ -75,6 +75,21 @@ const FALLBACK_INFO = {
   baseUrl: { label: "Fallback base URL", hint: "Empty: the provider settings' base URL." },
   apiKey: { label: "Fallback API key", hint: "" },
 };
+/** Label and hint of each part of a flow's keys: its pool, and each key's own limits. */
+const KEY_INFO = {
+  "pool.keys": {
+    label: "Pool of API keys (one per line)",
+    hint: "Several keys of the provider (one per project or account), used as one: each call goes to the key that can take it soonest.",
+  },
+  "pool.clear": { label: "Use the provider settings' key alone (forget the pool)", hint: "" },
+  "keyLimits.rpm": {
+    label: "Requests per minute per key (0 = none of its own)",
+    hint: "Each key's own quota, paced apart from the others (the flow's rate above still holds for all of them).",
+  },
+  "keyLimits.burst": { label: "Burst per key", hint: "Requests one key may start back to back. 1 = no burst." },
+};
+const KEY_ID = (flow, part) => `${flow}-${part.replace(".", "-")}`;
+
 const FALLBACK_KIND_LABELS = { none: "None", demo: "Demo provider (offline)", openai: "OpenAI-compatible" };
 
 const PROVIDER_FIELDS = ["kind", "baseUrl", "apiKey", "model"];
@@ -92,6 +107,8 @@ let busy = false;
 let apiKeySet = false;
 /** Per flow: whether its fallback provider has a key of its own stored. */
 const fallbackKeySet = Object.fromEntries(FLOWS.map((flow) => [flow, false]));
+/** Per flow: how many keys its pool has stored. */
+const poolKeysSet = Object.fromEntries(FLOWS.map((flow) => [flow, 0]));
 
 // ---------------------------------------------------------------------------------------
 // Building the flow sections
@@ -180,7 +197,7 @@ function buildFlow(container) {
     }),
   );
 
-  container.append(toolbar, grid, switches, buildFallback(flow));
+  container.append(toolbar, grid, switches, buildFallback(flow), buildKeys(flow));
 
   presetSelect.addEventListener("change", () => applyPreset(flow, presetSelect.value));
   rpmInput.addEventListener("input", () => {
@@ -232,6 +249,57 @@ function buildFallback(flow) {
   ]);
   kind.addEventListener("change", () => updateFallbackState(flow));
   return fieldset;
+}
+
+/** The flow's pool of keys and each key's own limits (the pacer's `pools` and `providers`). */
+function buildKeys(flow) {
+  const field = (part, control, extra = []) =>
+    element("div", { class: "field" }, [
+      element("label", { for: KEY_ID(flow, part), text: KEY_INFO[part].label }),
+      control,
+      ...extra,
+      element("p", { class: "hint", id: `${KEY_ID(flow, part)}-hint`, text: KEY_INFO[part].hint }),
+      element("p", { class: "field-error", id: `${KEY_ID(flow, part)}-error`, role: "alert" }),
+    ]);
+  const describedBy = (part) => `${KEY_ID(flow, part)}-hint ${KEY_ID(flow, part)}-error`;
+  const keys = element("textarea", {
+    id: KEY_ID(flow, "pool.keys"),
+    name: KEY_ID(flow, "pool.keys"),
+    rows: "3",
+    spellcheck: "false",
+    autocomplete: "off",
+    "aria-describedby": describedBy("pool.keys"),
+  });
+  const clear = element("label", { for: KEY_ID(flow, "pool.clear"), class: "switch" }, [
+    element("input", { id: KEY_ID(flow, "pool.clear"), name: KEY_ID(flow, "pool.clear"), type: "checkbox" }),
+    ` ${KEY_INFO["pool.clear"].label}`,
+  ]);
+  const number = (part, min, step) =>
+    element("input", {
+      id: KEY_ID(flow, part),
+      name: KEY_ID(flow, part),
+      type: "number",
+      min,
+      step,
+      inputmode: "decimal",
+      "aria-describedby": describedBy(part),
+    });
+  return element("fieldset", { class: "keys table-gap", id: `${flow}-keys` }, [
+    element("legend", { text: "Keys and their own limits" }),
+    element("div", { class: "field-grid" }, [
+      field("pool.keys", keys, [clear]),
+      field("keyLimits.rpm", number("keyLimits.rpm", "0", "any")),
+      field("keyLimits.burst", number("keyLimits.burst", "1", "1")),
+    ]),
+  ]);
+}
+
+/** The pool field shows how many keys are stored, never the keys. */
+function updatePoolHint(flow) {
+  const stored = poolKeysSet[flow];
+  $(`${KEY_ID(flow, "pool.keys")}-hint`).textContent = stored > 0
+    ? `${stored} key${stored === 1 ? "" : "s"} stored. Leave the field empty to keep them, or type keys to replace them.`
+    : KEY_INFO["pool.keys"].hint;
 }
 
 /** The endpoint fields count only for an OpenAI-compatible fallback. */
@@ -347,6 +415,15 @@ function collect() {
       apiKey: $(`${flow}-fallback-apiKey`).value, // empty keeps the stored key
       model: $(`${flow}-fallback-model`).value.trim(),
     };
+    settings[flow].pool = {
+      // Empty keeps the stored keys.
+      keys: $(KEY_ID(flow, "pool.keys")).value.split("\n").map((key) => key.trim()).filter((key) => key !== ""),
+      clear: $(KEY_ID(flow, "pool.clear")).checked,
+    };
+    settings[flow].keyLimits = {
+      rpm: readNumber($(KEY_ID(flow, "keyLimits.rpm"))),
+      burst: readNumber($(KEY_ID(flow, "keyLimits.burst"))),
+    };
   }
   settings.provider = {
     kind: $("provider-kind").value,
@@ -371,6 +448,13 @@ function render(settings) {
     $(`${flow}-fallback-apiKey`).value = "";
     fallbackKeySet[flow] = Boolean(fallback.apiKeySet);
     updateFallbackState(flow);
+    $(KEY_ID(flow, "pool.keys")).value = "";
+    $(KEY_ID(flow, "pool.clear")).checked = false;
+    poolKeysSet[flow] = Number(settings?.[flow]?.pool?.keysSet) || 0;
+    updatePoolHint(flow);
+    const keyLimits = { ...NO_KEY_LIMITS, ...(settings?.[flow]?.keyLimits ?? {}) };
+    writeValue($(KEY_ID(flow, "keyLimits.rpm")), keyLimits.rpm);
+    writeValue($(KEY_ID(flow, "keyLimits.burst")), keyLimits.burst);
     updateSwitches(flow);
     syncRpmFromRate(flow);
     updatePresetMatch(flow);
@@ -419,6 +503,9 @@ function errorTarget(error) {
   const fallbackPart = typeof field === "string" && field.startsWith("fallback.") ? field.slice("fallback.".length) : null;
   if (FLOWS.includes(flow) && Object.hasOwn(FALLBACK_INFO, fallbackPart)) {
     return { id: `${flow}-fallback-${fallbackPart}`, name: `${FLOW_TITLES[flow]} › ${FALLBACK_INFO[fallbackPart].label}` };
+  }
+  if (FLOWS.includes(flow) && Object.hasOwn(KEY_INFO, field)) {
+    return { id: KEY_ID(flow, field), name: `${FLOW_TITLES[flow]} › ${KEY_INFO[field].label}` };
   }
   if (Object.hasOwn(LANGUAGE_LABELS, field)) {
     return { id: field, name: LANGUAGE_LABELS[field] };

@@ -37,7 +37,9 @@ export const PORT_NAME = "batch-pacer-translate";
  * settings = {
  *   page:      { rate, capacity, maxInFlight, maxCharactersPerBatch, maxItemsPerBatch, batchDelayMs,
  *                stream, previews,                    // FLOW_FIELDS, then FLOW_SWITCHES
- *                fallback: { kind: "none" | "demo" | "openai", baseUrl, apiKey, model } },
+ *                fallback: { kind: "none" | "demo" | "openai", baseUrl, apiKey, model },
+ *                pool: { keys: string[] },           // more keys of the provider, used as one
+ *                keyLimits: { rpm, burst } },        // each key's own quota, rpm 0 = none
  *   subtitles: { ...same fields },
  *   provider:  { kind: "demo" | "openai", baseUrl, apiKey, model },
  *   sourceLang, targetLang,
@@ -48,9 +50,17 @@ export const PORT_NAME = "batch-pacer-translate";
  * For "openai", an empty baseUrl means the provider's own endpoint (another model on the
  * same account), and with no key of its own it uses the provider's key on that same
  * endpoint only (a key is never sent to another host than its own).
+ * A flow's `pool` lists keys of the provider (one per project or account, each with its
+ * own quota): its items then go to the pacer's pool `providerIdOf(provider)`, whose
+ * members are `poolMembersOf(...)`, one per key, each routed to the provider with its
+ * own key. `keyLimits` gives each key (each member, or the provider itself without a
+ * pool) its own bucket in the pacer's `providers`: `{ rate: rpm / 60, capacity: burst }`.
+ * In setSettings, `pool.keys` replaces the stored keys when it holds any, `pool.clear:
+ * true` forgets them, and otherwise they are kept.
  * The apiKeys are never sent to a content script and never logged; getSettings returns
  * them only to extension pages, as `apiKeySet: boolean` plus `apiKey: ""` (the options
- * page leaves the field empty to keep the stored key).
+ * page leaves the field empty to keep the stored key); the pool's as `{ keys: [], keysSet:
+ * <how many> }`.
  *
  * stats = {
  *   flows: { page: FlowStats, subtitles: FlowStats },
@@ -60,7 +70,9 @@ export const PORT_NAME = "batch-pacer-translate";
  *   providerId,                                 // "demo" or "openai:<baseUrl>#<model>"
  *   fallbackProviderId,                         // the flow's fallback's id, or null
  *   maxItemsPerBatch,                           // the flow's setting: a batch limit not learned
- *   pacer: <BatchPacer.stats()>,                // items, providerCalls, retries, fallbackItems, ...
+ *   poolMembers,                                // the flow's pool members' ids ([] without a pool)
+ *   pacer: <BatchPacer.stats()>,                // items, providerCalls, retries, fallbackItems,
+ *                                               // byProvider: { [id]: { calls, items, rateLimited } }, ...
  *   byProvider: { [providerId]: { paragraphs,   // asked for under this providerId
  *                                 served,       // translated by this provider (see background.js)
  *                                 calls, rateLimited, inputTokens, outputTokens } },
@@ -131,11 +143,13 @@ export const FALLBACK_FIELDS = Object.freeze(["kind", "baseUrl", "apiKey", "mode
 export const FALLBACK_KINDS = Object.freeze(["none", "demo", "openai"]);
 
 const NO_FALLBACK = Object.freeze({ kind: "none", baseUrl: "", apiKey: "", model: "" });
+/** Each key's own limits: none until the user gives a rate (requests per minute). */
+export const NO_KEY_LIMITS = Object.freeze({ rpm: 0, burst: 1 });
 
 /** Settings of a fresh install: the package defaults, the offline demo provider. */
 export const DEFAULT_SETTINGS = Object.freeze({
-  page: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100, stream: false, previews: true, fallback: { ...NO_FALLBACK } },
-  subtitles: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100, stream: false, previews: true, fallback: { ...NO_FALLBACK } },
+  page: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100, stream: false, previews: true, fallback: { ...NO_FALLBACK }, pool: { keys: [] }, keyLimits: { ...NO_KEY_LIMITS } },
+  subtitles: { rate: 8, capacity: 60, maxInFlight: 0, maxCharactersPerBatch: 1000, maxItemsPerBatch: 4, batchDelayMs: 100, stream: false, previews: true, fallback: { ...NO_FALLBACK }, pool: { keys: [] }, keyLimits: { ...NO_KEY_LIMITS } },
   provider: { kind: "demo", baseUrl: "", apiKey: "", model: "" },
   sourceLang: "en",
   targetLang: "de",
@@ -149,6 +163,14 @@ export const DEFAULT_SETTINGS = Object.freeze({
 export function providerIdOf(provider) {
   if (provider?.kind !== "openai") return "demo";
   return `openai:${provider.baseUrl ?? ""}#${provider.model ?? ""}`;
+}
+
+/**
+ * The ids of a pool's members, one per key: the pool's id and the key's place, never the
+ * key itself (ids show on the statistics page and in events).
+ */
+export function poolMembersOf(poolId, keyCount) {
+  return Array.from({ length: keyCount }, (_, i) => `${poolId}/key${i + 1}`);
 }
 
 /**

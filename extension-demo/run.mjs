@@ -6,7 +6,10 @@
 // the streamed run's details. A third run (on the mock) gives the first model a daily
 // quota that runs out halfway through the page: the flows' items move to their fallback
 // provider, a second model with its own quota, and the report says how many paragraphs
-// each served. Writes screenshots of the translated page and of the statistics page
+// each served. Before it, a pooled run (on the mock) translates the article with one API
+// key and then with a pool of two, each key with a strict quota of its own, and reports
+// both times and the calls each key made as the statistics page shows them (see
+// pool-run.mjs). Writes screenshots of the translated page and of the statistics page
 // (after the streamed run, and after the fallback run).
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
@@ -14,6 +17,7 @@ import { LITE_MODEL_ID, MODEL_ID, startMockProvider } from "./mock-provider.mjs"
 import { startDemoServer } from "./demo-server.mjs";
 import { EXTENSION_DIR, applySettings, extensionMessage, getStats, launchChromium, translations, waitTranslated } from "./harness.mjs";
 import { pseudoTranslate } from "./demo-provider.js";
+import { clearKeys, keysRun, poolReport } from "./pool-run.mjs";
 import { providerIdOf } from "./protocol.js";
 
 const OUTPUT_DIR = join(EXTENSION_DIR, "..", "demo-output");
@@ -233,8 +237,19 @@ async function main() {
     lines.push(`screenshots         ${pageShot}`, `                    ${statsShot}`);
     const runs = [whole, streamed];
     let fallbackOk = true;
+    let poolOk = true;
     if (mock) {
       await page.close();
+      // Replies come whole after the first token here, so a page's time is its keys' quotas' time.
+      mock.setOptions({ tokensPerSecond: 0 });
+      const oneKey = await keysRun(browser, site, mock, { keyCount: 1, targetLang: "nl" });
+      const twoKeys = await keysRun(browser, site, mock, { keyCount: 2, targetLang: "pt" });
+      await clearKeys(browser, mock);
+      mock.setOptions({ tokensPerSecond: MOCK_TOKENS_PER_SECOND });
+      runs.push(oneKey, twoKeys);
+      const pooled = poolReport(oneKey, twoKeys);
+      lines.push(...pooled.lines);
+      poolOk = pooled.ok;
       const quota = Math.max(1, Math.round(mockWhole.ok / 2));
       const fallback = await fallbackRun(browser, site, mock, { quota, wholeCalls: mockWhole.ok });
       runs.push(fallback);
@@ -244,14 +259,14 @@ async function main() {
       lines.push(...report.lines);
       fallbackOk = report.ok;
     } else {
-      lines.push("", "The fallback run needs the local mock (a real provider's daily quota is not spent for a demo): skipped.");
+      lines.push("", "The pooled and the fallback runs need the local mock (a real provider's quotas are not spent for a demo): skipped.");
     }
     lines.push("", `total run           ${((Date.now() - started) / 1000).toFixed(1)} s`, "");
     console.log(lines.join("\n"));
     for (const run of runs) {
       for (const w of run.wrong) console.log(`misplaced (${run.targetLang}) ${w.id}: ${JSON.stringify(w.text)} -> ${JSON.stringify(w.translation)}`);
     }
-    if (!fallbackOk || runs.some((run) => run.wrong.length > 0 || run.done.failed > 0)) process.exitCode = 1;
+    if (!fallbackOk || !poolOk || runs.some((run) => run.wrong.length > 0 || run.done.failed > 0)) process.exitCode = 1;
   } finally {
     await browser.close();
     await site.close();

@@ -2,8 +2,9 @@
 // paragraphs became how many provider calls, how long a page waited for its first
 // paragraph (streamed replies shorten it), the pacer's counters (items moved to the
 // fallback provider included), the counts per provider (paragraphs it served, its
-// learned batch size, tokens from its reported usage), a chart of both totals over time
-// and one of the tokens used per minute.
+// learned batch size, tokens from its reported usage), the calls each provider and each
+// key of a pool made as the pacer counts them (`stats().byProvider`), a chart of both
+// totals over time and one of the tokens used per minute.
 
 import { FLOWS, MESSAGES, describeFailure, send } from "./protocol.js";
 import { element } from "./dom.js";
@@ -53,6 +54,16 @@ const PROVIDER_COLUMNS = [
   ["rateLimited", "429s"],
   ["inputTokens", "Input tokens"],
   ["outputTokens", "Output tokens"],
+];
+
+/**
+ * The Calls per key table: the pacer's own counts per provider (`stats().byProvider`),
+ * each member of a pool apart, so the spread over the keys shows.
+ */
+const KEY_COLUMNS = [
+  ["calls", "Calls"],
+  ["items", "Paragraphs"],
+  ["rateLimited", "429s"],
 ];
 
 /** The window the tokens-per-minute chart averages over, in seconds. */
@@ -215,13 +226,23 @@ function buildFlow(flow) {
     element("tbody", { "data-providers": flow }),
   ]);
   const fromCache = element("p", { class: "hint", "data-field": "cacheServed" });
+  const keys = element("table", { class: "key-table table-gap" }, [
+    element("caption", { text: "Calls per provider and key" }),
+    element("thead", {}, [
+      element("tr", {}, [
+        element("th", { scope: "col", text: "Provider or key" }),
+        ...KEY_COLUMNS.map(([, label]) => element("th", { scope: "col", class: "num", text: label })),
+      ]),
+    ]),
+    element("tbody", { "data-keys": flow }),
+  ]);
 
   section.append(
     provider,
     headline,
     // The two charts side by side across the card, above the tables.
     element("div", { class: "charts" }, [figure, tokenFigure]),
-    element("div", { class: "flow-stats" }, [table, element("div", {}, [providers, fromCache])]),
+    element("div", { class: "flow-stats" }, [table, element("div", {}, [providers, fromCache, keys])]),
   );
   drawChart(chart, flow, title, []);
   drawTokenChart(tokenChart, flow, title, []);
@@ -269,6 +290,7 @@ function renderFlow(flow, flowStats) {
     );
   }
   body.replaceChildren(...rows);
+  section.querySelector("[data-keys]").replaceChildren(...keyRows(flowStats));
 
   const series = Array.isArray(flowStats?.series) ? flowStats.series : [];
   drawChart($(`chart-${flow}`), flow, title, series);
@@ -277,7 +299,7 @@ function renderFlow(flow, flowStats) {
 
 /**
  * The By provider rows: every provider with counters or a learned batch size, the flow's
- * provider first, then its fallback, then the others (earlier settings).
+ * provider first, then its fallback, its pool's keys, then the others (earlier settings).
  */
 function providerRows(flowStats) {
   const byProvider = flowStats?.byProvider ?? {};
@@ -285,7 +307,9 @@ function providerRows(flowStats) {
   const main = flowStats?.providerId;
   const fallback = flowStats?.fallbackProviderId;
   const ids = [...new Set([...Object.keys(byProvider), ...Object.keys(limits)])];
-  const rank = (id) => (id === main ? 0 : id === fallback ? 1 : 2);
+  // The pool's keys after the provider and its fallback, in their order, then the others.
+  const members = Array.isArray(flowStats?.poolMembers) ? flowStats.poolMembers : [];
+  const rank = (id) => (id === main ? 0 : id === fallback ? 1 : members.includes(id) ? 2 + members.indexOf(id) / (members.length + 1) : 3);
   ids.sort((a, b) => rank(a) - rank(b));
   return ids.map((id) => ({
     id,
@@ -293,6 +317,34 @@ function providerRows(flowStats) {
     stats: byProvider[id],
     limit: batchLimitOf(limits[id], flowStats?.maxItemsPerBatch),
   }));
+}
+
+/**
+ * The Calls per key rows: each provider the pacer counted calls or paragraphs for since
+ * the statistics started, the pool's keys first, in their order.
+ */
+function keyRows(flowStats) {
+  const byProvider = flowStats?.pacer?.byProvider;
+  if (byProvider === null || typeof byProvider !== "object") {
+    return [element("tr", {}, [element("td", { colspan: String(KEY_COLUMNS.length + 1), text: "This version of the package does not count calls per provider." })])];
+  }
+  const members = Array.isArray(flowStats.poolMembers) ? flowStats.poolMembers : [];
+  const ids = Object.keys(byProvider).filter((id) => byProvider[id]?.calls > 0 || byProvider[id]?.items > 0);
+  const rank = (id) => (members.includes(id) ? members.indexOf(id) : members.length);
+  ids.sort((a, b) => rank(a) - rank(b));
+  if (ids.length === 0) {
+    return [element("tr", {}, [element("td", { colspan: String(KEY_COLUMNS.length + 1), text: "No provider calls yet." })])];
+  }
+  return ids.map((id) => {
+    const place = members.indexOf(id);
+    return element("tr", { "data-key-provider": id, ...(place >= 0 ? { "data-role": "key" } : {}) }, [
+      element("th", { scope: "row" }, [
+        element("code", { text: id }),
+        ...(place >= 0 ? [element("span", { class: "role", text: ` (key ${place + 1} of ${members.length})` })] : []),
+      ]),
+      ...KEY_COLUMNS.map(([key]) => element("td", { class: "num", "data-key-stat": key, text: count(byProvider[id]?.[key]) })),
+    ]);
+  });
 }
 
 /**

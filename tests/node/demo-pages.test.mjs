@@ -51,6 +51,8 @@ function pacerStats(overrides = {}) {
 
 const OPENAI_ID = "openai:http://127.0.0.1:8787/v1";
 const NO_FALLBACK = { kind: "none", baseUrl: "", apiKey: "", model: "" };
+const NO_POOL = { keys: [], clear: false };
+const NO_KEY_LIMITS = { rpm: 0, burst: 1 };
 
 const STATS = {
   startedAt: Date.UTC(2025, 0, 1, 12, 0, 0),
@@ -103,6 +105,7 @@ function installFakeExtension({ settings, stats }) {
 
   // Keys of the flows' fallback providers, as the background stores them.
   state.fallbackKeys = { page: "", subtitles: "" };
+  state.poolKeys = { page: [], subtitles: [] };
   const publicSettings = () => {
     const out = {
       ...structuredClone(state.settings),
@@ -110,6 +113,7 @@ function installFakeExtension({ settings, stats }) {
     };
     for (const flow of ["page", "subtitles"]) {
       if (out[flow].fallback) out[flow].fallback = { ...out[flow].fallback, apiKey: "", apiKeySet: state.fallbackKeys[flow] !== "" };
+      if (out[flow].pool) out[flow].pool = { keys: [], keysSet: state.poolKeys[flow].length };
     }
     return out;
   };
@@ -120,6 +124,7 @@ function installFakeExtension({ settings, stats }) {
         return { ok: true, settings: publicSettings() };
       case "setSettings": {
         const next = message.settings;
+        if (state.refuse) return { ok: false, error: state.refuse };
         if (next?.page?.rate === -1) {
           return {
             ok: false,
@@ -150,6 +155,9 @@ function installFakeExtension({ settings, stats }) {
             return { ok: false, error: { flow, field: "fallback.model", code: "invalid_options", message: "model must be a non-empty string (got \"\")" } };
           }
           if (fallback?.apiKey) state.fallbackKeys[flow] = fallback.apiKey;
+          const pool = next[flow].pool;
+          if (pool?.clear === true) state.poolKeys[flow] = [];
+          else if (pool?.keys?.length > 0) state.poolKeys[flow] = pool.keys;
         }
         if (next.provider.apiKey !== "") state.apiKey = next.provider.apiKey;
         state.settings = { ...structuredClone(next), provider: { ...next.provider, apiKey: "" } };
@@ -454,10 +462,11 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         assert.deepEqual(sent[0], {
           type: "setSettings",
           settings: {
-            // The switches and the fallback the fixture leaves out come from the defaults:
-            // no streaming, previews on, no fallback provider.
-            page: { rate: 1, capacity: 1, maxInFlight: 3, maxCharactersPerBatch: 900, maxItemsPerBatch: 5, batchDelayMs: 150, stream: false, previews: true, fallback: NO_FALLBACK },
-            subtitles: { rate: 4, capacity: 8, maxInFlight: 0, maxCharactersPerBatch: 400, maxItemsPerBatch: 6, batchDelayMs: 12.5, stream: false, previews: true, fallback: NO_FALLBACK },
+            // The switches, the fallback and the keys the fixture leaves out come from the
+            // defaults: no streaming, previews on, no fallback provider, no pool (an empty
+            // field keeps the stored keys), no limits of each key's own.
+            page: { rate: 1, capacity: 1, maxInFlight: 3, maxCharactersPerBatch: 900, maxItemsPerBatch: 5, batchDelayMs: 150, stream: false, previews: true, fallback: NO_FALLBACK, pool: NO_POOL, keyLimits: NO_KEY_LIMITS },
+            subtitles: { rate: 4, capacity: 8, maxInFlight: 0, maxCharactersPerBatch: 400, maxItemsPerBatch: 6, batchDelayMs: 12.5, stream: false, previews: true, fallback: NO_FALLBACK, pool: NO_POOL, keyLimits: NO_KEY_LIMITS },
             provider: { kind: "openai", baseUrl: "http://127.0.0.1:8787/v1", apiKey: "sk-new", model: "mock-translator" },
             sourceLang: "en",
             targetLang: "ja",
@@ -465,7 +474,11 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
         });
         for (const flow of ["page", "subtitles"]) {
           for (const [field, value] of Object.entries(sent[0].settings[flow])) {
-            if (field === "fallback") continue;
+            if (field === "fallback" || field === "pool") continue;
+            if (field === "keyLimits") {
+              assert.deepEqual(Object.values(value).map((v) => typeof v), ["number", "number"]);
+              continue;
+            }
             const type = field === "stream" || field === "previews" ? "boolean" : "number";
             assert.equal(typeof value, type, `${flow}.${field} is sent as a ${type}`);
           }
@@ -655,6 +668,52 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
       }
     });
 
+    test("each flow's pool of keys and each key's limits: sent on Apply in the protocol's shape, the keys never shown again, an error at its field", async () => {
+      const settings = structuredClone(SETTINGS);
+      settings.page.pool = { keys: [], keysSet: 0 };
+      settings.page.keyLimits = { rpm: 0, burst: 1 };
+      const { page, close } = await open("options.html", "settingsLoaded", { settings });
+      try {
+        assert.deepEqual(await values(page, ["page-pool-keys", "page-keyLimits-rpm", "page-keyLimits-burst"]), {
+          "page-pool-keys": "", "page-keyLimits-rpm": "0", "page-keyLimits-burst": "1",
+        });
+        // Each flow has its own, in its own card.
+        assert.equal(await page.evaluate(() => document.getElementById("subtitles-pool-keys").closest("#section-subtitles") !== null), true);
+        await page.fill("#page-pool-keys", " key-one \n\nkey-two\n");
+        await page.fill("#page-keyLimits-rpm", "15");
+        await page.click("#apply");
+        await page.waitForSelector('#status[data-state="ok"]');
+        const [sent] = await calls(page, "setSettings");
+        assert.deepEqual(sent.settings.page.pool, { keys: ["key-one", "key-two"], clear: false });
+        assert.deepEqual(sent.settings.page.keyLimits, { rpm: 15, burst: 1 });
+        assert.deepEqual(sent.settings.subtitles.pool, { keys: [], clear: false }, "an empty field keeps the stored keys");
+
+        // Re-rendered from the answer, which says how many keys are stored, not which.
+        assert.equal(await page.inputValue("#page-pool-keys"), "");
+        assert.match(await page.locator("#page-pool-keys-hint").textContent(), /^2 keys stored\. Leave the field empty to keep them/);
+        assert.equal(await page.inputValue("#page-keyLimits-rpm"), "15");
+
+        // Forgetting the pool is a box to tick.
+        await page.check("#page-pool-clear");
+        await page.click("#apply");
+        await page.waitForSelector('#status[data-state="ok"]');
+        assert.deepEqual((await calls(page, "setSettings")).at(-1).settings.page.pool, { keys: [], clear: true });
+
+        // The background's error about a key's limit is shown at that field.
+        await page.evaluate(() => {
+          globalThis.__fake.refuse = { flow: "page", field: "keyLimits.rpm", code: "invalid_options", message: "providers.x/key1.rate must be a finite number > 0 (got -0.5)" };
+        });
+        await page.fill("#page-keyLimits-rpm", "-30");
+        await page.click("#apply");
+        await page.waitForSelector('#status[data-state="error"]');
+        assert.equal(await page.locator("#page-keyLimits-rpm-error").textContent(), "providers.x/key1.rate must be a finite number > 0 (got -0.5)");
+        assert.equal(await page.locator("#page-keyLimits-rpm").getAttribute("aria-invalid"), "true");
+        assert.match(await page.locator("#status").textContent(), /Page translation › Requests per minute per key/);
+      } finally {
+        await close();
+      }
+    });
+
     test("a daily block with a fallback says where the flow's items go meanwhile", async () => {
       const { page, close } = await open("options.html", "settingsLoaded");
       try {
@@ -785,6 +844,41 @@ describe("demo extension pages in Chromium", { skip: browserSkip }, () => {
           SECOND,
           { timeout: 3000 },
         );
+      } finally {
+        await close();
+      }
+    });
+
+    test("Calls per provider and key: the pacer's byProvider counts, the pool's keys first and named as such, providers without calls left out", async () => {
+      const POOL = "openai:http://127.0.0.1:8787/v1#flash";
+      const stats = structuredClone(STATS);
+      Object.assign(stats.flows.page, {
+        providerId: POOL,
+        poolMembers: [`${POOL}/key1`, `${POOL}/key2`],
+      });
+      stats.flows.page.pacer.byProvider = {
+        "openai:http://127.0.0.1:8787/v1#lite": { calls: 3, items: 9, rateLimited: 0 },
+        [`${POOL}/key2`]: { calls: 1204, items: 4790, rateLimited: 0 },
+        [`${POOL}/key1`]: { calls: 1205, items: 4801, rateLimited: 1 },
+        "openai:http://127.0.0.1:8787/v1#old": { calls: 0, items: 0, rateLimited: 0 },
+      };
+      const { page, close } = await open("stats.html", "statsLoaded", { stats });
+      try {
+        const rows = await page.evaluate(() =>
+          [...document.querySelectorAll("#stats-page tr[data-key-provider]")].map((row) => [
+            row.dataset.keyProvider,
+            row.dataset.role ?? null,
+            row.querySelector("th").textContent,
+            ...[...row.querySelectorAll("[data-key-stat]")].map((td) => `${td.dataset.keyStat}=${td.textContent}`),
+          ]),
+        );
+        assert.deepEqual(rows, [
+          [`${POOL}/key1`, "key", `${POOL}/key1 (key 1 of 2)`, "calls=1,205", "items=4,801", "rateLimited=1"],
+          [`${POOL}/key2`, "key", `${POOL}/key2 (key 2 of 2)`, "calls=1,204", "items=4,790", "rateLimited=0"],
+          ["openai:http://127.0.0.1:8787/v1#lite", null, "openai:http://127.0.0.1:8787/v1#lite", "calls=3", "items=9", "rateLimited=0"],
+        ]);
+        // A package that does not count per provider: the table says so.
+        assert.match(await page.locator("#stats-subtitles [data-keys]").textContent(), /does not count calls per provider/);
       } finally {
         await close();
       }

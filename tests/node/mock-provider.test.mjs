@@ -207,6 +207,31 @@ describe("quota", () => {
     assert.equal(mock.stats().requests, 0);
     assert.equal((await chat(mock, { user: "c" })).status, 200);
   });
+
+  test("each key listed in `keys` has a quota of its own; other keys and no key share the main one", async (t) => {
+    const mock = await start(t, { rpm: 1, burst: 1, keys: { k1: { rpm: 1 }, k2: { rpm: 1, burst: 2 } } });
+    const as = (key) => ({ Authorization: `Bearer ${key}` });
+    assert.equal((await chat(mock, { user: "a", headers: as("k1") })).status, 200);
+    const limited = await chat(mock, { user: "b", headers: as("k1") });
+    assert.equal(limited.status, 429, "k1's own quota is spent");
+    assert.ok(Number(limited.headers.get("retry-after")) >= 59);
+    assert.equal(limited.headers.get("x-ratelimit-limit-requests"), "1");
+    // k2 is another project: its burst of 2 is untouched by k1's calls.
+    assert.equal((await chat(mock, { user: "c", headers: as("k2") })).status, 200);
+    assert.equal((await chat(mock, { user: "d", headers: as("k2") })).status, 200);
+    assert.equal((await chat(mock, { user: "e", headers: as("k2") })).status, 429);
+    // The shared bucket is still full: the keys never took from it.
+    assert.equal((await chat(mock, { user: "f", headers: as("unlisted") })).status, 200);
+    assert.equal((await chat(mock, { user: "g" })).status, 429);
+    assert.deepEqual(mock.stats().byKey, {
+      k1: { requests: 2, ok: 1, rateLimited: 1 },
+      k2: { requests: 3, ok: 2, rateLimited: 1 },
+    });
+    mock.reset();
+    assert.deepEqual(mock.stats().byKey, {});
+    assert.equal((await chat(mock, { user: "h", headers: as("k1") })).status, 200, "reset refills each key's bucket");
+    assert.throws(() => mock.setOptions({ keys: { k1: { rpm: 0 } } }), /keys must be/);
+  });
 });
 
 describe("latency", () => {
