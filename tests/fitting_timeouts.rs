@@ -6,7 +6,7 @@
 
 mod sim;
 
-use batch_pacer::{Call, Event, Instant};
+use batch_pacer::{Call, Event, Instant, Reply};
 use sim::*;
 
 fn after(ms: f64) -> Duration {
@@ -216,6 +216,38 @@ fn a_call_cancelled_by_aborts_is_not_retried_whatever_its_answer() {
     assert_eq!(sim.calls.len(), 1);
     assert_eq!(sim.code(t), ErrorCode::Aborted);
     assert_eq!(sim.engine.stats().retries, 0);
+}
+
+#[test]
+fn items_aborted_while_their_call_ran_are_not_sent_again_by_its_retries() {
+    // Batches prove nothing (a retry, then the individual fallback); singles echo.
+    let mut sim = Sim::new(marker_options(&[]), |call: &Call, _| {
+        let reply = match call.is_batch {
+            true => Reply::Text("nothing under any marker".into()),
+            false => echo_reply(call),
+        };
+        Answer::After(after(500.0), Ok(reply))
+    });
+    let kept = sim.translate(&item("alpha one"));
+    let gone = [
+        sim.translate(&item("beta two")),
+        sim.translate(&item("gamma three")),
+    ];
+    sim.drive_until(ms(300.0));
+    assert_eq!(sim.calls.len(), 1, "the batch is running");
+    gone.iter().for_each(|t| sim.abort(*t));
+    assert!(
+        sim.cancelled.is_empty(),
+        "the first item still needs the call"
+    );
+    sim.drive();
+    assert_eq!(sim.ok(kept), echo("alpha one"));
+    for call in &sim.calls[1..] {
+        assert_eq!(call.texts, ["alpha one"], "no aborted text is sent again");
+    }
+    sim.assert_settled_once(&[kept, gone[0], gone[1]]);
+    let stats = sim.engine.stats();
+    assert_eq!((stats.aborted, stats.in_flight, stats.pending), (2, 0, 0));
 }
 
 #[test]

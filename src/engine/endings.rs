@@ -87,6 +87,30 @@ impl<C: Clone> Engine<C> {
         self.end_job(job_key, group, Ending::Withdrawn);
     }
 
+    /// Ends the jobs of `batch_key` that nobody waits for any more (aborted while their
+    /// call ran, beside items still waited for), so that a retry, a split or the individual
+    /// fallback never sends them again. False when no job is left: the batch is gone.
+    pub(super) fn drop_unwaited(&mut self, batch_key: Id<Batch>) -> bool {
+        let Some(batch) = self.batches.get(batch_key) else {
+            return false;
+        };
+        let unwaited = |job: &Id<Job>| self.jobs.get(*job).is_some_and(|j| j.waiters().is_empty());
+        if !batch.jobs().iter().any(unwaited) {
+            return true;
+        }
+        let group = batch.compat();
+        let gone: Vec<Id<Job>> = batch.jobs().iter().copied().filter(unwaited).collect();
+        for job_key in gone {
+            if let Some(member) = self.jobs.member(job_key) {
+                if let Some((emptied, true)) = self.batches.leave(&member) {
+                    self.batches.remove(emptied);
+                }
+            }
+            self.end_job(job_key, group, Ending::Withdrawn);
+        }
+        self.batches.get(batch_key).is_some()
+    }
+
     /// Cancels running call `id` of `batch_key` when none of its items has a waiter left
     /// (each was aborted, its dedup twins too): its jobs end withdrawn, so nothing of
     /// its reply is used, cached or retried, and an answer that comes finds no call.

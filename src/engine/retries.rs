@@ -172,6 +172,9 @@ impl<C: Clone> Engine<C> {
         reason: RetryReason,
     ) {
         let now = self.now;
+        if !self.drop_unwaited(batch_key) {
+            return;
+        }
         let Some(batch) = self.batches.get(batch_key) else {
             return;
         };
@@ -194,6 +197,9 @@ impl<C: Clone> Engine<C> {
     /// A 413 (the request is too large for the model or the quota): the batch goes out
     /// again as two halves, each taking a token; a single item cannot be split.
     pub(super) fn split_in_halves(&mut self, batch_key: Id<Batch>) -> bool {
+        if !self.drop_unwaited(batch_key) {
+            return true;
+        }
         if self
             .batches
             .get(batch_key)
@@ -216,6 +222,9 @@ impl<C: Clone> Engine<C> {
 
     /// Sends each item of a batch alone.
     pub(super) fn fall_back(&mut self, batch_key: Id<Batch>) {
+        if !self.drop_unwaited(batch_key) {
+            return;
+        }
         let Some(batch) = self.batches.remove(batch_key) else {
             return;
         };
