@@ -45,21 +45,29 @@ function plainReport(value) {
   return { usage: pick(value.usage, USAGE), limits: pick(value.limits, LIMITS), truncated: value.truncated };
 }
 
-/** A reply's translations: an array or an object of them copied; anything else as it is. */
-function plainTranslations(value) {
+/**
+ * A reply's translations: an array or an object of them copied; anything else as it is.
+ * An array is copied up to one element past the call's `count` texts, which makes it a
+ * count mismatch all the same: a sparse array's `length` (up to 2^32 - 1) must not make
+ * the copy exhaust the process's memory.
+ */
+function plainTranslations(value, count) {
   if (value === null || typeof value !== "object") return value;
   if (!Array.isArray(value)) return Object.fromEntries(Object.entries(value));
   const texts = [];
-  for (let i = 0, length = value.length; i < length; i++) texts.push(value[i]);
+  for (let i = 0, length = Math.min(value.length, count + 1); i < length; i++) texts.push(value[i]);
   return texts;
 }
 
-/** A reply other than a string, plain: translations, or `{ translations, usage, limits, truncated }`. */
-function plainReply(value) {
+/**
+ * A reply other than a string, plain: translations, or `{ translations, usage, limits,
+ * truncated }`; `count` is the number of texts its call sent.
+ */
+function plainReply(value, count) {
   if (value === null || typeof value !== "object" || Array.isArray(value) || !Object.hasOwn(value, "translations")) {
-    return plainTranslations(value);
+    return plainTranslations(value, count);
   }
-  return { translations: plainTranslations(value.translations), ...plainReport(value) };
+  return { translations: plainTranslations(value.translations, count), ...plainReport(value) };
 }
 
 /** A stream value that is a report (`{ usage, limits, truncated }`, any of them), plain; else undefined. */
@@ -400,7 +408,7 @@ export function makeCallHost(provider, input, respond) {
           pull(id, call, value, open);
           return;
         }
-        value = plainReply(value);
+        value = plainReply(value, call.count);
       } catch (error) {
         kind = FAIL;
         value = unreadable(error);
@@ -443,7 +451,7 @@ export function makeCallHost(provider, input, respond) {
       // Read before any other code runs: the memory is the core's until it returns.
       const text = input.text(address, bytes, maybeLast);
       const spans = spanCount === 0 ? undefined : input.numbers(spansAddress, spanCount);
-      const call = { id, controller: undefined, cancelled: false, iterator: undefined, replyCap };
+      const call = { id, controller: undefined, cancelled: false, iterator: undefined, replyCap, count: spans === undefined ? 1 : spans.length / 2 };
       calls[slotOf(id)] = call;
       let returned;
       try {
@@ -469,7 +477,7 @@ export function makeCallHost(provider, input, respond) {
     // A try of a `pacer.run`: its function instead of the provider. Its value, whatever it
     // is, goes back as RUN_DONE untouched (never read as a reply). Never throws.
     startRun(id, fn, attempt) {
-      const call = { id, controller: undefined, cancelled: false, iterator: undefined, replyCap: undefined };
+      const call = { id, controller: undefined, cancelled: false, iterator: undefined, replyCap: undefined, count: 0 };
       calls[slotOf(id)] = call;
       try {
         Promise.resolve(fn(new RunRequest(call, attempt))).then(

@@ -74,6 +74,23 @@ describe("array batches", () => {
     assert.ok(events.some((e) => e.type === "countMismatch" && e.expected === 3 && e.got === 2));
   });
 
+  test("a sparse array whose length is 2^32 - 1 is a count mismatch, its length never copied", async (t) => {
+    const { pacer, clock, events, send } = setup(t, {
+      ...ARRAY,
+      baseRetryDelayMs: 10,
+      answer: async (r, index) => {
+        const texts = r.texts.map((x) => x.toUpperCase());
+        if (index === 0) texts.length = 2 ** 32 - 1;
+        return texts;
+      },
+    });
+    const sent = ["a", "b", "c"].map((x) => send(plain(x)));
+    await advance(clock, 500);
+    assert.deepEqual(sent.map((s) => s.value), ["A", "B", "C"]);
+    assert.equal(pacer.stats().countMismatches, 1);
+    assert.ok(events.some((e) => e.type === "countMismatch" && e.expected === 3 && e.got === 0));
+  });
+
   test("a non-string element is a count mismatch, and the pacer never calls String() on it", async (t) => {
     let stringified = 0;
     const trap = {
