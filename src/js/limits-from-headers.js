@@ -95,9 +95,11 @@ function text(value) {
   return "";
 }
 
-/** A count as sent: digits with an optional fraction, never negative. */
+/** A count as sent: digits with an optional fraction, never negative, never infinite. */
 function count(value) {
-  return /^\d+(?:\.\d+)?$/.test(value) ? Number(value) : undefined;
+  const number = /^\d+(?:\.\d+)?$/.test(value) ? Number(value) : undefined;
+  // 309 digits and more are Infinity as a Number: no count, and not JSON either.
+  return Number.isFinite(number) ? number : undefined;
 }
 
 function openAILimits(get) {

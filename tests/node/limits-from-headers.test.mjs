@@ -170,6 +170,19 @@ describe("headers that say nothing readable", () => {
     assert.equal(limitsFromHeaders({ ratelimit: '"unclosed;r=2' }), undefined);
   });
 
+  test("a count too large for a finite number is left out, not read as Infinity", () => {
+    const huge = "9".repeat(400);
+    assert.deepEqual(
+      limitsFromHeaders({
+        "x-ratelimit-limit-requests": huge,
+        "x-ratelimit-remaining-requests": huge,
+        "x-ratelimit-remaining-tokens": "7",
+      }),
+      { tokensRemaining: 7 },
+    );
+    assert.equal(limitsFromHeaders({ "anthropic-ratelimit-requests-remaining": huge }), undefined);
+  });
+
   test("headers whose reading throws: undefined, never a throw", () => {
     const hostile = new Proxy(
       {},
