@@ -46,16 +46,21 @@ function plainReport(value) {
 }
 
 /**
+ * Elements of an array reply copied past its call's texts, at most: any of them makes the
+ * reply a count mismatch, whose event reports the length copied.
+ */
+const EXTRA_ELEMENTS = 65536;
+
+/**
  * A reply's translations: an array or an object of them copied; anything else as it is.
- * An array is copied up to one element past the call's `count` texts, which makes it a
- * count mismatch all the same: a sparse array's `length` (up to 2^32 - 1) must not make
- * the copy exhaust the process's memory.
+ * An array is copied up to `EXTRA_ELEMENTS` past the call's `count` texts: a sparse
+ * array's `length` (up to 2^32 - 1) must not make the copy exhaust the process's memory.
  */
 function plainTranslations(value, count) {
   if (value === null || typeof value !== "object") return value;
   if (!Array.isArray(value)) return Object.fromEntries(Object.entries(value));
   const texts = [];
-  for (let i = 0, length = Math.min(value.length, count + 1); i < length; i++) texts.push(value[i]);
+  for (let i = 0, length = Math.min(value.length, count + EXTRA_ELEMENTS); i < length; i++) texts.push(value[i]);
   return texts;
 }
 
