@@ -563,3 +563,25 @@ fn a_member_at_its_own_max_in_flight_is_passed_over_until_a_call_of_its_own_ends
     }
     assert_eq!(counts.borrow().values().sum::<u32>(), 8);
 }
+
+#[test]
+fn a_run_names_a_member_not_a_pool() {
+    let (script, _) = members(fine);
+    let mut sim = Sim::new(pooled(&[("pool", &["k1", "k2"])], &[], &[]), script);
+    let now = sim.now;
+    let error = sim.engine.handle_run(now, "pool", 0.0).unwrap_err();
+    assert_eq!(error.code, ErrorCode::InvalidInput);
+    assert!(
+        error
+            .message
+            .starts_with("providerId must be a provider, not a pool"),
+        "{}",
+        error.message
+    );
+    // A member is an ordinary provider to a run.
+    let run = sim.run("k1", 0.0);
+    sim.drive();
+    assert!(sim.result(run).is_ok());
+    assert_eq!(sim.calls.len(), 1);
+    assert_eq!(sim.calls[0].provider_id, "k1");
+}

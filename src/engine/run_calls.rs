@@ -48,6 +48,13 @@ impl<C: Clone> Engine<C> {
                 let got = OptionValue::Text(String::new());
                 return Err(invalid_input("providerId", "a non-empty string", &got));
             }
+            // A pool's calls go to the member chosen when each starts, and `fn` would not
+            // know which key to use: a run names the member it calls.
+            if self.options.pools.members(provider_id).is_some() {
+                let got = OptionValue::Text(provider_id.to_string());
+                let rule = "a provider, not a pool (a run calls one of its members by name)";
+                return Err(invalid_input("providerId", rule, &got));
+            }
             if !priority.is_finite() {
                 let got = OptionValue::Number(priority);
                 return Err(invalid_input("priority", "a finite number", &got));

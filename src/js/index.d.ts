@@ -1915,7 +1915,8 @@ export class BatchPacer {
    * `invalid_input` (naming `providerId`, `fn`, `options`, `priority` or `signal`),
    * `provider_error`, `timeout`, `aborted` or `disposed`. The promise settles exactly once.
    *
-   * @param providerId the provider whose limits and pauses the call shares (non-empty).
+   * @param providerId the provider whose limits and pauses the call shares (non-empty; a
+   *   pool's member, not a pool: `fn` calls one key, so the run names it).
    * @param fn performs one try of the call.
    * @param options `priority` (default 0; higher first among the provider's queued work,
    *   first come first served among equals); `signal`: aborted before the call starts, the
