@@ -8,8 +8,8 @@
 // to be detected (the `ai` module has no version marker on its functions, and a model
 // object of one specification version is accepted by several `ai` majors).
 
-import { PacerError } from "./errors.js";
 import { limitsFromHeaders } from "./limits-from-headers.js";
+import { describe, invalid } from "./provider-http.js";
 import { temperatureFor } from "./retry-temperature.js";
 import { contextParagraphs, translatorOpening } from "./translator-prompt.js";
 
@@ -222,20 +222,4 @@ function configurationError(what) {
   const error = new Error(`aiSdkProvider: ${what}`);
   error.retryable = false;
   return error;
-}
-
-/** An `invalid_options` error naming `option`, as every option error of the package is. */
-function invalid(option, message) {
-  return new PacerError("invalid_options", message, option === undefined ? {} : { option });
-}
-
-/** A short printable form of a value for messages. */
-function describe(value) {
-  if (typeof value === "string") return JSON.stringify(value.length > 60 ? `${value.slice(0, 60)}…` : value);
-  if (value === null) return "null";
-  if (Array.isArray(value)) return "an array";
-  if (typeof value === "object") return "an object";
-  if (typeof value === "function") return "a function";
-  if (typeof value === "bigint") return `${value}n`;
-  return String(value);
 }

@@ -14,7 +14,7 @@ import {
   invalid,
   isHttpUrl,
   keySecrets,
-  networkError,
+  postJson,
   readBody,
 } from "./provider-http.js";
 import { retryAfterFromHeaders } from "./limits-from-headers.js";
@@ -97,26 +97,7 @@ export function deeplProvider(options) {
     const source = sourceLang(request.sourceLang);
     if (source !== undefined) body.source_lang = source;
 
-    // Looked up at call time so a fetch installed (or replaced) after creation is used.
-    const fetchImpl = fetchOption ?? globalThis.fetch;
-    if (typeof fetchImpl !== "function") {
-      throw new Error("DeepL provider: no fetch function is available in this environment");
-    }
-    let response;
-    try {
-      // Browsers throw "Illegal invocation" when fetch is called with another `this`.
-      response = await fetchImpl.call(globalThis, url, {
-        method: "POST",
-        headers: { ...headers },
-        body: JSON.stringify(body),
-        signal,
-      });
-    } catch (err) {
-      throw networkError(err, signal, url, redact, secrets, SERVICE);
-    }
-    if (response === null || typeof response !== "object") {
-      throw new Error("DeepL provider: fetch resolved with something that is not a Response");
-    }
+    const response = await postJson({ fetchOption, url, headers, body, signal, redact, secrets, service: SERVICE });
     const raw = await readBody(response, signal, url, redact, secrets, SERVICE);
     if (!response.ok) throw httpError(response, raw, redact);
 

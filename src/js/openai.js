@@ -22,6 +22,7 @@ import {
   isHttpUrl,
   keySecrets,
   networkError,
+  postJson,
   readBody,
 } from "./provider-http.js";
 import { bodyRetryDelay, errorBody, errorDetail, errorFields, quotaOf } from "./error-body.js";
@@ -380,29 +381,8 @@ export function openAIProvider(options) {
   if (key !== "") setHeader(headers, "Authorization", `Bearer ${key}`);
 
   /** Sends one request body; resolves with the response, whatever its status. */
-  const post = async (body, signal) => {
-    // Looked up at call time so a fetch installed (or replaced) after creation is used.
-    const fetchImpl = fetchOption ?? globalThis.fetch;
-    if (typeof fetchImpl !== "function") {
-      throw new Error("OpenAI-compatible provider: no fetch function is available in this environment");
-    }
-    let response;
-    try {
-      // Browsers throw "Illegal invocation" when fetch is called with another `this`.
-      response = await fetchImpl.call(globalThis, url, {
-        method: "POST",
-        headers: { ...headers },
-        body: JSON.stringify(body),
-        signal,
-      });
-    } catch (err) {
-      throw networkError(err, signal, url, redact, secrets, SERVICE);
-    }
-    if (response === null || typeof response !== "object") {
-      throw new Error("OpenAI-compatible provider: fetch resolved with something that is not a Response");
-    }
-    return response;
-  };
+  const post = (body, signal) =>
+    postJson({ fetchOption, url, headers, body, signal, redact, secrets, service: SERVICE });
 
   // The names of the `REFUSABLE` fields this endpoint refused: its requests are sent
   // without them (or with what it asked for instead) from the start. The model is fixed

@@ -172,3 +172,32 @@ export function describe(value) {
   if (typeof value === "bigint") return `${value}n`;
   return String(value);
 }
+
+/**
+ * POSTs `body` as JSON to `url` with `fetchOption` (or the global `fetch`, looked up at
+ * call time so that one installed or replaced after the provider was made is used);
+ * resolves with the response, whatever its status. A failed fetch is a `networkError`
+ * (redacted); `service` names the API in messages.
+ */
+export async function postJson({ fetchOption, url, headers, body, signal, redact, secrets, service }) {
+  const fetchImpl = fetchOption ?? globalThis.fetch;
+  if (typeof fetchImpl !== "function") {
+    throw new Error(`${service}: no fetch function is available in this environment`);
+  }
+  let response;
+  try {
+    // Browsers throw "Illegal invocation" when fetch is called with another `this`.
+    response = await fetchImpl.call(globalThis, url, {
+      method: "POST",
+      headers: { ...headers },
+      body: JSON.stringify(body),
+      signal,
+    });
+  } catch (err) {
+    throw networkError(err, signal, url, redact, secrets, service);
+  }
+  if (response === null || typeof response !== "object") {
+    throw new Error(`${service}: fetch resolved with something that is not a Response`);
+  }
+  return response;
+}
