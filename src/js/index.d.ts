@@ -797,25 +797,6 @@ export interface ProviderRequest {
    * replaces it, as on a plain object.
    */
   readonly signal: AbortSignal;
-  /**
-   * One per text, in order: each item's `meta`, or `undefined` for an item without one.
-   *
-   * Valid values: an array as long as `texts`.
-   * @default `undefined` for each item without a `meta`
-   */
-  readonly metas: unknown[];
-  /**
-   * The layout of this call: `"markers"` or `"separator"` for a batch in that layout,
-   * `"array"` for an array batch of `llm: false` items, `"single"` for one text.
-   */
-  readonly format: "markers" | "separator" | "array" | "single";
-  /**
-   * The pool whose member serves the call (see `pools`); absent otherwise.
-   *
-   * Valid values: a non-empty string, or absent.
-   * @default undefined (absent)
-   */
-  readonly poolId?: string;
 }
 
 /**
