@@ -32,6 +32,7 @@ impl<C: Clone> Engine<C> {
         if !forgotten.is_empty() {
             self.batches
                 .forget_providers(&forgotten, self.pacer.provider_bound());
+            self.out.forget_provider_stats(&forgotten);
         }
     }
 }

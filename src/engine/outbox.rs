@@ -40,7 +40,7 @@ pub(super) struct Outbox<C> {
     events: VecDeque<Event>,
     stats: Stats,
     /// Each provider's calls, items and 429s, by provider index.
-    by_provider: Vec<Option<(Rc<str>, ProviderStats)>>,
+    by_provider: crate::hash::IdMap<(Rc<str>, ProviderStats)>,
     /// Previews of streamed translations; `None` until the driver asks for them.
     previews: Option<VecDeque<Preview>>,
     /// Whether each call names the item of each of its texts (`Call::items`).
@@ -55,7 +55,7 @@ impl<C> Default for Outbox<C> {
             settled: VecDeque::new(),
             events: VecDeque::new(),
             stats: Stats::default(),
-            by_provider: Vec::new(),
+            by_provider: crate::hash::IdMap::default(),
             previews: None,
             call_items: false,
         }
@@ -116,21 +116,27 @@ impl<C> Outbox<C> {
     /// The counts of provider `id`, whose index is `index` (`stats().byProvider`). An
     /// index given to another provider since (the first was forgotten) starts again.
     pub(super) fn provider_stats(&mut self, index: u32, id: Rc<str>) -> &mut ProviderStats {
-        let index = index as usize;
-        if self.by_provider.len() <= index {
-            self.by_provider.resize(index + 1, None);
+        let slot = self
+            .by_provider
+            .entry(u64::from(index))
+            .or_insert_with(|| (Rc::clone(&id), ProviderStats::default()));
+        if slot.0 != id {
+            *slot = (id, ProviderStats::default());
         }
-        let slot = &mut self.by_provider[index];
-        if slot.as_ref().is_none_or(|(own, _)| *own != id) {
-            *slot = Some((id, ProviderStats::default()));
-        }
-        &mut slot.get_or_insert_default().1
+        &mut slot.1
     }
 
-    /// The counts of each provider that made calls and is remembered (or whose index
-    /// no other provider took since).
+    /// Drops the counts of forgotten providers (their indices are free for others): a
+    /// pacer that meets ever new ids keeps no count, nor name, of each for good.
+    pub(super) fn forget_provider_stats(&mut self, forgotten: &[u32]) {
+        for index in forgotten {
+            self.by_provider.remove(&u64::from(*index));
+        }
+    }
+
+    /// The counts of each provider that made calls and is remembered.
     pub(super) fn by_provider(&self) -> impl Iterator<Item = &(Rc<str>, ProviderStats)> {
-        self.by_provider.iter().flatten()
+        self.by_provider.values()
     }
 
     /// Counts `n` more of `counter`. The item counters (`items`, `pending` and the
