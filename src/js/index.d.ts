@@ -1757,7 +1757,8 @@ export interface PacerStats {
   /**
    * Each provider that made calls (each member of a pool too, never a pool itself), by
    * `providerId`: its calls (retries and `pacer.run` calls included), the texts they
-   * carried and the 429 answers among them.
+   * carried and the 429 answers among them, while the pacer remembers it (a provider
+   * forgotten as idle, see the README, takes its counts with it).
    */
   byProvider: Record<string, { calls: number; items: number; rateLimited: number }>;
 }
