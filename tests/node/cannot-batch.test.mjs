@@ -1,4 +1,4 @@
-// Models that cannot batch (API.md "Models that cannot batch"), through the packed
+// Models that cannot batch (the README's "Models that cannot batch"), through the packed
 // package on virtual time: a repeated reply ends a batch's retries, the learned batch
 // size per provider goes down and back up (batchLimit events, probes), the snapshot keeps
 // it, every request carries maxOutputTokens, truncated replies of singles and batches,

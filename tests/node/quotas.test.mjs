@@ -1,4 +1,4 @@
-// Quotas (API.md "Quotas", "Replies with usage and limits", "Failures"): the token budget
+// Quotas (the README's "Quotas", "Replies with usage and limits", "Failures"): the token budget
 // (`tokensPerMinute`, `estimateTokens`), reported usage and limits, 413 splits, and one
 // budget shared by two pacers, all on virtual time against the installed package.
 
