@@ -364,6 +364,26 @@ export interface PacerSettings {
   pools?: Readonly<Record<string, readonly string[]>>;
 
   /**
+   * Reads a provider's reports (`limits`) as the state of a quota that other clients
+   * may share (a team's key, a family's free tier, several tabs): while the reports give
+   * the whole window, their room decides when calls start, not the adaptive rate's guess
+   * (a report with room after 429s ends its slow zone); when the room falls faster than
+   * this pacer's own calls explain, it takes only its share of the refill (its share of
+   * the consumption it observed lately); a wait that ends at a Retry-After or a reported
+   * reset is lengthened by a random 0–10% of the wait (at least 0–250 ms), never
+   * shortened; the adaptive rate's floor is one call a minute or the rate this pacer has
+   * been taking of a reported quota, whichever is lower. A pacer alone keeps the whole
+   * quota. `false` turns these off: every report's room is this pacer's own and those
+   * waits end exactly (a pacer that has a quota to itself, or a comparison). An addition
+   * to the contract: it is not in `DEFAULTS`, and `pacer.options` shows it only when
+   * `false`.
+   *
+   * Valid values: a boolean.
+   * @default true
+   */
+  sharedQuota?: boolean;
+
+  /**
    * Token budget of this pacer's calls, beside the request bucket: refilled continuously
    * at `tokensPerMinute / 60` a second, holding at most a minute's worth, starting full.
    * A call starts only when it holds the call's estimated cost (the input's estimate,
