@@ -17,9 +17,12 @@ use crate::time::{Duration, Instant};
 /// `1/e`. Short enough that a pacer takes the room back within a minute of another
 /// client leaving; long enough to span several reports at a strict quota's pace.
 const MEMORY: Duration = Duration::from_micros(20 * 1_000_000);
-/// The smallest share: a hundredth of a hundredth of a quota is not worth telling
-/// apart from none, and a share of 0 would never call again to see the room come back.
-pub const MIN_SHARE: f64 = 0.0001;
+/// The smallest share, one of two hundred clients: a pacer that measured a tiny share
+/// still calls often enough (at a quota of 60 a minute, every 200 s) to see the room
+/// come back when the others leave; a share of 0 would never call again.
+pub const MIN_SHARE: f64 = 0.005;
+/// How much a share is raised above the measured one, at most (at an even split of two).
+const FAIRNESS: f64 = 0.05;
 /// How long accepted calls are remembered for the rate this pacer has been taking: a
 /// hundred clients on a quota of fifty calls a minute take one call every two minutes
 /// each, a rate that only minutes of calls can show.
@@ -83,26 +86,29 @@ impl QuotaShare {
 
     /// Reads a report of `window` for a call that started at `started`.
     pub fn observe(&mut self, started: Instant, window: WholeWindow) {
-        let since = self.last.filter(|l| l.window.unit == window.unit);
-        // The first report of a window: the quota is taken as whole before it (a client
-        // joining a quota that others keep drained learns of them at once).
-        let before = since.map_or(window.whole, |l| {
-            let refill = started.since(l.at).as_secs() * l.window.rate;
-            (l.window.remaining + refill).min(window.whole)
-        });
         let own = match window.unit {
             Unit::Requests => self.pending_calls,
             Unit::Tokens => self.pending_tokens,
         };
-        let others = (before - window.remaining - own).max(0.0);
         self.decay(started);
-        if since.is_none() {
-            // The sums were in the other unit (or empty): start them anew.
-            self.own = 0.0;
-            self.others = 0.0;
+        match self.last.filter(|l| l.window.unit == window.unit) {
+            Some(last) => {
+                let refill = started.since(last.at).as_secs() * last.window.rate;
+                let before = (last.window.remaining + refill).min(window.whole);
+                self.own += own;
+                self.others += (before - window.remaining - own).max(0.0);
+            }
+            // The first report of a window says nothing of what it held before: no
+            // one is counted until a second report shows how the room moved.
+            None => {
+                self.own = 0.0;
+                self.others = 0.0;
+            }
         }
-        self.own += own;
-        self.others += others;
+        #[cfg(not(target_arch = "wasm32"))]
+        if std::env::var_os("BP_DEBUG").is_some() {
+            eprintln!("DBG t={:.1} own={own} R={:.0} sums own={:.2} others={:.2} share={:.3}", started.as_millis()/1000.0, window.remaining, self.own, self.others, self.share());
+        }
         self.pending_calls = 0.0;
         self.pending_tokens = 0.0;
         self.last = Some(Seen {
@@ -126,7 +132,12 @@ impl QuotaShare {
         if self.others <= 0.0 || total <= 0.0 {
             return 1.0;
         }
-        (self.own / total).clamp(MIN_SHARE, 1.0)
+        let measured = self.own / total;
+        // A little more than measured, the more so the more even the split: pacers whose
+        // shares began uneven (who won the first calls of a scramble) drift to equal
+        // shares, at the cost of asking for a few percent more than the quota.
+        let fair = FAIRNESS * measured * (1.0 - measured);
+        (measured + fair).clamp(MIN_SHARE, 1.0)
     }
 
     /// The decayed count of accepted calls at `now`.
