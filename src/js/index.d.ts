@@ -46,8 +46,8 @@ export class BatchPacer {
    *
    * `fn` is called once per try with `{ signal, attempt }` (`attempt` 0 first). Its value,
    * whatever it is (`""` and `undefined` too), resolves the returned promise as it is; the
-   * pacer never reads it. What it throws is read as a provider's error ("Failures" in the
-   * README): a 429 pauses the provider for every call and is retried under
+   * pacer never reads it. What it throws is read as a provider's error ("Failures" in
+   * docs/reference.md): a 429 pauses the provider for every call and is retried under
    * `maxRateLimitRetries`, network errors, timeouts (`timeoutMs`), 408, 409 and 5xx are
    * retried with backoff under `maxRetries`, a 401, 403, 404 or billing error blocks the
    * provider as a translation call's does; other errors reject `provider_error` with
@@ -378,7 +378,7 @@ export interface PacerSettings {
    * limit: a reply cannot say which segment is whose, so one that keeps the count and
    * shows no shift (a preamble ending in `.` or `!` set apart plus a merged or cut-off
    * segment, two segments swapped, among paragraphs without numbers) is accepted and
-   * gives paragraphs other paragraphs' translations (README, "The separator layout's
+   * gives paragraphs other paragraphs' translations (docs/guides/proof.md, "The separator layout's
    * limits"). Use `"markers"` where a wrong paragraph matters.
    *
    * Valid values: `"markers"` or `"separator"`.
@@ -958,7 +958,7 @@ export type Provider = (
  * a marked string (in the separator layout, as the joined string).
  *
  * In the markers layout an item resolves as soon as the reply so far proves its segment
- * (see the README's "Streaming replies"); what is left when the stream ends is read as a
+ * (see docs/guides/streaming.md); what is left when the stream ends is read as a
  * whole reply. A stream that throws, yields any other value, or sends no value within
  * `timeoutMs` is a failed call: items resolved so far stay resolved, the others are
  * retried as a smaller batch. A stream longer than 20 times the text sent plus 4,096
@@ -1010,7 +1010,7 @@ export interface ProviderStreamReport {
  * any other marker is left for the proof to judge.
  *
  * A translation resolves its item only when the reply proves it belongs there; the
- * missing ones are sent again as a smaller batch (see the README's "Segment identity").
+ * missing ones are sent again as a smaller batch (see docs/guides/proof.md).
  */
 export type ProviderTranslations = string | string[] | Record<string, string>;
 
@@ -1858,7 +1858,7 @@ export interface PacerStats {
    * Each provider that made calls (each member of a pool too, never a pool itself), by
    * `providerId`: its calls (retries and `pacer.run` calls included), the texts they
    * carried and the 429 answers among them, while the pacer remembers it (a provider
-   * forgotten as idle, see the README, takes its counts with it).
+   * forgotten as idle, Rule 42 of docs/reference.md, takes its counts with it).
    */
   byProvider: Record<string, { calls: number; items: number; rateLimited: number }>;
 }
