@@ -1,4 +1,4 @@
-//! Rule 6: a 429 pauses its provider, episodes, the adaptive rate, and the 429 budget.
+//! Rules 6 and 7 of docs/reference.md: a 429 pauses its provider, episodes, the adaptive rate, and the 429 budget.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod sim;

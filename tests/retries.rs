@@ -1,4 +1,4 @@
-//! Failed calls: which are retried, backoff and Retry-After, timeouts, and rule 5 (a retry waits for its backoff and a token).
+//! Failed calls: which are retried, backoff and Retry-After, timeouts, and Rule 5 of docs/reference.md (a retry waits for its backoff and a token).
 #![cfg(not(target_arch = "wasm32"))]
 
 mod sim;
