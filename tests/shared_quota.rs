@@ -140,6 +140,14 @@ impl Quota {
         self.rate_limited[pacer] += 1;
         if self.first_reply[pacer].is_some_and(|f| now >= f) {
             self.after_first_reply[pacer] += 1;
+            if std::env::var_os("BP_429").is_some() {
+                eprintln!(
+                    "429 pacer {pacer} at {:.1} s, requests {:.2}, tokens {:.0} of {cost}",
+                    now.as_millis() / 1000.0,
+                    self.requests.level,
+                    self.tokens.level
+                );
+            }
         }
         let wait = self
             .requests
@@ -159,7 +167,13 @@ impl Quota {
 /// About 300 characters, distinct per pacer and paragraph.
 fn paragraph(pacer: usize, i: usize) -> String {
     let mut text = format!("Page {pacer}, paragraph {i}: ");
-    let words = ["the quota", "of a shared key", "translated", "in a browser", "tab"];
+    let words = [
+        "the quota",
+        "of a shared key",
+        "translated",
+        "in a browser",
+        "tab",
+    ];
     let mut w = pacer + i;
     while text.len() < 300 {
         text.push_str(words[w % words.len()]);
@@ -273,6 +287,52 @@ fn shared(on: bool) -> Options {
     Options::default()
         .patched(&[("sharedQuota", OptionValue::Bool(on))])
         .unwrap()
+}
+
+/// Jain's index of the pacers' throughput (items over their time from arrival to the
+/// last settlement).
+fn jain(clients: &Clients) -> f64 {
+    let throughput: Vec<f64> = clients
+        .sims
+        .iter()
+        .zip(&clients.arrivals)
+        .map(|(sim, arrival)| {
+            let last = sim.settled_at.values().max().copied().unwrap_or(*arrival);
+            sim.settled_at.len() as f64 / last.since(*arrival).as_secs().max(1.0)
+        })
+        .collect();
+    let sum: f64 = throughput.iter().sum();
+    let squares: f64 = throughput.iter().map(|x| x * x).sum();
+    sum * sum / (throughput.len() as f64 * squares)
+}
+
+/// Arrivals spread over the first minute, the same on every run.
+fn random_arrivals(n: usize) -> Vec<f64> {
+    let mut x: u64 = 0x9E37_79B9;
+    (0..n)
+        .map(|_| {
+            x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            (x >> 33) as f64 / (1u64 << 31) as f64 * 60.0
+        })
+        .collect()
+}
+
+#[test]
+fn scenarios() {
+    for n in [1, 5, 20] {
+        for (name, arrivals) in [("together", vec![0.0; n]), ("random", random_arrivals(n))] {
+            let mut clients = Clients::new(&shared(true), &arrivals, Says::LeftAndWhole);
+            let done = clients.run(200, 20_000.0);
+            eprintln!(
+                "N={n} {name}: done/bound {:.2}, failed {}, 429s {} ({:.2} per 10 min), jain {:.2}",
+                done / clients.bound(),
+                clients.failed(),
+                clients.quota.borrow().rate_limited.iter().sum::<u32>(),
+                clients.rate_limited_per_ten_minutes(),
+                jain(&clients)
+            );
+        }
+    }
 }
 
 #[test]
