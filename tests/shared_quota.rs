@@ -218,7 +218,11 @@ impl Clients {
     /// translated at its arrival. The instant the last item settled.
     fn run(&mut self, paragraphs: usize, limit: f64) -> f64 {
         // One pacer needs no lockstep: it runs to the end at once.
-        let step = if self.sims.len() == 1 { limit * 1000.0 } else { 100.0 };
+        let step = if self.sims.len() == 1 {
+            limit * 1000.0
+        } else {
+            100.0
+        };
         let mut now = 0.0;
         loop {
             for (pacer, sim) in self.sims.iter_mut().enumerate() {

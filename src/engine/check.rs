@@ -16,7 +16,10 @@
 //!   its calls;
 //! - each provider's (with items) learned batch limit is within 1 and its `maxItemsPerBatch`, no group of
 //!   moved items is served by its items' own provider, and no more items were moved than
-//!   accepted.
+//!   accepted;
+//! - each provider's share of a shared quota is within its least share and 1, and its
+//!   adaptive rate is no lower than the scaled floor (a tenth of a call a minute) or the
+//!   options' rate allow (`Pacer::check_shared_quota`).
 
 use std::collections::HashMap;
 
@@ -179,5 +182,6 @@ impl<C: Clone> Engine<C> {
                 assert!(g.info().fallback_from.is_none(), "own group {group:?}");
             }
         }
+        self.pacer.check_shared_quota(&self.options);
     }
 }

@@ -506,6 +506,32 @@ impl Pacer {
         pacing.quota.announce(until).then_some((until, why))
     }
 
+    /// Panics, naming the rule, if a provider's pacing state breaks a rule of a quota
+    /// shared with other clients (see `Engine::check`).
+    #[cfg(any(test, feature = "check"))]
+    pub(super) fn check_shared_quota(&self, options: &Options) {
+        use crate::quota_share::MIN_SHARE;
+        for (_, provider) in self.providers.iter() {
+            let pacing = provider.state.borrow();
+            let share = pacing.quota.share();
+            assert!(
+                (MIN_SHARE..=1.0).contains(&share),
+                "provider {}: its share {share} of the quota is within {MIN_SHARE} and 1",
+                provider.id
+            );
+            if let Some(adaptive) = &pacing.adaptive {
+                // The floor scales down to a tenth of one call a minute, no further.
+                let lowest = (FLOOR / 10.0).min(options.rate);
+                assert!(
+                    adaptive.rate() >= lowest * (1.0 - 1e-9),
+                    "provider {}: its adaptive rate {} is not below {lowest}",
+                    provider.id,
+                    adaptive.rate()
+                );
+            }
+        }
+    }
+
     /// The provider's daily quota is spent: its items reject until `block.until`.
     pub(super) fn block_daily(&mut self, provider: u32, block: DailyBlock) {
         if let Some(provider) = self.providers.get(provider) {

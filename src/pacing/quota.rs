@@ -177,13 +177,13 @@ struct Window {
 /// A window's room until its reset.
 #[derive(Clone, Debug)]
 enum Room {
-    /// The whole window is known: room refills in proportion until the reset. The
-    /// bucket holds this pacer's share of the room and of its refill (all of it for a
-    /// pacer alone), `whole` the window as reported.
+    /// The whole window is known: room refills in proportion until the reset. `room`
+    /// is the window's room as reported; `share`, for a pacer that shares the quota
+    /// with others, its part of that room and of its refill.
     Refilling {
-        bucket: TokenBucket,
+        room: TokenBucket,
+        share: Option<TokenBucket>,
         whole: f64,
-        share: f64,
     },
     /// Only what was left is known: no more until the reset. Then the window is whole
     /// again, and the report shows it holds at least what was left plus what the
@@ -219,18 +219,19 @@ impl Window {
             Some(whole) => {
                 let whole = whole.max(remaining + used);
                 let rate = refill_rate(whole, remaining, reset);
-                // This pacer's part, never smaller than the reporting call: a call
-                // larger than its bucket would leave a debt capped at one bucket, and
-                // go faster than its share.
-                let part = (whole * share).max(used).min(whole);
-                let tokens = phase.map_or(remaining * share, |u| u * used);
-                let mut bucket = TokenBucket::with_tokens(rate * share, part, tokens, now);
-                bucket.take_amount(now, since);
-                Room::Refilling {
-                    bucket,
-                    whole,
-                    share,
-                }
+                let mut room = TokenBucket::with_tokens(rate, whole, remaining, now);
+                room.take_amount(now, since);
+                let share = (share < 1.0).then(|| {
+                    // This pacer's part, never smaller than the reporting call: a call
+                    // larger than its bucket would leave a debt capped at one bucket,
+                    // and go faster than its share.
+                    let part = (whole * share).max(used).min(whole);
+                    let tokens = phase.map_or(remaining * share, |u| u * used);
+                    let mut own = TokenBucket::with_tokens(rate * share, part, tokens, now);
+                    own.take_amount(now, since);
+                    own
+                });
+                Room::Refilling { room, share, whole }
             }
             None => Room::UntilReset {
                 left: remaining - since,
@@ -257,12 +258,7 @@ impl Window {
     /// The room left at `now`.
     fn left(&self, now: Instant) -> f64 {
         match &self.room {
-            // The room as reported (for a snapshot), not this pacer's share of it.
-            Room::Refilling {
-                bucket,
-                whole,
-                share,
-            } => (bucket.tokens(now) / share).min(*whole),
+            Room::Refilling { room, .. } => room.tokens(now),
             Room::UntilReset { left, .. } if now < self.reset => *left,
             Room::UntilReset { after, .. } => *after,
         }
@@ -272,7 +268,12 @@ impl Window {
     fn take(&mut self, now: Instant, used: f64) {
         let reset = self.reset;
         match &mut self.room {
-            Room::Refilling { bucket, .. } => bucket.take_amount(now, used),
+            Room::Refilling { room, share, .. } => {
+                room.take_amount(now, used);
+                if let Some(own) = share {
+                    own.take_amount(now, used);
+                }
+            }
             Room::UntilReset { left, .. } if now < reset => *left -= used,
             Room::UntilReset {
                 after, taken_after, ..
@@ -287,17 +288,16 @@ impl Window {
     /// as it is known waits for the reset, when the window is whole, however large.
     fn ready_at(&self, now: Instant, need: f64) -> Option<Instant> {
         let at = match &self.room {
-            Room::Refilling {
-                bucket,
-                whole,
-                share,
-            } => {
-                let mut at = bucket.ready_at_amount(now, need);
-                if *share < 1.0 && at > now {
-                    // Pacers that share the quota read reports alike: their waits for
-                    // the refill are spread, as a reset's are.
-                    let wait = at.since(self.reported_at);
-                    at = at + crate::retry::lengthening(wait, self.lengthen);
+            Room::Refilling { room, share, whole } => {
+                let mut at = room.ready_at_amount(now, need);
+                if let Some(own) = share {
+                    let mine = own.ready_at_amount(now, need);
+                    if mine > now {
+                        // Pacers that share the quota read reports alike: their waits
+                        // for their shares of the refill are spread, as a reset's are.
+                        let wait = mine.since(self.reported_at);
+                        at = at.max(mine + crate::retry::lengthening(wait, self.lengthen));
+                    }
                 }
                 if need > *whole {
                     at.max(self.reset)
@@ -598,9 +598,9 @@ impl ProviderQuota {
                 (0.0, whole, 0.0),
                 (1.0, 0.0, None),
             )?;
-            if let Room::Refilling { bucket, .. } = &mut restored.room {
-                let refill = elapsed.as_secs() * bucket.rate();
-                bucket.give(now, refill);
+            if let Room::Refilling { room, .. } = &mut restored.room {
+                let refill = elapsed.as_secs() * room.rate();
+                room.give(now, refill);
             }
             // A stored reset further away than any report is read (an edited snapshot)
             // holds no longer than a report could.
