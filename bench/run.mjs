@@ -15,8 +15,8 @@
 // --baseline DIR     another build's package root (its js/ and built pkg/: a worktree of an
 //                    earlier commit after `npm run build`), measured beside this one in
 //                    workloads 11 (the real model), 13 ("Adversarial replies"), 14
-//                    ("Clients and timeouts", rows b and c) and 15 ("Providers, pools
-//                    and arrays")
+//                    ("Clients and timeouts", rows b and c), 15 ("Providers, pools
+//                    and arrays") and 16 ("A quota shared with other clients")
 // --skip-unbounded   workload 11 without its rows b (one call per paragraph without the
 //                    output bound: about 20 minutes of CPU)
 // --write           with --only: replace those workloads' sections of bench/results.md
@@ -59,6 +59,7 @@ import { fallbackProviders } from "./workload-fallback-providers.mjs";
 import { adversarialReplies } from "./workload-adversarial-replies.mjs";
 import { clientsAndTimeouts } from "./workload-clients-timeouts.mjs";
 import { providersPoolsArrays } from "./workload-providers-pools-arrays.mjs";
+import { sharedQuota } from "./workload-shared-quota.mjs";
 
 const execFile = promisify(execFileCb);
 const BENCH_DIR = fileURLToPath(new URL(".", import.meta.url));
@@ -809,6 +810,12 @@ async function main() {
     if (baseline) builds.push(baseline);
     const command = process.env.BENCH_COMMAND ?? `node --expose-gc bench/run.mjs --only 15${args.baseline ? " --baseline DIR" : ""}`;
     report(await providersPoolsArrays({ builds, smoke: SMOKE, command }));
+  }
+  if (wanted(16)) {
+    const builds = [{ name: "this package", BatchPacer }];
+    if (baseline) builds.push(baseline);
+    const command = process.env.BENCH_COMMAND ?? `node --expose-gc bench/run.mjs --only 16${args.baseline ? " --baseline DIR" : ""}`;
+    for (const section of await sharedQuota({ builds, smoke: SMOKE, command })) report(section);
   }
   if (!SMOKE && !only) writeResults({ chromiumVersion: chromiumVersion ?? workerVersion, groups, started });
   if (!SMOKE && only && args.write) updateResults(only, started);

@@ -1,4 +1,4 @@
-// Workload "Models that cannot batch" (the README's "Models that cannot batch"): what batching
+// Workload "Models that cannot batch" (docs/guides/cannot-batch.md): what batching
 // costs against a model that cannot keep a batch's layout, beside one call per paragraph.
 //
 // (a) A real model: SmolLM2-135M-Instruct behind llama.cpp's own `llama-server` on

@@ -1,4 +1,4 @@
-// Workload "Fallback providers" (the README's "Fallback providers"), in virtual time, one
+// Workload "Fallback providers" (docs/guides/fallbacks.md), in virtual time, one
 // pacer over two providers joined by the package's routeProviders:
 //
 // (a) A daily quota spent: 300 paragraphs for provider A, which allows 20 requests a day

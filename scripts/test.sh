@@ -23,7 +23,7 @@ section "native core: cargo test"
 cargo test
 
 # Each fuzz target briefly, from its committed corpus: an oracle that no longer follows the
-# contract fails here. `fence-wrap` is the separator layout's documented limit (README).
+# contract fails here. `fence-wrap` is the separator layout's documented limit (docs/guides/proof.md).
 section "fuzz targets: a short run each (scripts/fuzz.sh --check)"
 FUZZ_SKIP_KNOWN="${FUZZ_SKIP_KNOWN:-fence-wrap}" bash scripts/fuzz.sh --check 15
 

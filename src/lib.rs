@@ -93,7 +93,7 @@ pub use memo::{cache, key, store};
 mod pacing;
 pub use pacing::{
     adaptive, batch_limit, bucket, budget, call_timeout, estimate, length_ratio, output_bound,
-    provider, provider_limits, quota, retry,
+    provider, provider_limits, quota, quota_share, retry,
 };
 mod layout;
 pub use layout::{

@@ -657,7 +657,7 @@ fn reordered_segments_are_not_accepted() {
 // The checks need evidence: a segment ending in ':', two identical segments, or a number
 // that moved. Paragraphs without digits, a preamble that ends in '.' or '!', and a
 // translation moved rather than repeated leave none. These forms are accepted from the
-// one call and misassign paragraphs: the limit README ("The separator layout's limits")
+// one call and misassign paragraphs: the limit docs/guides/proof.md states ("The separator layout's limits")
 // and the `.d.ts` state. Each test pins today's outcome, so a codec that learns to
 // refuse a form fails here, and its test then moves to `assert_never_misaligned`.
 

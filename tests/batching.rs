@@ -1,4 +1,4 @@
-//! Rules 2 to 4: when a batch is due, what shares a batch, late binding, a batch of one.
+//! Rules 2 to 4 of docs/reference.md: when a batch is due, what shares a batch, late binding, a batch of one.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod sim;

@@ -1,4 +1,4 @@
-//! Models that cannot batch (the README's "Models that cannot batch"), on virtual time: a
+//! Models that cannot batch (docs/guides/cannot-batch.md), on virtual time: a
 //! repeated reply ends a batch's retries, the learned batch size per provider goes down
 //! and back up, probes at a limit of 1, the snapshot keeps it, every call's output bound,
 //! truncated replies of singles and batches, and whole replies past the length cap.

@@ -1,4 +1,4 @@
-//! Fallback providers (the README's "Fallback providers"), on virtual time: each trigger (a
+//! Fallback providers (docs/guides/fallbacks.md), on virtual time: each trigger (a
 //! daily quota, a long 429 pause, billing and settings errors, retries spent), what
 //! moves, chains, coming back, each provider's own pacing state, batching only with items
 //! moved from the same provider, and a snapshot taken while a provider is blocked.

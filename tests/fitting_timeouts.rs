@@ -1,4 +1,4 @@
-//! Timeouts that fit the call (README, "Timeouts that fit the call"): a call may take
+//! Timeouts that fit the call (docs/guides/failures.md, "Timeouts that fit the call"): a call may take
 //! `timeoutMs` plus `timeoutPerCharacterMs` per character it sends (a stream for its
 //! first value, then `timeoutMs` between values), and a running call that no item needs
 //! any more is cancelled, its reply neither used nor cached.

@@ -1,4 +1,4 @@
-//! Rule 1 and priorities: the token bucket, maxInFlight, first come first served, and dealing by priority.
+//! Rule 1 of docs/reference.md (the token bucket) and priorities (Rule 8): the token bucket, maxInFlight, first come first served, and dealing by priority.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod sim;

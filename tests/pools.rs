@@ -1,4 +1,4 @@
-//! Pools (README "Pools"), on virtual time: the load spread over the members, the member
+//! Pools (docs/guides/providers.md, "Pools"), on virtual time: the load spread over the members, the member
 //! chosen when a call starts, a paused or blocked member's share taken by the others, the
 //! whole pool held → the pool's fallback, a member also submitted to directly, the pool
 //! as the items' provider for dedup and the cache, and `stats().byProvider`.

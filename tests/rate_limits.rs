@@ -1,4 +1,4 @@
-//! Rule 6: a 429 pauses its provider, episodes, the adaptive rate, and the 429 budget.
+//! Rules 6 and 7 of docs/reference.md: a 429 pauses its provider, episodes, the adaptive rate, and the 429 budget.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod sim;
@@ -169,7 +169,12 @@ fn a_pause_made_longer_wakes_the_engine_at_its_new_end_only() {
         ("maxInFlight", 2.0),
         ("maxRateLimitRetries", 0.0),
     ])
-    .patched(&[("adaptiveRate", OptionValue::Bool(false))])
+    .patched(&[
+        ("adaptiveRate", OptionValue::Bool(false)),
+        // Waits that end exactly at the Retry-After, to name each wake-up (with
+        // `sharedQuota` they are lengthened at random: tests/shared_quota.rs).
+        ("sharedQuota", OptionValue::Bool(false)),
+    ])
     .unwrap();
     let mut sim = Sim::new(opts, |call: &Call, _| {
         let retry_after = match call.texts[0].as_str() {
@@ -244,7 +249,11 @@ fn without_429s_the_rate_is_back_within_its_time_bound() {
     // success raises the rate by at least a doubling per TIME_DOUBLING since the
     // previous raise: back at 2 within CEILING_HOLD + TIME_DOUBLING × log2(2 / 0.5).
     let mut n = 0;
-    let opts = options(&[("rate", 2.0), ("capacity", 1.0)]);
+    // Pauses that end exactly at the Retry-After, to time the growth from them (with
+    // `sharedQuota` they are lengthened at random: tests/shared_quota.rs).
+    let opts = options(&[("rate", 2.0), ("capacity", 1.0)])
+        .patched(&[("sharedQuota", OptionValue::Bool(false))])
+        .unwrap();
     let mut sim = Sim::new(opts, move |call: &Call, _| {
         n += 1;
         let outcome = if n <= 2 {

@@ -1,5 +1,5 @@
 //! `pacer.run`: a provider call that is not a translation, paced under the rules of its
-//! provider's translation calls (README, "Calls that are not translations"), on virtual time.
+//! provider's translation calls (docs/guides/ai-sdk.md, "Calls that are not translations"), on virtual time.
 #![cfg(not(target_arch = "wasm32"))]
 
 mod sim;

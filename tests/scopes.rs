@@ -1,4 +1,4 @@
-//! Scopes (README, "Use"): items of different
+//! Scopes (docs/reference.md, Rule 10): items of different
 //! scopes never share a batch, a provider item (dedup) or a cache entry, in memory or in
 //! the persistent store, even when every other compatibility field is equal; within a
 //! scope the usual rules hold, and a fallback move keeps an item's scope.

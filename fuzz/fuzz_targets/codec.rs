@@ -19,7 +19,7 @@ use batch_pacer::codec::{check_segments, choose_separator, fence_is_added, join,
 use libfuzzer_sys::fuzz_target;
 
 /// What `split` does to a segment: trims it. Line ends inside a segment stay as the
-/// reply has them (API.md tolerates CRLF *around* the separator; a translation's own line
+/// reply has them (docs/reference.md, Rule 21, tolerates CRLF *around* the separator; a translation's own line
 /// breaks are its text).
 fn normalized(text: &str) -> String {
     text.trim().to_owned()

@@ -94,7 +94,7 @@ impl Run {
             assert!(!call.texts.is_empty(), "a call without texts");
             assert_eq!(call.is_batch, call.texts.len() > 1);
             // A batch's separator, or each string of its markers, occurs in none of its
-            // texts (API.md); a single request has neither.
+            // texts (docs/reference.md, Rule 12); a single request has neither.
             if call.is_batch {
                 let markers = call.markers();
                 if markers.is_empty() {
@@ -428,7 +428,7 @@ fuzz_target!(|data: &[u8]| {
                 match outcome {
                     Ok(ticket) => {
                         // After dispose every item is taken and rejects `disposed`,
-                        // malformed ones too (API.md: later calls reject `disposed`).
+                        // malformed ones too (docs/reference.md, Rule 41: later calls reject `disposed`).
                         assert!(
                             valid || run.engine.is_disposed(),
                             "accepted an invalid item {item:?}"

@@ -1,7 +1,7 @@
 //! Option validation: any `(name, value)` patch, hostile values included.
 //!
 //! Properties: `Options::patched` never panics; it agrees with a reference model of the
-//! documented rules (API.md's table) on whether the patch is valid and, if not, on which
+//! documented rules (the README's options table) on whether the patch is valid and, if not, on which
 //! entry is rejected (the message names that option and the value it got); a valid patch
 //! yields values within the documented ranges; the engine's `set_options` agrees with
 //! `patched`, changes nothing on error, and keeps running on the new values.

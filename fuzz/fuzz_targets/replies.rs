@@ -17,7 +17,7 @@
 //! early, at any of its beginnings, only what the same reply read whole resolves to the
 //! same text.
 //!
-//! Known limits (README, the proof rule's rules 5 and 6), skipped with `FUZZ_SKIP_KNOWN`:
+//! Known limits (docs/reference.md, Rules 18 and 19), skipped with `FUZZ_SKIP_KNOWN`:
 //! `count-preserving` (labels by position, or an array, that keep the count: a split plus
 //! a merge or drop among paragraphs of like lengths leaves no trace), `positional-shift`
 //! (a stream labelled by position after a drop, merge or split that the lengths do not
@@ -26,7 +26,7 @@
 //! segment's ratio tells the remark from a translation), `positional-swap` (two
 //! translations swapped under markers kept in order: a wrong translation that no layout
 //! can tell from a right one). The translations here keep their paragraph's number and
-//! words, which the proof now reads as evidence (README, rule 4): a 300-second run with
+//! words, which the proof now reads as evidence (docs/reference.md, Rule 17): a 300-second run with
 //! none of these skipped (`FUZZ_SKIP_KNOWN=none`) found none of them.
 #![no_main]
 
@@ -49,7 +49,7 @@ fn echo(text: &str) -> String {
 
 /// What a model writes in a freed last position instead of a translation. Given to an
 /// item whose length it fits, it is a wrong translation, not another paragraph's text:
-/// no reading of the reply can tell it from a translation (README, the proof rule).
+/// no reading of the reply can tell it from a translation (docs/reference.md, Rules 14–19).
 const FILLERS: [&str; 4] = ["", "I hope this helps!", "Done.", "«»"];
 
 /// What the model does with one source segment.
@@ -146,7 +146,7 @@ fn damaged(
     }
     // Two neighbours in each other's place, each under its own markers. Not the halves
     // of a split: a segment written in two parts with another between them shows only
-    // when its second part comes (README, rule 6), after its first may have resolved.
+    // when its second part comes (docs/reference.md, Rule 19), after its first may have resolved.
     let split = pieces.windows(2).any(|w| w[0].source == w[1].source);
     let mut swapped = false;
     if bytes.u8() % 6 == 0 && pieces.len() >= 2 && !split {
@@ -288,8 +288,8 @@ fuzz_target!(|data: &[u8]| {
             words[usize::from(bytes.u8()) % words.len()].to_owned()
         };
         // Distinct paragraphs of a dozen characters or more, one batch of `n` items:
-        // length evidence cannot judge a paragraph of a character or two (README, rules
-        // 4 and 5), and pages rarely send one alone.
+        // length evidence cannot judge a paragraph of a character or two (docs/reference.md, Rules
+        // 17 and 18), and pages rarely send one alone.
         texts.push(format!("{k} paragraph {text}"));
     }
     let patch = [

@@ -125,6 +125,12 @@ pub struct Options {
     pub max_queued: u64,
     /// Pools of providers used as one (`pools`).
     pub pools: Pools,
+    /// Whether a provider's reports are read as the state of a quota that other clients
+    /// may share (`sharedQuota`, an addition): reports outrank the adaptive rate, this
+    /// pacer takes its share of the refill, waits for a Retry-After or a reset are
+    /// lengthened at random, the adaptive rate's floor scales. `false`: every report's
+    /// room is this pacer's own, and those waits end exactly.
+    pub shared_quota: bool,
 }
 
 /// How a batch travels in one LLM call (`segmentFormat`).
@@ -172,6 +178,7 @@ impl Default for Options {
             tokens_per_minute: 0.0,
             max_queued: 0,
             pools: Pools::default(),
+            shared_quota: true,
         }
     }
 }
@@ -181,7 +188,7 @@ impl Default for Options {
 /// handled by the binding layer). A patch entry's name is looked up here and handled by
 /// a `match` on the option: a `match` on the names themselves compares strings arm after
 /// arm, much more code in the .wasm.
-const OPTIONS: [(&str, OptionName); 23] = {
+const OPTIONS: [(&str, OptionName); 24] = {
     use OptionName::*;
     [
         ("rate", Rate),
@@ -207,6 +214,7 @@ const OPTIONS: [(&str, OptionName); 23] = {
         ("tokensPerMinute", TokensPerMinute),
         ("maxQueued", MaxQueued),
         ("pools", PoolsName),
+        ("sharedQuota", SharedQuota),
     ]
 };
 
@@ -246,6 +254,7 @@ enum OptionName {
     TokensPerMinute,
     MaxQueued,
     PoolsName,
+    SharedQuota,
 }
 
 impl OptionName {
@@ -484,6 +493,7 @@ impl Options {
                 TokensPerMinute => next.tokens_per_minute = finite_at_least_zero(name, value)?,
                 MaxQueued => next.max_queued = integer_at_least(name, 0, value)?,
                 PoolsName => next.pools = Pools::parse(name, value)?,
+                SharedQuota => next.shared_quota = boolean(name, value)?,
             }
         }
         Ok(next)
@@ -557,6 +567,9 @@ impl Options {
         }
         if !self.pools.is_empty() {
             entries.push(("pools", self.pools.to_value()));
+        }
+        if !self.shared_quota {
+            entries.push(("sharedQuota", Bool(false)));
         }
         entries
     }

@@ -25,7 +25,7 @@ use crate::options::Options;
 use crate::provider::{DailyBlock, ProviderPacing, MAX_DAILY_BLOCK, UNKNOWN_DAILY_RESET};
 use crate::provider_limits::ProviderLimits;
 use crate::provider_settings::ProviderSettings;
-use crate::quota::{Held, TokenBudget};
+use crate::quota::{Held, Reading, TokenBudget};
 use crate::retry::MAX_RETRY_AFTER;
 use crate::settle::{ErrorCode, PacerFailure};
 use crate::snapshot::{ProviderSnapshot, SavedDailyBlock, Snapshot};
@@ -42,7 +42,6 @@ pub(super) struct Charge {
     /// The provider's 429 episode when the call started.
     episode: u32,
     /// When it started, and whether it was charged to its provider's own limits.
-    #[cfg_attr(not(any(test, feature = "check")), allow(dead_code))]
     pub(super) at: Instant,
     pub(super) own: bool,
 }
@@ -75,6 +74,8 @@ pub(super) struct Pacer {
     own: Vec<Option<Box<ProviderLimits>>>,
     /// Whether a provider's own limits count tokens.
     own_tokens: bool,
+    /// Whether reports are read as a quota shared with other clients (`sharedQuota`).
+    shared_quota: bool,
 }
 
 impl Pacer {
@@ -90,6 +91,7 @@ impl Pacer {
             pauses: BinaryHeap::new(),
             own: Vec::new(),
             own_tokens: false,
+            shared_quota: options.shared_quota,
         }
     }
 
@@ -269,7 +271,10 @@ impl Pacer {
         let pacing = provider.state.borrow();
         // A pause another pacer of a shared budget set has no timer of this one's.
         at = at.max(pacing.paused_until);
-        if let Some(adaptive) = &pacing.adaptive {
+        // Reports of the whole window outrank the adaptive rate's guess: their room
+        // (this pacer's share of it) decides, below.
+        let reports_decide = self.shared_quota && pacing.quota.reports_whole(now);
+        if let Some(adaptive) = pacing.adaptive.as_ref().filter(|_| !reports_decide) {
             at = at.max(adaptive.ready_at(now));
         }
         if !self.wants_token_estimates() && pacing.quota.held(now, 0.0).is_none() {
@@ -386,9 +391,16 @@ impl Pacer {
         pacing.episode = pacing.episode.wrapping_add(1);
         let accepted = std::mem::take(&mut pacing.accepted);
         if options.adaptive_rate {
+            // The floor scales down to the rate this pacer has been taking of a quota
+            // that others share: a hundred clients at one call a minute each would
+            // overrun a quota of fifty a minute for ever.
+            let floor = match pacing.quota.taking_rate(now) {
+                Some(taking) if self.shared_quota => taking.min(FLOOR),
+                _ => FLOOR,
+            };
             let slowed = AdaptiveRate::after_429(
                 pacing.adaptive.as_ref(),
-                options.rate,
+                (options.rate, floor),
                 accepted,
                 now,
                 paused_until,
@@ -425,16 +437,17 @@ impl Pacer {
     }
 
     /// Takes in what the provider reported about a call charged `charge` (whose input was
-    /// estimated at `estimated_input` tokens): usage corrects the budgets and the
-    /// provider's estimates, limits hold its later calls. `None` for
-    /// an unknown provider; else whether token estimates just became needed (the first
-    /// token window a provider reported).
+    /// estimated at `estimated_input` tokens, and which it `admitted`, or answered 429):
+    /// usage corrects the budgets and the provider's estimates, limits hold its later
+    /// calls, and a wait for a reported reset is lengthened by the draw `lengthen`.
+    /// `None` for an unknown provider; else whether token estimates just became needed
+    /// (the first token window a provider reported).
     pub(super) fn take_report(
         &mut self,
         provider: u32,
         charge: &Charge,
-        (usage, estimated_input): (Option<&Usage>, f64),
-        limits: &ReportedLimits,
+        (usage, estimated_input, admitted): (Option<&Usage>, f64, bool),
+        (limits, lengthen): (&ReportedLimits, f64),
         now: Instant,
     ) -> Option<bool> {
         self.providers.touch(provider, now);
@@ -458,9 +471,21 @@ impl Pacer {
             }
             pacing.quota.learn(charge.raw_cost, usage);
         }
-        pacing
-            .quota
-            .report(now, charge.quota_ticket, charge.cost, limits);
+        let reading = Reading {
+            started: charge.at,
+            admitted,
+            tokens: usage.map_or(charge.cost, |u| u.input_tokens + u.output_tokens),
+            shared: self.shared_quota,
+            lengthen,
+        };
+        let ticket = (charge.quota_ticket, charge.cost);
+        pacing.quota.report(now, ticket, limits, &reading);
+        // A report with room after a 429 episode: the quota has room again, whatever
+        // the adaptive rate guessed.
+        let room = self.shared_quota && pacing.quota.shows_room(now, charge.cost);
+        if let Some(adaptive) = pacing.adaptive.as_mut().filter(|_| room) {
+            adaptive.end_slow_zone();
+        }
         drop(pacing);
         let first_window = limits.tokens_remaining.is_some() && !self.token_windows;
         self.token_windows |= first_window;
@@ -548,6 +573,7 @@ impl Pacer {
         }
         self.bucket.set_rate(now, next.rate);
         self.bucket.set_capacity(now, next.capacity);
+        self.shared_quota = next.shared_quota;
         for (_, provider) in self.providers.iter() {
             let mut pacing = provider.state.borrow_mut();
             let paused_until = pacing.paused_until;

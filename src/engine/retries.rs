@@ -7,7 +7,7 @@ use super::limits::Try;
 use super::outbox::Counter;
 use super::Engine;
 use crate::call::{Failure, FailureKind, Quota};
-use crate::retry::{backoff, classify, FailureClass, MAX_RETRY_AFTER};
+use crate::retry::{backoff, classify, lengthening, FailureClass, MAX_RETRY_AFTER};
 use crate::settle::{ErrorCode, PacerFailure};
 use crate::slab::Id;
 use crate::stats::{BlockReason, Event, RetryReason};
@@ -96,7 +96,7 @@ impl<C: Clone> Engine<C> {
                     self.fail(run.batch(), final_error(failure, true));
                     return;
                 }
-                let delay = failure.retry_after.unwrap_or_else(|| {
+                let delay = self.retry_after_wait(&failure).unwrap_or_else(|| {
                     backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter)
                 });
                 // The provider is over its quota whether or not this call may retry.
@@ -132,7 +132,7 @@ impl<C: Clone> Engine<C> {
                     self.fail(run.batch(), final_error(failure, too_long));
                     return;
                 }
-                let delay = failure.retry_after.unwrap_or_else(|| {
+                let delay = self.retry_after_wait(&failure).unwrap_or_else(|| {
                     backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter)
                 });
                 self.retry_after(run.batch(), delay, RetryReason::Error);
@@ -148,7 +148,9 @@ impl<C: Clone> Engine<C> {
     fn not_retryable(&mut self, run: Running, failure: Failure<C>, class: FailureClass) {
         if class == FailureClass::RateLimited {
             self.out.count(Counter::RateLimited, 1);
-            let pause = failure.retry_after.unwrap_or_else(|| self.base_delay());
+            let pause = self
+                .retry_after_wait(&failure)
+                .unwrap_or_else(|| self.base_delay());
             self.pause_provider(&run, pause.min(MAX_RETRY_AFTER), failure.retry_after);
         }
         let items = self.batches.get(run.batch()).map_or(0, |b| b.jobs().len());
@@ -156,6 +158,24 @@ impl<C: Clone> Engine<C> {
             self.fall_back(run.batch());
         } else {
             self.fail(run.batch(), final_error(failure, false));
+        }
+    }
+
+    /// The provider's Retry-After, lengthened by a random 0–10% (at least 0–250 ms) with
+    /// `sharedQuota`: clients that met the same 429 then do not all call again at one
+    /// instant. Never shortened.
+    pub(super) fn retry_after_wait(&mut self, failure: &Failure<C>) -> Option<Duration> {
+        let wait = failure.retry_after?;
+        Some(wait + lengthening(wait, self.lengthen_draw()))
+    }
+
+    /// A draw in [0, 1) for lengthening a wait that ends at a Retry-After or a reported
+    /// reset; 0 (no lengthening) without `sharedQuota`.
+    pub(super) fn lengthen_draw(&mut self) -> f64 {
+        if self.options.shared_quota {
+            self.jitter.next_unit()
+        } else {
+            0.0
         }
     }
 

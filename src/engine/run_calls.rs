@@ -209,7 +209,9 @@ impl<C: Clone> Engine<C> {
         if failure.retryable == Some(false) {
             if class == FailureClass::RateLimited {
                 self.out.count(Counter::RateLimited, 1);
-                let pause = failure.retry_after.unwrap_or_else(|| self.base_delay());
+                let pause = self
+                    .retry_after_wait(&failure)
+                    .unwrap_or_else(|| self.base_delay());
                 self.pause_provider(&call, pause.min(MAX_RETRY_AFTER), failure.retry_after);
             }
             return self.end_run(id, Err(final_error(failure, false)));
@@ -218,7 +220,7 @@ impl<C: Clone> Engine<C> {
             FailureClass::RateLimited => {
                 self.out.count(Counter::RateLimited, 1);
                 let tries = self.runs.count_try(id, Try::RateLimit);
-                let delay = failure.retry_after.unwrap_or_else(|| {
+                let delay = self.retry_after_wait(&failure).unwrap_or_else(|| {
                     backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter)
                 });
                 // The provider is over its quota whether or not this run may retry.
@@ -234,7 +236,7 @@ impl<C: Clone> Engine<C> {
                 if too_long || u64::from(tries) > self.options.max_retries {
                     return self.end_run(id, Err(final_error(failure, too_long)));
                 }
-                let delay = failure.retry_after.unwrap_or_else(|| {
+                let delay = self.retry_after_wait(&failure).unwrap_or_else(|| {
                     backoff(self.base_delay(), u32::from(tries) - 1, &mut self.jitter)
                 });
                 self.retry_run(id, delay, RetryReason::Error);

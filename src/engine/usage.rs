@@ -53,11 +53,15 @@ impl<C: Clone> Engine<C> {
     ) {
         let limits = failure.map_or(&report.limits, |f| &f.limits);
         let usage = report.usage.as_ref();
+        // A draw only for a report that names a reset: replies that report nothing keep
+        // the jitter's sequence (and the backoffs it draws) as it was.
+        let resets = limits.requests_reset.is_some() || limits.tokens_reset.is_some();
+        let lengthen = if resets { self.lengthen_draw() } else { 0.0 };
         let Some(first_window) = self.pacer.take_report(
             run.provider(),
             run.charge(),
-            (usage, run.estimated_input()),
-            limits,
+            (usage, run.estimated_input(), failure.is_none()),
+            (limits, lengthen),
             self.now,
         ) else {
             return;

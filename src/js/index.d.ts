@@ -5,6 +5,106 @@
 // entry wraps them in one class, `BatchPacer`, driven by your own provider callback.
 
 // ---------------------------------------------------------------------------------------
+// BatchPacer
+// ---------------------------------------------------------------------------------------
+
+/**
+ * Paces and batches translation requests to one provider callback.
+ *
+ * @example
+ * import init, { BatchPacer, openAIProvider } from "batch-pacer";
+ * await init();
+ * const pacer = new BatchPacer(openAIProvider({ baseUrl, apiKey, model: "gpt-4o-mini" }), { rate: 2 });
+ * const de = await pacer.translate({ text: "Hello", sourceLang: "en", targetLang: "de", providerId: "openai" });
+ */
+export class BatchPacer {
+  /**
+   * @param provider performs the provider calls; see {@link Provider}.
+   * @param options see {@link BatchPacerOptions}; omitted options take their `DEFAULTS`.
+   * @throws {PacerError} `not_initialized` before `init()`; `invalid_options` when the
+   *   provider is not a function, an option is unknown or invalid, or `restore` is
+   *   malformed or from the future.
+   */
+  constructor(provider: Provider, options?: BatchPacerOptions);
+
+  /**
+   * Queues an item and resolves with its translation. Never throws synchronously: it
+   * rejects with a {@link PacerError} coded `invalid_input`, `provider_error` (with
+   * `status` and `cause` where known), `timeout`, `count_mismatch`, `aborted` or
+   * `disposed`. The promise settles exactly once, whatever the provider does.
+   */
+  translate(item: TranslateItem): Promise<string>;
+
+  /**
+   * Paces a provider call that is not a translation (a page summary for `context`, a
+   * glossary lookup) under the same rules as `providerId`'s translation calls: it waits
+   * for a token of the request bucket, room in the token budget (it counts as one request
+   * and 0 estimated tokens: the pacer never sees what it sends) and `maxInFlight`,
+   * respects the provider's 429 pause, adaptive rate, reported limits and daily block,
+   * and counts in `stats().providerCalls` (not in `items`). It never moves to a fallback
+   * provider.
+   *
+   * `fn` is called once per try with `{ signal, attempt }` (`attempt` 0 first). Its value,
+   * whatever it is (`""` and `undefined` too), resolves the returned promise as it is; the
+   * pacer never reads it. What it throws is read as a provider's error ("Failures" in
+   * docs/reference.md): a 429 pauses the provider for every call and is retried under
+   * `maxRateLimitRetries`, network errors, timeouts (`timeoutMs`), 408, 409 and 5xx are
+   * retried with backoff under `maxRetries`, a 401, 403, 404 or billing error blocks the
+   * provider as a translation call's does; other errors reject `provider_error` with
+   * `status` and the error as `cause`.
+   *
+   * Never throws synchronously: it rejects with a {@link PacerError} coded
+   * `invalid_input` (naming `providerId`, `fn`, `options`, `priority` or `signal`),
+   * `provider_error`, `timeout`, `aborted` or `disposed`. The promise settles exactly once.
+   *
+   * @param providerId the provider whose limits and pauses the call shares (non-empty; a
+   *   pool's member, not a pool: `fn` calls one key, so the run names it).
+   * @param fn performs one try of the call.
+   * @param options `priority` (default 0; higher first among the provider's queued work,
+   *   first come first served among equals); `signal`: aborted before the call starts, the
+   *   run is removed; while it runs, the promise rejects `aborted` at once and `fn`'s
+   *   `signal` is aborted.
+   */
+  run<T>(
+    providerId: string,
+    fn: (request: RunRequest) => T | PromiseLike<T>,
+    options?: RunOptions,
+  ): Promise<T>;
+
+  /**
+   * Changes options of a running pacer. The whole patch is validated first (all or
+   * nothing; an invalid patch throws `invalid_options` and changes nothing), then
+   * applied to queued work at once. `clock`, `cache` and `restore` cannot be changed.
+   */
+  setOptions(patch: PacerOptionsPatch): void;
+
+  /**
+   * The settings in force (a fresh plain object, without `clock`, `onEvent`, `cache` and
+   * `restore`).
+   */
+  readonly options: PacerSettings;
+
+  /**
+   * The pacing state now (tokens, 429 pauses, adaptive rates) with the wall-clock time,
+   * as a fresh plain JSON object: persist it and pass it as `restore` to the pacer of a
+   * restarted service worker. See {@link PacerSnapshot}.
+   */
+  snapshot(): PacerSnapshot;
+
+  /** Counters since construction and current gauges, as a fresh plain object. */
+  stats(): PacerStats;
+
+  /**
+   * Rejects every unsettled item with code `disposed`, aborts running calls and clears
+   * all timers. Later `translate` calls reject with `disposed`. The pacer's memory in the
+   * module is given back at once (after the current call stack), not when the garbage
+   * collector reaches it; `stats()`, `options` and `snapshot()` then answer as they did
+   * at dispose.
+   */
+  dispose(): void;
+}
+
+// ---------------------------------------------------------------------------------------
 // Initialisation
 // ---------------------------------------------------------------------------------------
 
@@ -278,7 +378,7 @@ export interface PacerSettings {
    * limit: a reply cannot say which segment is whose, so one that keeps the count and
    * shows no shift (a preamble ending in `.` or `!` set apart plus a merged or cut-off
    * segment, two segments swapped, among paragraphs without numbers) is accepted and
-   * gives paragraphs other paragraphs' translations (README, "The separator layout's
+   * gives paragraphs other paragraphs' translations (docs/guides/proof.md, "The separator layout's
    * limits"). Use `"markers"` where a wrong paragraph matters.
    *
    * Valid values: `"markers"` or `"separator"`.
@@ -362,6 +462,26 @@ export interface PacerSettings {
    * @default {} (no pool)
    */
   pools?: Readonly<Record<string, readonly string[]>>;
+
+  /**
+   * Reads a provider's reports (`limits`) as the state of a quota that other clients
+   * may share (a team's key, a family's free tier, several tabs): while the reports give
+   * the whole window, their room decides when calls start, not the adaptive rate's guess
+   * (a report with room after 429s ends its slow zone); when the room falls faster than
+   * this pacer's own calls explain, it takes only its share of the refill (its share of
+   * the consumption it observed lately); a wait that ends at a Retry-After or a reported
+   * reset is lengthened by a random 0–10% of the wait (at least 0–250 ms), never
+   * shortened; the adaptive rate's floor is one call a minute or the rate this pacer has
+   * been taking of a reported quota, whichever is lower. A pacer alone keeps the whole
+   * quota. `false` turns these off: every report's room is this pacer's own and those
+   * waits end exactly (a pacer that has a quota to itself, or a comparison). An addition
+   * to the contract: it is not in `DEFAULTS`, and `pacer.options` shows it only when
+   * `false`.
+   *
+   * Valid values: a boolean.
+   * @default true
+   */
+  sharedQuota?: boolean;
 
   /**
    * Token budget of this pacer's calls, beside the request bucket: refilled continuously
@@ -858,7 +978,7 @@ export type Provider = (
  * a marked string (in the separator layout, as the joined string).
  *
  * In the markers layout an item resolves as soon as the reply so far proves its segment
- * (see the README's "Streaming replies"); what is left when the stream ends is read as a
+ * (see docs/guides/streaming.md); what is left when the stream ends is read as a
  * whole reply. A stream that throws, yields any other value, or sends no value within
  * `timeoutMs` is a failed call: items resolved so far stay resolved, the others are
  * retried as a smaller batch. A stream longer than 20 times the text sent plus 4,096
@@ -910,7 +1030,7 @@ export interface ProviderStreamReport {
  * any other marker is left for the proof to judge.
  *
  * A translation resolves its item only when the reply proves it belongs there; the
- * missing ones are sent again as a smaller batch (see the README's "Segment identity").
+ * missing ones are sent again as a smaller batch (see docs/guides/proof.md).
  */
 export type ProviderTranslations = string | string[] | Record<string, string>;
 
@@ -1758,7 +1878,7 @@ export interface PacerStats {
    * Each provider that made calls (each member of a pool too, never a pool itself), by
    * `providerId`: its calls (retries and `pacer.run` calls included), the texts they
    * carried and the 429 answers among them, while the pacer remembers it (a provider
-   * forgotten as idle, see the README, takes its counts with it).
+   * forgotten as idle, Rule 42 of docs/reference.md, takes its counts with it).
    */
   byProvider: Record<string, { calls: number; items: number; rateLimited: number }>;
 }
@@ -1826,7 +1946,7 @@ export interface PacerSnapshot {
 }
 
 // ---------------------------------------------------------------------------------------
-// BatchPacer
+// BatchPacer.run
 // ---------------------------------------------------------------------------------------
 
 /** What a {@link BatchPacer.run} function gets for one try. */
@@ -1848,101 +1968,6 @@ export interface RunOptions {
   signal?: AbortSignal;
 }
 
-/**
- * Paces and batches translation requests to one provider callback.
- *
- * @example
- * import init, { BatchPacer, openAIProvider } from "batch-pacer";
- * await init();
- * const pacer = new BatchPacer(openAIProvider({ baseUrl, apiKey, model: "gpt-4o-mini" }), { rate: 2 });
- * const de = await pacer.translate({ text: "Hello", sourceLang: "en", targetLang: "de", providerId: "openai" });
- */
-export class BatchPacer {
-  /**
-   * @param provider performs the provider calls; see {@link Provider}.
-   * @param options see {@link BatchPacerOptions}; omitted options take their `DEFAULTS`.
-   * @throws {PacerError} `not_initialized` before `init()`; `invalid_options` when the
-   *   provider is not a function, an option is unknown or invalid, or `restore` is
-   *   malformed or from the future.
-   */
-  constructor(provider: Provider, options?: BatchPacerOptions);
-
-  /**
-   * Queues an item and resolves with its translation. Never throws synchronously: it
-   * rejects with a {@link PacerError} coded `invalid_input`, `provider_error` (with
-   * `status` and `cause` where known), `timeout`, `count_mismatch`, `aborted` or
-   * `disposed`. The promise settles exactly once, whatever the provider does.
-   */
-  translate(item: TranslateItem): Promise<string>;
-
-  /**
-   * Paces a provider call that is not a translation (a page summary for `context`, a
-   * glossary lookup) under the same rules as `providerId`'s translation calls: it waits
-   * for a token of the request bucket, room in the token budget (it counts as one request
-   * and 0 estimated tokens: the pacer never sees what it sends) and `maxInFlight`,
-   * respects the provider's 429 pause, adaptive rate, reported limits and daily block,
-   * and counts in `stats().providerCalls` (not in `items`). It never moves to a fallback
-   * provider.
-   *
-   * `fn` is called once per try with `{ signal, attempt }` (`attempt` 0 first). Its value,
-   * whatever it is (`""` and `undefined` too), resolves the returned promise as it is; the
-   * pacer never reads it. What it throws is read as a provider's error ("Failures" in the
-   * README): a 429 pauses the provider for every call and is retried under
-   * `maxRateLimitRetries`, network errors, timeouts (`timeoutMs`), 408, 409 and 5xx are
-   * retried with backoff under `maxRetries`, a 401, 403, 404 or billing error blocks the
-   * provider as a translation call's does; other errors reject `provider_error` with
-   * `status` and the error as `cause`.
-   *
-   * Never throws synchronously: it rejects with a {@link PacerError} coded
-   * `invalid_input` (naming `providerId`, `fn`, `options`, `priority` or `signal`),
-   * `provider_error`, `timeout`, `aborted` or `disposed`. The promise settles exactly once.
-   *
-   * @param providerId the provider whose limits and pauses the call shares (non-empty; a
-   *   pool's member, not a pool: `fn` calls one key, so the run names it).
-   * @param fn performs one try of the call.
-   * @param options `priority` (default 0; higher first among the provider's queued work,
-   *   first come first served among equals); `signal`: aborted before the call starts, the
-   *   run is removed; while it runs, the promise rejects `aborted` at once and `fn`'s
-   *   `signal` is aborted.
-   */
-  run<T>(
-    providerId: string,
-    fn: (request: RunRequest) => T | PromiseLike<T>,
-    options?: RunOptions,
-  ): Promise<T>;
-
-  /**
-   * Changes options of a running pacer. The whole patch is validated first (all or
-   * nothing; an invalid patch throws `invalid_options` and changes nothing), then
-   * applied to queued work at once. `clock`, `cache` and `restore` cannot be changed.
-   */
-  setOptions(patch: PacerOptionsPatch): void;
-
-  /**
-   * The settings in force (a fresh plain object, without `clock`, `onEvent`, `cache` and
-   * `restore`).
-   */
-  readonly options: PacerSettings;
-
-  /**
-   * The pacing state now (tokens, 429 pauses, adaptive rates) with the wall-clock time,
-   * as a fresh plain JSON object: persist it and pass it as `restore` to the pacer of a
-   * restarted service worker. See {@link PacerSnapshot}.
-   */
-  snapshot(): PacerSnapshot;
-
-  /** Counters since construction and current gauges, as a fresh plain object. */
-  stats(): PacerStats;
-
-  /**
-   * Rejects every unsettled item with code `disposed`, aborts running calls and clears
-   * all timers. Later `translate` calls reject with `disposed`. The pacer's memory in the
-   * module is given back at once (after the current call stack), not when the garbage
-   * collector reaches it; `stats()`, `options` and `snapshot()` then answer as they did
-   * at dispose.
-   */
-  dispose(): void;
-}
 
 // ---------------------------------------------------------------------------------------
 // Errors

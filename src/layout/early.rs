@@ -17,13 +17,13 @@
 //! first translation alone at the length ratio the provider's earlier proven replies
 //! showed for the language pair, `first_fits_alone`) resolves early when the reply so far opens
 //! with the pairs of segments `0 … i`, each with its own number, found once and in order, none broken, and none
-//! damaged by rule 1 (empty, another text of the batch, the same text as another
+//! damaged by Rule 14 of docs/reference.md (empty, another text of the batch, the same text as another
 //! segment), followed by the open marker of segment `i + 1` and the first characters of
 //! its text, enough to show that it can no longer end as rule-1 damage (not blank, and
 //! no longer the beginning of any text of the batch or of a closed segment): damage
-//! there would make `i` missing (rule 2), and a merge of `i` and `i + 1` would have
+//! there would make `i` missing (rule 15), and a merge of `i` and `i + 1` would have
 //! skipped `i + 1`'s number, a split repeated `i`'s.
-//! The last segment waits for the end of the reply, where rules 1–5 read what is left
+//! The last segment waits for the end of the reply, where rules 14–18 read what is left
 //! as a whole reply: its pair is judged only there (damage at the last position). The
 //! one before it resolves once the last has begun, unless it reads as holding the last
 //! one's translation too (`proof::merged_before_last`, as the end would judge it): a
@@ -39,7 +39,7 @@
 //! a remark in the freed number hides the merge from the readings). A drop among like
 //! lengths leaves none of these traces, so on top of all that a segment resolves early
 //! only when the closed segments refute every drop and merge that would have moved it
-//! (`shift_evidence`), as the whole reply's rule 4 asks: never looser than the whole.
+//! (`shift_evidence`), as the whole reply's rule 17 asks: never looser than the whole.
 
 use crate::alignment::holding_another_number;
 use crate::markers::{index_of, scan};
@@ -95,7 +95,7 @@ pub fn proven_count(texts: &[&str], run: &LeadingPairs<'_>, ratio: Option<f64>) 
     let n = texts.len();
     let m = closed.len().min(n);
     let sources: Vec<&str> = texts.iter().map(|t| t.trim()).collect();
-    // Rule 1 on the run: damage stops it.
+    // Rule 14 on the run: damage stops it.
     let words = source_words(&sources);
     let clean = (0..m)
         .take_while(|&i| {
@@ -233,7 +233,7 @@ pub fn proven_by_beginnings(
 }
 
 /// Whether one of the closed segments is far from the length the run's median
-/// translation-to-source ratio predicts for its source (`far_off`, as rule 5 judges a
+/// translation-to-source ratio predicts for its source (`far_off`, as rule 18 judges a
 /// whole reply). Such a segment fits no reading: next to a
 /// merge (the freed number filled with a remark or nothing) it hides the merge from
 /// `merge_reads_better`, whose readings must all fit.

@@ -144,7 +144,7 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
     }
     let source = |i: usize| trimmed[i];
     let words = crate::shift_evidence::source_words(&trimmed);
-    // Rule 1, per entry in reply order.
+    // Rule 14 of docs/reference.md (as every rule number here), per entry in reply order.
     let mut damaged = vec![false; entries.len()];
     let mut highest: Option<usize> = None;
     for (p, entry) in entries.iter().enumerate() {
@@ -172,7 +172,7 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
             || repeated
             || crate::shift_evidence::holds_another(text, &words, i);
     }
-    // Rule 2: the damage and its neighbours, by reply order and by id.
+    // Rule 15: the damage and its neighbours, by reply order and by id.
     let mut missing: Vec<bool> = seen.iter().map(|&count| count == 0).collect();
     let id_at = |p: usize| match &entries[p] {
         Entry::Pair { id, .. } | Entry::Broken { id } => index_of(*id),
@@ -214,7 +214,7 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
         }
     }
     let lengths = Lengths::of_trimmed(&trimmed, &segments);
-    // Rule 5.
+    // Rule 18.
     if shifted(texts, &segments, &lengths) {
         return proven;
     }
@@ -227,7 +227,7 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
     if last_suspect {
         missing[n - 1] = true;
     }
-    // Rule 4: a segment is taken only where the reply refutes every shift that would
+    // Rule 17: a segment is taken only where the reply refutes every shift that would
     // have moved it (a suspect last pair vouches for nothing).
     if last_suspect {
         segments[n - 1] = None;
@@ -253,7 +253,7 @@ pub fn prove(texts: &[&str], mut entries: Vec<Entry>) -> Vec<Option<String>> {
     proven
 }
 
-/// Rule 5: evidence that text moved across the markers although every pair is in place
+/// Rule 18: evidence that text moved across the markers although every pair is in place
 /// (a model that split one segment and merged or dropped another to keep the count,
 /// numbering the rest anew). Two kinds:
 /// - a segment whose length is far from what the batch's median translation-to-source
@@ -304,7 +304,7 @@ pub(crate) fn far_off(len: f64, predicted: f64) -> bool {
     !(1.0 / 3.0..=3.0).contains(&(len / predicted)) && (len - predicted).abs() >= 16.0
 }
 
-/// Rule 5's number evidence, wherever segments are missing: a segment about to be taken,
+/// Rule 18's number evidence, wherever segments are missing: a segment about to be taken,
 /// or any segment there, holds a number of another paragraph that its own paragraph
 /// lacks, while that paragraph's segment lacks it or is missing, or more times than its
 /// own paragraph does (`alignment::numbers_moved`). Lengths cannot see a
@@ -326,12 +326,12 @@ fn numbers_moved_into_taken(texts: &[&str], segments: &[Option<&str>], taken: &[
 }
 
 /// Whether the last pair, when found, holds what a translation of its source would: it
-/// is undamaged (rule 1: not empty, not another text, not repeated, found once and in
+/// is undamaged (rule 14: not empty, not another text, not repeated, found once and in
 /// order), and its length is within 1.5× (or 8 characters) of what the batch's median
 /// translation-to-source ratio predicts. A model that merged two segments and numbered
 /// the rest anew has a free last id, and fills it with a closing remark, an empty pair
 /// or an array element of its own: read so, the last position is as suspect as a
-/// missing last pair (rule 4). The median is over every segment of the batch, the last
+/// missing last pair (rule 17). The median is over every segment of the batch, the last
 /// included, so that short labels translated longer move it no more than one vote; of
 /// two segments, the other one's ratio.
 fn fits_last(lengths: &Lengths) -> bool {
@@ -434,8 +434,8 @@ fn shift_reads_better(segments: &[Option<&str>], lengths: &Lengths) -> bool {
         reading.iter().all(|r| (r - centre).abs() <= 1.5f64.ln())
             && scatter(reading) + 2f64.ln() < base
     };
-    // Shifts after the last gap: one before it is the gap's own business (rule 2 already
-    // takes its neighbours), and trusting what precedes it stays with rule 4.
+    // Shifts after the last gap: one before it is the gap's own business (rule 15 already
+    // takes its neighbours), and trusting what precedes it stays with rule 17.
     let after_gap = (0..n - 1)
         .rev()
         .find(|&k| segments[k].is_none())

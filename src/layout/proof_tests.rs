@@ -50,7 +50,7 @@ fn empty_segments_and_other_sources_are_damage() {
         marked(empty, &FOUR),
         [None, None, None, Some("FOUR".into())]
     );
-    // At the last position, damage is read as a missing last pair (rule 4).
+    // At the last position, damage is read as a missing last pair (Rule 17 of docs/reference.md).
     // Pairs whose kept words refute every shift before them stay proven.
     let source = "<s1>ONE</s1><s2>TWO</s2><s3>THREE</s3><s4>three</s4>";
     assert_eq!(
@@ -250,7 +250,7 @@ fn median_is_the_upper_middle_of_the_sorted_values_on_and_off_the_stack() {
 fn a_drop_merge_and_split_before_a_missing_last_pair_is_read_by_numbers() {
     // Found by the `replies` fuzz target: paragraph 1 dropped, 2 and 3 merged, 4 split in
     // two, the numbers then copied in order and the last pair left out. Every length
-    // stays near enough its source's for rule 4's length evidence to vouch for the first
+    // stays near enough its source's for rule 17's length evidence to vouch for the first
     // three segments, which would put 2 and 3 under paragraph 1 and 4 under paragraph 2;
     // but paragraph 2's segment holds paragraph 4's number, which paragraph 4 (missing)
     // has and paragraph 2 has not.

@@ -184,7 +184,7 @@ mod tests {
 
     #[test]
     fn test_vector_is_stable() {
-        // The README documents this vector; changing it breaks every persisted cache.
+        // docs/reference.md (Cache keys) documents this vector; changing it breaks every persisted cache.
         let key = item_key(&compat("openai", "en", "de", "", true), "Hello, world!");
         let mut manual = Vec::new();
         for field in [&b"openai"[..], b"en", b"de", b"", &[1u8], b"Hello, world!"] {
@@ -201,7 +201,7 @@ mod tests {
 
     #[test]
     fn a_scope_is_a_seventh_field_after_the_text() {
-        // The README documents this vector too.
+        // docs/reference.md documents this vector too.
         let key = item_key(&scoped("7"), "Hello, world!");
         let mut manual = Vec::new();
         let fields = [

@@ -61,6 +61,9 @@ pub struct AdaptiveRate {
     raised_at: Instant,
     /// When the pause of the last episode ends.
     slowed_at: Instant,
+    /// Whether growth slows near the ceiling (for [`CEILING_HOLD`] after `slowed_at`,
+    /// unless a report showed room again).
+    slow_zone: bool,
     /// Back at the full rate, with the burst still to earn back: the bucket has the
     /// pacer's rate and capacity, started from the tokens it held. It is lifted once
     /// full, when it can no longer hold the provider back more than the pacer's bucket.
@@ -81,11 +84,11 @@ pub enum Growth {
 impl AdaptiveRate {
     /// The state after a 429 episode that met the provider at `current` (its adaptive
     /// rate, or the pacer's `rate` when it had none, after `accepted` calls in a row at
-    /// that rate): half the rate, burst 1, an empty bucket, growth counted from `resume`
-    /// (the end of the pause).
+    /// that rate): half the rate but not below `floor` (at most [`FLOOR`]), burst 1, an
+    /// empty bucket, growth counted from `resume` (the end of the pause).
     pub fn after_429(
         previous: Option<&AdaptiveRate>,
-        rate: f64,
+        (rate, floor): (f64, f64),
         accepted: u32,
         now: Instant,
         resume: Instant,
@@ -103,13 +106,14 @@ impl AdaptiveRate {
             _ => current,
         };
         AdaptiveRate {
-            bucket: TokenBucket::empty((current / 2.0).max(FLOOR.min(rate)), 1.0, now),
+            bucket: TokenBucket::empty((current / 2.0).max(floor.min(rate)), 1.0, now),
             ceiling,
             proven,
             streak: 0,
             recent: [0.0; PROVEN_STREAK as usize],
             raised_at: resume,
             slowed_at: resume,
+            slow_zone: true,
             recovering: false,
         }
     }
@@ -131,6 +135,7 @@ impl AdaptiveRate {
             recent: [0.0; PROVEN_STREAK as usize],
             raised_at: resume,
             slowed_at: resume,
+            slow_zone: true,
             recovering: false,
         }
     }
@@ -152,6 +157,7 @@ impl AdaptiveRate {
             recent: [0.0; PROVEN_STREAK as usize],
             raised_at: from,
             slowed_at: from,
+            slow_zone: true,
             recovering: true,
         }
     }
@@ -223,7 +229,7 @@ impl AdaptiveRate {
             self.proven = self.proven.max(self.recent[slot(self.streak)]);
         }
         // The slow zone near the ceiling holds for CEILING_HOLD after the last 429.
-        let quick_until = if now < self.slowed_at + CEILING_HOLD {
+        let quick_until = if self.slow_zone && now < self.slowed_at + CEILING_HOLD {
             (self.proven * PROVEN_ZONE).max(self.ceiling * SLOW_ZONE)
         } else {
             f64::INFINITY
@@ -251,6 +257,12 @@ impl AdaptiveRate {
         }
         self.bucket.set_rate(now, next);
         Growth::Raised
+    }
+
+    /// The provider reported room again: the ceiling its last 429 met says nothing more
+    /// of a quota that others share and have left, so growth is quick from now on.
+    pub fn end_slow_zone(&mut self) {
+        self.slow_zone = false;
     }
 
     /// The pacer's rate became `rate` (`setOptions`): a provider at or above it is back
@@ -290,7 +302,7 @@ mod tests {
 
     #[test]
     fn a_429_at_a_rate_the_provider_accepted_does_not_lower_the_ceiling() {
-        let mut a = AdaptiveRate::after_429(None, 8.0, 0, at(0.0), at(1.0));
+        let mut a = AdaptiveRate::after_429(None, (8.0, FLOOR), 0, at(0.0), at(1.0));
         assert_eq!((a.rate(), a.ceiling(), a.proven), (4.0, 8.0, 0.0));
         let (mut now, mut rates) = (1.0, Vec::new());
         for _ in 0..10 {
@@ -301,7 +313,7 @@ mod tests {
         // Accepted 4 in a row from rates[6] on: proven at that rate.
         let peak = rates[rates.len() - PROVEN_STREAK as usize];
         // A 429 at a rate never accepted before sets the ceiling there.
-        let slowed = AdaptiveRate::after_429(Some(&a), 8.0, 0, at(now), at(now + 1.0));
+        let slowed = AdaptiveRate::after_429(Some(&a), (8.0, FLOOR), 0, at(now), at(now + 1.0));
         assert_eq!(slowed.ceiling(), a.rate());
         assert!(
             (slowed.proven - peak).abs() < 1e-9,
@@ -310,7 +322,7 @@ mod tests {
         assert!(slowed.rate() <= peak);
         // Then one at a rate the provider had accepted (a 429 at random): still halved,
         // but the ceiling is kept.
-        let mut b = AdaptiveRate::after_429(Some(&slowed), 8.0, 0, at(now), at(now + 1.0));
+        let mut b = AdaptiveRate::after_429(Some(&slowed), (8.0, FLOOR), 0, at(now), at(now + 1.0));
         assert_eq!(b.rate(), slowed.rate() / 2.0);
         assert_eq!(
             b.ceiling(),
@@ -325,19 +337,19 @@ mod tests {
 
     #[test]
     fn a_429_above_what_was_accepted_sets_the_ceiling() {
-        let a = AdaptiveRate::after_429(None, 8.0, 0, at(0.0), at(1.0));
-        let b = AdaptiveRate::after_429(Some(&a), 8.0, 0, at(1.0), at(2.0));
+        let a = AdaptiveRate::after_429(None, (8.0, FLOOR), 0, at(0.0), at(1.0));
+        let b = AdaptiveRate::after_429(Some(&a), (8.0, FLOOR), 0, at(1.0), at(2.0));
         assert_eq!((b.rate(), b.ceiling()), (2.0, 4.0));
         // At the full rate, 20 calls accepted in a row before the first 429 prove it.
-        let c = AdaptiveRate::after_429(None, 8.0, 20, at(0.0), at(1.0));
-        let d = AdaptiveRate::after_429(Some(&c), 8.0, 0, at(1.0), at(2.0));
+        let c = AdaptiveRate::after_429(None, (8.0, FLOOR), 20, at(0.0), at(1.0));
+        let d = AdaptiveRate::after_429(Some(&c), (8.0, FLOOR), 0, at(1.0), at(2.0));
         assert_eq!((d.rate(), d.ceiling()), (2.0, 8.0));
     }
 
     #[test]
     fn without_429s_the_rate_is_back_within_the_time_bound() {
         // From the floor: one call a minute, each raising by at least the doubling.
-        let mut a = AdaptiveRate::after_429(None, 2.0 * FLOOR, 0, at(0.0), at(0.0));
+        let mut a = AdaptiveRate::after_429(None, (2.0 * FLOOR, FLOOR), 0, at(0.0), at(0.0));
         a.ceiling = 2.0 * FLOOR;
         // The bound, plus the wait for the call that crosses it (at most one gap at
         // half the rate).

@@ -13,4 +13,5 @@ pub mod output_bound;
 pub mod provider;
 pub mod provider_limits;
 pub mod quota;
+pub mod quota_share;
 pub mod retry;

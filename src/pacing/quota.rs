@@ -11,6 +11,7 @@
 use crate::bucket::TokenBucket;
 use crate::call::{ReportedLimits, Usage};
 use crate::estimate::estimate_tokens;
+use crate::quota_share::{QuotaShare, Unit, WholeWindow};
 use crate::time::{Duration, Instant};
 use std::collections::VecDeque;
 
@@ -110,6 +111,38 @@ impl TokenBudget {
 /// The longest reset a report is taken at: a reset further away (years, by mistake) is
 /// read as this, so a contradictory report never stalls a provider longer.
 pub const MAX_RESET: Duration = Duration::from_micros(10 * 60 * 1_000_000);
+/// The refill of a window reported whole, per second: from what was left to the whole
+/// window by the reset. A window reported whole says nothing of its refill: a window's
+/// worth per longest reset, until the next report says more.
+fn refill_rate(whole: f64, remaining: f64, reset: Duration) -> f64 {
+    ((whole - remaining) / reset.as_secs()).max(whole / MAX_RESET.as_secs())
+}
+
+/// The window a report gives whole, as the quota's share reads it: the requests window
+/// if it is whole (counted exactly), else the tokens window.
+fn whole_window(limits: &ReportedLimits) -> Option<WholeWindow> {
+    let read = |unit, remaining: Option<f64>, whole: Option<f64>, reset: Option<Duration>| {
+        let remaining = remaining.filter(|r| r.is_finite() && *r >= 0.0)?;
+        let whole = whole.filter(|w| w.is_finite() && *w > 0.0)?.max(remaining);
+        let reset = reset.filter(|r| *r > Duration::ZERO)?.min(MAX_RESET);
+        Some(WholeWindow {
+            unit,
+            remaining,
+            whole,
+            rate: refill_rate(whole, remaining, reset),
+        })
+    };
+    let requests = (limits.requests_remaining, limits.requests_limit);
+    let tokens = (limits.tokens_remaining, limits.tokens_limit);
+    read(
+        Unit::Requests,
+        requests.0,
+        requests.1,
+        limits.requests_reset,
+    )
+    .or_else(|| read(Unit::Tokens, tokens.0, tokens.1, limits.tokens_reset))
+}
+
 /// Most calls remembered as started since a provider's last report.
 const LEDGER_LIMIT: usize = 4096;
 
@@ -135,8 +168,14 @@ struct Window {
 /// A window's room until its reset.
 #[derive(Clone, Debug)]
 enum Room {
-    /// The whole window is known: room refills in proportion until the reset.
-    Refilling(TokenBucket),
+    /// The whole window is known: room refills in proportion until the reset. The
+    /// bucket holds this pacer's share of the room and of its refill (all of it for a
+    /// pacer alone), `whole` the window as reported.
+    Refilling {
+        bucket: TokenBucket,
+        whole: f64,
+        share: f64,
+    },
     /// Only what was left is known: no more until the reset. Then the window is whole
     /// again, and the report shows it holds at least what was left plus what the
     /// reporting call used (`after`): that much until the next report, however large
@@ -151,12 +190,15 @@ enum Room {
 impl Window {
     /// The window a report describes, if it names what is left: `used` is what the
     /// reporting call took of it, `whole` the whole window when reported, `since` what
-    /// the calls started after the reporting call take.
+    /// the calls started after the reporting call take. `share` is this pacer's share
+    /// of the quota; `lengthen` (in [0, 1)) draws how much a wait for the reset is
+    /// lengthened, so that clients that read the same reset do not call at one instant.
     fn from(
         now: Instant,
         remaining: Option<f64>,
         reset: Option<Duration>,
         (used, whole, since): (f64, Option<f64>, f64),
+        (share, lengthen): (f64, f64),
     ) -> Option<Window> {
         let remaining = remaining.filter(|r| r.is_finite() && *r >= 0.0)?;
         let reset = reset
@@ -167,12 +209,19 @@ impl Window {
         let room = match whole {
             Some(whole) => {
                 let whole = whole.max(remaining + used);
-                // A window reported whole says nothing of its refill: a window's worth
-                // per longest reset, until the next report says more.
-                let rate = ((whole - remaining) / reset.as_secs()).max(whole / MAX_RESET.as_secs());
-                let mut bucket = TokenBucket::with_tokens(rate, whole, remaining, now);
+                let rate = refill_rate(whole, remaining, reset);
+                // This pacer's part, never smaller than the reporting call: a call
+                // larger than its bucket would leave a debt capped at one bucket, and
+                // go faster than its share.
+                let part = (whole * share).max(used).min(whole);
+                let mut bucket =
+                    TokenBucket::with_tokens(rate * share, part, remaining * share, now);
                 bucket.take_amount(now, since);
-                Room::Refilling(bucket)
+                Room::Refilling {
+                    bucket,
+                    whole,
+                    share,
+                }
             }
             None => Room::UntilReset {
                 left: remaining - since,
@@ -183,14 +232,14 @@ impl Window {
         Some(Window {
             room,
             reported_at: now,
-            reset: now + reset,
+            reset: now + reset + crate::retry::lengthening(reset, lengthen),
         })
     }
 
     /// The whole window, when it was reported.
     fn whole(&self) -> Option<f64> {
         match &self.room {
-            Room::Refilling(bucket) => Some(bucket.capacity()),
+            Room::Refilling { whole, .. } => Some(*whole),
             Room::UntilReset { .. } => None,
         }
     }
@@ -198,7 +247,12 @@ impl Window {
     /// The room left at `now`.
     fn left(&self, now: Instant) -> f64 {
         match &self.room {
-            Room::Refilling(bucket) => bucket.tokens(now),
+            // The room as reported (for a snapshot), not this pacer's share of it.
+            Room::Refilling {
+                bucket,
+                whole,
+                share,
+            } => (bucket.tokens(now) / share).min(*whole),
             Room::UntilReset { left, .. } if now < self.reset => *left,
             Room::UntilReset { after, .. } => *after,
         }
@@ -208,7 +262,7 @@ impl Window {
     fn take(&mut self, now: Instant, used: f64) {
         let reset = self.reset;
         match &mut self.room {
-            Room::Refilling(bucket) => bucket.take_amount(now, used),
+            Room::Refilling { bucket, .. } => bucket.take_amount(now, used),
             Room::UntilReset { left, .. } if now < reset => *left -= used,
             Room::UntilReset {
                 after, taken_after, ..
@@ -223,9 +277,9 @@ impl Window {
     /// as it is known waits for the reset, when the window is whole, however large.
     fn ready_at(&self, now: Instant, need: f64) -> Option<Instant> {
         let at = match &self.room {
-            Room::Refilling(bucket) => {
+            Room::Refilling { bucket, whole, .. } => {
                 let at = bucket.ready_at_amount(now, need);
-                if need > bucket.capacity() {
+                if need > *whole {
                     at.max(self.reset)
                 } else {
                     at
@@ -261,6 +315,20 @@ impl Window {
     }
 }
 
+/// How a report is read.
+#[derive(Copy, Clone, Debug, Default)]
+pub struct Reading {
+    /// When the reporting call started (about when the provider admitted it).
+    pub started: Instant,
+    /// Whether the provider accepted the call (an answer, not a 429), and what it cost.
+    pub admitted: bool,
+    pub tokens: f64,
+    /// Whether the quota is read as shared with other clients (`sharedQuota`).
+    pub shared: bool,
+    /// Draws how much a wait for the reported reset is lengthened, in [0, 1).
+    pub lengthen: f64,
+}
+
 /// One provider's cost model, the limits it reported, and the calls started since.
 #[derive(Clone, Debug)]
 pub struct ProviderQuota {
@@ -281,6 +349,8 @@ pub struct ProviderQuota {
     since_report: VecDeque<(u64, f64)>,
     /// The reset of the hold last announced as a `limited` event.
     announced: Option<Instant>,
+    /// This pacer's share of the quota, when others use it too.
+    share: QuotaShare,
 }
 
 impl Default for ProviderQuota {
@@ -294,6 +364,7 @@ impl Default for ProviderQuota {
             next_ticket: 1,
             since_report: VecDeque::new(),
             announced: None,
+            share: QuotaShare::default(),
         }
     }
 }
@@ -324,11 +395,31 @@ impl ProviderQuota {
     }
 
     /// Takes in what a reply or an error reported for the call holding `ticket`, which
-    /// was charged `cost`. A report older than the one held is ignored.
-    pub fn report(&mut self, now: Instant, ticket: u64, cost: f64, limits: &ReportedLimits) {
+    /// was charged `cost`, as `reading` says. A report older than the one held is ignored.
+    pub fn report(
+        &mut self,
+        now: Instant,
+        (ticket, cost): (u64, f64),
+        limits: &ReportedLimits,
+        reading: &Reading,
+    ) {
+        if reading.admitted {
+            self.share.accepted(now, reading.tokens);
+        }
         if ticket < self.reported {
             return;
         }
+        if reading.shared {
+            if let Some(window) = whole_window(limits) {
+                self.share.observe(reading.started, window);
+            }
+        }
+        let share = if reading.shared {
+            self.share.share()
+        } else {
+            1.0
+        };
+        let how = (share, reading.lengthen);
         let later = |t: &&(u64, f64)| t.0 > ticket;
         let started = self.since_report.iter().filter(later).count() as f64;
         let spent: f64 = self.since_report.iter().filter(later).map(|(_, c)| c).sum();
@@ -337,12 +428,14 @@ impl ProviderQuota {
             limits.requests_remaining,
             limits.requests_reset,
             (1.0, limits.requests_limit, started),
+            how,
         );
         let tokens = Window::from(
             now,
             limits.tokens_remaining,
             limits.tokens_reset,
             (cost, limits.tokens_limit, spent),
+            how,
         );
         if requests.is_none() && tokens.is_none() {
             return;
@@ -383,6 +476,35 @@ impl ProviderQuota {
             (Some(r), Some(t)) => Some(if r.0 >= t.0 { r } else { t }),
             (r, t) => r.or(t),
         }
+    }
+
+    /// Whether a live report gives a whole window: its room then decides when calls
+    /// start, not the adaptive rate's guess.
+    pub fn reports_whole(&self, now: Instant) -> bool {
+        let whole = |w: &Option<Window>| {
+            w.as_ref()
+                .is_some_and(|w| w.live(now) && w.whole().is_some())
+        };
+        whole(&self.requests) || whole(&self.tokens)
+    }
+
+    /// Whether the last report showed room for a call now (after a 429 episode, it
+    /// ends the adaptive rate's slow zone).
+    pub fn shows_room(&self, now: Instant, cost: f64) -> bool {
+        self.reports_whole(now) && self.held(now, cost).is_none()
+    }
+
+    /// The rate of calls this pacer has been taking of the quota lately, per second,
+    /// while reports of the quota are in force.
+    pub fn taking_rate(&self, now: Instant) -> Option<f64> {
+        self.reports_in_force(now)
+            .then(|| self.share.taking_rate(now))
+            .flatten()
+    }
+
+    /// This pacer's share of the quota (1 alone), as its reports show it.
+    pub fn share(&self) -> f64 {
+        self.share.share()
     }
 
     /// Whether a report still bounds the provider's calls at `now`.
@@ -443,8 +565,14 @@ impl ProviderQuota {
             // 0: the whole window was not reported.
             let whole = (w.whole.is_finite() && w.whole > 0.0).then_some(w.whole);
             let remaining = Some(whole.map_or(w.remaining, |whole| w.remaining.min(whole)));
-            let mut restored = Window::from(now, remaining, Some(w.reset_in), (0.0, whole, 0.0))?;
-            if let Room::Refilling(bucket) = &mut restored.room {
+            let mut restored = Window::from(
+                now,
+                remaining,
+                Some(w.reset_in),
+                (0.0, whole, 0.0),
+                (1.0, 0.0),
+            )?;
+            if let Room::Refilling { bucket, .. } = &mut restored.room {
                 let refill = elapsed.as_secs() * bucket.rate();
                 bucket.give(now, refill);
             }
@@ -490,6 +618,17 @@ mod tests {
         Instant::from_millis(ms)
     }
 
+    /// A report read as by a pacer alone, for a call that was not admitted.
+    fn report(
+        quota: &mut ProviderQuota,
+        now: Instant,
+        ticket: u64,
+        cost: f64,
+        limits: &ReportedLimits,
+    ) {
+        quota.report(now, (ticket, cost), limits, &Reading::default());
+    }
+
     #[test]
     fn a_budget_starts_full_and_refills_a_minutes_worth_per_minute() {
         let mut budget = TokenBudget::new(6000.0, at(0.0)).unwrap();
@@ -527,8 +666,8 @@ mod tests {
     fn reported_limits_hold_calls_until_there_is_room() {
         let mut quota = ProviderQuota::default();
         let ticket = quota.spend(at(0.0), 100.0);
-        let report = limits(Some((1.0, 2000.0)), Some((500.0, 1000.0)));
-        quota.report(at(0.0), ticket, 100.0, &report);
+        let reported = limits(Some((1.0, 2000.0)), Some((500.0, 1000.0)));
+        report(&mut quota, at(0.0), ticket, 100.0, &reported);
         assert_eq!(quota.held(at(0.0), 400.0), None);
         assert_eq!(quota.held(at(0.0), 600.0), Some((at(1000.0), Held::Tokens)));
         quota.spend(at(0.0), 400.0);
@@ -548,7 +687,7 @@ mod tests {
             requests_limit: Some(30.0),
             ..limits(Some((0.0, 60_000.0)), None)
         };
-        quota.report(at(300.0), first, 0.0, &whole);
+        report(&mut quota, at(300.0), first, 0.0, &whole);
         // Not the whole minute: one request's room comes back every 2 s.
         assert_eq!(
             quota.held(at(300.0), 0.0),
@@ -562,14 +701,21 @@ mod tests {
         // An earlier report left 900,000 tokens; this one leaves 100 for 5 s.
         let mut quota = ProviderQuota::default();
         let first = quota.spend(at(0.0), 0.0);
-        quota.report(
+        report(
+            &mut quota,
             at(0.0),
             first,
             0.0,
             &limits(None, Some((900_000.0, 1000.0))),
         );
         let second = quota.spend(at(0.0), 0.0);
-        quota.report(at(100.0), second, 0.0, &limits(None, Some((100.0, 5000.0))));
+        report(
+            &mut quota,
+            at(100.0),
+            second,
+            0.0,
+            &limits(None, Some((100.0, 5000.0))),
+        );
         assert_eq!(
             quota.held(at(100.0), 4000.0),
             Some((at(5100.0), Held::Tokens))
@@ -578,7 +724,13 @@ mod tests {
         // No room left, no window: the next call waits the reset out (1.5 s).
         let mut quota = ProviderQuota::default();
         let first = quota.spend(at(0.0), 0.0);
-        quota.report(at(0.0), first, 0.0, &limits(None, Some((0.0, 1500.0))));
+        report(
+            &mut quota,
+            at(0.0),
+            first,
+            0.0,
+            &limits(None, Some((0.0, 1500.0))),
+        );
         assert_eq!(quota.held(at(0.0), 10.0), Some((at(1500.0), Held::Tokens)));
     }
 
@@ -586,11 +738,18 @@ mod tests {
     fn calls_started_after_the_reporting_call_count_against_its_report() {
         let mut quota = ProviderQuota::default();
         let first = quota.spend(at(0.0), 0.0);
-        quota.report(at(0.0), first, 0.0, &limits(Some((9.0, 10_000.0)), None));
+        report(
+            &mut quota,
+            at(0.0),
+            first,
+            0.0,
+            &limits(Some((9.0, 10_000.0)), None),
+        );
         let reporting = quota.spend(at(0.0), 0.0);
         let later: Vec<u64> = (0..3).map(|_| quota.spend(at(0.0), 0.0)).collect();
         // The report of `reporting` knew nothing of the three calls after it.
-        quota.report(
+        report(
+            &mut quota,
             at(100.0),
             reporting,
             0.0,
@@ -601,14 +760,26 @@ mod tests {
             Some(Held::Requests)
         );
         // A report older than the one held changes nothing.
-        quota.report(at(200.0), first, 0.0, &limits(Some((9.0, 10_000.0)), None));
+        report(
+            &mut quota,
+            at(200.0),
+            first,
+            0.0,
+            &limits(Some((9.0, 10_000.0)), None),
+        );
         assert_eq!(
             quota.held(at(200.0), 0.0).map(|h| h.1),
             Some(Held::Requests)
         );
         // The latest call's report knows them all.
         let last = *later.last().unwrap();
-        quota.report(at(300.0), last, 0.0, &limits(Some((2.0, 10_000.0)), None));
+        report(
+            &mut quota,
+            at(300.0),
+            last,
+            0.0,
+            &limits(Some((2.0, 10_000.0)), None),
+        );
         assert_eq!(quota.held(at(300.0), 0.0), None);
     }
 
@@ -617,23 +788,42 @@ mod tests {
         let mut quota = ProviderQuota::default();
         let ticket = quota.spend(at(0.0), 0.0);
         // Remaining that is not a count is ignored.
-        quota.report(
+        report(
+            &mut quota,
             at(0.0),
             ticket,
             0.0,
             &limits(Some((f64::NAN, 1000.0)), None),
         );
-        quota.report(at(0.0), ticket, 0.0, &limits(Some((-3.0, 1000.0)), None));
+        report(
+            &mut quota,
+            at(0.0),
+            ticket,
+            0.0,
+            &limits(Some((-3.0, 1000.0)), None),
+        );
         assert_eq!(quota.held(at(0.0), 0.0), None);
         // A reset years away holds no longer than the longest reset.
         let years = 3.0e11;
-        quota.report(at(0.0), ticket, 0.0, &limits(Some((0.0, years)), None));
+        report(
+            &mut quota,
+            at(0.0),
+            ticket,
+            0.0,
+            &limits(Some((0.0, years)), None),
+        );
         let (until, _) = quota.held(at(0.0), 0.0).unwrap();
         assert!(until <= at(0.0) + MAX_RESET, "{until:?}");
         // A reset in the past (0) reads as an unknown one: a second, not a stall.
         let mut quota = ProviderQuota::default();
         let ticket = quota.spend(at(0.0), 0.0);
-        quota.report(at(0.0), ticket, 0.0, &limits(Some((0.0, 0.0)), None));
+        report(
+            &mut quota,
+            at(0.0),
+            ticket,
+            0.0,
+            &limits(Some((0.0, 0.0)), None),
+        );
         assert_eq!(quota.held(at(0.0), 0.0), Some((at(1000.0), Held::Requests)));
     }
 

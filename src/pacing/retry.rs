@@ -40,6 +40,19 @@ pub fn backoff(base: Duration, retry: u32, jitter: &mut Jitter) -> Duration {
     half + half.mul_f64(jitter.next_unit())
 }
 
+/// The least spread of a lengthened wait: clients whose waits are short (a Retry-After
+/// of 1 s) still spread over a quarter of a second.
+const LEAST_SPREAD: Duration = Duration::from_micros(250_000);
+
+/// How much a wait that ends at a Retry-After or at a reported reset is lengthened, for
+/// a draw `unit` in [0, 1): up to 10% of the wait, at least up to 250 ms, never less
+/// than nothing. Clients that met the same 429 or read the same reset then do not all
+/// call at one instant.
+pub fn lengthening(wait: Duration, unit: f64) -> Duration {
+    let spread = wait.mul_f64(0.1).max(LEAST_SPREAD);
+    spread.mul_f64(unit.clamp(0.0, 1.0))
+}
+
 /// A small deterministic random source (SplitMix64), seeded by the driver, so that
 /// virtual-time tests replay exactly.
 #[derive(Clone, Debug)]
@@ -90,5 +103,17 @@ mod tests {
         }
         assert!(backoff(base, 40, &mut jitter) <= MAX_BACKOFF);
         assert_eq!(backoff(Duration::ZERO, 3, &mut jitter), Duration::ZERO);
+    }
+
+    #[test]
+    fn a_wait_is_lengthened_by_up_to_a_tenth_at_least_a_quarter_second() {
+        let ms = Duration::from_millis;
+        assert_eq!(lengthening(ms(60_000.0), 0.0), Duration::ZERO);
+        assert_eq!(lengthening(ms(60_000.0), 0.5), ms(3000.0));
+        assert_eq!(lengthening(ms(1000.0), 0.5), ms(125.0));
+        assert_eq!(lengthening(Duration::ZERO, 0.999), ms(249.75));
+        // A draw out of range never shortens a wait nor lengthens it past the spread.
+        assert_eq!(lengthening(ms(1000.0), -1.0), Duration::ZERO);
+        assert_eq!(lengthening(ms(1000.0), 7.0), ms(250.0));
     }
 }

@@ -2,7 +2,7 @@
 // and of ai 6) with the real `@ai-sdk/anthropic` and `@ai-sdk/google` of each major,
 // calling local servers that speak Anthropic's Messages API and the Gemini API
 // (anthropic-server.mjs, gemini-server.mjs), driven by the packed package's BatchPacer.
-// What a user relies on (README: `aiSdkProvider`, and "Quotas"):
+// What a user relies on (docs/guides/ai-sdk.md: `aiSdkProvider`, and docs/guides/quotas.md):
 // replies and their usage reach the pacer, the batch instructions reach the model as its
 // system prompt under the name each SDK major reads, the finish reason at the token limit
 // is a truncated reply, a 429 is a 429 (whole or streamed) with its wait, a daily quota
@@ -292,7 +292,7 @@ for (const sdk of SDKS) {
           reset = anthropic.resetIn(5000);
           const headers = anthropic.rateLimitHeaders({
             // A window of one request (with a larger one, room refills in proportion
-            // before the reset: README, "Quotas").
+            // before the reset: docs/reference.md, Rule 34).
             requests: { limit: 1, remaining: 0, reset },
             tokens: { limit: 80_000, remaining: 79_000, reset },
           });

@@ -1,7 +1,7 @@
 // A real model through the real AI SDK: SmolLM2-135M-Instruct behind llama.cpp's own
 // server, called by `ai` 7's generateText and streamText with `@ai-sdk/openai-compatible`,
 // through the packed package's aiSdkProvider, translating a short page of 4 paragraphs
-// into French, whole replies and streamed. Checked as the README promises for
+// into French, whole replies and streamed. Checked as docs/guides/ai-sdk.md promises for
 // `aiSdkProvider`: every promise settles exactly once, no paragraph shows another
 // paragraph's translation (each paragraph holds a number of its own: see
 // real-model-page.mjs), and the usage the server reports reaches stats(). Nothing is

@@ -1,4 +1,4 @@
-// Array batches (README, "Each provider its own limits"), through the installed package:
+// Array batches (docs/guides/providers.md, "Each provider its own limits"), through the installed package:
 // a provider with `batch: "array"` gets its `llm: false` items as arrays (`format:
 // "array"`), the reply is read by position, a wrong length or a non-string element is a
 // count mismatch (the pacer never calls String() on an element), an empty string leaves

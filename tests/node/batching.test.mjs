@@ -1,4 +1,4 @@
-// Rules 2-4: when a batch is due, what joins it, compatibility, batches of one, llm:false.
+// Rules 2-4 of docs/reference.md: when a batch is due, what joins it, compatibility, batches of one, llm:false.
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";

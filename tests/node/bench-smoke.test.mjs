@@ -37,6 +37,9 @@ const HEADERS = [
   "### 13b. Adversarial replies",
   "### 14. Clients and timeouts",
   "### 15. Providers, pools and arrays",
+  "### 16. A quota shared with other clients",
+  "### 16b. A quota shared with other clients",
+  "### 16c. A quota shared with other clients",
 ];
 
 test("bench/run.mjs --smoke exits 0 and prints each workload's table", { timeout: 120_000 }, async () => {

@@ -47,7 +47,7 @@ function mapStore({ sync = false, get, set } = {}) {
 
 const cacheErrors = (events) => events.filter((e) => e.type === "cacheError");
 
-/** The key as the README describes it, computed without the package. */
+/** The key as docs/reference.md (Cache keys) describes it, computed without the package. */
 function referenceKey({ providerId, sourceLang, targetLang, context = "", llm = true, text }) {
   const hash = createHash("sha256");
   const field = (bytes) => {
@@ -558,7 +558,7 @@ describe("cache option: abort and dispose during a lookup", () => {
 });
 
 describe("cacheKey", () => {
-  test("matches the README test vector", () => {
+  test("matches the test vector of docs/reference.md", () => {
     assert.equal(cacheKey(README_VECTOR.item), README_VECTOR.key);
     assert.equal(referenceKey(README_VECTOR.item), README_VECTOR.key, "the reference encoding agrees");
   });

@@ -1,4 +1,4 @@
-// Models that cannot batch (the README's "Models that cannot batch"), through the packed
+// Models that cannot batch (docs/guides/cannot-batch.md), through the packed
 // package on virtual time: a repeated reply ends a batch's retries, the learned batch
 // size per provider goes down and back up (batchLimit events, probes), the snapshot keeps
 // it, every request carries maxOutputTokens, truncated replies of singles and batches,
@@ -197,7 +197,7 @@ describe("the output bound (request.maxOutputTokens)", () => {
     assert.deepEqual(states.map((s) => s.value), unlike.map((x) => `fr: ${x}`));
     assert.equal(calls.length, 2);
     assert.ok(calls[1].texts.length < 4);
-    // The README's bound: 3 x the texts' tokens + 16 a segment + 16, doubled once.
+    // The bound of docs/reference.md, Rule 31: 3 x the texts' tokens + 16 a segment + 16, doubled once.
     const bound = (n) => 3 * 10 * n + 16 * n + 16;
     assert.equal(calls[0].maxOutputTokens, bound(4));
     assert.equal(calls[1].maxOutputTokens, 2 * bound(calls[1].texts.length));

@@ -364,7 +364,7 @@ for (const think of [false, true]) {
     }));
 }
 
-// The manifest line the package's load error quotes (README, "The CSP, per browser and
+// The manifest line the package's load error quotes (docs/guides/install.md, "The CSP, per browser and
 // manifest version").
 const CSP_LINE = `"content_security_policy": {"extension_pages": "script-src 'self' 'wasm-unsafe-eval'; object-src 'self'"}`;
 

@@ -261,7 +261,7 @@ test("Firefox: Stream replies ticked on the options page: the page's paragraphs 
     assert.equal(await driver.executeScript(() => document.querySelectorAll(".bp-preview").length), 0);
   }));
 
-// The manifest line the package's load error quotes (README, "The CSP, per browser and
+// The manifest line the package's load error quotes (docs/guides/install.md, "The CSP, per browser and
 // manifest version").
 const CSP_LINE = `"content_security_policy": {"extension_pages": "script-src 'self' 'wasm-unsafe-eval'; object-src 'self'"}`;
 

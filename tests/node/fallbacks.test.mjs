@@ -1,4 +1,4 @@
-// Fallback providers (the README's "Fallback providers"), through the packed package on
+// Fallback providers (docs/guides/fallbacks.md, Rule 35 of docs/reference.md), through the packed package on
 // virtual time: each trigger, chains, coming back, request.fallbackFrom, the stats and
 // events, validation and setOptions, routeProviders in front of a pacer, and a snapshot
 // taken while a provider is blocked.

@@ -1,5 +1,5 @@
 // Timeouts that fit the call, calls stopped when nobody needs them, and what the provider
-// learns of each item (README: "Timeouts that fit the call", the `meta` item field,
+// learns of each item (docs/guides/failures.md: "Timeouts that fit the call", the `meta` item field,
 // `request.metas` and `request.format`), through the packed package on virtual time.
 
 import { test, describe } from "node:test";

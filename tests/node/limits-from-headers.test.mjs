@@ -1,6 +1,6 @@
 // limitsFromHeaders: the rate-limit headers of OpenAI and Groq, Anthropic and the IETF
 // draft, read from a Headers instance, a Map or a plain object with names in any case
-// (README: "The AI SDK and other clients").
+// (docs/guides/ai-sdk.md).
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";

@@ -1,5 +1,5 @@
 // A local server on 127.0.0.1 that speaks Microsoft Translator's documented v3 text
-// translation API, for the README's recipe test: `POST /translate?api-version=3.0&to=<lang>
+// translation API, for the recipes' test (docs/guides/providers.md): `POST /translate?api-version=3.0&to=<lang>
 // [&from=<lang>]` with the header `Ocp-Apim-Subscription-Key: <key>` and a JSON body that is
 // an array of `{ Text }` (at most 1,000 elements and 50,000 characters), answered with one
 // `{ translations: [{ text, to }] }` per element, in order (`detectedLanguage` too when

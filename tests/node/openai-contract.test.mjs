@@ -210,7 +210,7 @@ describe("structuredOutput", () => {
   });
 
   test("a JSON object in a code fence, or with markers in its values, is handed on as the model wrote it", async (t) => {
-    // The pacer reads both for every provider (README "Replies"): the provider does not.
+    // The pacer reads both for every provider (docs/guides/proof.md, "What a reply may be"): the provider does not.
     const fenced = '```json\n{"1": "<t1>Eins</t1>", "2": "Zwei"}\n```';
     const marked = '{"1": "<t1>Eins</t1>", "2": " Zwei "}';
     const replies = [fenced, marked];

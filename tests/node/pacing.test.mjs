@@ -1,4 +1,4 @@
-// Rule 1 (token bucket), maxInFlight, priority and FIFO order, on virtual time.
+// Rule 1 of docs/reference.md (token bucket), maxInFlight, priority and FIFO order, on virtual time.
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";

@@ -1,4 +1,4 @@
-// Pools (README "Pools"), through the packed package on virtual time: the pool's calls
+// Pools (docs/guides/providers.md, "Pools"), through the packed package on virtual time: the pool's calls
 // spread over its members, each with request.providerId = the member and request.poolId
 // = the pool; routeProviders in front sends each member's calls to its own key; a member
 // whose daily quota is spent leaves the page to the others; stats().byProvider; the

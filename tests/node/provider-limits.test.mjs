@@ -1,4 +1,4 @@
-// Each provider its own limits (README, "Each provider its own limits"), through the
+// Each provider its own limits (docs/guides/providers.md, "Each provider its own limits"), through the
 // installed package on virtual time: `providers` gives a provider a bucket, budgets and a
 // cap of its own beside the pacer's, its own batch limits and timeouts, kept by
 // setOptions (tokens) and snapshot(); malformed settings name their path.

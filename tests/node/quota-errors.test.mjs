@@ -1,4 +1,4 @@
-// Errors that no retry can help (the README's "Failures", "Quotas"): settings errors (401,
+// Errors that no retry can help (docs/reference.md, "Failures", "Quotas"): settings errors (401,
 // 403, 404), billing, and daily quotas reject the provider's whole queue in one step;
 // other providers go on; a daily block holds until its reset, also across a snapshot.
 

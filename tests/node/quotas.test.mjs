@@ -1,4 +1,4 @@
-// Quotas (the README's "Quotas", "Replies with usage and limits", "Failures"): the token budget
+// Quotas (docs/guides/quotas.md; docs/reference.md, "Quotas", "The provider", "Failures"): the token budget
 // (`tokensPerMinute`, `estimateTokens`), reported usage and limits, 413 splits, and one
 // budget shared by two pacers, all on virtual time against the installed package.
 
@@ -32,7 +32,7 @@ const latin = (i, chars = 400) => `Paragraph ${i}: ` + "the quick brown fox jump
 
 describe("tokensPerMinute", () => {
   // A fixed estimate makes every single call cost the same: 100 tokens in, as much again
-  // out (the contract), plus the prompt's share the README documents for a single (40).
+  // out (the contract), plus the prompt's share docs/guides/quotas.md documents for a single (40).
   const EST = 100;
   const COST_AT_LEAST = 2 * EST;
   const COST = 2 * EST + 40;

@@ -1,4 +1,4 @@
-// Rule 6: a 429 pauses that provider only, keeps the queue, has its own retry budget,
+// Rule 6 of docs/reference.md: a 429 pauses that provider only, keeps the queue, has its own retry budget,
 // a Retry-After over 5 minutes fails at once, and adaptiveRate slows the provider.
 
 import { test, describe } from "node:test";
@@ -371,7 +371,7 @@ describe("adaptiveRate", () => {
 
   test("after successes the rate rises back gradually, 15% a call then 0.5%, to null = full rate", async (t) => {
     // One 429 at rate 4 halves the rate to 2 (ceiling 4, nothing proven yet); then every
-    // call is accepted. The README's rule: +15% per accepted call up to 3/4 of the
+    // call is accepted. Rule 7 of docs/reference.md: +15% per accepted call up to 3/4 of the
     // ceiling (3/s), then +0.5% near the ceiling, back at rate 4 well within the bound.
     let n = 0;
     const { clock, calls, send, events } = setup(t, {

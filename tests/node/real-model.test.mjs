@@ -1,7 +1,7 @@
 // A real model behind llama.cpp's own server: SmolLM2-135M-Instruct (a model too small to
 // keep a batch's layout) translating a page of 10 short English paragraphs into French
 // through the packed package's openAIProvider, whole replies and streamed. Checked against
-// the README's "Models that cannot batch": every promise settles once, no paragraph shows
+// docs/guides/cannot-batch.md: every promise settles once, no paragraph shows
 // another paragraph's translation, and batching costs at most about what one call per
 // paragraph costs on the same server in the same run (calls and output tokens). Nothing
 // is asserted about translation quality. The baseline (one call per paragraph, whole
@@ -9,7 +9,7 @@
 // same way whether it streams or not.
 //
 // What it costs: the model runs on past the bound on most single requests, and a single
-// that stops at its bound is retried twice with the bound doubled each time (the README,
+// that stops at its bound is retried twice with the bound doubled each time (docs/guides/cannot-batch.md,
 // "Truncated replies"), so on this two-core machine (nothing else running) the baseline
 // takes about 3 minutes and a batched page from half a minute to six and a half, as the
 // retries' raised temperatures fall: the file 6 to 15 minutes. Another process busy on

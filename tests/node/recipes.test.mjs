@@ -1,5 +1,6 @@
-// The README's recipes for translation APIs that take arrays (docs/recipes/), run as
-// written: each README code block is the recipe file itself, and each recipe, importing
+// The recipes for translation APIs that take arrays (docs/recipes/), run as written: each
+// code block of the providers guide (docs/guides/providers.md) that shows one is the
+// recipe file itself, and each recipe, importing
 // the installed package, translates against a local server that speaks its API's
 // documented format. Array batches arrive in one request each, in order.
 // Run: bash tests/node/run-package-tests.sh
@@ -30,16 +31,17 @@ before(async () => {
   }
 });
 
-/** The README's fenced code blocks. */
-async function readmeBlocks() {
-  const readme = await readFile(join(repo, "README.md"), "utf8");
-  return [...readme.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+/** The providers guide's fenced code blocks, where the recipes are shown. */
+const GUIDE = "docs/guides/providers.md";
+async function guideBlocks() {
+  const guide = await readFile(join(repo, GUIDE), "utf8");
+  return [...guide.matchAll(/^```js\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
 }
 
 for (const name of RECIPES) {
-  test(`the README shows docs/recipes/${name} as it is`, async () => {
+  test(`the providers guide shows docs/recipes/${name} as it is`, async () => {
     const file = await readFile(join(repo, "docs/recipes", name), "utf8");
-    assert.ok((await readmeBlocks()).includes(file), `README.md has no js block equal to docs/recipes/${name}`);
+    assert.ok((await guideBlocks()).includes(file), `${GUIDE} has no js block equal to docs/recipes/${name}`);
   });
 }
 

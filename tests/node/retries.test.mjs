@@ -1,4 +1,4 @@
-// Failed provider calls: which are retried, backoff, Retry-After, timeouts, rule 5.
+// Failed provider calls: which are retried, backoff, Retry-After, timeouts, Rule 5 of docs/reference.md.
 
 import { test, describe } from "node:test";
 import assert from "node:assert/strict";

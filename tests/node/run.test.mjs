@@ -1,5 +1,5 @@
 // pacer.run(providerId, fn, { priority, signal }): a provider call that is not a
-// translation, paced under the rules of that provider's translation calls (README,
+// translation, paced under the rules of that provider's translation calls (docs/guides/ai-sdk.md,
 // "Calls that are not translations"). Against the packed package, on virtual time.
 
 import { test, describe } from "node:test";

@@ -1,4 +1,4 @@
-// The item field `scope` (README, "Use"): items of
+// The item field `scope` (docs/reference.md, Rule 10): items of
 // different scopes never share a batch, a provider item or a cache entry (in memory or in
 // the `cache` store), so a page's injected instruction reaches only its own paragraphs;
 // `scope` is never sent to the provider; cacheKey adds it as a seventh field.
@@ -128,7 +128,7 @@ describe("scope: dedup and cache", () => {
   });
 });
 
-/** The key as the README describes it, computed without the package. */
+/** The key as docs/reference.md (Cache keys) describes it, computed without the package. */
 function referenceKey({ providerId, sourceLang, targetLang, context = "", llm = true, text, scope = "" }) {
   const hash = createHash("sha256");
   const field = (bytes) => {
@@ -147,7 +147,7 @@ function referenceKey({ providerId, sourceLang, targetLang, context = "", llm = 
 describe("scope: cacheKey", () => {
   const vector = { providerId: "openai", sourceLang: "en", targetLang: "de", context: "", llm: true, text: "Hello, world!" };
 
-  test("the README's vector with a scope: scope is a seventh field after text", () => {
+  test("the documented vector with a scope: scope is a seventh field after text", () => {
     const scoped = { ...vector, scope: "7" };
     assert.equal(referenceKey(scoped), "a4c990f76ff643229968f3385bf760d5bf2c3ef0c7e4fffc971516781a440d1d");
     assert.equal(cacheKey(scoped), referenceKey(scoped));

@@ -1,5 +1,5 @@
 // aiSdkProvider with stand-ins for the AI SDK's generateText and streamText that record
-// what they were called with and answer in the SDK's result shapes (README: "The AI SDK
+// what they were called with and answer in the SDK's result shapes (docs/guides/ai-sdk.md: "The AI SDK
 // and other clients"). The real SDK against wire-format servers is tested elsewhere.
 
 import { test, describe } from "node:test";

@@ -1,4 +1,4 @@
-// The AI SDK's errors, thrown by any provider, read as the README's "Failures" says:
+// The AI SDK's errors, thrown by any provider, read as docs/guides/failures.md says:
 // `statusCode`, `responseHeaders` (and the limits they state), `responseBody` (a wait,
 // a quota), `isRetryable` and `RetryError.lastError`. The errors are real `APICallError` and
 // `RetryError` instances of the `ai` package, both majors the package supports (ai 7

@@ -1,4 +1,4 @@
-// Segment identity (the README's "The provider", "Segment identity", "The older layout",
+// Segment identity (docs/reference.md: "The provider", "Segment identity", Rule 21 the separator layout,
 // "Replies with usage and limits"): the request in both layouts, every reply form,
 // partial acceptance, and replies that would put one paragraph's translation under
 // another if the pacer guessed.

@@ -1,4 +1,4 @@
-// Streaming replies (the README's "Streaming replies", the `timeoutMs` row, the `onPartial`
+// Streaming replies (docs/guides/streaming.md, the README's `timeoutMs` row, the `onPartial`
 // item field) through the packed package: every stream form, early resolution, bad
 // values, a `next()` that never settles, timeouts between values, previews, counters,
 // reasoning, and streams that misbehave around their end.

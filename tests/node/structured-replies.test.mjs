@@ -1,4 +1,4 @@
-// A structured answer as a model writes it, read by the pacer for every provider (the README
+// A structured answer as a model writes it, read by the pacer for every provider (docs/guides/proof.md
 // section "Segment identity: the proof rule", and "Replies"): a JSON object of one string per id that comes
 // as text, maybe in a code fence, and values a model wrapped in their own markers. A
 // custom provider that returns the model's text as it came gets the same clean-up as

