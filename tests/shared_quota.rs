@@ -55,7 +55,7 @@ impl Minute {
 #[derive(Copy, Clone, PartialEq)]
 enum Says {
     Nothing,
-    Left,
+
     LeftAndWhole,
 }
 
@@ -140,6 +140,14 @@ impl Quota {
         self.rate_limited[pacer] += 1;
         if self.first_reply[pacer].is_some_and(|f| now >= f) {
             self.after_first_reply[pacer] += 1;
+            if std::env::var_os("BP_429").is_some() {
+                eprintln!(
+                    "429 pacer {pacer} at {:.1} s, requests {:.2}, tokens {:.0} of {cost}",
+                    now.as_millis() / 1000.0,
+                    self.requests.level,
+                    self.tokens.level
+                );
+            }
         }
         let wait = self
             .requests
@@ -159,12 +167,18 @@ impl Quota {
 /// About 300 characters, distinct per pacer and paragraph.
 fn paragraph(pacer: usize, i: usize) -> String {
     let mut text = format!("Page {pacer}, paragraph {i}: ");
-    let words = ["the quota", "of a shared key", "translated", "in a browser", "tab"];
+    let words = [
+        "the quota",
+        "of a shared key",
+        "translated",
+        "in a browser",
+        "tab",
+    ];
     let mut w = pacer + i;
     while text.len() < 300 {
         text.push_str(words[w % words.len()]);
         text.push(' ');
-        w = w * 7 + 3;
+        w = w.wrapping_mul(7).wrapping_add(3);
     }
     text.truncate(299);
     text.push('.');
@@ -200,9 +214,11 @@ impl Clients {
         }
     }
 
-    /// Runs every pacer in steps of 50 ms until all settled (or `limit`), each page
+    /// Runs every pacer in steps of 100 ms until all settled (or `limit`), each page
     /// translated at its arrival. The instant the last item settled.
     fn run(&mut self, paragraphs: usize, limit: f64) -> f64 {
+        // One pacer needs no lockstep: it runs to the end at once.
+        let step = if self.sims.len() == 1 { limit * 1000.0 } else { 100.0 };
         let mut now = 0.0;
         loop {
             for (pacer, sim) in self.sims.iter_mut().enumerate() {
@@ -223,7 +239,7 @@ impl Clients {
             if settled || now > limit * 1000.0 {
                 break;
             }
-            now += 50.0;
+            now += step;
         }
         self.sims
             .iter()
@@ -250,23 +266,6 @@ impl Clients {
         let last = self.arrivals.iter().map(|a| a.as_millis() / 1000.0);
         last.fold(0.0, f64::max).max(admit) + LATENCY_MS / 1000.0
     }
-
-    /// 429s after each pacer's first reply, per pacer per 10 minutes of its time from
-    /// its first reply to its last settlement.
-    fn rate_limited_per_ten_minutes(&self) -> f64 {
-        let quota = self.quota.borrow();
-        let after: u32 = quota.after_first_reply.iter().sum();
-        let span: f64 = self
-            .sims
-            .iter()
-            .zip(&quota.first_reply)
-            .filter_map(|(sim, first)| {
-                let last = sim.settled_at.values().max()?;
-                Some(last.since((*first)?).as_secs())
-            })
-            .sum();
-        f64::from(after) / (span / 600.0)
-    }
 }
 
 fn shared(on: bool) -> Options {
@@ -275,30 +274,235 @@ fn shared(on: bool) -> Options {
         .unwrap()
 }
 
-#[test]
-fn five_pacers_together_share_the_quota() {
-    let mut clients = Clients::new(&shared(true), &[0.0; 5], Says::LeftAndWhole);
-    let done = clients.run(200, 7200.0);
-    let per_pacer: Vec<usize> = clients
-        .quota
-        .borrow()
-        .accepted
-        .iter()
-        .map(Vec::len)
-        .collect();
-    eprintln!(
-        "done {done:.0} s, bound {:.0} s, failed {}, 429s {:?} ({:.2} per 10 min), calls {per_pacer:?}",
-        clients.bound(),
-        clients.failed(),
-        clients.quota.borrow().rate_limited,
-        clients.rate_limited_per_ten_minutes()
-    );
-    for (pacer, accepted) in clients.quota.borrow().accepted.iter().enumerate() {
-        let mut minutes = vec![0; (done / 60.0).ceil() as usize + 1];
-        for (at, _) in accepted {
-            minutes[(at.as_millis() / 60_000.0) as usize] += 1;
-        }
-        eprintln!("pacer {pacer}: {minutes:?}");
+/// Each minute's share of the quota's refill that pacer 0 used, from `from` until its
+/// last accepted call: max(calls / 60, tokens / 30,000).
+fn shares_per_minute(clients: &Clients, from: f64) -> Vec<f64> {
+    let quota = clients.quota.borrow();
+    let accepted = &quota.accepted[0];
+    let last = accepted
+        .last()
+        .map_or(0.0, |(at, _)| at.as_millis() / 1000.0);
+    let mut shares = Vec::new();
+    let mut minute = from;
+    while minute + 60.0 <= last {
+        let inside: Vec<f64> = accepted
+            .iter()
+            .filter(|(at, _)| (minute..minute + 60.0).contains(&(at.as_millis() / 1000.0)))
+            .map(|(_, tokens)| *tokens)
+            .collect();
+        let tokens: f64 = inside.iter().sum();
+        shares.push((inside.len() as f64 / 60.0).max(tokens / 30_000.0));
+        minute += 60.0;
     }
+    shares
+}
+
+/// One pacer (at `options`) after another client took the whole quota for two minutes:
+/// its share of the refill in each minute from a minute after the other client left.
+fn after_another_client(options: &Options) -> Vec<f64> {
+    let mut clients = Clients::new(options, &[0.0], Says::LeftAndWhole);
+    clients.quota.borrow_mut().other_until = ms(120_000.0);
+    clients.run(1500, 3600.0);
     assert_eq!(clients.failed(), 0);
+    shares_per_minute(&clients, 180.0)
+}
+
+#[test]
+fn reports_with_room_outrank_the_adaptive_rate_after_another_client_leaves() {
+    // Another client takes every request and token for two minutes: the pacer meets
+    // 429s, its adaptive rate is halved and slowed near the rate that met them. The
+    // reports then show the room coming back, and they decide.
+    let shares = after_another_client(&shared(true));
+    assert!(shares.len() >= 5, "{shares:?}");
+    assert!(shares.iter().all(|s| *s >= 0.9), "{shares:?}");
+    // Without the rules the guess held it back below the reported refill.
+    let before = after_another_client(&shared(false));
+    assert!(before.iter().any(|s| *s < 0.9), "{before:?}");
+}
+
+/// N pacers on one quota that reports its whole window, pages arriving together:
+/// (failed, done ÷ bound, 429s after each pacer's first reply).
+fn together(n: usize, options: &Options) -> (usize, f64, u32) {
+    let mut clients = Clients::new(options, &vec![0.0; n], Says::LeftAndWhole);
+    let done = clients.run(200, 20_000.0);
+    let after: u32 = clients.quota.borrow().after_first_reply.iter().sum();
+    (clients.failed(), done / clients.bound(), after)
+}
+
+#[test]
+fn others_are_counted_five_pacers_converge_on_the_quota_together() {
+    let (failed, over_bound, after_first_reply) = together(5, &shared(true));
+    assert_eq!(failed, 0);
+    assert!(over_bound <= 1.2, "{over_bound}");
+    // Each counting only its share of the refill, they meet fewer 429s than when each
+    // took the whole refill as its own.
+    let (_, _, before) = together(5, &shared(false));
+    assert!(
+        after_first_reply < before,
+        "{after_first_reply} vs {before}"
+    );
+}
+
+/// `n` pacers (each its own jitter seed) whose first call meets a 429 that asks to wait
+/// 10 s: when each calls again.
+fn retries_after_one_429(n: usize, options: &Options) -> Vec<f64> {
+    (0..n)
+        .map(|pacer| {
+            let mut first = true;
+            let mut sim = Sim::new(options.clone(), move |call: &Call, _| {
+                let answer = if std::mem::take(&mut first) {
+                    Err(http_error(429, Some(10_000.0)))
+                } else {
+                    Ok(echo_reply(call))
+                };
+                Answer::After(Duration::from_millis(0.0), answer)
+            });
+            sim.engine = Engine::new(options.clone(), Instant::ZERO, 7 + pacer as u64);
+            sim.translate(&single("the same paragraph"));
+            sim.drive();
+            sim.starts_ms()[1]
+        })
+        .collect()
+}
+
+#[test]
+fn no_herds_a_wait_for_a_retry_after_is_lengthened_never_shortened() {
+    let retries = retries_after_one_429(40, &shared(true));
+    // 0–10% of the wait (at least 0–250 ms): between 10 and 11 s, never before.
+    assert!(
+        retries.iter().all(|r| (10_000.0..=11_000.0).contains(r)),
+        "{retries:?}"
+    );
+    let (first, last) = retries
+        .iter()
+        .fold((f64::MAX, 0.0_f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
+    assert!(last - first >= 500.0, "spread over {} ms", last - first);
+    let mut windows = std::collections::HashMap::new();
+    for r in &retries {
+        *windows.entry((r / 100.0) as u64).or_insert(0) += 1;
+    }
+    let herd = windows.values().max().copied().unwrap_or(0);
+    assert!(herd <= 10, "{herd} of 40 retries in one 100 ms");
+    // Without the rules, all forty call again at the same instant.
+    let before = retries_after_one_429(40, &shared(false));
+    assert!(before.iter().all(|r| *r == 10_000.0), "{before:?}");
+}
+
+#[test]
+fn no_herds_a_wait_for_a_reported_reset_is_lengthened_never_shortened() {
+    // Nothing left until the reset in 5 s, the whole window not given: the next call
+    // waits for the reset, and up to 10% more (at least up to 250 ms).
+    let starts: Vec<f64> = (0..20)
+        .map(|pacer| {
+            let mut n = 0;
+            let mut sim = Sim::new(shared(true), move |call: &Call, _| {
+                n += 1;
+                let limits = ReportedLimits {
+                    requests_remaining: Some(if n == 1 { 0.0 } else { 10.0 }),
+                    requests_reset: Some(Duration::from_millis(5000.0)),
+                    ..ReportedLimits::default()
+                };
+                let report = Report {
+                    limits,
+                    ..Report::default()
+                };
+                Answer::Reported(Duration::from_millis(0.0), Ok(echo_reply(call)), report)
+            });
+            sim.engine = Engine::new(shared(true), Instant::ZERO, 100 + pacer);
+            sim.translate(&single("first"));
+            sim.drive_until(ms(1.0));
+            sim.translate(&single("second"));
+            sim.drive();
+            sim.starts_ms()[1]
+        })
+        .collect();
+    assert!(
+        starts.iter().all(|s| (5000.0..=5500.0).contains(s)),
+        "{starts:?}"
+    );
+    let spread = starts.iter().cloned().fold(0.0, f64::max)
+        - starts.iter().cloned().fold(f64::MAX, f64::min);
+    assert!(spread >= 200.0, "{starts:?}");
+}
+
+/// The adaptive rates a pacer was slowed to, against a quota of one call every two
+/// minutes that answers 429 with a short Retry-After, while it reports room in a window
+/// of requests a minute (which is not the one that holds it back).
+fn slowed_rates(options: &Options) -> Vec<f64> {
+    let mut next_room = 0.0;
+    let mut sim = Sim::new(options.clone(), move |call: &Call, now: Instant| {
+        let now = now.as_millis();
+        let admitted = now >= next_room;
+        if admitted {
+            next_room = now + 120_000.0;
+        }
+        let limits = ReportedLimits {
+            requests_remaining: Some(50.0),
+            requests_reset: Some(Duration::from_millis(10_000.0)),
+            ..ReportedLimits::default()
+        };
+        if admitted {
+            let report = Report {
+                limits,
+                ..Report::default()
+            };
+            return Answer::Reported(Duration::from_millis(100.0), Ok(echo_reply(call)), report);
+        }
+        let mut failure = http_error(429, Some(1000.0));
+        failure.limits = Box::new(limits);
+        Answer::Reported(
+            Duration::from_millis(100.0),
+            Err(failure),
+            Report::default(),
+        )
+    });
+    for i in 0..40 {
+        sim.translate(&single(&format!("paragraph {i}")));
+    }
+    sim.drive_until(ms(3_600_000.0));
+    sim.events
+        .iter()
+        .filter_map(|(_, e)| match e {
+            batch_pacer::Event::AdaptiveRate { rate, .. } => *rate,
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn the_floor_scales_with_the_rate_this_pacer_has_been_taking() {
+    use batch_pacer::adaptive::FLOOR;
+    // It takes one call every two minutes: its floor is that rate, not one a minute.
+    let rates = slowed_rates(&shared(true));
+    let lowest = rates.iter().cloned().fold(f64::MAX, f64::min);
+    assert!(lowest < FLOOR, "{rates:?}");
+    assert!(lowest >= FLOOR / 10.0 - 1e-12, "{rates:?}");
+    // Without the rules, one call a minute is as low as it goes.
+    let rates = slowed_rates(&shared(false));
+    let lowest = rates.iter().cloned().fold(f64::MAX, f64::min);
+    assert!((lowest - FLOOR).abs() < 1e-12, "{rates:?}");
+}
+
+#[test]
+fn a_pacer_whose_provider_reports_nothing_behaves_as_before() {
+    // 429s without a Retry-After or limits, then replies: the rules change nothing.
+    let starts = |on: bool| {
+        let mut n = 0;
+        let mut sim = Sim::new(shared(on), move |call: &Call, _| {
+            n += 1;
+            let answer = if n % 7 < 3 {
+                Err(http_error(429, None))
+            } else {
+                Ok(echo_reply(call))
+            };
+            Answer::After(Duration::from_millis(200.0), answer)
+        });
+        for i in 0..60 {
+            sim.translate(&item(&format!("paragraph {i}")));
+        }
+        sim.drive();
+        assert_eq!(sim.results.values().filter(|r| r.is_err()).count(), 0);
+        sim.starts_ms()
+    };
+    assert_eq!(starts(true), starts(false));
 }

@@ -395,7 +395,7 @@ impl Pacer {
             // that others share: a hundred clients at one call a minute each would
             // overrun a quota of fifty a minute for ever.
             let floor = match pacing.quota.taking_rate(now) {
-                Some(taking) if self.shared_quota => taking.min(FLOOR),
+                Some(taking) if self.shared_quota => taking.clamp(FLOOR / 10.0, FLOOR),
                 _ => FLOOR,
             };
             let slowed = AdaptiveRate::after_429(

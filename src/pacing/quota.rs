@@ -112,15 +112,21 @@ impl TokenBudget {
 /// read as this, so a contradictory report never stalls a provider longer.
 pub const MAX_RESET: Duration = Duration::from_micros(10 * 60 * 1_000_000);
 /// The refill of a window reported whole, per second: from what was left to the whole
-/// window by the reset. A window reported whole says nothing of its refill: a window's
-/// worth per longest reset, until the next report says more.
+/// window by the reset. What is left comes as a whole number, rounded down (OpenAI's and
+/// Groq's headers): up to one unit more was left, so the refill is counted on one unit
+/// less (on half the gap where that is less), never more than it is. A window reported
+/// whole says nothing of its refill: a window's worth per longest reset, until the next
+/// report says more.
 fn refill_rate(whole: f64, remaining: f64, reset: Duration) -> f64 {
-    ((whole - remaining) / reset.as_secs()).max(whole / MAX_RESET.as_secs())
+    let gap = whole - remaining;
+    ((gap - 1.0).max(gap / 2.0) / reset.as_secs()).max(whole / MAX_RESET.as_secs())
 }
 
 /// The window a report gives whole, as the quota's share reads it: the requests window
 /// if it is whole (counted exactly), else the tokens window.
-fn whole_window(limits: &ReportedLimits) -> Option<WholeWindow> {
+fn whole_window(limits: &ReportedLimits, cost: f64) -> Option<WholeWindow> {
+    let short = |left: Option<f64>, need: f64| left.is_some_and(|left| left < need);
+    let drained = short(limits.requests_remaining, 1.0) || short(limits.tokens_remaining, cost);
     let read = |unit, remaining: Option<f64>, whole: Option<f64>, reset: Option<Duration>| {
         let remaining = remaining.filter(|r| r.is_finite() && *r >= 0.0)?;
         let whole = whole.filter(|w| w.is_finite() && *w > 0.0)?.max(remaining);
@@ -130,6 +136,7 @@ fn whole_window(limits: &ReportedLimits) -> Option<WholeWindow> {
             remaining,
             whole,
             rate: refill_rate(whole, remaining, reset),
+            drained,
         })
     };
     let requests = (limits.requests_remaining, limits.requests_limit);
@@ -163,6 +170,8 @@ struct Window {
     room: Room,
     reported_at: Instant,
     reset: Instant,
+    /// The draw that lengthens a wait for this pacer's share of the refill, in [0, 1).
+    lengthen: f64,
 }
 
 /// A window's room until its reset.
@@ -198,7 +207,7 @@ impl Window {
         remaining: Option<f64>,
         reset: Option<Duration>,
         (used, whole, since): (f64, Option<f64>, f64),
-        (share, lengthen): (f64, f64),
+        (share, lengthen, phase): (f64, f64, Option<f64>),
     ) -> Option<Window> {
         let remaining = remaining.filter(|r| r.is_finite() && *r >= 0.0)?;
         let reset = reset
@@ -214,8 +223,8 @@ impl Window {
                 // larger than its bucket would leave a debt capped at one bucket, and
                 // go faster than its share.
                 let part = (whole * share).max(used).min(whole);
-                let mut bucket =
-                    TokenBucket::with_tokens(rate * share, part, remaining * share, now);
+                let tokens = phase.map_or(remaining * share, |u| u * used);
+                let mut bucket = TokenBucket::with_tokens(rate * share, part, tokens, now);
                 bucket.take_amount(now, since);
                 Room::Refilling {
                     bucket,
@@ -233,6 +242,7 @@ impl Window {
             room,
             reported_at: now,
             reset: now + reset + crate::retry::lengthening(reset, lengthen),
+            lengthen,
         })
     }
 
@@ -277,8 +287,18 @@ impl Window {
     /// as it is known waits for the reset, when the window is whole, however large.
     fn ready_at(&self, now: Instant, need: f64) -> Option<Instant> {
         let at = match &self.room {
-            Room::Refilling { bucket, whole, .. } => {
-                let at = bucket.ready_at_amount(now, need);
+            Room::Refilling {
+                bucket,
+                whole,
+                share,
+            } => {
+                let mut at = bucket.ready_at_amount(now, need);
+                if *share < 1.0 && at > now {
+                    // Pacers that share the quota read reports alike: their waits for
+                    // the refill are spread, as a reset's are.
+                    let wait = at.since(self.reported_at);
+                    at = at + crate::retry::lengthening(wait, self.lengthen);
+                }
                 if need > *whole {
                     at.max(self.reset)
                 } else {
@@ -409,9 +429,11 @@ impl ProviderQuota {
         if ticket < self.reported {
             return;
         }
+        let mut met_others = false;
         if reading.shared {
-            if let Some(window) = whole_window(limits) {
-                self.share.observe(reading.started, window);
+            if let Some(window) = whole_window(limits, cost) {
+                let rejected = !reading.admitted;
+                met_others = self.share.observe(now, reading.started, window, rejected);
             }
         }
         let share = if reading.shared {
@@ -419,7 +441,11 @@ impl ProviderQuota {
         } else {
             1.0
         };
-        let how = (share, reading.lengthen);
+        // A pacer that has just met others starts its share's refill at a random
+        // phase: a crowd that met the same drained quota at once spreads its next calls
+        // over the refill, instead of calling together when each share has refilled.
+        let phase = met_others.then_some(reading.lengthen);
+        let how = (share, reading.lengthen, phase);
         let later = |t: &&(u64, f64)| t.0 > ticket;
         let started = self.since_report.iter().filter(later).count() as f64;
         let spent: f64 = self.since_report.iter().filter(later).map(|(_, c)| c).sum();
@@ -570,7 +596,7 @@ impl ProviderQuota {
                 remaining,
                 Some(w.reset_in),
                 (0.0, whole, 0.0),
-                (1.0, 0.0),
+                (1.0, 0.0, None),
             )?;
             if let Room::Refilling { bucket, .. } = &mut restored.room {
                 let refill = elapsed.as_secs() * bucket.rate();
@@ -688,12 +714,13 @@ mod tests {
             ..limits(Some((0.0, 60_000.0)), None)
         };
         report(&mut quota, at(300.0), first, 0.0, &whole);
-        // Not the whole minute: one request's room comes back every 2 s.
-        assert_eq!(
-            quota.held(at(300.0), 0.0),
-            Some((at(2300.0), Held::Requests))
-        );
-        assert_eq!(quota.held(at(2300.0), 0.0), None);
+        // Not the whole minute: one request's room comes back every 2 s (counted on 29
+        // of the 30 that refill, as what was left may have been up to one more).
+        let back = 300.0 + 60_000.0 / 29.0;
+        let (until, why) = quota.held(at(300.0), 0.0).unwrap();
+        assert_eq!(why, Held::Requests);
+        assert!((until.as_millis() - back).abs() < 0.01, "{until:?}");
+        assert_eq!(quota.held(at(back + 0.01), 0.0), None);
     }
 
     #[test]
