@@ -53,6 +53,17 @@
 // `retry-after-ms`. Order of checks: API key (401), body (400), daily quota (429), quota
 // (429), fault.
 //
+// One quota for every caller (option `quota`: `{ requests, tokens, windowMs }`, see
+// window-quota.mjs): when set, it replaces the buckets above (keys included). Every chat
+// request takes from one window of `requests` requests and `tokens` tokens (0: no token
+// limit) per `windowMs`, refilled continuously and full at the start, as OpenAI states its
+// per-minute limits; a request is charged at admission with the tokens its answer's usage
+// reports (prompt and completion; faults aside). Every answer, 200 or 429, carries the
+// quota's state in `x-ratelimit-{limit,remaining,reset}-{requests,tokens}` (the limit is
+// the whole window; the reset, the time until the window is whole again); a request that
+// does not fit gets 429 at once with `Retry-After` and `retry-after-ms` (the wait until it
+// fits). stats().quotaTokens sums what the accepted requests took.
+//
 // Models (option `models`, by the request's `model`; any other name is served as
 // "mock-translator" is): `{ [model]: { requestsPerDay, canBatch } }`.
 //   requestsPerDay  accepted requests a day for that model alone (0 or absent: no limit),
@@ -108,6 +119,7 @@ import { timingSafeEqual } from "node:crypto";
 import { closeOnSignals, isMainModule } from "./cli.mjs";
 import { prng } from "./prng.mjs";
 import { thinkingDraft, tokenize, writeStream } from "./mock-stream.mjs";
+import { WindowQuota } from "./window-quota.mjs";
 
 export const MODEL_ID = "mock-translator";
 /** A second model of the mock, for a fallback with its own daily quota (see `models`). */
@@ -149,6 +161,7 @@ export const DEFAULT_OPTIONS = Object.freeze({
   think: false,
   models: {}, // { [model]: { requestsPerDay?, canBatch? } }, see the header
   keys: {}, // { [apiKey]: { rpm, burst? } }: a quota of its own per key, see the header
+  quota: undefined, // { requests, tokens, windowMs }: one quota for every caller, see the header
   dayMs: DAY_MS,
   dailyStyle: "openai", // "openai" | "gemini": how a spent daily quota is told
   log: undefined, // (line: string) => void, one line per chat request
@@ -448,6 +461,7 @@ function validateOptions(options) {
   check("think", (v) => typeof v === "boolean", "a boolean");
   check("models", validModels, "an object of model ids to { requestsPerDay: number >= 0, canBatch: boolean }");
   check("keys", validKeys, "an object of API keys to { rpm: number > 0, burst: number >= 1 }");
+  check("quota", validQuota, "null or { requests: number > 0, tokens: number >= 0, windowMs: number > 0 }");
   check("dayMs", (v) => typeof v === "number" && Number.isFinite(v) && v > 0, "a number of milliseconds > 0");
   check("dailyStyle", (v) => v === "openai" || v === "gemini", '"openai" or "gemini"');
   check("log", (v) => typeof v === "function", "a function");
@@ -474,6 +488,18 @@ function validKeys(keys) {
       Object.keys(k).every((name) => name === "rpm" || name === "burst") &&
       typeof k.rpm === "number" && Number.isFinite(k.rpm) && k.rpm > 0 &&
       (k.burst === undefined || (typeof k.burst === "number" && Number.isFinite(k.burst) && k.burst >= 1)),
+  );
+}
+
+function validQuota(quota) {
+  if (quota === null) return true;
+  if (typeof quota !== "object" || Array.isArray(quota)) return false;
+  const number = (v) => typeof v === "number" && Number.isFinite(v);
+  return (
+    Object.keys(quota).every((k) => k === "requests" || k === "tokens" || k === "windowMs") &&
+    number(quota.requests) && quota.requests > 0 &&
+    number(quota.tokens) && quota.tokens >= 0 &&
+    number(quota.windowMs) && quota.windowMs > 0
   );
 }
 
@@ -505,6 +531,7 @@ function emptyStats() {
     thought: 0,
     dailyLimited: 0,
     unbatched: 0,
+    quotaTokens: 0,
     byModel: {},
     byKey: {},
   };
@@ -524,7 +551,8 @@ const CORS_HEADERS = {
   "Access-Control-Allow-Origin": "*",
   "Access-Control-Expose-Headers":
     "retry-after, retry-after-ms, x-ratelimit-limit-requests, x-ratelimit-remaining-requests, " +
-    "x-ratelimit-reset-requests, x-mock-fault",
+    "x-ratelimit-reset-requests, x-ratelimit-limit-tokens, x-ratelimit-remaining-tokens, " +
+    "x-ratelimit-reset-tokens, x-mock-fault",
 };
 
 // ---------------------------------------------------------------------------------------
@@ -618,6 +646,10 @@ export async function startMockProvider(options = {}) {
       },
     };
   }
+
+  // The one quota for every caller, when `quota` is set.
+  const newWindowQuota = () => (opts.quota ? new WindowQuota(opts.quota, now()) : null);
+  let windowQuota = newWindowQuota();
 
   // Daily quotas: accepted requests per model since the day began.
   let dayStartedAt = Date.now();
@@ -814,7 +846,31 @@ export async function startMockProvider(options = {}) {
       return sendDailyLimit(res, model, requestsPerDay, dayLeft);
     }
 
-    const wait = quota.take();
+    if (windowQuota !== null) {
+      // What the answer's usage will report: the prompt and the faithful reply.
+      const cost =
+        Math.ceil(body.messages.reduce((n, m) => n + contentText(m?.content).length, 0) / 4) +
+        Math.ceil(translateChat(body.messages, { split: opts.split }).content.length / 4);
+      const waitMs = Math.ceil(windowQuota.admit(cost, now()));
+      if (waitMs > 0) {
+        stats.rateLimited += 1;
+        perModel.rateLimited += 1;
+        if (keyStats) keyStats.rateLimited += 1;
+        log(`429 POST /v1/chat/completions (quota: retry after ${waitMs} ms)`);
+        const { requests, tokens, windowMs } = windowQuota.limits;
+        return sendError(
+          res,
+          429,
+          `Rate limit reached for ${MODEL_ID}: limit ${requests} requests${tokens > 0 ? ` and ${tokens} tokens` : ""} ` +
+            `per ${windowMs} ms, requested 1 request and ${cost} tokens. Please try again in ${(waitMs / 1000).toFixed(3)}s.`,
+          "requests",
+          "rate_limit_exceeded",
+          { "Retry-After": String(Math.max(1, Math.ceil(waitMs / 1000))), "retry-after-ms": String(waitMs), ...windowQuota.headers(now()) },
+        );
+      }
+      stats.quotaTokens += cost;
+    }
+    const wait = windowQuota === null ? quota.take() : 0;
     const { rpm, burst } = quota.limits();
     if (wait > 0) {
       stats.rateLimited += 1;
@@ -918,7 +974,9 @@ export async function startMockProvider(options = {}) {
         "x-mock-fault": fault,
         // Remaining and its reset together, as OpenAI sends them: a client that is
         // told "0 remaining" must also learn when that ends.
-        ...(rpm > 0
+        ...(windowQuota !== null
+          ? windowQuota.headers(now())
+          : rpm > 0
           ? {
               "x-ratelimit-limit-requests": String(rpm),
               "x-ratelimit-remaining-requests": String(Math.max(0, Math.floor(quota.tokens))),
@@ -1067,6 +1125,7 @@ export async function startMockProvider(options = {}) {
       if ("keys" in partial) keyBuckets = new Map([...keyBuckets].filter(([key]) => Object.hasOwn(opts.keys, key)));
       for (const bucketOfKey of keyBuckets.values()) bucketOfKey.cap();
       if ("seed" in partial && partial.seed !== undefined) reseed();
+      if ("quota" in partial) windowQuota = newWindowQuota();
     },
     /** Zeroes the counters, refills the bucket, starts a new day and reseeds the PRNGs. */
     reset() {
@@ -1076,6 +1135,7 @@ export async function startMockProvider(options = {}) {
       stats.maxConcurrent = inFlight;
       shared.fill();
       keyBuckets = new Map();
+      windowQuota = newWindowQuota();
       reseed();
     },
     /** Stops listening and destroys every socket, hanging requests included. */
@@ -1125,6 +1185,9 @@ A local OpenAI-compatible chat-completions server that pseudo-translates.
   --key-quota KEY=RPM[/BURST]
                     requests from Authorization: Bearer KEY take a bucket of their
                     own, RPM a minute with a burst of BURST (default 1) (repeatable)
+  --quota R/T/MS    one quota for every caller instead of the buckets above: R requests
+                    and T tokens (0: no token limit) per window of MS milliseconds,
+                    reported whole in x-ratelimit-* headers (e.g. 60/30000/60000)
   --day-ms MS       length of the mock's day for the daily quotas (default 86400000)
   --daily-style S   openai | gemini: how a spent daily quota is told (default openai)
   --log             print one line per chat request to stderr
@@ -1152,6 +1215,7 @@ function parseArgs(argv) {
     "--requests-per-day": "requestsPerDay",
     "--cannot-batch": "cannotBatch",
     "--key-quota": "keyQuota",
+    "--quota": "quota",
   };
   for (let i = 0; i < argv.length; i++) {
     let arg = argv[i];
@@ -1192,6 +1256,10 @@ function parseArgs(argv) {
       if (!match) throw new Error(`option ${arg} needs KEY=RPM or KEY=RPM/BURST (got ${value.replace(/=.*/, "=...")})`);
       out.keys ??= {};
       out.keys[match[1]] = { rpm: Number(match[2]), ...(match[3] ? { burst: Number(match[3]) } : {}) };
+    } else if (key === "quota") {
+      const match = /^(\d+(?:\.\d+)?)\/(\d+(?:\.\d+)?)\/(\d+(?:\.\d+)?)$/.exec(value);
+      if (!match) throw new Error(`option ${arg} needs REQUESTS/TOKENS/WINDOW_MS (got ${value})`);
+      out.quota = { requests: Number(match[1]), tokens: Number(match[2]), windowMs: Number(match[3]) };
     } else if (key === "cannotBatch") {
       out.models ??= {};
       out.models[value] = { ...out.models[value], canBatch: false };

@@ -9,15 +9,21 @@
 // each served. Before it, a pooled run (on the mock) translates the article with one API
 // key and then with a pool of two, each key with a strict quota of its own, and reports
 // both times and the calls each key made as the statistics page shows them (see
-// pool-run.mjs). Writes screenshots of the translated page and of the statistics page
-// (after the streamed run, and after the fallback run).
+// pool-run.mjs). Last, a shared-quota run (on the mock, in Node): five tabs' page flows,
+// each its own pacer on one key, against one strict quota for every caller, once with the
+// pacers at their defaults and once with `sharedQuota: false`, reporting each run's 429s,
+// failed items and time ÷ bound (see shared-quota-run.mjs). Writes screenshots of the
+// translated page and of the statistics page (after the streamed run, and after the
+// fallback run).
 import { mkdir } from "node:fs/promises";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { LITE_MODEL_ID, MODEL_ID, startMockProvider } from "./mock-provider.mjs";
 import { startDemoServer } from "./demo-server.mjs";
 import { EXTENSION_DIR, applySettings, extensionMessage, getStats, launchChromium, translations, waitTranslated } from "./harness.mjs";
 import { pseudoTranslate } from "./demo-provider.js";
 import { clearKeys, keysRun, poolReport } from "./pool-run.mjs";
+import { sharedQuotaReport, sharedQuotaRun } from "./shared-quota-run.mjs";
 import { providerIdOf } from "./protocol.js";
 
 const OUTPUT_DIR = join(EXTENSION_DIR, "..", "demo-output");
@@ -238,6 +244,7 @@ async function main() {
     const runs = [whole, streamed];
     let fallbackOk = true;
     let poolOk = true;
+    let sharedOk = true;
     if (mock) {
       await page.close();
       // Replies come whole after the first token here, so a page's time is its keys' quotas' time.
@@ -258,15 +265,23 @@ async function main() {
       const report = fallbackReport(fallback, ids);
       lines.push(...report.lines);
       fallbackOk = report.ok;
+      // The package the extension loads, in Node: five pacers, as five tabs' extensions.
+      const pkg = await import(pathToFileURL(join(EXTENSION_DIR, "vendor/batch-pacer/js/main.js")).href);
+      await pkg.default();
+      const withRules = await sharedQuotaRun(pkg, { sharedQuota: true });
+      const before = await sharedQuotaRun(pkg, { sharedQuota: false });
+      const shared = sharedQuotaReport(withRules, before);
+      lines.push(...shared.lines);
+      sharedOk = shared.ok;
     } else {
-      lines.push("", "The pooled and the fallback runs need the local mock (a real provider's quotas are not spent for a demo): skipped.");
+      lines.push("", "The pooled, fallback and shared-quota runs need the local mock (a real provider's quotas are not spent for a demo): skipped.");
     }
     lines.push("", `total run           ${((Date.now() - started) / 1000).toFixed(1)} s`, "");
     console.log(lines.join("\n"));
     for (const run of runs) {
       for (const w of run.wrong) console.log(`misplaced (${run.targetLang}) ${w.id}: ${JSON.stringify(w.text)} -> ${JSON.stringify(w.translation)}`);
     }
-    if (!fallbackOk || !poolOk || runs.some((run) => run.wrong.length > 0 || run.done.failed > 0)) process.exitCode = 1;
+    if (!fallbackOk || !poolOk || !sharedOk || runs.some((run) => run.wrong.length > 0 || run.done.failed > 0)) process.exitCode = 1;
   } finally {
     await browser.close();
     await site.close();

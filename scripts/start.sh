@@ -3,7 +3,9 @@
 # article and its subtitles in Chromium against the local mock provider (or a real one
 # with OPENAI_BASE_URL, OPENAI_API_KEY and MODEL set) and print the report. On the mock,
 # a third run spends the first model's daily quota halfway through the page and goes on
-# with the fallback model, reporting how many paragraphs each provider served.
+# with the fallback model, reporting how many paragraphs each provider served; last, five
+# pacers (five tabs' page flows) share one strict quota, with and without the rules of a
+# quota shared with other clients.
 # SKIP_BUILD=1 reuses the current pkg/ (see scripts/build-demo.sh).
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -55,5 +55,15 @@ node tests/toolchains/run.mjs
 section "real model: llama-server and SmolLM2-135M-Instruct (scripts/llama-setup.sh)"
 source scripts/llama-env.sh
 
+# The shared-proxy test (tests/node/shared-proxy.test.mjs) runs LiteLLM's proxy:
+# scripts/litellm-setup.sh installs it once (about 70 s, cached under
+# ~/.cache/batch-pacer/litellm, later runs nothing) and prints `LITELLM=...` as its last line.
+section "shared proxy: LiteLLM (scripts/litellm-setup.sh)"
+litellm="$(bash scripts/litellm-setup.sh | tail -n 1)"
+case "$litellm" in
+  LITELLM=*) export LITELLM="${litellm#LITELLM=}" ;;
+  *) echo "scripts/litellm-setup.sh did not end with LITELLM=... (got: $litellm)" >&2; exit 1 ;;
+esac
+
 section "packed package in Node and in browsers, demo end to end: node --test"
 SKIP_BUILD=1 bash tests/node/run-package-tests.sh

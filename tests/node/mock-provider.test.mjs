@@ -232,6 +232,53 @@ describe("quota", () => {
     assert.equal((await chat(mock, { user: "h", headers: as("k1") })).status, 200, "reset refills each key's bucket");
     assert.throws(() => mock.setOptions({ keys: { k1: { rpm: 0 } } }), /keys must be/);
   });
+
+  test("`quota`: one window of requests and tokens for every caller, keys included, reported whole in x-ratelimit-*; past it, 429 with Retry-After", async (t) => {
+    // A window of a minute: nothing refills measurably while the test runs.
+    const mock = await start(t, { quota: { requests: 3, tokens: 1000, windowMs: 60_000 }, keys: { k1: { rpm: 600, burst: 10 } } });
+    const user = "x".repeat(40);
+    const first = await chat(mock, { system: SYSTEM_SINGLE, user, headers: { Authorization: "Bearer k1" } });
+    assert.equal(first.status, 200);
+    const cost = first.json.usage.prompt_tokens + first.json.usage.completion_tokens;
+    const header = (r, name) => r.headers.get(`x-ratelimit-${name}`);
+    assert.equal(header(first, "limit-requests"), "3");
+    assert.equal(header(first, "remaining-requests"), "2");
+    assert.equal(header(first, "limit-tokens"), "1000");
+    assert.equal(header(first, "remaining-tokens"), String(1000 - cost), "charged what the usage reports");
+    // The reset: the time until the window is whole again (1 request of 3 a minute: 20 s).
+    assert.match(header(first, "reset-requests"), /^(19\.9\d\d|20\.000)s$/);
+    // Another key and no key take from the same window (k1's own bucket is not used).
+    assert.equal((await chat(mock, { system: SYSTEM_SINGLE, user, headers: { Authorization: "Bearer other" } })).status, 200);
+    const third = await chat(mock, { system: SYSTEM_SINGLE, user });
+    assert.equal(third.status, 200);
+    assert.equal(header(third, "remaining-requests"), "0");
+    const limited = await chat(mock, { system: SYSTEM_SINGLE, user, headers: { Authorization: "Bearer k1" } });
+    assert.equal(limited.status, 429);
+    assert.equal(limited.json.error.code, "rate_limit_exceeded");
+    const waitMs = Number(limited.headers.get("retry-after-ms"));
+    assert.ok(waitMs > 19_000 && waitMs <= 20_000, `retry-after-ms ${waitMs}`);
+    assert.equal(limited.headers.get("retry-after"), String(Math.ceil(waitMs / 1000)));
+    assert.equal(header(limited, "limit-requests"), "3");
+    assert.equal(header(limited, "remaining-requests"), "0");
+    assert.equal(header(limited, "limit-tokens"), "1000");
+    const stats = mock.stats();
+    assert.equal(stats.ok, 3);
+    assert.equal(stats.rateLimited, 1);
+    assert.equal(stats.quotaTokens, 3 * cost);
+
+    // A call that needs more tokens than are left waits for them, though a request is free.
+    assert.ok(cost > 30 && cost < 60, `a call costs ${cost} tokens`);
+    mock.setOptions({ quota: { requests: 10, tokens: 60, windowMs: 60_000 } });
+    assert.equal((await chat(mock, { system: SYSTEM_SINGLE, user })).status, 200);
+    const short = await chat(mock, { system: SYSTEM_SINGLE, user });
+    assert.equal(short.status, 429, `${header(short, "remaining-tokens")} tokens left`);
+    assert.equal(header(short, "remaining-requests"), "9");
+    mock.reset();
+    assert.equal((await chat(mock, { system: SYSTEM_SINGLE, user })).status, 200, "reset makes the window whole");
+    assert.throws(() => mock.setOptions({ quota: { requests: 0, tokens: 10, windowMs: 1000 } }), /quota must be/);
+    mock.setOptions({ quota: null });
+    assert.equal(mock.stats().quotaTokens, cost);
+  });
 });
 
 describe("latency", () => {
