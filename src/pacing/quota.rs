@@ -137,6 +137,7 @@ fn whole_window(limits: &ReportedLimits, cost: f64) -> Option<WholeWindow> {
             whole,
             rate: refill_rate(whole, remaining, reset),
             drained,
+            in_flight: 0.0,
         })
     };
     let requests = (limits.requests_remaining, limits.requests_limit);
@@ -429,9 +430,19 @@ impl ProviderQuota {
         if ticket < self.reported {
             return;
         }
+        let later = |t: &&(u64, f64)| t.0 > ticket;
+        let started = self.since_report.iter().filter(later).count() as f64;
+        let spent: f64 = self.since_report.iter().filter(later).map(|(_, c)| c).sum();
         let mut met_others = false;
         if reading.shared {
-            if let Some(window) = whole_window(limits, cost) {
+            if let Some(mut window) = whole_window(limits, cost) {
+                // Own calls that started after the reporting call may be in what the
+                // report shows (a provider may tell the room as of its answer): they
+                // are not counted as others'.
+                window.in_flight = match window.unit {
+                    Unit::Requests => started,
+                    Unit::Tokens => spent,
+                };
                 let rejected = !reading.admitted;
                 met_others = self.share.observe(now, reading.started, window, rejected);
             }
@@ -446,9 +457,6 @@ impl ProviderQuota {
         // over the refill, instead of calling together when each share has refilled.
         let phase = met_others.then_some(reading.lengthen);
         let how = (share, reading.lengthen, phase);
-        let later = |t: &&(u64, f64)| t.0 > ticket;
-        let started = self.since_report.iter().filter(later).count() as f64;
-        let spent: f64 = self.since_report.iter().filter(later).map(|(_, c)| c).sum();
         let requests = Window::from(
             now,
             limits.requests_remaining,

@@ -68,6 +68,9 @@ pub struct WholeWindow {
     /// Whether the report left no room for another call like the reporting one, in
     /// requests or in tokens.
     pub drained: bool,
+    /// What this pacer's calls that started after the reporting call take: the report
+    /// may count them already.
+    pub in_flight: f64,
 }
 
 /// The last report the share was measured from.
@@ -165,7 +168,7 @@ impl QuotaShare {
         let elapsed = started.since(last.at).as_secs();
         let before = (last.window.remaining + elapsed * last.window.rate).min(window.whole);
         self.own += own;
-        self.others += (before - window.remaining - own).max(0.0);
+        self.others += (before - window.remaining - own - window.in_flight).max(0.0);
         self.pending_calls = 0.0;
         self.pending_tokens = 0.0;
         self.last = Some(Seen {
@@ -266,6 +269,7 @@ mod tests {
             whole: 60.0,
             rate: 1.0,
             drained: remaining < 1.0,
+            in_flight: 0.0,
         }
     }
 
