@@ -295,7 +295,8 @@ describe("driven by BatchPacer", () => {
     assert.equal(pacer.stats().rateLimited, 1);
     await clock.tickAsync(2990);
     assert.equal(srv.requests.length, 1, "no retry before the Retry-After");
-    await clock.tickAsync(20);
+    // The wait is lengthened by up to 10% (300 ms) so that clients do not herd.
+    await clock.tickAsync(320);
     assert.equal(await result, "[DE] Hello");
     assert.equal(srv.requests.length, 2);
   });

@@ -694,7 +694,8 @@ describe("driven by BatchPacer", () => {
     assert.equal(limited.providerId, "openai");
     await clock.tickAsync(2990);
     assert.equal(srv.requests.length, 1, "no retry before the Retry-After");
-    await clock.tickAsync(20);
+    // The wait is lengthened by up to 10% (300 ms) so that clients do not herd.
+    await clock.tickAsync(320);
     assert.equal(await result, "Hallo");
     assert.equal(srv.requests.length, 2);
   });
