@@ -17,7 +17,7 @@ use std::time::Instant as Clock;
 use batch_pacer::codec::{choose_separator, join, split};
 use batch_pacer::drive::VirtualTime;
 use batch_pacer::key::Keyer;
-use batch_pacer::{Compat, Duration, Engine, Instant, Item, OptionValue, Options, Reply};
+use batch_pacer::{Compat, Duration, Engine, Instant, Item, OptionValue, Options, Output, Reply};
 
 /// Counts live heap bytes, to measure what the engine holds per queued item.
 struct Counting;
@@ -89,12 +89,15 @@ fn engine_run(texts: &[String]) -> usize {
     let now = Instant::ZERO;
     let mut settled = 0;
     let mut drain = |engine: &mut Engine<()>| {
-        while let Some(call) = engine.poll_call() {
-            let reply = Reply::Text(call.text.clone());
-            engine.handle_response(now, call.id, Ok(reply));
-        }
-        while engine.poll_settled().is_some() {
-            settled += 1;
+        while let Some(output) = engine.poll_output() {
+            match output {
+                Output::Call(call) => {
+                    let reply = Reply::Text(call.text.clone());
+                    engine.handle_response(now, call.id, Ok(reply));
+                }
+                Output::Settled(_) => settled += 1,
+                _ => {}
+            }
         }
     };
     for (i, text) in texts.iter().enumerate() {
@@ -124,12 +127,15 @@ fn backlog_run(texts: &[String], mixed: bool) -> usize {
     }
     let mut settled = 0;
     VirtualTime::new(Instant::ZERO).run(&mut engine, |time, engine| {
-        while let Some(call) = engine.poll_call() {
-            let reply = Reply::Texts(call.texts.clone());
-            time.answer(call.id, Duration::ZERO, Ok(reply));
-        }
-        while engine.poll_settled().is_some() {
-            settled += 1;
+        while let Some(output) = engine.poll_output() {
+            match output {
+                Output::Call(call) => {
+                    let reply = Reply::Texts(call.texts.clone());
+                    time.answer(call.id, Duration::ZERO, Ok(reply));
+                }
+                Output::Settled(_) => settled += 1,
+                _ => {}
+            }
         }
     });
     assert_eq!(settled, texts.len());
@@ -182,7 +188,7 @@ fn bytes_per_queued_item(texts: &[String]) -> f64 {
     for (i, text) in texts.iter().enumerate() {
         let _ = engine.handle_translate(Instant::ZERO, &item(text, i));
     }
-    while engine.poll_call().is_some() {}
+    while engine.poll_output().is_some() {}
     let held = LIVE.load(Ordering::Relaxed) - before;
     let queued = engine.stats().queued as f64;
     drop(engine);

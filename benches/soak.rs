@@ -36,7 +36,7 @@ use std::time::Instant as Clock;
 
 use batch_pacer::{
     Call, CallId, Compat, Duration, Engine, ErrorCode, Failure, Instant, Item, OptionValue,
-    Options, Reply, Ticket,
+    Options, Output, Reply, Settled, Ticket,
 };
 
 /// Counts live heap bytes and their peak.
@@ -210,6 +210,71 @@ const BACKLOG: usize = 3_000;
 /// 5 hours with the defaults).
 const MAX_VIRTUAL_HOURS: f64 = 1000.0;
 
+impl Pacer {
+    /// Checks an item that settled: once, with its own translation or an allowed error.
+    fn on_settled(&mut self, settled: Settled<()>) {
+        let Some((id, after_dispose)) = self.pending.remove(&settled.ticket) else {
+            panic!(
+                "{}: ticket {} settled twice or was never issued",
+                self.name, settled.ticket
+            );
+        };
+        match settled.result {
+            Ok(translation) => {
+                assert_eq!(
+                    translation,
+                    expected(id),
+                    "{}: item {id} got another item's translation",
+                    self.name
+                );
+                self.tally.ok += 1;
+            }
+            Err(e) => match e.code {
+                ErrorCode::Aborted => self.tally.aborted += 1,
+                ErrorCode::Disposed if after_dispose => self.tally.disposed_after += 1,
+                ErrorCode::Disposed => self.tally.disposed += 1,
+                code @ (ErrorCode::ProviderError
+                | ErrorCode::Timeout
+                | ErrorCode::CountMismatch) => {
+                    self.tally.failed += 1;
+                    *self.tally.failed_by.entry(code.as_str()).or_default() += 1;
+                }
+                code => panic!("{}: item {id} failed with {code:?}: {e}", self.name),
+            },
+        }
+    }
+
+    /// Counts an event, and the slowest adaptive rate per provider.
+    fn on_event(&mut self, event: batch_pacer::Event) {
+        if let batch_pacer::Event::AdaptiveRate {
+            provider_id,
+            rate: Some(rate),
+        } = &event
+        {
+            let slowest = self
+                .tally
+                .slowest
+                .entry(provider_id.to_string())
+                .or_insert(f64::INFINITY);
+            *slowest = slowest.min(*rate);
+        }
+        let name = match event {
+            batch_pacer::Event::RateLimited { .. } => "rateLimited",
+            batch_pacer::Event::AdaptiveRate { .. } => "adaptiveRate",
+            batch_pacer::Event::Retry { .. } => "retry",
+            batch_pacer::Event::CountMismatch { .. } => "countMismatch",
+            batch_pacer::Event::Fallback { .. } => "fallback",
+            batch_pacer::Event::Timeout { .. } => "timeout",
+            batch_pacer::Event::CacheError { .. } => "cacheError",
+            batch_pacer::Event::Blocked { .. } => "blocked",
+            batch_pacer::Event::Limited { .. } => "limited",
+            batch_pacer::Event::BatchLimit { .. } => "batchLimit",
+            batch_pacer::Event::ProviderFallback { .. } => "providerFallback",
+        };
+        *self.tally.events.entry(name).or_default() += 1;
+    }
+}
+
 impl Soak {
     fn at(&mut self, at: Instant, event: Event) {
         self.seq += 1;
@@ -223,71 +288,18 @@ impl Soak {
 
     /// Collects the outputs of pacer `p`: starts its calls, checks what settled.
     fn drain(&mut self, p: usize) {
-        while self.pacers[p].engine.poll_cancel().is_some() {}
-        while let Some(call) = self.pacers[p].engine.poll_call() {
-            self.pacers[p].tally.calls += 1;
-            self.provider(p, call);
+        while let Some(output) = self.pacers[p].engine.poll_output() {
+            match output {
+                Output::Call(call) => {
+                    self.pacers[p].tally.calls += 1;
+                    self.provider(p, call);
+                }
+                Output::Settled(settled) => self.pacers[p].on_settled(settled),
+                Output::Event(event) => self.pacers[p].on_event(event),
+                _ => {}
+            }
         }
         let pacer = &mut self.pacers[p];
-        while let Some(settled) = pacer.engine.poll_settled() {
-            let Some((id, after_dispose)) = pacer.pending.remove(&settled.ticket) else {
-                panic!(
-                    "{}: ticket {} settled twice or was never issued",
-                    pacer.name, settled.ticket
-                );
-            };
-            match settled.result {
-                Ok(translation) => {
-                    assert_eq!(
-                        translation,
-                        expected(id),
-                        "{}: item {id} got another item's translation",
-                        pacer.name
-                    );
-                    pacer.tally.ok += 1;
-                }
-                Err(e) => match e.code {
-                    ErrorCode::Aborted => pacer.tally.aborted += 1,
-                    ErrorCode::Disposed if after_dispose => pacer.tally.disposed_after += 1,
-                    ErrorCode::Disposed => pacer.tally.disposed += 1,
-                    code @ (ErrorCode::ProviderError
-                    | ErrorCode::Timeout
-                    | ErrorCode::CountMismatch) => {
-                        pacer.tally.failed += 1;
-                        *pacer.tally.failed_by.entry(code.as_str()).or_default() += 1;
-                    }
-                    code => panic!("{}: item {id} failed with {code:?}: {e}", pacer.name),
-                },
-            }
-        }
-        while let Some(event) = pacer.engine.poll_event() {
-            if let batch_pacer::Event::AdaptiveRate {
-                provider_id,
-                rate: Some(rate),
-            } = &event
-            {
-                let slowest = pacer
-                    .tally
-                    .slowest
-                    .entry(provider_id.to_string())
-                    .or_insert(f64::INFINITY);
-                *slowest = slowest.min(*rate);
-            }
-            let name = match event {
-                batch_pacer::Event::RateLimited { .. } => "rateLimited",
-                batch_pacer::Event::AdaptiveRate { .. } => "adaptiveRate",
-                batch_pacer::Event::Retry { .. } => "retry",
-                batch_pacer::Event::CountMismatch { .. } => "countMismatch",
-                batch_pacer::Event::Fallback { .. } => "fallback",
-                batch_pacer::Event::Timeout { .. } => "timeout",
-                batch_pacer::Event::CacheError { .. } => "cacheError",
-                batch_pacer::Event::Blocked { .. } => "blocked",
-                batch_pacer::Event::Limited { .. } => "limited",
-                batch_pacer::Event::BatchLimit { .. } => "batchLimit",
-                batch_pacer::Event::ProviderFallback { .. } => "providerFallback",
-            };
-            *pacer.tally.events.entry(name).or_default() += 1;
-        }
         pacer.max_pending = pacer.max_pending.max(pacer.pending.len());
     }
 

@@ -10,10 +10,9 @@
 //!    when the wake-up time has come, [`Engine::handle_abort`], [`Engine::set_options`],
 //!    [`Engine::handle_dispose`]; [`Engine::handle_run`] and [`Engine::handle_run_abort`]
 //!    for a `pacer.run` (a provider call that is not a translation).
-//! 2. Drain outputs: [`Engine::poll_call`] (start these provider calls),
-//!    [`Engine::poll_cancel`] (abort these calls' signals), [`Engine::poll_settled`]
-//!    (resolve or reject these items), [`Engine::poll_event`], [`Engine::poll_preview`]
-//!    (after [`Engine::want_previews`]).
+//! 2. Take outputs from [`Engine::poll_output`] until it gives `None`: each [`Output`]
+//!    says what to do (abort a call's signal, settle an item, show a preview, serve the
+//!    store, tell an event, start a provider call), in the one order the engine keeps.
 //! 3. Sleep until [`Engine::poll_timeout`], or until a response or a new item arrives.
 //!
 //! The modules, bottom up, grouped by layer in folders (the crate's public paths stay
@@ -111,7 +110,8 @@ pub use call::{
     Usage,
 };
 pub use engine::{
-    disposed_error, invalid_input, is_blank, run_aborted, ticket_slot, Engine, Item, Preview,
+    disposed_error, invalid_input, is_blank, run_aborted, ticket_slot, Engine, Item, Output,
+    Preview,
 };
 pub use key::Compat;
 pub use options::{OptionValue, Options, OptionsError};

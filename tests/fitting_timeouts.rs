@@ -6,7 +6,7 @@
 
 mod sim;
 
-use batch_pacer::{Call, Event, Instant, Reply};
+use batch_pacer::{Call, Event, Instant, Output, Reply};
 use sim::*;
 
 fn after(ms: f64) -> Duration {
@@ -298,10 +298,20 @@ fn a_call_the_driver_has_not_started_yet_is_taken_back_when_its_items_are_aborte
     let t = sim.engine.handle_translate(sim.now, &single("x")).unwrap();
     assert_eq!(sim.engine.stats().in_flight, 1, "its call was made");
     sim.engine.handle_abort(sim.now, t);
-    assert!(sim.engine.poll_call().is_none(), "nothing to start");
-    assert!(sim.engine.poll_cancel().is_none(), "nothing was started");
-    sim.drain();
-    assert_eq!(sim.code(t), ErrorCode::Aborted);
+    let outputs: Vec<_> = std::iter::from_fn(|| sim.engine.poll_output()).collect();
+    assert!(
+        !outputs.iter().any(|o| matches!(o, Output::Call(_))),
+        "nothing to start"
+    );
+    assert!(
+        !outputs.iter().any(|o| matches!(o, Output::Cancel(_))),
+        "nothing was started"
+    );
+    assert!(
+        outputs.iter().any(|o| matches!(o, Output::Settled(s)
+            if s.ticket == t && matches!(&s.result, Err(e) if e.code == ErrorCode::Aborted))),
+        "it rejects aborted"
+    );
     assert_eq!(sim.engine.stats().in_flight, 0);
 }
 

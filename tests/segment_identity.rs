@@ -357,7 +357,12 @@ fn text_spans_cut_each_text_out_of_the_call_text_in_utf16_units() {
             engine.handle_translate(ms(0.0), &item(t)).unwrap();
         }
         engine.handle_timeout(ms(1.0));
-        let call = engine.poll_call().expect("a batch");
+        let call = std::iter::from_fn(|| engine.poll_output())
+            .find_map(|output| match output {
+                batch_pacer::Output::Call(call) => Some(call),
+                _ => None,
+            })
+            .expect("a batch");
         assert!(call.is_batch, "{format}");
         let units: Vec<u16> = call.text.encode_utf16().collect();
         let spans = call.text_spans();

@@ -3,7 +3,7 @@
 //! With the argument `translated`, each reply differs from its call's text inside every
 //! segment ("ipsum" becomes "ipsvm"), as a translation does: no segment equals its
 //! paragraph, so none takes the shortcut for text the model left as it was.
-use batch_pacer::{Compat, Engine, Instant, Item, Options, Reply};
+use batch_pacer::{Compat, Engine, Instant, Item, Options, Output, Reply};
 
 fn main() {
     let mut engine: Engine<()> = Engine::new(
@@ -43,19 +43,22 @@ fn main() {
             tokens: None,
         };
         let _ = engine.handle_translate(Instant::ZERO, &item);
-        while let Some(call) = engine.poll_call() {
-            engine.handle_response(Instant::ZERO, call.id, Ok(reply(&call.text)));
-        }
-        while engine.poll_settled().is_some() {
-            settled += 1;
-        }
+        settled += answer_all(&mut engine, Instant::ZERO, &reply);
     }
     engine.handle_timeout(Instant::from_millis(1000.0));
-    while let Some(call) = engine.poll_call() {
-        engine.handle_response(Instant::from_millis(1000.0), call.id, Ok(reply(&call.text)));
-    }
-    while engine.poll_settled().is_some() {
-        settled += 1;
-    }
+    settled += answer_all(&mut engine, Instant::from_millis(1000.0), &reply);
     assert_eq!(settled, texts.len());
+}
+
+/// Answers every call the engine starts at once; the number of items that settled.
+fn answer_all(engine: &mut Engine<()>, now: Instant, reply: &dyn Fn(&str) -> Reply) -> usize {
+    let mut settled = 0;
+    while let Some(output) = engine.poll_output() {
+        match output {
+            Output::Call(call) => engine.handle_response(now, call.id, Ok(reply(&call.text))),
+            Output::Settled(_) => settled += 1,
+            _ => {}
+        }
+    }
+    settled
 }

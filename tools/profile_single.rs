@@ -3,7 +3,7 @@
 //! every paragraph submitted before any reply, 200-byte texts over four target
 //! languages, echo replies. For a profiler:
 //! `valgrind --tool=callgrind target/release/examples/profile_single 100000`.
-use batch_pacer::{Compat, Engine, Instant, Item, Options, Reply};
+use batch_pacer::{Compat, Engine, Instant, Item, Options, Output, Reply};
 
 fn main() {
     let count: usize = std::env::args()
@@ -46,16 +46,18 @@ fn main() {
             tokens: None,
         };
         let _ = engine.handle_translate(Instant::ZERO, &item);
-        while let Some(call) = engine.poll_call() {
-            calls.push((call.id, call.text));
+        while let Some(output) = engine.poll_output() {
+            if let Output::Call(call) = output {
+                calls.push((call.id, call.text));
+            }
         }
     }
     assert_eq!(calls.len(), count, "one call per paragraph");
     let mut settled = 0;
     for (id, text) in calls {
         engine.handle_response(Instant::ZERO, id, Ok(Reply::Text(text)));
-        while engine.poll_settled().is_some() {
-            settled += 1;
+        while let Some(output) = engine.poll_output() {
+            settled += usize::from(matches!(output, Output::Settled(_)));
         }
     }
     assert_eq!(settled, count);

@@ -23,7 +23,7 @@ use std::collections::HashMap;
 
 use batch_pacer::{
     is_blank, Call, CallId, Compat, Duration, Engine, ErrorCode, Failure, FailureKind, Instant,
-    Item, OptionValue, Reply, Ticket,
+    Item, OptionValue, Output, Reply, Settled, Ticket,
 };
 use common::Bytes;
 use libfuzzer_sys::fuzz_target;
@@ -70,101 +70,17 @@ struct Run {
 
 impl Run {
     fn drain(&mut self) {
-        while let Some(id) = self.engine.poll_cancel() {
-            if let Some(i) = self.outstanding.iter().position(|c| c.id == id) {
-                self.outstanding.swap_remove(i);
-            }
-            self.stale.push(id);
-        }
-        while let Some(call) = self.engine.poll_call() {
-            if let Some(ticket) = call.run {
-                assert!(call.texts.is_empty(), "a run's call carries texts");
-                assert!(
-                    self.accepted.get(&ticket).is_some_and(|a| a.run),
-                    "a call for ticket {ticket}, which is no run"
-                );
-                trace!(
-                    "  run call {} for {ticket}, attempt {}",
-                    call.id,
-                    call.attempt
-                );
-                self.outstanding.push(call);
-                continue;
-            }
-            assert!(!call.texts.is_empty(), "a call without texts");
-            assert_eq!(call.is_batch, call.texts.len() > 1);
-            // A batch's separator, or each string of its markers, occurs in none of its
-            // texts (docs/reference.md, Rule 12); a single request has neither.
-            if call.is_batch {
-                let markers = call.markers();
-                if markers.is_empty() {
-                    let token = call.separator().trim();
-                    assert!(!token.is_empty(), "a batch without a layout");
-                    assert!(call.texts.iter().all(|t| !t.contains(token)));
-                } else {
-                    assert_eq!(markers.len(), call.texts.len());
-                    for (open, close) in markers {
-                        assert!(
-                            call.texts
-                                .iter()
-                                .all(|t| !t.contains(open.as_str()) && !t.contains(close.as_str())),
-                            "marker {open:?} or {close:?} occurs in {:?}",
-                            call.texts
-                        );
-                    }
-                }
-            }
-            assert!(
-                call.texts.iter().all(|t| !is_blank(t)),
-                "a blank text was sent"
-            );
-            trace!(
-                "  call {} {:?} attempt {}",
-                call.id,
-                call.texts,
-                call.attempt
-            );
-            self.outstanding.push(call);
-        }
-        while let Some(settled) = self.engine.poll_settled() {
-            let ticket = settled.ticket;
-            trace!(
-                "  settled {ticket}: {:?}",
-                settled.result.as_ref().map_err(|e| e.code)
-            );
-            let count = self.settles.entry(ticket).or_default();
-            *count += 1;
-            assert_eq!(*count, 1, "ticket {ticket} settled twice");
-            let accepted = self
-                .accepted
-                .get(&ticket)
-                .unwrap_or_else(|| panic!("unknown ticket {ticket} settled"));
-            match settled.result {
-                Ok(value) if accepted.run => assert_eq!(value, "", "a run's value is the driver's"),
-                Ok(translation) if !self.garbage => {
-                    let want = if is_blank(&accepted.text) {
-                        accepted.text.clone()
-                    } else {
-                        echo(&accepted.text)
-                    };
-                    assert_eq!(
-                        translation, want,
-                        "ticket {ticket} got another item's translation"
-                    );
-                }
-                Ok(_) => {}
-                Err(error) => assert!(
-                    !matches!(
-                        error.code,
-                        ErrorCode::InvalidInput
-                            | ErrorCode::InvalidOptions
-                            | ErrorCode::NotInitialized
-                    ),
-                    "ticket {ticket} failed with {error}"
-                ),
+        while let Some(output) = self.engine.poll_output() {
+            match output {
+                Output::Cancel(id) => self.on_cancel(id),
+                Output::Call(call) => self.on_call(call),
+                Output::Settled(settled) => self.on_settled(settled),
+                Output::Preview(_)
+                | Output::Lookup(_)
+                | Output::StoreWrite(_)
+                | Output::Event(_) => {}
             }
         }
-        while self.engine.poll_event().is_some() {}
         // Every rule that spans the engine's parts.
         self.engine.check();
         let s = self.engine.stats();
@@ -173,6 +89,104 @@ impl Run {
             s.succeeded + s.failed + s.aborted + s.disposed + s.pending,
             "{s:?}"
         );
+    }
+
+    /// A cancelled call is no longer outstanding; its answer, if any comes, is stale.
+    fn on_cancel(&mut self, id: CallId) {
+        if let Some(i) = self.outstanding.iter().position(|c| c.id == id) {
+            self.outstanding.swap_remove(i);
+        }
+        self.stale.push(id);
+    }
+
+    /// Checks a call's layout and keeps it outstanding until the script answers it.
+    fn on_call(&mut self, call: Call) {
+        if let Some(ticket) = call.run {
+            assert!(call.texts.is_empty(), "a run's call carries texts");
+            assert!(
+                self.accepted.get(&ticket).is_some_and(|a| a.run),
+                "a call for ticket {ticket}, which is no run"
+            );
+            trace!(
+                "  run call {} for {ticket}, attempt {}",
+                call.id,
+                call.attempt
+            );
+            self.outstanding.push(call);
+            return;
+        }
+        assert!(!call.texts.is_empty(), "a call without texts");
+        assert_eq!(call.is_batch, call.texts.len() > 1);
+        // A batch's separator, or each string of its markers, occurs in none of its
+        // texts (docs/reference.md, Rule 12); a single request has neither.
+        if call.is_batch {
+            let markers = call.markers();
+            if markers.is_empty() {
+                let token = call.separator().trim();
+                assert!(!token.is_empty(), "a batch without a layout");
+                assert!(call.texts.iter().all(|t| !t.contains(token)));
+            } else {
+                assert_eq!(markers.len(), call.texts.len());
+                for (open, close) in markers {
+                    assert!(
+                        call.texts
+                            .iter()
+                            .all(|t| !t.contains(open.as_str()) && !t.contains(close.as_str())),
+                        "marker {open:?} or {close:?} occurs in {:?}",
+                        call.texts
+                    );
+                }
+            }
+        }
+        assert!(
+            call.texts.iter().all(|t| !is_blank(t)),
+            "a blank text was sent"
+        );
+        trace!(
+            "  call {} {:?} attempt {}",
+            call.id,
+            call.texts,
+            call.attempt
+        );
+        self.outstanding.push(call);
+    }
+
+    /// Checks an item that settled: once, with its own translation.
+    fn on_settled(&mut self, settled: Settled<()>) {
+        let ticket = settled.ticket;
+        trace!(
+            "  settled {ticket}: {:?}",
+            settled.result.as_ref().map_err(|e| e.code)
+        );
+        let count = self.settles.entry(ticket).or_default();
+        *count += 1;
+        assert_eq!(*count, 1, "ticket {ticket} settled twice");
+        let accepted = self
+            .accepted
+            .get(&ticket)
+            .unwrap_or_else(|| panic!("unknown ticket {ticket} settled"));
+        match settled.result {
+            Ok(value) if accepted.run => assert_eq!(value, "", "a run's value is the driver's"),
+            Ok(translation) if !self.garbage => {
+                let want = if is_blank(&accepted.text) {
+                    accepted.text.clone()
+                } else {
+                    echo(&accepted.text)
+                };
+                assert_eq!(
+                    translation, want,
+                    "ticket {ticket} got another item's translation"
+                );
+            }
+            Ok(_) => {}
+            Err(error) => assert!(
+                !matches!(
+                    error.code,
+                    ErrorCode::InvalidInput | ErrorCode::InvalidOptions | ErrorCode::NotInitialized
+                ),
+                "ticket {ticket} failed with {error}"
+            ),
+        }
     }
 
     fn answer(&mut self, index: usize, outcome: Result<Reply, Failure<()>>) {
@@ -606,7 +620,9 @@ fuzz_target!(|data: &[u8]| {
         .engine
         .handle_translate(run.now, &common::item("after", 0.0))
         .expect("valid");
-    let settled = run.engine.poll_settled().expect("settles at once");
+    let Some(Output::Settled(settled)) = run.engine.poll_output() else {
+        panic!("an item after dispose settles at once");
+    };
     assert_eq!(settled.ticket, ticket);
     assert_eq!(settled.result.map_err(|e| e.code), Err(ErrorCode::Disposed));
 });

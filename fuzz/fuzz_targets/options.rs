@@ -269,7 +269,13 @@ fuzz_target!(|data: &[u8]| {
     let mut now = now;
     let mut answers = 0;
     for _ in 0..8 {
-        let calls: Vec<_> = std::iter::from_fn(|| engine.poll_call()).collect();
+        // Settlements and events are taken and dropped; the calls are answered.
+        let calls: Vec<_> = std::iter::from_fn(|| engine.poll_output())
+            .filter_map(|output| match output {
+                batch_pacer::Output::Call(call) => Some(call),
+                _ => None,
+            })
+            .collect();
         for call in calls {
             answers += 1;
             if answers > 64 {
@@ -278,8 +284,6 @@ fuzz_target!(|data: &[u8]| {
             let reply = batch_pacer::Reply::Texts(call.texts.clone());
             engine.handle_response(now, call.id, Ok(reply));
         }
-        while engine.poll_settled().is_some() {}
-        while engine.poll_event().is_some() {}
         match engine.poll_timeout() {
             Some(at) => now = now.max(at),
             None => break,

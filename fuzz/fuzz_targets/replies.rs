@@ -37,7 +37,7 @@ use std::collections::HashMap;
 use batch_pacer::drive::{StreamValue, VirtualTime};
 use batch_pacer::options::SegmentFormat;
 use batch_pacer::{
-    early, Call, Duration, Engine, Failure, Instant, OptionValue, Options, Reply, Ticket,
+    early, Call, Duration, Engine, Failure, Instant, OptionValue, Options, Output, Reply, Ticket,
 };
 use common::Bytes;
 use libfuzzer_sys::fuzz_target;
@@ -334,98 +334,106 @@ fuzz_target!(|data: &[u8]| {
     let mut clock: VirtualTime<()> = VirtualTime::new(Instant::ZERO);
     let step = Duration::from_millis(5.0);
     clock.run(&mut engine, |clock, engine| {
-        while let Some(id) = engine.poll_cancel() {
-            if let Some((call, cut @ None, _)) = &mut endless {
-                if *call == id {
-                    *cut = Some(clock.now);
-                }
-            }
-        }
-        while let Some(call) = engine.poll_call() {
-            if !(first && call.is_batch) {
-                clock.answer(call.id, step, Ok(correct(&call)));
-                continue;
-            }
-            first = false;
-            let (reply, listed, limit) = damaged(&call, &mut bytes, streamed, form == 3);
-            if std::env::var_os("FUZZ_TRACE").is_some() {
-                eprintln!(
-                    "texts {:?}\nform {form}, reply {reply:?}, listed {listed:?}",
-                    call.texts
-                );
-            }
-            known = limit;
-            if streamed && !reply.contains("<think>") {
-                assert_never_looser(&call.texts, &reply, &tag_of(&call));
-            }
-            match form {
-                0 | 1 => {
-                    let pieces = pieces_of(&reply, &mut bytes);
-                    let cut = break_at.map_or(pieces.len(), |at| at.min(pieces.len()));
-                    for (k, piece) in pieces.into_iter().take(cut).enumerate() {
-                        let after = Duration::from_millis(1.0 + k as f64);
-                        clock.stream(call.id, after, StreamValue::Text(piece));
-                    }
-                    let after = Duration::from_millis(2.0 + cut as f64);
-                    if break_at.is_some() {
-                        let reset = Failure::error(None, None, "connection reset");
-                        clock.answer(call.id, after, Err(reset));
-                    } else {
-                        clock.stream(call.id, after, StreamValue::End);
+        while let Some(output) = engine.poll_output() {
+            match output {
+                Output::Cancel(id) => {
+                    if let Some((call, cut @ None, _)) = &mut endless {
+                        if *call == id {
+                            *cut = Some(clock.now);
+                        }
                     }
                 }
-                2 => clock.answer(call.id, step, Ok(Reply::Text(reply))),
-                4 => {
-                    let unreadable = Failure::bad_reply("its reply could not be read");
-                    clock.answer(call.id, step, Err(unreadable));
-                }
-                5 => {
-                    // Far more than any cap allows (reasoning included), 1 ms apart.
-                    let cap = engine.reply_cap(call.id).unwrap_or(usize::MAX);
-                    let draft = "<think>".to_owned() + &"a thought that goes on ".repeat(40);
-                    let values = (cap.saturating_mul(6) / draft.len()).clamp(1, 200_000);
-                    let mut last = clock.now;
-                    for k in 0..values {
-                        let after = Duration::from_millis(1.0 + k as f64);
-                        let value = if k == 0 { format!("{reply}{draft}") } else { draft.clone() };
-                        clock.stream(call.id, after, StreamValue::Text(value));
-                        last = clock.now + after;
+                Output::Call(call) => {
+                    if !(first && call.is_batch) {
+                        clock.answer(call.id, step, Ok(correct(&call)));
+                        continue;
                     }
-                    endless = Some((call.id, None, last));
+                    first = false;
+                    let (reply, listed, limit) = damaged(&call, &mut bytes, streamed, form == 3);
+                    if std::env::var_os("FUZZ_TRACE").is_some() {
+                        eprintln!(
+                            "texts {:?}\nform {form}, reply {reply:?}, listed {listed:?}",
+                            call.texts
+                        );
+                    }
+                    known = limit;
+                    if streamed && !reply.contains("<think>") {
+                        assert_never_looser(&call.texts, &reply, &tag_of(&call));
+                    }
+                    match form {
+                        0 | 1 => {
+                            let pieces = pieces_of(&reply, &mut bytes);
+                            let cut = break_at.map_or(pieces.len(), |at| at.min(pieces.len()));
+                            for (k, piece) in pieces.into_iter().take(cut).enumerate() {
+                                let after = Duration::from_millis(1.0 + k as f64);
+                                clock.stream(call.id, after, StreamValue::Text(piece));
+                            }
+                            let after = Duration::from_millis(2.0 + cut as f64);
+                            if break_at.is_some() {
+                                let reset = Failure::error(None, None, "connection reset");
+                                clock.answer(call.id, after, Err(reset));
+                            } else {
+                                clock.stream(call.id, after, StreamValue::End);
+                            }
+                        }
+                        2 => clock.answer(call.id, step, Ok(Reply::Text(reply))),
+                        4 => {
+                            let unreadable = Failure::bad_reply("its reply could not be read");
+                            clock.answer(call.id, step, Err(unreadable));
+                        }
+                        5 => {
+                            // Far more than any cap allows (reasoning included), 1 ms apart.
+                            let cap = engine.reply_cap(call.id).unwrap_or(usize::MAX);
+                            let draft =
+                                "<think>".to_owned() + &"a thought that goes on ".repeat(40);
+                            let values = (cap.saturating_mul(6) / draft.len()).clamp(1, 200_000);
+                            let mut last = clock.now;
+                            for k in 0..values {
+                                let after = Duration::from_millis(1.0 + k as f64);
+                                let value = if k == 0 {
+                                    format!("{reply}{draft}")
+                                } else {
+                                    draft.clone()
+                                };
+                                clock.stream(call.id, after, StreamValue::Text(value));
+                                last = clock.now + after;
+                            }
+                            endless = Some((call.id, None, last));
+                        }
+                        _ => {
+                            let keyed = bytes.bool();
+                            let reply = if keyed {
+                                // Keyed by position: entries past the batch get ids it lacks.
+                                let pairs = listed
+                                    .into_iter()
+                                    .enumerate()
+                                    .map(|(k, text)| {
+                                        let id = call.ids.get(k).cloned();
+                                        (id.unwrap_or_else(|| (k + 1).to_string()), text)
+                                    })
+                                    .collect();
+                                Reply::Keyed(pairs)
+                            } else {
+                                Reply::Texts(listed)
+                            };
+                            clock.answer(call.id, step, Ok(reply));
+                        }
+                    }
                 }
-                _ => {
-                    let keyed = bytes.bool();
-                    let reply = if keyed {
-                        // Keyed by position: entries past the batch get ids it lacks.
-                        let pairs = listed
-                            .into_iter()
-                            .enumerate()
-                            .map(|(k, text)| {
-                                let id = call.ids.get(k).cloned();
-                                (id.unwrap_or_else(|| (k + 1).to_string()), text)
-                            })
-                            .collect();
-                        Reply::Keyed(pairs)
-                    } else {
-                        Reply::Texts(listed)
-                    };
-                    clock.answer(call.id, step, Ok(reply));
+                Output::Settled(settled) => {
+                    let count = settles.entry(settled.ticket).or_default();
+                    *count += 1;
+                    assert_eq!(*count, 1, "ticket {} settled twice", settled.ticket);
+                    if let Ok(text) = &settled.result {
+                        let want = &own[&settled.ticket];
+                        if text != want && !FILLERS.contains(&text.as_str()) {
+                            misplaced.push(format!("{text:?} instead of {want:?}"));
+                        }
+                    }
                 }
+                _ => {}
             }
         }
-        while let Some(settled) = engine.poll_settled() {
-            let count = settles.entry(settled.ticket).or_default();
-            *count += 1;
-            assert_eq!(*count, 1, "ticket {} settled twice", settled.ticket);
-            if let Ok(text) = &settled.result {
-                let want = &own[&settled.ticket];
-                if text != want && !FILLERS.contains(&text.as_str()) {
-                    misplaced.push(format!("{text:?} instead of {want:?}"));
-                }
-            }
-        }
-        while engine.poll_event().is_some() {}
-        while engine.poll_preview().is_some() {}
     });
     assert!(
         misplaced.is_empty() || known,

@@ -7,7 +7,7 @@ use crate::settle::Ticket;
 use crate::text::utf16_len;
 use crate::time::Duration;
 
-/// Identifies a provider call between `poll_call` and `handle_response`.
+/// Identifies a provider call between its `Output::Call` and `handle_response`.
 pub type CallId = u64;
 
 /// The compatibility fields of a call's items, shared by all calls of the group.

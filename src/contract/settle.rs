@@ -2,7 +2,7 @@
 
 use core::fmt;
 
-/// Identifies a `translate` call between `handle_translate` and `poll_settled`.
+/// Identifies a `translate` call between `handle_translate` and its `Output::Settled`.
 pub type Ticket = u64;
 
 /// The stable error codes of the public contract.

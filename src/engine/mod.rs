@@ -1,13 +1,11 @@
 //! The engine: the sans-IO pacer, composed of parts that each own one concern.
 //!
-//! Inputs are `handle_*` calls that carry the current time; outputs are polled:
-//! [`Engine::poll_call`] (start this provider call), [`Engine::poll_cancel`] (abort this
-//! call's signal), [`Engine::poll_settled`] (an item ended), [`Engine::poll_event`],
-//! [`Engine::poll_lookup`] and [`Engine::poll_store_write`] (the persistent store), and
-//! [`Engine::poll_timeout`] (call `handle_timeout` then). After every `handle_*`, drain
-//! the outputs, cancels first (so a timed-out call is aborted before its retry starts);
-//! the package's driver then settles, serves the store, reports events and starts calls
-//! (docs/ARCHITECTURE.md, "The poll order"), and sleeps until `poll_timeout`.
+//! Inputs are `handle_*` calls that carry the current time. Outputs come out of one
+//! stream, [`Engine::poll_output`], whose [`Output`] variants say what to do (abort a
+//! call's signal, settle an item, show a preview, serve the store, tell an event, start
+//! a call) in the one order the engine keeps; then [`Engine::poll_timeout`] says when to
+//! call `handle_timeout`. After every `handle_*`, the driver takes outputs until none is
+//! left, then sleeps until `poll_timeout` (docs/ARCHITECTURE.md, "The poll order").
 //!
 //! Every input that can start or end work ends in `after_input`: start what may start
 //! (`dispatch`), then let each part drop its deadlines that no longer matter (`wakeups`);
@@ -85,6 +83,7 @@ mod jobs;
 mod limits;
 mod lookups;
 mod outbox;
+mod output;
 mod pacer;
 mod pools;
 mod priority;
@@ -111,21 +110,22 @@ use runs::Runs;
 
 use crate::budget::SharedBudget;
 use crate::cache::Lru;
-use crate::call::{Call, CallId, Failure, Reply, Report};
+use crate::call::{CallId, Failure, Reply, Report};
 use crate::item::{aborted_error, validate};
 use crate::key::{item_key, Compat, Keyer};
 use crate::options::{OptionValue, Options};
 use crate::retry::Jitter;
-use crate::settle::{ErrorCode, PacerFailure, Settled, Ticket};
+use crate::settle::{ErrorCode, PacerFailure, Ticket};
 use crate::snapshot::Snapshot;
 use crate::stats::{Event, ProviderStats, Stats};
-use crate::store::{Lookup, LookupId, LookupResult, Store, StoreWrite};
+use crate::store::{LookupId, LookupResult, Store};
 use crate::time::{Duration, Instant};
 
 pub use crate::item::{disposed_error, invalid_input, is_blank, Item};
 pub use crate::provider::ProviderPacing;
 pub use groups::Group;
 pub use jobs::{ticket_slot, Job};
+pub use output::Output;
 pub use run_calls::run_aborted;
 pub use streamed::Preview;
 
@@ -217,7 +217,7 @@ impl<C: Clone> Engine<C> {
 
     // ----- inputs -----
 
-    /// Accepts an item. Its result comes out of `poll_settled` under the returned ticket
+    /// Accepts an item. Its result comes out of `poll_output` (`Output::Settled`) under the returned ticket
     /// (at once for blank text, cache hits and a disposed pacer).
     pub fn handle_translate(
         &mut self,
@@ -357,8 +357,8 @@ impl<C: Clone> Engine<C> {
 
     /// Accepts a `pacer.run` for `provider_id` with `priority`: a provider call that is
     /// not a translation, paced as that provider's calls are. Its calls come out of
-    /// `poll_call` with `run` set to the returned ticket, and it ends through
-    /// `poll_settled` under that ticket (`Ok` with an empty string on success: its value
+    /// `Output::Call` with `run` set to the returned ticket, and it ends as
+    /// `Output::Settled` under that ticket (`Ok` with an empty string on success: its value
     /// is the driver's). A provider id that is empty or a priority that is not finite is
     /// `invalid_input`; after dispose it ends `disposed`, and during a daily block with
     /// that block's error.
@@ -372,7 +372,7 @@ impl<C: Clone> Engine<C> {
     }
 
     /// Withdraws the run of `ticket` (its signal was aborted): it ends `aborted` now; if
-    /// its call runs, the call is cancelled (`poll_cancel`) and its answer ignored.
+    /// its call runs, the call is cancelled (`Output::Cancel`) and its answer ignored.
     pub fn handle_run_abort(&mut self, now: Instant, ticket: Ticket) {
         self.advance(now);
         self.abort_run(ticket);
@@ -468,18 +468,13 @@ impl<C: Clone> Engine<C> {
         self.out.want_call_items();
     }
 
-    /// Asks for previews (`poll_preview`); without this call none are made.
+    /// Asks for previews (`Output::Preview`); without this call none are made.
     pub fn want_previews(&mut self) {
         self.out.want_previews();
     }
 
-    /// The next preview of an item's translation.
-    pub fn poll_preview(&mut self) -> Option<Preview> {
-        self.out.next_preview()
-    }
-
     /// Puts a persistent store behind the LRU: new items are looked up before they are
-    /// queued (`poll_lookup`), and every success is written (`poll_store_write`).
+    /// queued (`Output::Lookup`), and every success is written (`Output::StoreWrite`).
     pub fn enable_store(&mut self) {
         self.store.get_or_insert_with(Store::default);
     }
@@ -500,16 +495,6 @@ impl<C: Clone> Engine<C> {
             operation: "set",
             message,
         });
-    }
-
-    /// The next store lookup to perform.
-    pub fn poll_lookup(&mut self) -> Option<Lookup> {
-        self.store.as_mut()?.poll_lookup()
-    }
-
-    /// The next store write to perform.
-    pub fn poll_store_write(&mut self) -> Option<StoreWrite> {
-        self.store.as_mut()?.poll_write()
     }
 
     /// Whether items need token estimates (a token budget, or a provider that reports
@@ -644,31 +629,37 @@ impl<C: Clone> Engine<C> {
         }
     }
 
-    /// The next provider call to start.
-    pub fn poll_call(&mut self) -> Option<Call> {
-        self.out.next_call()
-    }
-
-    /// The next call whose signal must be aborted (timed out, no item waits for it any
-    /// more, or the pacer was disposed).
-    pub fn poll_cancel(&mut self) -> Option<CallId> {
-        self.out.next_cancel()
-    }
-
-    /// The next item that ended.
-    pub fn poll_settled(&mut self) -> Option<Settled<C>> {
-        self.out.next_settled()
-    }
-
     /// The driver found no unsettled promise for a settlement: its item had settled
     /// before. The settlement is dropped; `stats().duplicate_settlements` counts it.
     pub fn note_duplicate_settlement(&mut self) {
         self.out.count(Counter::DuplicateSettlements, 1);
     }
 
-    /// The next notable event.
-    pub fn poll_event(&mut self) -> Option<Event> {
-        self.out.next_event()
+    /// The next output, in the one order the engine keeps (see [`Output`]): cancels,
+    /// settlements, previews, the store's lookups and writes, events, then calls. After
+    /// every `handle_*`, the driver takes outputs until this gives `None`.
+    pub fn poll_output(&mut self) -> Option<Output<C>> {
+        if let Some(id) = self.out.next_cancel() {
+            return Some(Output::Cancel(id));
+        }
+        if let Some(settled) = self.out.next_settled() {
+            return Some(Output::Settled(settled));
+        }
+        if let Some(preview) = self.out.next_preview() {
+            return Some(Output::Preview(preview));
+        }
+        if let Some(store) = &mut self.store {
+            if let Some(lookup) = store.poll_lookup() {
+                return Some(Output::Lookup(lookup));
+            }
+            if let Some(write) = store.poll_write() {
+                return Some(Output::StoreWrite(write));
+            }
+        }
+        if let Some(event) = self.out.next_event() {
+            return Some(Output::Event(event));
+        }
+        self.out.next_call().map(Output::Call)
     }
 
     /// When to call `handle_timeout` next; `None` when only a response or a new item

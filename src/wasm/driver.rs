@@ -554,51 +554,53 @@ impl Inner {
     fn next_action(&self) -> Option<Action> {
         let mut state = self.state.try_borrow_mut().ok()?;
         let state = &mut *state;
-        if let Some(id) = state.engine.poll_cancel() {
-            return Some(Action::Cancel(id));
-        }
-        while let Some(settled) = state.engine.poll_settled() {
-            if !state.partials.is_empty() {
-                state.partials.remove(&settled.ticket);
-            }
-            if !state.metas.is_empty() {
-                state.metas.remove(&settled.ticket);
-            }
-            match state.resolvers.remove(settled.ticket) {
-                Some(resolvers) => {
-                    return Some(match state.runs.end(settled.ticket) {
-                        Some(value) => Action::SettleRun(resolvers, settled.result.map(|_| value)),
-                        None => Action::Settle(resolvers, settled),
-                    })
+        // The engine decides the order (`Output`); here each output finds its handler,
+        // and one whose handler is gone (a settled item's `onPartial`, no `onEvent`) is
+        // dropped.
+        while let Some(output) = state.engine.poll_output() {
+            match output {
+                Output::Cancel(id) => return Some(Action::Cancel(id)),
+                Output::Settled(settled) => {
+                    if !state.partials.is_empty() {
+                        state.partials.remove(&settled.ticket);
+                    }
+                    if !state.metas.is_empty() {
+                        state.metas.remove(&settled.ticket);
+                    }
+                    match state.resolvers.remove(settled.ticket) {
+                        Some(resolvers) => {
+                            return Some(match state.runs.end(settled.ticket) {
+                                Some(value) => {
+                                    Action::SettleRun(resolvers, settled.result.map(|_| value))
+                                }
+                                None => Action::Settle(resolvers, settled),
+                            })
+                        }
+                        None => state.engine.note_duplicate_settlement(),
+                    }
                 }
-                None => state.engine.note_duplicate_settlement(),
-            }
-        }
-        // Settled items first: a preview is never given for an item that has settled.
-        while let Some(preview) = state.engine.poll_preview() {
-            if let Some(on_partial) = state.partials.get(&preview.ticket) {
-                return Some(Action::Preview(on_partial.clone(), preview.text));
-            }
-        }
-        if let Some(lookup) = state.engine.poll_lookup() {
-            return Some(Action::Lookup(lookup));
-        }
-        if let Some(write) = state.engine.poll_store_write() {
-            return Some(Action::Write(write));
-        }
-        while let Some(event) = state.engine.poll_event() {
-            if let Some(handler) = &state.on_event {
-                return Some(Action::Notify(handler.clone(), event));
-            }
-        }
-        // A run's function is stored before any output of the engine is performed.
-        while let Some(call) = state.engine.poll_call() {
-            let Some(ticket) = call.run else {
-                let metas = convert::metas(&call.items, &state.metas);
-                return Some(Action::Start(call, metas));
-            };
-            if let Some(function) = state.runs.function(ticket) {
-                return Some(Action::StartRun(call.id, function, call.attempt));
+                Output::Preview(preview) => {
+                    if let Some(on_partial) = state.partials.get(&preview.ticket) {
+                        return Some(Action::Preview(on_partial.clone(), preview.text));
+                    }
+                }
+                Output::Lookup(lookup) => return Some(Action::Lookup(lookup)),
+                Output::StoreWrite(write) => return Some(Action::Write(write)),
+                Output::Event(event) => {
+                    if let Some(handler) = &state.on_event {
+                        return Some(Action::Notify(handler.clone(), event));
+                    }
+                }
+                // A run's function is stored before any output of the engine is performed.
+                Output::Call(call) => {
+                    let Some(ticket) = call.run else {
+                        let metas = convert::metas(&call.items, &state.metas);
+                        return Some(Action::Start(call, metas));
+                    };
+                    if let Some(function) = state.runs.function(ticket) {
+                        return Some(Action::StartRun(call.id, function, call.attempt));
+                    }
+                }
             }
         }
         None

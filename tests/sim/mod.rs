@@ -11,7 +11,7 @@ use batch_pacer::drive::VirtualTime;
 use batch_pacer::options::SegmentFormat;
 use batch_pacer::Layout;
 use batch_pacer::{
-    Call, CallId, Compat, Engine, Event, Failure, Instant, Item, OptionValue, Options,
+    Call, CallId, Compat, Engine, Event, Failure, Instant, Item, OptionValue, Options, Output,
     PacerFailure, Reply, Ticket,
 };
 pub use batch_pacer::{Duration, ErrorCode};
@@ -361,71 +361,77 @@ fn collect(
     // After every input: the rules that span the engine's parts (`Engine::check`).
     engine.check();
     let now = time.now;
-    // Cancels first: a call cancelled by a timeout is no longer running when its retry
-    // starts in the same step.
-    while let Some(id) = engine.poll_cancel() {
-        log.cancelled.push(id);
-    }
-    while let Some(call) = engine.poll_call() {
-        log.max_running = log.max_running.max(engine.stats().in_flight as usize);
-        log.calls.push(CallRecord {
-            id: call.id,
-            at: now,
-            texts: call.texts.clone(),
-            items: call.items.clone(),
-            separator: call.separator().to_owned(),
-            is_batch: call.is_batch,
-            attempt: call.attempt,
-            provider_id: call.compat.provider_id.clone(),
-            max_output_tokens: call.max_output_tokens,
-            fallback_from: call.compat.fallback_from.clone(),
-            pool_id: call.compat.pool_id.clone(),
-            run: call.run,
-        });
-        if call.run.is_none() {
-            check_layout(&call);
-        }
-        match provider(&call, now) {
-            Answer::After(after, outcome) => time.answer(call.id, after, outcome),
-            Answer::Reported(after, outcome, report) => {
-                time.answer_reported(call.id, after, outcome, report)
+    while let Some(output) = engine.poll_output() {
+        match output {
+            Output::Cancel(id) => log.cancelled.push(id),
+            Output::Call(call) => start_call(engine, time, provider, log, call),
+            Output::Settled(settled) => {
+                *log.settle_counts.entry(settled.ticket).or_default() += 1;
+                log.settled_at.entry(settled.ticket).or_insert(now);
+                log.results.insert(settled.ticket, settled.result);
             }
-            Answer::Hang => {}
-            Answer::Stream(values) => {
-                let mut at = Duration::ZERO;
-                for (after, value) in values {
-                    at = at + after;
-                    match value {
-                        Streamed::Value(value) => time.stream(call.id, at, value),
-                        Streamed::Fail(failure) => time.answer(call.id, at, Err(failure)),
-                    }
+            Output::Lookup(lookup) => {
+                if let Some((after, result)) = store.as_mut().and_then(|script| script(&lookup)) {
+                    time.answer_lookup(lookup.id, after, result);
+                }
+                log.lookups.push(lookup);
+            }
+            Output::StoreWrite(write) => log.writes.push(write),
+            Output::Event(event) => log.events.push((now, event)),
+            Output::Preview(preview) => {
+                assert!(
+                    !log.settle_counts.contains_key(&preview.ticket),
+                    "a preview for a settled item"
+                );
+                log.previews.push((now, preview));
+            }
+        }
+    }
+}
+
+/// Records a call the engine started and schedules the provider's answer on `time`.
+fn start_call(
+    engine: &Engine<String>,
+    time: &mut VirtualTime<String>,
+    provider: &mut Script,
+    log: &mut Log,
+    call: Call,
+) {
+    let now = time.now;
+    log.max_running = log.max_running.max(engine.stats().in_flight as usize);
+    log.calls.push(CallRecord {
+        id: call.id,
+        at: now,
+        texts: call.texts.clone(),
+        items: call.items.clone(),
+        separator: call.separator().to_owned(),
+        is_batch: call.is_batch,
+        attempt: call.attempt,
+        provider_id: call.compat.provider_id.clone(),
+        max_output_tokens: call.max_output_tokens,
+        fallback_from: call.compat.fallback_from.clone(),
+        pool_id: call.compat.pool_id.clone(),
+        run: call.run,
+    });
+    if call.run.is_none() {
+        check_layout(&call);
+    }
+    match provider(&call, now) {
+        Answer::After(after, outcome) => time.answer(call.id, after, outcome),
+        Answer::Reported(after, outcome, report) => {
+            time.answer_reported(call.id, after, outcome, report)
+        }
+        Answer::Hang => {}
+        Answer::Stream(values) => {
+            let mut at = Duration::ZERO;
+            for (after, value) in values {
+                at = at + after;
+                match value {
+                    Streamed::Value(value) => time.stream(call.id, at, value),
+                    Streamed::Fail(failure) => time.answer(call.id, at, Err(failure)),
                 }
             }
         }
-    }
-    while let Some(settled) = engine.poll_settled() {
-        *log.settle_counts.entry(settled.ticket).or_default() += 1;
-        log.settled_at.entry(settled.ticket).or_insert(now);
-        log.results.insert(settled.ticket, settled.result);
-    }
-    while let Some(lookup) = engine.poll_lookup() {
-        if let Some((after, result)) = store.as_mut().and_then(|script| script(&lookup)) {
-            time.answer_lookup(lookup.id, after, result);
-        }
-        log.lookups.push(lookup);
-    }
-    while let Some(write) = engine.poll_store_write() {
-        log.writes.push(write);
-    }
-    while let Some(event) = engine.poll_event() {
-        log.events.push((now, event));
-    }
-    while let Some(preview) = engine.poll_preview() {
-        assert!(
-            !log.settle_counts.contains_key(&preview.ticket),
-            "a preview for a settled item"
-        );
-        log.previews.push((now, preview));
     }
 }
 
