@@ -21,7 +21,6 @@ use std::collections::BinaryHeap;
 use super::jobs::{Estimated, Job, Jobs, Joined, Member};
 use super::limits::{travels_alone, Limits, Try};
 
-#[path = "batch.rs"]
 mod batch;
 use super::priority::Priority;
 use super::Group;
@@ -753,5 +752,4 @@ impl Batches {
 }
 
 #[cfg(test)]
-#[path = "batches_tests.rs"]
 mod tests;
