@@ -32,11 +32,24 @@ use crate::time::Instant;
 use batch::is_running;
 pub(super) use batch::{Batch, State};
 
-/// Order of due batches: highest priority first, then first come, first served.
-pub(super) type ReadyKey = (Reverse<Priority>, u64, Id<Batch>);
+/// A due batch's place in its provider's line: highest priority first, then first
+/// come, first served (the fields compare in this order).
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct ReadyKey {
+    /// The highest priority of its items (reversed: the highest is the smallest key).
+    pub(super) priority: Reverse<Priority>,
+    /// The arrival order of its first item.
+    pub(super) arrival: u64,
+    /// The batch.
+    pub(super) batch: Id<Batch>,
+}
 
 fn ready_key(key: Id<Batch>, batch: &Batch) -> ReadyKey {
-    (Reverse(batch.priority), batch.seq, key)
+    ReadyKey {
+        priority: Reverse(batch.priority),
+        arrival: batch.seq,
+        batch: key,
+    }
 }
 
 /// A batch's wake-up: its collection window ends, or its backoff does, or the budgets

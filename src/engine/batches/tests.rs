@@ -110,7 +110,7 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     assert_eq!(batches.wakeups.len(), 2);
     assert!(batches.has_due_wakeup(full) && batches.has_due_wakeup(open));
     assert_eq!(batches.next_wakeup(), Some(window));
-    assert_eq!(batches.first_ready(1).map(|k| k.2), Some(full));
+    assert_eq!(batches.first_ready(1).map(|k| k.batch), Some(full));
     assert_eq!(batches.unsent(), 3);
 
     batches.raise_priority(open, Priority::new(5.0));
@@ -118,7 +118,7 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     while batches.wake(window) {}
     assert_eq!(batches.next_wakeup(), None);
     batches.check(&jobs);
-    assert_eq!(batches.first_ready(1).map(|k| k.2), Some(open));
+    assert_eq!(batches.first_ready(1).map(|k| k.batch), Some(open));
 
     assert_eq!(batches.get(full).map(Batch::attempts), Some(0));
     batches.start(full, 7);
