@@ -14,53 +14,34 @@
 //! (`stats.queued`). It also owns the wake-ups its batches' states need (a collecting
 //! batch's window end, a backoff's end), answered through `next_wakeup` and `wake` as
 //! every part with a deadline does, so that no other part judges its states.
+//!
+//! Here: the part's state and a batch's moves along its life. `batch` is a batch itself,
+//! `ready_sets` the providers' lines of due batches, `batch_wakeups` the part's
+//! deadlines, `placement` which batch an item is in, `regrouping` batches made again
+//! from their items.
 
 use core::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::jobs::{Estimated, Job, Jobs, Joined, Member};
-use super::limits::{travels_alone, Limits, Try};
-
-mod batch;
-use super::priority::Priority;
+use super::jobs::Job;
+use super::limits::{Limits, Try};
 use super::Group;
 use crate::output_bound;
 use crate::ready::ReadySet;
-use crate::settle::Ticket;
 use crate::slab::{Id, Slab};
 use crate::time::Instant;
+
+mod batch;
+mod batch_wakeups;
+mod placement;
+mod ready_sets;
+mod regrouping;
+
 use batch::is_running;
 pub(super) use batch::{Batch, State};
-
-/// A due batch's place in its provider's line: highest priority first, then first
-/// come, first served (the fields compare in this order).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct ReadyKey {
-    /// The highest priority of its items (reversed: the highest is the smallest key).
-    pub(super) priority: Reverse<Priority>,
-    /// The arrival order of its first item.
-    pub(super) arrival: u64,
-    /// The batch.
-    pub(super) batch: Id<Batch>,
-}
-
-fn ready_key(key: Id<Batch>, batch: &Batch) -> ReadyKey {
-    ReadyKey {
-        priority: Reverse(batch.priority),
-        arrival: batch.seq,
-        batch: key,
-    }
-}
-
-/// A batch's wake-up: its collection window ends, or its backoff does, or the budgets
-/// that held back its dealt call hold it. At one instant, windows come first (the order
-/// the engine's wake-ups have always had).
-#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-enum Wakeup {
-    Due(Id<Batch>),
-    Backoff(Id<Batch>),
-    Held(Id<Batch>),
-}
+use batch_wakeups::Wakeup;
+use ready_sets::ready_key;
+pub(super) use ready_sets::ReadyKey;
 
 /// Where a new item goes: its group, the group's provider, and whether it may share a
 /// call at all.
@@ -161,45 +142,9 @@ impl Batches {
         self.unsent
     }
 
-    /// The due batches of `provider`, best first.
-    pub(super) fn ready(&self, provider: u32) -> Option<&ReadySet<ReadyKey>> {
-        self.ready.get(provider as usize)
-    }
-
-    /// The best due batch of `provider`.
-    pub(super) fn first_ready(&self, provider: u32) -> Option<ReadyKey> {
-        self.ready(provider)?.first().copied()
-    }
-
-    /// The providers with a due batch, each with its best one.
-    pub(super) fn due_providers(&self) -> impl Iterator<Item = (u32, ReadyKey)> + '_ {
-        (self.due.iter()).filter_map(|p| Some((*p, self.first_ready(*p)?)))
-    }
-
     /// The providers of every batch.
     pub(super) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
         self.slab.iter().map(|(_, batch)| batch.provider)
-    }
-
-    /// The providers of `indexes` were forgotten (none has a batch), and no index from
-    /// `bound` on is given out: their ready sets go. Called after `drop_stale`, when
-    /// only providers with a due batch are listed.
-    pub(super) fn forget_providers(&mut self, indexes: &[u32], bound: usize) {
-        for index in indexes {
-            if let Some(set) = self.ready.get_mut(*index as usize) {
-                *set = ReadySet::default();
-            }
-            if let Some(own) = self.own.get_mut(*index as usize) {
-                *own = None;
-            }
-        }
-        if bound == 0 {
-            self.ready = Vec::new();
-            self.listed = Vec::new();
-        } else {
-            self.ready.truncate(bound);
-            self.listed.truncate(bound);
-        }
     }
 
     /// The batch open to `group`'s new items.
@@ -282,22 +227,6 @@ impl Batches {
         self.insert(batch)
     }
 
-    /// The ready set of `provider`, to insert into: the provider is listed as due.
-    fn ready_set(&mut self, provider: u32) -> &mut ReadySet<ReadyKey> {
-        let index = provider as usize;
-        while self.ready.len() <= index {
-            self.ready.push(ReadySet::default());
-        }
-        if self.listed.len() <= index {
-            self.listed.resize(index + 1, false);
-        }
-        if !self.listed[index] {
-            self.listed[index] = true;
-            self.due.push(provider);
-        }
-        &mut self.ready[index]
-    }
-
     /// Moves a batch to `state`: in its provider's ready set while `Ready`, its items
     /// counted as unsent while not `Running`.
     fn set_state(&mut self, key: Id<Batch>, state: State) {
@@ -340,105 +269,6 @@ impl Batches {
         {
             self.make_ready(key);
         }
-    }
-
-    /// Whether `wakeup` still has a reason to fire: its batch is still in the state it
-    /// was set for.
-    fn wakeup_live(&self, wakeup: Wakeup) -> bool {
-        match wakeup {
-            Wakeup::Due(key) => self
-                .slab
-                .get(key)
-                .is_some_and(|b| b.state == State::Collecting),
-            Wakeup::Backoff(key) => self
-                .slab
-                .get(key)
-                .is_some_and(|b| matches!(b.state, State::Backoff(_))),
-            // Dealt again since (a new call), or started: the new call has its own.
-            Wakeup::Held(key) => self.slab.get(key).is_some_and(|b| b.state == State::Ready),
-        }
-    }
-
-    /// The soonest wake-up a batch needs.
-    pub(super) fn next_wakeup(&self) -> Option<Instant> {
-        self.wakeups.peek().map(|Reverse((at, _))| *at)
-    }
-
-    /// Drops the wake-ups at the top whose batches moved on, so that `next_wakeup` never
-    /// wakes anyone for nothing.
-    pub(super) fn drop_stale(&mut self) {
-        while let Some(&Reverse((_, wakeup))) = self.wakeups.peek() {
-            if self.wakeup_live(wakeup) {
-                break;
-            }
-            self.wakeups.pop();
-        }
-        let (ready, listed) = (&self.ready, &mut self.listed);
-        self.due.retain(|p| {
-            let due = ready.get(*p as usize).is_some_and(|s| s.first().is_some());
-            if !due {
-                if let Some(flag) = listed.get_mut(*p as usize) {
-                    *flag = false;
-                }
-            }
-            due
-        });
-    }
-
-    /// Fires the soonest wake-up if it is due at `now`; whether there was one.
-    pub(super) fn wake(&mut self, now: Instant) -> bool {
-        let Some(&Reverse((_, wakeup))) = self.wakeups.peek().filter(|w| w.0 .0 <= now) else {
-            return false;
-        };
-        self.wakeups.pop();
-        match wakeup {
-            Wakeup::Due(key) => self.window_closed(key, now),
-            Wakeup::Backoff(key) => self.backoff_over(key, now),
-            // It only wakes the engine, which tries the call again.
-            Wakeup::Held(_) => {}
-        }
-        true
-    }
-
-    /// Whether collecting batch `key` has its wake-up (for `Engine::check`).
-    #[cfg(any(test, feature = "check"))]
-    pub(super) fn has_due_wakeup(&self, key: Id<Batch>) -> bool {
-        let due = Wakeup::Due(key);
-        self.wakeups.iter().any(|Reverse((_, w))| *w == due)
-    }
-
-    /// A collecting batch's window may have closed at `now`.
-    fn window_closed(&mut self, key: Id<Batch>, now: Instant) {
-        let due = self.slab.get(key).is_some_and(|b| {
-            b.state == State::Collecting && b.due_at(self.limits_for(b.provider)) <= now
-        });
-        if due {
-            self.make_ready(key);
-        }
-    }
-
-    /// A batch's backoff may be over at `now`.
-    fn backoff_over(&mut self, key: Id<Batch>, now: Instant) {
-        let over = self
-            .slab
-            .get(key)
-            .is_some_and(|b| matches!(b.state, State::Backoff(until) if until <= now));
-        if over {
-            self.make_ready(key);
-        }
-    }
-
-    /// The call dealt from due batch `key` did not fit its budgets until `at`: the engine
-    /// wakes then. The batch first in line, whose cost `poll_timeout` reads, may be
-    /// another by then, or cheaper than the call dealt (a deal may add items).
-    pub(super) fn hold(&mut self, key: Id<Batch>, at: Instant) {
-        self.wakeups.push(Reverse((at, Wakeup::Held(key))));
-    }
-
-    /// The batch waits out a retry backoff until `until`.
-    pub(super) fn back_off(&mut self, key: Id<Batch>, until: Instant) {
-        self.set_state(key, State::Backoff(until));
-        self.wakeups.push(Reverse((until, Wakeup::Backoff(key))));
     }
 
     /// Call `call` starts with the batch: out of its ready set, sealed, no longer open,
@@ -490,130 +320,6 @@ impl Batches {
         self.wakeups = BinaryHeap::new();
     }
 
-    /// Puts a new job into its group's open batch, or starts a new batch (a batch is
-    /// due when full by items or characters, or when its window closes: its wake-up).
-    pub(super) fn place(&mut self, member: Member, home: Home, first_at: Instant, now: Instant) {
-        let Home {
-            group,
-            provider,
-            llm,
-        } = home;
-        let open = self.open(group);
-        let limits = *self.limits_for(provider);
-        if travels_alone(llm, member.chars(), member.tokens(), &limits) {
-            // An item longer than the limit travels alone, and makes the open batch due at
-            // once too, so the earlier items are not left behind it for their whole window.
-            if let Some(open_key) = open.filter(|_| llm) {
-                self.make_due_now(open_key);
-            }
-            self.insert_due(Batch::new(&member, group, provider, first_at));
-            return;
-        }
-        if let Some(open_key) = open {
-            let fits = self
-                .slab
-                .get(open_key)
-                .is_some_and(|b| b.admits(&member, &limits));
-            if fits {
-                self.join(open_key, &member);
-                return;
-            }
-            // The item would break a limit: the open batch is due now, the item starts the next.
-            self.make_due_now(open_key);
-        }
-        let batch = self.insert(Batch::new(&member, group, provider, first_at));
-        self.set_open(group, Some(batch));
-        let due_at = self
-            .slab
-            .get(batch)
-            .map(|b| (b.is_full(&limits), b.due_at(&limits)));
-        match due_at {
-            Some((false, at)) if at > now => {
-                self.wakeups.push(Reverse((at, Wakeup::Due(batch))));
-            }
-            Some(_) => self.make_ready(batch),
-            None => {}
-        }
-    }
-
-    fn join(&mut self, key: Id<Batch>, member: &Member) {
-        if self.slab.get(key).is_none() {
-            return;
-        }
-        self.set_batch_of(member.job(), key);
-        let Some(batch) = self.slab.get_mut(key) else {
-            return;
-        };
-        let before = ready_key(key, batch);
-        batch.push(member);
-        if !is_running(batch.state) {
-            self.unsent += 1;
-        }
-        let after = ready_key(key, batch);
-        let full = batch.is_full(match self.own.get(batch.provider as usize) {
-            Some(Some(own)) => own,
-            _ => &self.limits,
-        });
-        let (state, provider) = (batch.state, batch.provider);
-        match state {
-            State::Collecting if full => self.make_ready(key),
-            State::Ready if before != after => self.rekey(provider, &before, after),
-            _ => {}
-        }
-    }
-
-    /// A due batch's place in line changed.
-    fn rekey(&mut self, provider: u32, before: &ReadyKey, after: ReadyKey) {
-        if let Some(set) = self.ready.get_mut(provider as usize) {
-            set.remove(before);
-            set.insert(after);
-        }
-    }
-
-    /// A new ticket joined a twin (dedup): the twin's batch takes its priority if
-    /// higher. The ticket.
-    pub(super) fn joined(&mut self, joined: Joined) -> Ticket {
-        self.raise_priority(self.batch_of(joined.job()), joined.priority());
-        joined.into_ticket()
-    }
-
-    /// A twin of one of its items came with a higher priority.
-    fn raise_priority(&mut self, key: Id<Batch>, priority: Priority) {
-        let Some(batch) = self.slab.get_mut(key) else {
-            return;
-        };
-        if priority <= batch.priority {
-            return;
-        }
-        let before = ready_key(key, batch);
-        batch.priority = priority;
-        let after = ready_key(key, batch);
-        if batch.state == State::Ready {
-            let provider = batch.provider;
-            self.rekey(provider, &before, after);
-        }
-    }
-
-    /// `member` leaves its batch (withdrawn, or resolved before its call's end): the
-    /// batch, and whether it is left empty. `None` when the job is in no batch.
-    pub(super) fn leave(&mut self, member: &Member) -> Option<(Id<Batch>, bool)> {
-        let key = self.batch_of(member.job());
-        let batch = self.slab.get_mut(key)?;
-        let before = batch.jobs.len();
-        batch.jobs.retain(|j| *j != member.job());
-        let left = before - batch.jobs.len();
-        if left > 0 {
-            batch.chars = batch.chars.saturating_sub(member.chars());
-            batch.tokens -= f64::from(member.tokens());
-        }
-        if !is_running(batch.state) {
-            self.unsent -= left as u64;
-        }
-        let empty = batch.jobs.is_empty();
-        self.set_batch_of(member.job(), Id::NONE);
-        Some((key, empty))
-    }
-
     /// Counts one more try of this kind for the batch; the count so far.
     pub(super) fn count_try(&mut self, key: Id<Batch>, kind: Try) -> Option<u16> {
         let batch = self.slab.get_mut(key)?;
@@ -648,119 +354,6 @@ impl Batches {
         if let Some(batch) = self.slab.get_mut(key) {
             batch.bound_scale = output_bound::doubled(batch.bound_scale);
         }
-    }
-
-    /// Keeps the first `keep` items in due batch `key` and puts the rest in a batch of
-    /// their own behind it, both keeping its tries and place in line: a call may carry
-    /// no more (the provider's learned batch size). The key of the batch to send.
-    pub(super) fn split_off(&mut self, key: Id<Batch>, keep: usize, jobs: &Jobs) -> Id<Batch> {
-        if self.slab.get(key).is_none_or(|b| b.jobs.len() <= keep) {
-            return key;
-        }
-        let Some(batch) = self.remove(key) else {
-            return key;
-        };
-        let (first, rest) = batch.jobs.split_at(keep.max(1));
-        let mut sent = key;
-        if let Some(part) = Batch::resent(&batch, first, jobs, true) {
-            sent = self.insert_due(part);
-        }
-        if let Some(part) = Batch::resent(&batch, rest, jobs, true) {
-            self.insert_due(part);
-        }
-        sent
-    }
-
-    /// Deals the due batches `pool` of `group` again (see `Engine::first_call`): the
-    /// items of `call` become one due batch, those of `rest` (in arrival order) fill due
-    /// batches behind it, and if the group's open batch was dealt, the last of these is
-    /// open now. The call's batch.
-    pub(super) fn redeal(
-        &mut self,
-        pool: &[Id<Batch>],
-        call: &[(Member, Instant)],
-        rest: &[(Member, Instant)],
-        (group, provider): (Id<Group>, u32),
-    ) -> Option<Id<Batch>> {
-        let open_dealt = self.open(group).is_some_and(|open| pool.contains(&open));
-        for key in pool {
-            self.remove(*key);
-        }
-        let mut sent: Option<Batch> = None;
-        for (member, first_at) in call {
-            match &mut sent {
-                None => sent = Some(Batch::new(member, group, provider, *first_at)),
-                Some(c) => c.push(member),
-            }
-        }
-        let sent = sent.map(|c| self.insert_due(c));
-        let limits = *self.limits_for(provider);
-        let mut current: Option<Batch> = None;
-        for (member, first_at) in rest {
-            match &mut current {
-                Some(c) if c.admits(member, &limits) => c.push(member),
-                _ => {
-                    if let Some(done) = current.take() {
-                        self.insert_due(done);
-                    }
-                    current = Some(Batch::new(member, group, provider, *first_at));
-                }
-            }
-        }
-        let current = current.map(|done| self.insert_due(done));
-        if open_dealt {
-            self.set_open(group, current);
-        }
-        sent
-    }
-
-    /// Token estimates became known: every batch's token sum again.
-    pub(super) fn sum_tokens(&mut self, jobs: &Jobs, _estimated: Estimated) {
-        for batch in self.slab.values_mut() {
-            batch.tokens = batch
-                .jobs
-                .iter()
-                .filter_map(|j| jobs.get(*j))
-                .map(|j| f64::from(j.tokens()))
-                .sum();
-        }
-    }
-
-    /// The batches of `provider` whose call is not running.
-    pub(super) fn unsent_of(&self, provider: u32) -> Vec<Id<Batch>> {
-        let mut unsent = Vec::new();
-        for (key, batch) in self.slab.iter() {
-            if batch.provider == provider && !is_running(batch.state) {
-                unsent.push(key);
-            }
-        }
-        unsent
-    }
-
-    /// Takes out every batch that never started (to regroup under new limits): their
-    /// live jobs, each with its batch's group and collection start, in arrival order.
-    pub(super) fn take_unstarted(&mut self, jobs: &Jobs) -> Vec<(Member, Id<Group>, Instant)> {
-        // Batches by their first item's arrival: a heap rather than a sort (less code in
-        // the .wasm), filled by pushes (a collect would add the heap's bulk rebuild).
-        let mut open: BinaryHeap<Reverse<(u64, Id<Batch>)>> = BinaryHeap::new();
-        for (key, batch) in self.slab.iter() {
-            if !batch.sealed && matches!(batch.state, State::Collecting | State::Ready) {
-                open.push(Reverse((batch.seq, key)));
-            }
-        }
-        // Batches and the jobs inside them are in arrival order: keep it.
-        let mut members = Vec::new();
-        while let Some(Reverse((_, key))) = open.pop() {
-            let Some(batch) = self.remove(key) else {
-                continue;
-            };
-            for job in batch.jobs {
-                if let Some(member) = jobs.member(job) {
-                    members.push((member, batch.compat, batch.first_at));
-                }
-            }
-        }
-        members
     }
 }
 

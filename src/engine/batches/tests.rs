@@ -4,6 +4,8 @@
 //! items, the job→batch map names each job's batch and no other, and a group's open batch is live, its own and still taking items.
 
 use super::*;
+use crate::engine::jobs::{Jobs, Member};
+use crate::engine::priority::Priority;
 use crate::key::ShortKey;
 use crate::slab::Slab;
 use crate::text::utf16_len;
