@@ -3,8 +3,10 @@
 //! clients included). Apart because reports are read once per answer, whatever it was.
 
 use super::{Charge, Pacer};
+#[cfg(any(test, feature = "check"))]
 use crate::adaptive::FLOOR;
 use crate::call::{ReportedLimits, Usage};
+#[cfg(any(test, feature = "check"))]
 use crate::options::Options;
 use crate::quota::{Held, Reading};
 use crate::time::Instant;
