@@ -2,7 +2,9 @@
 //! `jobs.rs`, `calls.rs` ...) may use the types of the parts below it, never of one that
 //! uses it back. Names re-exported by `engine/mod.rs` (`super::Batch`) count as imports
 //! of the file that defines them; `Engine` itself (every orchestration file's `impl
-//! Engine`) does not.
+//! Engine`) does not. A part kept in a module directory (`batches/`) is its `mod.rs`;
+//! each of its other files is a node too, and what it imports from other parts counts
+//! for its part.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -92,36 +94,126 @@ fn find_cycle(edges: &BTreeMap<String, BTreeSet<String>>) -> Option<Vec<String>>
         .find_map(|file| visit(file, edges, &mut Vec::new(), &mut done))
 }
 
-fn engine_import_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
-    let mut sources = BTreeMap::new();
-    for entry in fs::read_dir(&dir).expect("src/engine is readable") {
+/// An engine source file: its name in the graph (its stem; a module directory's
+/// `mod.rs` is named by the directory), and for a file of a module directory
+/// (`batches/`, `pacer/`), that part and its files but `mod.rs` (where the `use super::…`
+/// of a file other than `mod.rs` points).
+struct Source {
+    name: String,
+    dir: Option<(String, BTreeSet<String>)>,
+    text: String,
+}
+
+/// The `.rs` files of `dir` by stem, but a part's own unit tests (`tests.rs`, `_tests`
+/// files), which see everything of their part.
+fn rust_files(dir: &Path) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    for entry in fs::read_dir(dir).expect("an engine directory is readable") {
         let path = entry.expect("a directory entry").path();
         let name = path
             .file_stem()
             .and_then(|s| s.to_str())
             .unwrap_or_default();
-        // A part's own unit tests (`#[path]` modules) see everything of their part.
-        if path.extension().is_some_and(|e| e == "rs") && !name.ends_with("_tests") {
+        if path.extension().is_some_and(|e| e == "rs")
+            && name != "tests"
+            && !name.ends_with("_tests")
+        {
             let source = fs::read_to_string(&path).expect("an engine file is readable");
-            sources.insert(name.to_owned(), source);
+            files.insert(name.to_owned(), source);
         }
     }
-    let files: BTreeSet<String> = sources.keys().cloned().collect();
-    let names = reexports(&sources["mod"], &files);
-    let mut edges = BTreeMap::new();
-    for (file, source) in sources.iter().filter(|(f, _)| *f != "mod") {
-        let mut uses = BTreeSet::new();
-        for path in super_imports(source) {
-            let head = path.split("::").next().unwrap_or_default();
-            let target = if files.contains(head) {
-                Some(head.to_owned())
-            } else {
-                names.get(head).cloned()
-            };
-            uses.extend(target.filter(|t| t != file));
+    files
+}
+
+/// The engine's files, those of its module directories included.
+fn engine_sources() -> Vec<Source> {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let mut sources: Vec<Source> = rust_files(&dir)
+        .into_iter()
+        .map(|(name, text)| Source {
+            name,
+            dir: None,
+            text,
+        })
+        .collect();
+    for entry in fs::read_dir(&dir).expect("src/engine is readable") {
+        let path = entry.expect("a directory entry").path();
+        let part = path
+            .file_name()
+            .and_then(|s| s.to_str())
+            .unwrap_or_default();
+        if !path.join("mod.rs").is_file() {
+            continue;
         }
-        edges.insert(file.clone(), uses);
+        let files = rust_files(&path);
+        let siblings: BTreeSet<String> = files.keys().filter(|n| *n != "mod").cloned().collect();
+        for (name, text) in files {
+            sources.push(Source {
+                name: if name == "mod" { part.to_owned() } else { name },
+                dir: Some((part.to_owned(), siblings.clone())),
+                text,
+            });
+        }
+    }
+    sources
+}
+
+/// Which file imports which. A file of a module directory is a node of its own, and
+/// what it imports from other parts its part imports too.
+fn engine_import_graph() -> BTreeMap<String, BTreeSet<String>> {
+    let sources = engine_sources();
+    let mod_rs = sources.iter().find(|s| s.name == "mod" && s.dir.is_none());
+    let mod_rs = &mod_rs.expect("src/engine/mod.rs is readable").text;
+    let files: BTreeSet<String> = (sources.iter())
+        .filter(|s| s.dir.as_ref().is_none_or(|(part, _)| *part == s.name))
+        .map(|s| s.name.clone())
+        .collect();
+    let names = reexports(mod_rs, &files);
+    let target = |head: &str| {
+        if files.contains(head) {
+            Some(head.to_owned())
+        } else {
+            names.get(head).cloned()
+        }
+    };
+    let head = |path: &str| path.split("::").next().unwrap_or_default().to_owned();
+    let mut edges: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for source in sources.iter().filter(|s| s.name != "mod") {
+        // A part's `mod.rs` is in the engine as any file of it is: its `super` is the
+        // engine.
+        let nested = (source.dir.as_ref()).filter(|(part, _)| *part != source.name);
+        let uses: Vec<Option<String>> = match nested {
+            None => super_imports(&source.text)
+                .iter()
+                .map(|path| target(&head(path)))
+                .collect(),
+            // In a module directory's other files, `super` is the part: one of its
+            // files, or what its `mod.rs` holds.
+            Some((part, siblings)) => {
+                let inside = imports_after(&source.text, "use super::").into_iter();
+                let inside = inside.map(|path| match head(&path) {
+                    file if siblings.contains(&file) => Some(file),
+                    _ => Some(part.clone()),
+                });
+                let outside = imports_after(&source.text, "use crate::engine::").into_iter();
+                inside
+                    .chain(outside.map(|path| target(&head(&path))))
+                    .collect()
+            }
+        };
+        let uses: BTreeSet<String> = uses
+            .into_iter()
+            .flatten()
+            .filter(|t| *t != source.name)
+            .collect();
+        if let Some((part, siblings)) = nested {
+            let outside = uses.iter().filter(|t| *t != part && !siblings.contains(*t));
+            edges
+                .entry(part.clone())
+                .or_default()
+                .extend(outside.cloned());
+        }
+        edges.entry(source.name.clone()).or_default().extend(uses);
     }
     edges
 }

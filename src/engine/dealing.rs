@@ -5,7 +5,7 @@
 use core::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use super::batches::Batch;
+use super::batches::{Batch, ReadyKey};
 use super::limits::travels_alone;
 use super::priority::Priority;
 use super::{Engine, Job};
@@ -61,8 +61,8 @@ impl<C: Clone> Engine<C> {
         };
         let any_ahead = ready
             .iter()
-            .take_while(|(p, s, _)| Some((*p, *s)) < last_in_chosen)
-            .any(|(_, _, key)| dealable(key));
+            .take_while(|k| Some((k.priority, k.arrival)) < last_in_chosen)
+            .any(|k| dealable(&k.batch));
         if !any_ahead {
             return chosen;
         }
@@ -76,7 +76,8 @@ impl<C: Clone> Engine<C> {
         let (mut count, mut chars, mut tokens) = (0usize, 0u64, 0f64);
         while let Some(&Reverse((priority, seq, _, _))) = line.peek() {
             let next = ready.get(seen).copied();
-            if let Some((_, _, key)) = next.filter(|(p, s, _)| (*p, *s) < (priority, seq)) {
+            let ahead = |k: &ReadyKey| (k.priority, k.arrival) < (priority, seq);
+            if let Some(ReadyKey { batch: key, .. }) = next.filter(ahead) {
                 seen += 1;
                 if let Some(b) = self.batches.get(key).filter(|_| dealable(&key)) {
                     pool.push(key);

@@ -64,13 +64,14 @@ impl<C: Clone> Engine<C> {
             let now = self.now;
             let best = (self.batches.due_providers())
                 .filter(|(i, _)| !held.contains(i) && !self.provider_at_cap(*i))
-                .filter(|(i, k)| self.ready_at(*i, k.2) <= now)
+                .filter(|(i, k)| self.ready_at(*i, k.batch) <= now)
                 .map(|(i, k)| (k, i))
                 .min();
             // A `pacer.run` ahead of every due batch in line (priority, then arrival).
-            let ahead =
-                |run: &(RunKey, u32)| best.is_none_or(|(b, _)| (run.0 .0, run.0 .1) < (b.0, b.1));
-            if let Some(((_, _, run), index)) = self.best_ready_run(&held).filter(ahead) {
+            let ahead = |(run, _): &(RunKey, u32)| {
+                best.is_none_or(|(b, _)| (run.priority, run.arrival) < (b.priority, b.arrival))
+            };
+            if let Some((RunKey { run, .. }, index)) = self.best_ready_run(&held).filter(ahead) {
                 if !self.start_run(run, index) {
                     held.push(index);
                 }
@@ -83,17 +84,17 @@ impl<C: Clone> Engine<C> {
             // Items that reached a batch while the daily block held (after a store
             // lookup) reject without a call, like every other item for the provider.
             if let Some(error) = self.pacer.daily_blocked(index, now) {
-                if !self.move_to_fallback(ready.2) {
-                    self.fail(ready.2, error);
+                if !self.move_to_fallback(ready.batch) {
+                    self.fail(ready.batch, error);
                 }
                 continue;
             }
             // A pool's call goes to the member chosen now (`pools`).
-            let Serving::Provider(serving) = self.serving(index, ready.2) else {
+            let Serving::Provider(serving) = self.serving(index, ready.batch) else {
                 continue;
             };
             // Dealt, the call's batch is due in its provider's ready set until it starts.
-            let call = self.first_call(ready.2);
+            let call = self.first_call(ready.batch);
             let call = self.within_batch_limit(serving, call);
             let cost = self.call_cost(serving, call);
             match self.pacer.try_take(serving, cost, now, &self.options) {

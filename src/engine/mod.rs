@@ -676,7 +676,7 @@ impl<C: Clone> Engine<C> {
             if self.provider_at_cap(index) {
                 continue;
             }
-            let at = self.ready_at(index, first.2);
+            let at = self.ready_at(index, first.batch);
             if at > self.now {
                 next = Some(next.map_or(at, |n| n.min(at)));
             }

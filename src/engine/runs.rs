@@ -18,8 +18,16 @@ use crate::time::Instant;
 
 /// A run's place in its provider's line: highest priority first, then arrival (the
 /// arrival sequence of items, so that runs and batches of equal priority go in the
-/// order they came).
-pub(super) type RunKey = (Reverse<Priority>, u64, Id<Run>);
+/// order they came). The fields compare in this order.
+#[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) struct RunKey {
+    /// Its priority (reversed: the highest is the smallest key).
+    pub(super) priority: Reverse<Priority>,
+    /// Its place in the arrival order of items and runs.
+    pub(super) arrival: u64,
+    /// The run.
+    pub(super) run: Id<Run>,
+}
 
 /// Where a run is.
 #[derive(Copy, Clone, Debug, PartialEq)]
@@ -103,7 +111,14 @@ impl Runs {
     pub(super) fn queued(&self) -> impl Iterator<Item = (u32, RunKey)> + '_ {
         (self.slab.iter())
             .filter(|(_, run)| run.state == RunState::Queued)
-            .map(|(id, run)| (run.provider, (Reverse(run.priority), run.seq, id)))
+            .map(|(id, run)| {
+                let key = RunKey {
+                    priority: Reverse(run.priority),
+                    arrival: run.seq,
+                    run: id,
+                };
+                (run.provider, key)
+            })
     }
 
     /// Its call starts under `call`; the try's number (0 for the first).

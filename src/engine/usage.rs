@@ -29,10 +29,10 @@ impl<C: Clone> Engine<C> {
         let now = self.now;
         let due: Vec<_> = self.batches.due_providers().collect();
         for (index, first) in due {
-            if self.batches.get(first.2).is_none() {
+            if self.batches.get(first.batch).is_none() {
                 continue;
             }
-            let (_, cost, _) = self.call_cost(index, first.2);
+            let (_, cost, _) = self.call_cost(index, first.batch);
             if let Some((until, why)) = self.pacer.new_hold(index, cost, now) {
                 self.out.event(Event::Limited {
                     provider_id: self.pacer.provider_id(index),

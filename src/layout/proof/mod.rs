@@ -569,5 +569,4 @@ pub(crate) fn scatter(values: &[f64]) -> f64 {
 }
 
 #[cfg(test)]
-#[path = "proof_tests.rs"]
 mod tests;

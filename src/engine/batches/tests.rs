@@ -4,6 +4,8 @@
 //! items, the job→batch map names each job's batch and no other, and a group's open batch is live, its own and still taking items.
 
 use super::*;
+use crate::engine::jobs::{Jobs, Member};
+use crate::engine::priority::Priority;
 use crate::key::ShortKey;
 use crate::slab::Slab;
 use crate::text::utf16_len;
@@ -110,7 +112,7 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     assert_eq!(batches.wakeups.len(), 2);
     assert!(batches.has_due_wakeup(full) && batches.has_due_wakeup(open));
     assert_eq!(batches.next_wakeup(), Some(window));
-    assert_eq!(batches.first_ready(1).map(|k| k.2), Some(full));
+    assert_eq!(batches.first_ready(1).map(|k| k.batch), Some(full));
     assert_eq!(batches.unsent(), 3);
 
     batches.raise_priority(open, Priority::new(5.0));
@@ -118,7 +120,7 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
     while batches.wake(window) {}
     assert_eq!(batches.next_wakeup(), None);
     batches.check(&jobs);
-    assert_eq!(batches.first_ready(1).map(|k| k.2), Some(open));
+    assert_eq!(batches.first_ready(1).map(|k| k.batch), Some(open));
 
     assert_eq!(batches.get(full).map(Batch::attempts), Some(0));
     batches.start(full, 7);
