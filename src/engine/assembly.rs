@@ -1,6 +1,6 @@
-//! Batch assembly, the engine's side: where a new item goes (the `Batches` part decides,
-//! given the item's group; `fallbacks` decides the group), and the rebuild of unsent batches when `setOptions` changes a
-//! limit.
+//! Batch assembly, the engine's side: where a new item goes (`place`: its group, or its
+//! fallback's while its provider cannot serve; then the `Batches` part picks the batch),
+//! and the rebuild of unsent batches when `setOptions` changes a limit.
 
 use super::batches::Home;
 use super::jobs::Member;
@@ -10,8 +10,22 @@ use crate::slab::Id;
 use crate::time::Instant;
 
 impl<C: Clone> Engine<C> {
-    /// Puts a job into its group's open batch, or starts a new batch.
-    pub(super) fn place_in(&mut self, member: Member, group_key: Id<Group>, first_at: Instant) {
+    /// Puts a new job of `group` into a batch: its group's, or the group of items moved
+    /// to its provider's fallback while that provider cannot serve.
+    pub(super) fn place(&mut self, member: Member, group: Id<Group>, first_at: Instant) {
+        let serving = self.groups.get(group).map(Group::provider);
+        if let Some(dest) = serving
+            .filter(|p| !self.can_serve(*p))
+            .and_then(|_| self.fallback_group(group, 1))
+        {
+            return self.move_job(member, group, dest, first_at);
+        }
+        self.add_to_batch(member, group, first_at);
+    }
+
+    /// Puts a job into its group's open batch, or starts a new batch (`place` chose the
+    /// group).
+    pub(super) fn add_to_batch(&mut self, member: Member, group_key: Id<Group>, first_at: Instant) {
         let Some(group) = self.groups.get(group_key) else {
             return;
         };
@@ -24,7 +38,7 @@ impl<C: Clone> Engine<C> {
             let limits = own_limits_of(&self.options, settings);
             self.batches.set_own_limits(home.provider, Some(limits));
         }
-        self.batches.place(member, home, first_at, self.now);
+        self.batches.add(member, home, first_at, self.now);
     }
 
     /// Every remembered provider's own batch limits under the options now in force;

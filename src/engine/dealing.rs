@@ -13,7 +13,7 @@ use crate::slab::Id;
 use crate::text::utf16_len;
 use crate::time::Instant;
 
-/// An item's place in line when a group's due items are dealt again (`first_call`):
+/// An item's place in line when a group's due items are dealt again (`deal`):
 /// priority, arrival, its job, and the start of its batch's collection window.
 pub(super) type InLine = (Reverse<Priority>, u64, Id<Job>, Instant);
 
@@ -26,7 +26,7 @@ impl<C: Clone> Engine<C> {
     /// merge of the due batches in line, and the items of the batches it looked at and
     /// did not take go back into due batches in arrival order. A batch still collecting,
     /// and a batch being retried, keep their items.
-    pub(super) fn first_call(&mut self, chosen: Id<Batch>) -> Id<Batch> {
+    pub(super) fn deal(&mut self, chosen: Id<Batch>) -> Id<Batch> {
         let Some(batch) = self.batches.get(chosen).filter(|b| !b.sealed()) else {
             return chosen;
         };

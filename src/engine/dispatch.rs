@@ -94,11 +94,11 @@ impl<C: Clone> Engine<C> {
                 continue;
             };
             // Dealt, the call's batch is due in its provider's ready set until it starts.
-            let call = self.first_call(ready.batch);
+            let call = self.deal(ready.batch);
             let call = self.within_batch_limit(serving, call);
             let cost = self.call_cost(serving, call);
             match self.pacer.try_take(serving, cost, now, &self.options) {
-                Ok(charge) => self.start(call, serving, charge),
+                Ok(charge) => self.send(call, serving, charge),
                 Err(at) => {
                     // The dealt call may cost more than the batch first in line, and
                     // another batch may be first in line now: `poll_timeout`, which reads

@@ -50,7 +50,7 @@ impl<C: Clone> Engine<C> {
 
     /// The group that `items` items of `group`, whose provider cannot serve them, move
     /// to (reported as a `providerFallback` event); `None` without a fallback.
-    fn fallback_group(&mut self, group: Id<Group>, items: usize) -> Option<Id<Group>> {
+    pub(super) fn fallback_group(&mut self, group: Id<Group>, items: usize) -> Option<Id<Group>> {
         let provider = self.groups.get(group)?.provider();
         let target = self.fallback_target(provider)?;
         let to = self.pacer.provider_id(target);
@@ -65,27 +65,20 @@ impl<C: Clone> Engine<C> {
 
     /// Moves job `member` from `group` to `dest`, counting it the first time it leaves
     /// its own provider.
-    fn move_job(&mut self, member: Member, group: Id<Group>, dest: Id<Group>, first_at: Instant) {
+    pub(super) fn move_job(
+        &mut self,
+        member: Member,
+        group: Id<Group>,
+        dest: Id<Group>,
+        first_at: Instant,
+    ) {
         if !self.groups.get(group).is_some_and(Group::is_moved) {
             let waiters = self.jobs.get(member.job()).map_or(0, |j| j.waiters().len());
             self.out.count(Counter::FallbackItems, waiters as u64);
         }
         self.groups.job_added(dest);
         self.groups.job_ended(group);
-        self.place_in(member, dest, first_at);
-    }
-
-    /// Puts a new job of `group` into a batch: its group's, or the group of items moved
-    /// to its provider's fallback while that provider cannot serve.
-    pub(super) fn place(&mut self, member: Member, group: Id<Group>, first_at: Instant) {
-        let serving = self.groups.get(group).map(Group::provider);
-        if let Some(dest) = serving
-            .filter(|p| !self.can_serve(*p))
-            .and_then(|_| self.fallback_group(group, 1))
-        {
-            return self.move_job(member, group, dest, first_at);
-        }
-        self.place_in(member, group, first_at);
+        self.add_to_batch(member, dest, first_at);
     }
 
     /// Moves the items of `batch_key` (whatever its state) to its provider's fallback;

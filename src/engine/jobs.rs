@@ -20,7 +20,7 @@ use crate::text::utf16_len;
 /// Kept small on purpose (it is most of the memory a queued item costs): the batch it
 /// is in is the `Batches` part's to know, the group lives on that batch, and the
 /// character count is recomputed on the rare paths that need it again. Priority and arrival stay on the job: a call takes items by them,
-/// whichever batch collected them (see `first_call`).
+/// whichever batch collected them (see `deal`).
 #[derive(Debug)]
 pub struct Job {
     key: ShortKey,

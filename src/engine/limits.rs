@@ -1,7 +1,6 @@
 //! The batch limits in force (`maxItemsPerBatch`, `maxCharactersPerBatch`,
 //! `batchDelayMs`, and what the token budget can hold), a provider's own in place of the
-//! pacer's (`providers`), which items can never share a call, and the kinds of tries a
-//! batch counts against their own limits.
+//! pacer's (`providers`), and which items can never share a call.
 
 use crate::options::Options;
 use crate::provider_settings::ProviderSettings;
@@ -79,15 +78,4 @@ pub(super) fn own_limits_of(options: &Options, settings: &ProviderSettings) -> L
 /// budget can hold, cannot share.
 pub(super) fn travels_alone(llm: bool, chars: u64, tokens: f32, limits: &Limits) -> bool {
     (!llm && !limits.array) || chars > limits.max_chars || f64::from(tokens) > limits.max_tokens
-}
-
-/// The tries a batch counts, each against its own budget.
-#[derive(Copy, Clone, Debug)]
-pub(super) enum Try {
-    /// A reply with the wrong count.
-    Mismatch,
-    /// A transient failure.
-    Error,
-    /// A 429 answer.
-    RateLimit,
 }

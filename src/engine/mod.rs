@@ -92,8 +92,10 @@ mod replies;
 mod retries;
 mod run_calls;
 mod runs;
+mod sending;
 mod streamed;
 mod streams;
+mod tries;
 mod usage;
 mod wakeups;
 

@@ -3,8 +3,8 @@
 
 use super::batches::Batch;
 use super::calls::Running;
-use super::limits::Try;
 use super::outbox::Counter;
+use super::tries::Try;
 use super::Engine;
 use crate::call::{Failure, FailureKind, Quota};
 use crate::retry::{backoff, classify, lengthening, FailureClass, MAX_RETRY_AFTER};

@@ -15,11 +15,11 @@ use crate::call_timeout::CallTimeout;
 use std::rc::Rc;
 
 use super::calls::Running;
-use super::limits::Try;
 use super::outbox::Counter;
 use super::priority::Priority;
 use super::retries::final_error;
 use super::runs::{Run, RunState};
+use super::tries::Try;
 use super::Engine;
 use crate::call::{Call, CallId, CompatInfo, Failure, FailureKind, Layout, Quota};
 use crate::item::{disposed_error, invalid_input};

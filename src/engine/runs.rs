@@ -9,8 +9,8 @@
 
 use core::cmp::Reverse;
 
-use super::limits::Try;
 use super::priority::Priority;
+use super::tries::Try;
 use crate::call::CallId;
 use crate::settle::Ticket;
 use crate::slab::{Id, Slab};

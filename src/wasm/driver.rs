@@ -7,10 +7,9 @@
 use std::cell::RefCell;
 use std::rc::{Rc, Weak};
 
-use js_sys::{Function, Promise};
+use js_sys::Function;
 use wasm_bindgen::prelude::*;
 use wasm_bindgen::JsCast;
-use wasm_bindgen_futures::{spawn_local, JsFuture};
 
 use super::budget::PacerBudget;
 use super::clock::{Clock, TimerHandle};
@@ -23,8 +22,8 @@ use super::views;
 use crate::hash::IdMap;
 use crate::slotted_map::SlottedMap;
 use crate::{
-    disposed_error, Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup,
-    LookupId, LookupResult, Options, PacerFailure, Settled, StoreWrite, Ticket,
+    disposed_error, Call, CallId, Compat, Engine, ErrorCode, Event, Instant, Item, Lookup, Options,
+    Output, PacerFailure, Settled, StoreWrite, Ticket,
 };
 
 /// Resolve and reject functions of one `translate` promise.
@@ -52,7 +51,7 @@ pub(super) struct Inner {
     calls: Calls,
     clock: Clock,
     /// The user's `{ get, set }` persistent store.
-    store: Option<JsValue>,
+    pub(super) store: Option<JsValue>,
     /// The user's `estimateTokens(text)`.
     estimate: Option<Function>,
 }
@@ -640,72 +639,6 @@ impl Inner {
             }
         }
         self.arm_timer();
-    }
-
-    /// `store.get(key)`; whatever it does, the engine hears a hit, a miss or a failure.
-    fn look_up(self: &Rc<Self>, lookup: Lookup) {
-        let Some(store) = &self.store else {
-            return;
-        };
-        let id = lookup.id;
-        match convert::call_method(store, "get", &JsValue::from_str(&lookup.key), None) {
-            Err(error) => self.found(id, LookupResult::Failed(convert::error_message(&error))),
-            Ok(returned) => {
-                let promise = Promise::resolve(&returned);
-                let inner = Rc::downgrade(self);
-                spawn_local(async move {
-                    let result = match JsFuture::from(promise).await {
-                        Ok(value) => convert::lookup_result(&value),
-                        Err(error) => LookupResult::Failed(convert::error_message(&error)),
-                    };
-                    if let Some(inner) = inner.upgrade() {
-                        inner.found(id, result);
-                    }
-                });
-            }
-        }
-    }
-
-    fn found(self: &Rc<Self>, id: LookupId, result: LookupResult) {
-        let now = self.now();
-        if let Ok(mut state) = self.state.try_borrow_mut() {
-            state.engine.handle_lookup(now, id, result);
-        }
-        self.flush();
-    }
-
-    /// `store.set(key, value)`, fire and forget: a failure only becomes an event.
-    fn write(self: &Rc<Self>, write: StoreWrite) {
-        let Some(store) = &self.store else {
-            return;
-        };
-        let (key, value) = (
-            JsValue::from_str(&write.key),
-            JsValue::from_str(&write.value),
-        );
-        match convert::call_method(store, "set", &key, Some(&value)) {
-            Err(error) => self.store_failed(&error),
-            Ok(returned) => {
-                let promise = Promise::resolve(&returned);
-                let inner = Rc::downgrade(self);
-                spawn_local(async move {
-                    if let (Err(error), Some(inner)) =
-                        (JsFuture::from(promise).await, inner.upgrade())
-                    {
-                        inner.store_failed(&error);
-                    }
-                });
-            }
-        }
-    }
-
-    fn store_failed(self: &Rc<Self>, error: &JsValue) {
-        if let Ok(mut state) = self.state.try_borrow_mut() {
-            state
-                .engine
-                .handle_store_failure(convert::error_message(error));
-        }
-        self.flush();
     }
 
     fn on_timer(self: &Rc<Self>) {

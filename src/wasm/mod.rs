@@ -12,6 +12,7 @@ mod input;
 mod replies;
 mod runs;
 mod setup;
+mod store;
 mod views;
 
 use wasm_bindgen::prelude::*;

@@ -24,7 +24,8 @@ use core::cmp::Reverse;
 use std::collections::BinaryHeap;
 
 use super::jobs::Job;
-use super::limits::{Limits, Try};
+use super::limits::Limits;
+use super::tries::Try;
 use super::Group;
 use crate::output_bound;
 use crate::ready::ReadySet;

@@ -16,7 +16,7 @@ use crate::time::Instant;
 impl Batches {
     /// Puts a new job into its group's open batch, or starts a new batch (a batch is
     /// due when full by items or characters, or when its window closes: its wake-up).
-    pub(in crate::engine) fn place(
+    pub(in crate::engine) fn add(
         &mut self,
         member: Member,
         home: Home,

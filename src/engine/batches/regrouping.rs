@@ -39,7 +39,7 @@ impl Batches {
         sent
     }
 
-    /// Deals the due batches `pool` of `group` again (see `Engine::first_call`): the
+    /// Deals the due batches `pool` of `group` again (see `Engine::deal`): the
     /// items of `call` become one due batch, those of `rest` (in arrival order) fill due
     /// batches behind it, and if the group's open batch was dealt, the last of these is
     /// open now. The call's batch.

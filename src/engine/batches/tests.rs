@@ -98,7 +98,7 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
         .map(|i| job(&mut jobs, i, texts[i as usize].0, texts[i as usize].1))
         .collect();
     for member in &members[..3] {
-        batches.place(*member, home, now, now);
+        batches.add(*member, home, now, now);
         batches.check(&jobs);
     }
     // Two items fill a batch (due at once), the third opens the next.
@@ -147,7 +147,7 @@ fn every_method_keeps_the_ready_sets_the_sums_and_the_unsent_count() {
 
     // Joining a due batch moves it in its ready set.
     // A join opens no batch: no window to wake up for.
-    batches.place(members[3], home, now, now);
+    batches.add(members[3], home, now, now);
     assert_eq!(batches.next_wakeup(), None);
     batches.check(&jobs);
     assert_eq!(batches.get(open).map(|b| b.jobs().len()), Some(2));
