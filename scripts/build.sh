@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Release build of the package: wasm (wasm-pack, wasm-opt from npm binaryen) + JS glue in
+# Release build of the package (`--dev`: a dev build, see below): wasm (wasm-pack, wasm-opt from npm binaryen) + JS glue in
 # pkg/, and the package's own JS, minified from src/js/, in js/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,8 +14,14 @@ if ! rustup component list --installed 2>/dev/null | grep -qx rust-src; then
   echo "warning: the rust-src component is missing (scripts/setup.sh installs it): building without scripts/release-wasm.toml, the .wasm ~10 KB larger gzipped" >&2
   release_config=()
 fi
-RUSTC_BOOTSTRAP=1 wasm-pack build --release --target web --out-dir pkg --out-name batch_pacer \
-  --no-pack --no-typescript . -- "${release_config[@]}"
+# `--dev` (npm run test:fast): an unoptimised module with debug assertions, built in
+# seconds after a change, not shipped; every later step is the same.
+if [ "${1:-}" = --dev ]; then
+  wasm-pack build --dev --target web --out-dir pkg --out-name batch_pacer --no-pack --no-typescript .
+else
+  RUSTC_BOOTSTRAP=1 wasm-pack build --release --target web --out-dir pkg --out-name batch_pacer \
+    --no-pack --no-typescript . -- "${release_config[@]}"
+fi
 # Without the glue's own default URL of the .wasm, bundlers see the .wasm once (see there).
 node scripts/patch-glue.mjs
 # Short import and export names in the .wasm and the glue (see there).

@@ -184,7 +184,9 @@ describe("fallbackProviders", () => {
     const during = send(item("during", { providerId: "a", llm: false }));
     await clock.tickAsync(1000);
     assert.equal(during.value, "b:during");
-    await clock.tickAsync(60_000);
+    // The pause ends at its Retry-After, lengthened by up to 10% (6 s) so that clients do
+    // not herd (Rule 47).
+    await clock.tickAsync(66_000);
     const after = send(item("after", { providerId: "a", llm: false }));
     await clock.tickAsync(1000);
     assert.equal(after.value, "a:after");

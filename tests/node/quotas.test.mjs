@@ -248,6 +248,10 @@ describe("reported usage", () => {
 });
 
 describe("reported limits", () => {
+  // The tests that time the instant of a reported reset run with `sharedQuota: false`: by
+  // default, a wait that ends at a reported reset is lengthened by a random 0-10% so that
+  // clients do not herd (docs/reference.md, Rule 47; tests/node/shared-quota.test.mjs).
+  const exactSetup = (t, options) => setup(t, { sharedQuota: false, ...options });
   const limitedReply = (limits) => {
     let first = true;
     return async (r) => {
@@ -263,7 +267,7 @@ describe("reported limits", () => {
     // Nothing left, whole again in 5 s, and one request is all the window is known to
     // hold (the one just made): room for one more comes back by the reset, one by one
     // after it, until the report is forgotten one window after its reset.
-    const { clock, calls, send, events } = setup(t, {
+    const { clock, calls, send, events } = exactSetup(t, {
       answer: limitedReply({ requestsRemaining: 0, requestsResetMs: 5000 }),
     });
     const first = send(item("a0", { providerId: "a", llm: false }));
@@ -313,7 +317,7 @@ describe("reported limits", () => {
     // of prompt). The window is known only as the 100 tokens left (the reporting call
     // was sent before any estimate was needed): a call larger than that waits until the
     // window is whole again.
-    const { clock, calls, send, events } = setup(t, {
+    const { clock, calls, send, events } = exactSetup(t, {
       estimateTokens: () => 100,
       answer: limitedReply({ tokensRemaining: 100, tokensResetMs: 7000 }),
     });
@@ -351,7 +355,7 @@ describe("reported limits", () => {
 
   test("without the whole window nothing is guessed: 100 tokens left after a report of 900,000 hold a 4,000-token call until the reset", async (t) => {
     let n = 0;
-    const { clock, calls, send } = setup(t, {
+    const { clock, calls, send } = exactSetup(t, {
       estimateTokens: () => 2000,
       answer: async (r) => {
         n += 1;
@@ -436,7 +440,7 @@ describe("reported limits", () => {
 
   test("limits on a thrown error hold the retry until the reset, not just the backoff", async (t) => {
     let first = true;
-    const { clock, calls, send, events } = setup(t, {
+    const { clock, calls, send, events } = exactSetup(t, {
       baseRetryDelayMs: 500,
       answer: async (r) => {
         if (first) {

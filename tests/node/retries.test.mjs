@@ -237,7 +237,8 @@ describe("Retry-After on a failed call", () => {
       const s = send(item("x", { llm: false }));
       await clock.tickAsync(4990);
       assert.equal(calls.length, 1, "the retry waits the 5 s the provider asked for");
-      await clock.tickAsync(20);
+      // Lengthened by up to 10% (500 ms) so that clients do not herd (Rule 47).
+      await clock.tickAsync(520);
       assert.equal(calls.length, 2, "and not much longer");
       assert.equal(s.value, "ok:x");
     });
@@ -251,7 +252,8 @@ describe("Retry-After on a failed call", () => {
       const s = send(item("x", { llm: false }));
       await clock.tickAsync(4990);
       assert.equal(calls.length, 1);
-      await clock.tickAsync(20);
+      // Lengthened by up to 10% (500 ms) so that clients do not herd (Rule 47).
+      await clock.tickAsync(520);
       assert.equal(calls.length, 2);
       assert.equal(s.value, "ok:x");
       const limited = events.find((e) => e.type === "rateLimited");
@@ -269,7 +271,9 @@ describe("Retry-After on a failed call", () => {
     const s = send(item("x", { llm: false }));
     await clock.tickAsync(49);
     assert.equal(calls.length, 1);
-    await clock.tickAsync(10);
+    // Lengthened by up to 250 ms so that clients do not herd (Rule 47): still far below
+    // the 10 s backoff.
+    await clock.tickAsync(260);
     assert.equal(calls.length, 2);
     assert.equal(s.value, "ok:x");
   });

@@ -279,7 +279,7 @@ impl ProviderQuota {
             w.as_ref().filter(|w| w.live(now)).map(|w| SavedWindow {
                 remaining: w.left(now).max(0.0),
                 whole: w.whole().unwrap_or(0.0),
-                reset_in: w.reset.since(now),
+                reset_in: w.reported_reset.since(now),
             })
         };
         let (requests, tokens) = (save(&self.requests), save(&self.tokens));
@@ -311,6 +311,7 @@ impl ProviderQuota {
             let reset_in = w.reset_in.min(MAX_RESET);
             let left = reset_in.as_micros().saturating_sub(elapsed.as_micros());
             restored.reset = now + Duration::from_micros(left);
+            restored.reported_reset = restored.reset;
             Some(restored)
         };
         self.requests = window(&saved.requests);

@@ -18,14 +18,20 @@ const UNKNOWN_RESET: Duration = Duration::from_micros(1_000_000);
 /// read as this, so a contradictory report never stalls a provider longer.
 pub const MAX_RESET: Duration = Duration::from_micros(10 * 60 * 1_000_000);
 /// The refill of a window reported whole, per second: from what was left to the whole
-/// window by the reset. What is left comes as a whole number, rounded down (OpenAI's and
-/// Groq's headers): up to one unit more was left, so the refill is counted on one unit
-/// less (on half the gap where that is less), never more than it is. A window reported
-/// whole says nothing of its refill: a window's worth per longest reset, until the next
-/// report says more.
-fn refill_rate(whole: f64, remaining: f64, reset: Duration) -> f64 {
+/// window by the reset. With `others` (other clients share the quota), it is counted on
+/// one unit less (on half the gap where that is less): what is left comes as a whole
+/// number, rounded down (OpenAI's and Groq's headers), so up to one unit more was left,
+/// and clients that each count the refill a little high together meet 429s. A pacer
+/// alone counts it as reported. A window reported whole says nothing of its refill: a
+/// window's worth per longest reset, until the next report says more.
+fn refill_rate(whole: f64, remaining: f64, reset: Duration, others: bool) -> f64 {
     let gap = whole - remaining;
-    ((gap - 1.0).max(gap / 2.0) / reset.as_secs()).max(whole / MAX_RESET.as_secs())
+    let counted = if others {
+        (gap - 1.0).max(gap / 2.0)
+    } else {
+        gap
+    };
+    (counted / reset.as_secs()).max(whole / MAX_RESET.as_secs())
 }
 
 /// The window a report gives whole, as the quota's share reads it: the requests window
@@ -41,7 +47,7 @@ pub(super) fn whole_window(limits: &ReportedLimits, cost: f64) -> Option<WholeWi
             unit,
             remaining,
             whole,
-            rate: refill_rate(whole, remaining, reset),
+            rate: refill_rate(whole, remaining, reset, true),
             drained,
             in_flight: 0.0,
         })
@@ -73,7 +79,10 @@ pub(super) fn whole_window(limits: &ReportedLimits, cost: f64) -> Option<WholeWi
 pub(super) struct Window {
     pub(super) room: Room,
     reported_at: Instant,
+    /// The reset this pacer waits for: the reported one, lengthened (`lengthen`).
     pub(super) reset: Instant,
+    /// The reset as reported, which a snapshot keeps.
+    pub(super) reported_reset: Instant,
     /// The draw that lengthens a wait for this pacer's share of the refill, in [0, 1).
     lengthen: f64,
 }
@@ -122,7 +131,7 @@ impl Window {
         let room = match whole {
             Some(whole) => {
                 let whole = whole.max(remaining + used);
-                let rate = refill_rate(whole, remaining, reset);
+                let rate = refill_rate(whole, remaining, reset, share < 1.0);
                 let mut room = TokenBucket::with_tokens(rate, whole, remaining, now);
                 room.take_amount(now, since);
                 let share = (share < 1.0).then(|| {
@@ -147,6 +156,7 @@ impl Window {
             room,
             reported_at: now,
             reset: now + reset + crate::retry::lengthening(reset, lengthen),
+            reported_reset: now + reset,
             lengthen,
         })
     }
