@@ -164,7 +164,8 @@ for (const [name, sdk] of Object.entries(sdks)) {
       const result = send(item("hello", { llm: false }));
       await clock.tickAsync(1999);
       assert.equal(calls.length, 1);
-      await clock.tickAsync(101);
+      // Lengthened by up to 250 ms so that clients do not herd (Rule 47).
+      await clock.tickAsync(300);
       assert.equal(result.value, "HELLO");
       assert.equal(pacer.stats().rateLimited, 1);
     });
