@@ -70,7 +70,8 @@
 //!   - `alignment`: the separator layout's evidence that a reply is shifted.
 //! - `drive`: virtual time for the engine (scheduled answers, the jump to the next
 //!   wake-up), the drive loop of the Rust tests, benches and fuzz targets.
-//! - `engine/`: the sans-IO pacer composed of its parts (see its own docs).
+//! - `engine/`: the sans-IO pacer: its flows, composing its parts (`engine/parts/`; see
+//!   its own docs).
 //! - `wasm/` (wasm32 only): the JS binding, which converts and drives.
 
 // The release .wasm is built for speed (opt-level 2) with `--cfg cold_for_size`

@@ -1,10 +1,11 @@
-//! The engine's files import one another without a cycle: a part's file (`batches.rs`,
-//! `jobs.rs`, `calls.rs` ...) may use the types of the parts below it, never of one that
-//! uses it back. Names re-exported by `engine/mod.rs` (`super::Batch`) count as imports
-//! of the file that defines them; `Engine` itself (every orchestration file's `impl
-//! Engine`) does not. A part kept in a module directory (`batches/`) is its `mod.rs`;
-//! each of its other files is a node too, and what it imports from other parts counts
-//! for its part.
+//! The engine's files import one another without a cycle: a part's file
+//! (`parts/batches/`, `parts/jobs.rs`, `parts/calls.rs` ...) may use the types of the
+//! parts below it, never of one that uses it back. Names re-exported by `engine/mod.rs`
+//! (`super::Batch`) count as imports of the file that defines them; `Engine` itself
+//! (every orchestration file's `impl Engine`) does not. A part in `parts/` is a node as
+//! a flow in `engine/` is (`parts/mod.rs`, which only declares the parts, is none). A
+//! part kept in a module directory (`parts/batches/`) is its `mod.rs`; each of its other
+//! files is a node too, and what it imports from other parts counts for its part.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -125,34 +126,41 @@ fn rust_files(dir: &Path) -> BTreeMap<String, String> {
     files
 }
 
-/// The engine's files, those of its module directories included.
+/// The engine's files: those of `src/engine/` and of `src/engine/parts/` (but
+/// `parts/mod.rs`, which only declares the parts), those of their module directories
+/// included.
 fn engine_sources() -> Vec<Source> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
-    let mut sources: Vec<Source> = rust_files(&dir)
-        .into_iter()
-        .map(|(name, text)| Source {
+    let engine = Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engine");
+    let parts = engine.join("parts");
+    let mut sources = Vec::new();
+    for dir in [&engine, &parts] {
+        let files = rust_files(dir)
+            .into_iter()
+            .filter(|(name, _)| *dir == engine || name != "mod");
+        sources.extend(files.map(|(name, text)| Source {
             name,
             dir: None,
             text,
-        })
-        .collect();
-    for entry in fs::read_dir(&dir).expect("src/engine is readable") {
-        let path = entry.expect("a directory entry").path();
-        let part = path
-            .file_name()
-            .and_then(|s| s.to_str())
-            .unwrap_or_default();
-        if !path.join("mod.rs").is_file() {
-            continue;
-        }
-        let files = rust_files(&path);
-        let siblings: BTreeSet<String> = files.keys().filter(|n| *n != "mod").cloned().collect();
-        for (name, text) in files {
-            sources.push(Source {
-                name: if name == "mod" { part.to_owned() } else { name },
-                dir: Some((part.to_owned(), siblings.clone())),
-                text,
-            });
+        }));
+        for entry in fs::read_dir(dir).expect("an engine directory is readable") {
+            let path = entry.expect("a directory entry").path();
+            let part = path
+                .file_name()
+                .and_then(|s| s.to_str())
+                .unwrap_or_default();
+            if path == parts || !path.join("mod.rs").is_file() {
+                continue;
+            }
+            let files = rust_files(&path);
+            let siblings: BTreeSet<String> =
+                files.keys().filter(|n| *n != "mod").cloned().collect();
+            for (name, text) in files {
+                sources.push(Source {
+                    name: if name == "mod" { part.to_owned() } else { name },
+                    dir: Some((part.to_owned(), siblings.clone())),
+                    text,
+                });
+            }
         }
     }
     sources

@@ -11,9 +11,9 @@
 //! (`dispatch`), then let each part drop its deadlines that no longer matter (`wakeups`);
 //! `handle_dispose` ends everything itself and `handle_store_failure` only reports.
 //!
-//! Parts that own their state (private fields, so the compiler keeps the boundary) and
-//! the invariant each keeps; the engine hands a part the others it needs as arguments
-//! (disjoint borrows of its fields), never itself:
+//! Parts (src/engine/parts/): types that own their state (private fields, so the
+//! compiler keeps the boundary) and the invariant each keeps; the engine hands a part
+//! the others it needs as arguments (disjoint borrows of its fields), never itself:
 //! - `batches::Batches`: the batch slab (and each batch's fields), the ready set per
 //!   provider, the job→batch map, each group's open batch, the unsent count, the limits
 //!   and the batches' wake-ups (window and backoff ends). A batch is in its provider's
@@ -44,60 +44,61 @@
 //! - `runs::Runs`: the calls of `pacer.run` (no items, no batch) while they wait, back
 //!   off or run; a run's state says where it is (queued, backing off until an instant,
 //!   running under a call), and nothing else does.
-//! - the leaf types `Store` (with its lookups' deadlines), `Lru`, `TokenBucket`,
-//!   `TokenBudget`, `ReadySet`: each its own state.
+//! - smaller parts and leaf types there: `streamed::Streamed` (a streamed reply so far),
+//!   `provider_table::ProviderTable` (the `Pacer`'s provider indexes), `limits::Limits`,
+//!   `priority::Priority`, `tries::Try`, `output::Output`; and from outside the engine
+//!   `Store` (with its lookups' deadlines), `Lru`, `TokenBucket`, `TokenBudget`,
+//!   `ReadySet`: each its own state.
 //!
 //! Each part with deadlines answers for them itself (`next_*`, `drop_stale`, and `wake`
 //! or `expired`), as str0m's parts answer `poll_timeout` / `handle_timeout`: no part
 //! judges another's state to know whether a wake-up still matters.
 //!
 //! `Engine` keeps the options, the time, the jitter and the parts; every `pub fn` of
-//! the engine is in this file, and the orchestration in these files, in the order an
-//! item meets them: `assembly` (where a new item goes, the rebuild under new limits),
-//! `lookups` (the persistent store), `dispatch` (the gate asked per provider, a 429's
-//! pause and rate), `usage` (token estimates, reported usage and limits), `dealing` (a
-//! call takes the best items of its group's due batches), `idle_providers` (providers
-//! that nothing needs are forgotten, their indexes in `provider_table` reused),
-//! `replies` (composing a call, reading its reply, what a batch reply teaches of the
-//! provider's batch size),
-//! `streams` (a streamed reply's values), `retries` (failures), `blocks` (settings,
-//! billing and daily-quota blocks), `run_calls` (`pacer.run`: its place in line, its
-//! call through the same gate, its answer and failures), `fallbacks` (where a
-//! provider's items go when it cannot serve them), `pools` (which member of a pool
-//! serves a call, and where its items go when it cannot), `endings` (how a job ends), `wakeups` (the parts' deadlines
-//! merged). `check` asserts the rules that span parts (tests and fuzzing only).
+//! the engine is in this file. Flows (src/engine/*.rs, each an `impl Engine` that
+//! composes the parts), in the order an item meets them:
+//! - `assembly`: where a new item goes (`place`), the rebuild under new limits.
+//! - `lookups`: the persistent store (look up before queueing, write every success).
+//! - `dispatch`: the gate asked per provider, `maxInFlight`, a 429's pause and rate.
+//! - `usage`: token estimates, the usage and limits a provider reports.
+//! - `dealing`: a call takes the best items of its group's due batches, by priority.
+//! - `sending`: a due batch, dealt and charged, composed into a call and started.
+//! - `idle_providers`: providers nothing needs are forgotten (`provider_table`).
+//! - `replies`: a call's reply read back onto its items, what it teaches of batch size.
+//! - `streams`: a streamed reply's values, resolved as they are proven.
+//! - `retries`: failed calls retried, split or sent one by one, or failed for good.
+//! - `blocks`: settings, billing and daily-quota blocks of a provider.
+//! - `run_calls`: `pacer.run`, its place in line, its call through the same gate.
+//! - `fallbacks`: where a provider's items go when it cannot serve them.
+//! - `pools`: which member of a pool serves a call, and where its items go if none can.
+//! - `endings`: how a job ends, in one place (`end_job`).
+//! - `wakeups`: the parts' deadlines merged, soonest first.
+//! - `check`: asserts the rules that span parts (tests and fuzzing only).
 
 mod assembly;
-mod batches;
 mod blocks;
-mod calls;
 #[cfg(any(test, feature = "check"))]
 mod check;
 mod dealing;
 mod dispatch;
 mod endings;
 mod fallbacks;
-mod groups;
 mod idle_providers;
-mod jobs;
-mod limits;
 mod lookups;
-mod outbox;
-mod output;
-mod pacer;
+mod parts;
 mod pools;
-mod priority;
-mod provider_table;
 mod replies;
 mod retries;
 mod run_calls;
-mod runs;
 mod sending;
-mod streamed;
 mod streams;
-mod tries;
 mod usage;
 mod wakeups;
+
+use parts::{
+    batches, calls, groups, jobs, limits, outbox, output, pacer, priority, provider_table, runs,
+    streamed, tries,
+};
 
 use batches::{Batch, Batches, State};
 use calls::{Calls, Running};

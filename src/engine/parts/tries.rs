@@ -3,7 +3,7 @@
 
 /// The tries a batch counts, each against its own budget.
 #[derive(Copy, Clone, Debug)]
-pub(super) enum Try {
+pub(in crate::engine) enum Try {
     /// A reply with the wrong count.
     Mismatch,
     /// A transient failure.

@@ -20,18 +20,18 @@ use crate::time::Instant;
 /// arrival sequence of items, so that runs and batches of equal priority go in the
 /// order they came). The fields compare in this order.
 #[derive(Copy, Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(super) struct RunKey {
+pub(in crate::engine) struct RunKey {
     /// Its priority (reversed: the highest is the smallest key).
-    pub(super) priority: Reverse<Priority>,
+    pub(in crate::engine) priority: Reverse<Priority>,
     /// Its place in the arrival order of items and runs.
-    pub(super) arrival: u64,
+    pub(in crate::engine) arrival: u64,
     /// The run.
-    pub(super) run: Id<Run>,
+    pub(in crate::engine) run: Id<Run>,
 }
 
 /// Where a run is.
 #[derive(Copy, Clone, Debug, PartialEq)]
-pub(super) enum RunState {
+pub(in crate::engine) enum RunState {
     /// In its provider's line.
     Queued,
     /// Waiting for its backoff to end, then back in line.
@@ -42,7 +42,7 @@ pub(super) enum RunState {
 
 /// One `pacer.run` that has not ended.
 #[derive(Debug)]
-pub(super) struct Run {
+pub(in crate::engine) struct Run {
     ticket: Ticket,
     provider: u32,
     priority: Priority,
@@ -56,35 +56,41 @@ pub(super) struct Run {
 
 impl Run {
     /// The ticket its promise waits on.
-    pub(super) fn ticket(&self) -> Ticket {
+    pub(in crate::engine) fn ticket(&self) -> Ticket {
         self.ticket
     }
 
     /// The provider it calls.
-    pub(super) fn provider(&self) -> u32 {
+    pub(in crate::engine) fn provider(&self) -> u32 {
         self.provider
     }
 
     /// Where it is.
-    pub(super) fn state(&self) -> RunState {
+    pub(in crate::engine) fn state(&self) -> RunState {
         self.state
     }
 
     /// How many calls of it started.
-    pub(super) fn attempts(&self) -> u32 {
+    pub(in crate::engine) fn attempts(&self) -> u32 {
         self.attempts
     }
 }
 
 /// The runs that have not ended.
 #[derive(Debug, Default)]
-pub(super) struct Runs {
+pub(in crate::engine) struct Runs {
     slab: Slab<Run>,
 }
 
 impl Runs {
     /// A new run for `provider`, queued at once; `seq` is its place in arrival order.
-    pub(super) fn add(&mut self, ticket: Ticket, provider: u32, priority: Priority, seq: u64) {
+    pub(in crate::engine) fn add(
+        &mut self,
+        ticket: Ticket,
+        provider: u32,
+        priority: Priority,
+        seq: u64,
+    ) {
         self.slab.insert(Run {
             ticket,
             provider,
@@ -97,18 +103,18 @@ impl Runs {
         });
     }
 
-    pub(super) fn get(&self, id: Id<Run>) -> Option<&Run> {
+    pub(in crate::engine) fn get(&self, id: Id<Run>) -> Option<&Run> {
         self.slab.get(id)
     }
 
     /// The live run of `ticket`.
-    pub(super) fn of_ticket(&self, ticket: Ticket) -> Option<Id<Run>> {
+    pub(in crate::engine) fn of_ticket(&self, ticket: Ticket) -> Option<Id<Run>> {
         let mut runs = self.slab.iter();
         runs.find(|(_, run)| run.ticket == ticket).map(|(id, _)| id)
     }
 
     /// The queued runs, each with its provider and its place in line.
-    pub(super) fn queued(&self) -> impl Iterator<Item = (u32, RunKey)> + '_ {
+    pub(in crate::engine) fn queued(&self) -> impl Iterator<Item = (u32, RunKey)> + '_ {
         (self.slab.iter())
             .filter(|(_, run)| run.state == RunState::Queued)
             .map(|(id, run)| {
@@ -122,7 +128,7 @@ impl Runs {
     }
 
     /// Its call starts under `call`; the try's number (0 for the first).
-    pub(super) fn start(&mut self, id: Id<Run>, call: CallId) -> u32 {
+    pub(in crate::engine) fn start(&mut self, id: Id<Run>, call: CallId) -> u32 {
         let Some(run) = self.slab.get_mut(id) else {
             return 0;
         };
@@ -132,7 +138,7 @@ impl Runs {
     }
 
     /// Counts one more failed try of this kind; the count so far.
-    pub(super) fn count_try(&mut self, id: Id<Run>, kind: Try) -> u16 {
+    pub(in crate::engine) fn count_try(&mut self, id: Id<Run>, kind: Try) -> u16 {
         let Some(run) = self.slab.get_mut(id) else {
             return 0;
         };
@@ -146,14 +152,14 @@ impl Runs {
 
     /// Back in its provider's line (a retry with no wait of its own), or waiting until
     /// `until` first.
-    pub(super) fn retry(&mut self, id: Id<Run>, until: Option<Instant>) {
+    pub(in crate::engine) fn retry(&mut self, id: Id<Run>, until: Option<Instant>) {
         if let Some(run) = self.slab.get_mut(id) {
             run.state = until.map_or(RunState::Queued, RunState::Backoff);
         }
     }
 
     /// The soonest backoff end.
-    pub(super) fn next_wakeup(&self) -> Option<Instant> {
+    pub(in crate::engine) fn next_wakeup(&self) -> Option<Instant> {
         let mut next: Option<Instant> = None;
         for (_, run) in self.slab.iter() {
             if let RunState::Backoff(at) = run.state {
@@ -164,7 +170,7 @@ impl Runs {
     }
 
     /// Puts the runs whose backoff ended by `now` back in line.
-    pub(super) fn wake(&mut self, now: Instant) {
+    pub(in crate::engine) fn wake(&mut self, now: Instant) {
         for run in self.slab.values_mut() {
             if matches!(run.state, RunState::Backoff(at) if at <= now) {
                 run.state = RunState::Queued;
@@ -173,12 +179,12 @@ impl Runs {
     }
 
     /// The run ended.
-    pub(super) fn remove(&mut self, id: Id<Run>) -> Option<Run> {
+    pub(in crate::engine) fn remove(&mut self, id: Id<Run>) -> Option<Run> {
         self.slab.remove(id)
     }
 
     /// The runs of `provider` that wait (queued or backing off), not those running.
-    pub(super) fn waiting_for(&self, provider: u32) -> Vec<Id<Run>> {
+    pub(in crate::engine) fn waiting_for(&self, provider: u32) -> Vec<Id<Run>> {
         let mut waiting = Vec::new();
         for (id, run) in self.slab.iter() {
             if run.provider == provider && !matches!(run.state, RunState::Running(_)) {
@@ -190,17 +196,17 @@ impl Runs {
 
     /// Every run.
     #[cfg(any(test, feature = "check"))]
-    pub(super) fn iter(&self) -> impl Iterator<Item = (Id<Run>, &Run)> {
+    pub(in crate::engine) fn iter(&self) -> impl Iterator<Item = (Id<Run>, &Run)> {
         self.slab.iter()
     }
 
     /// The providers of every run.
-    pub(super) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(in crate::engine) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
         self.slab.iter().map(|(_, run)| run.provider)
     }
 
     /// Ends every run (dispose); their tickets.
-    pub(super) fn clear(&mut self) -> Vec<Ticket> {
+    pub(in crate::engine) fn clear(&mut self) -> Vec<Ticket> {
         let mut tickets = Vec::new();
         for run in self.slab.drain() {
             tickets.push(run.ticket);

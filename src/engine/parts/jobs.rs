@@ -38,7 +38,7 @@ pub struct Job {
 
 /// Tickets waiting on a job; one is the common case and needs no allocation.
 #[derive(Debug, Default)]
-pub(super) struct Waiters {
+pub(in crate::engine) struct Waiters {
     /// 0 when empty.
     first: Ticket,
     // A boxed Vec is 8 bytes on every job instead of 24; extra waiters are rare.
@@ -74,19 +74,19 @@ impl Waiters {
         }
     }
 
-    pub(super) fn is_empty(&self) -> bool {
+    pub(in crate::engine) fn is_empty(&self) -> bool {
         self.first == 0
     }
 
     /// The tickets, first one first.
-    pub(super) fn iter(&self) -> impl Iterator<Item = Ticket> + '_ {
+    pub(in crate::engine) fn iter(&self) -> impl Iterator<Item = Ticket> + '_ {
         let first = (self.first != 0).then_some(self.first);
         first
             .into_iter()
             .chain(self.more.iter().flat_map(|m| m.iter().copied()))
     }
 
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::engine) fn len(&self) -> usize {
         self.iter().count()
     }
 
@@ -101,7 +101,7 @@ impl Waiters {
 /// The tickets of an ended job, in the order they settle: the later waiters, then the
 /// first. Taken without collecting them: nearly every job has only its first.
 #[derive(Debug)]
-pub(super) struct Tickets {
+pub(in crate::engine) struct Tickets {
     more: std::vec::IntoIter<Ticket>,
     first: Option<Ticket>,
 }
@@ -144,37 +144,37 @@ fn job_bits(ticket: Ticket) -> Option<u64> {
 
 impl Job {
     /// Its key in its compatibility group.
-    pub(super) fn key(&self) -> ShortKey {
+    pub(in crate::engine) fn key(&self) -> ShortKey {
         self.key
     }
 
     /// Its text.
-    pub(super) fn text(&self) -> &str {
+    pub(in crate::engine) fn text(&self) -> &str {
         &self.text
     }
 
     /// Its priority: the highest of its waiters'.
-    pub(super) fn priority(&self) -> Priority {
+    pub(in crate::engine) fn priority(&self) -> Priority {
         self.priority
     }
 
     /// Its arrival order.
-    pub(super) fn seq(&self) -> u64 {
+    pub(in crate::engine) fn seq(&self) -> u64 {
         self.seq
     }
 
     /// Its estimated input tokens (0 until estimates are needed).
-    pub(super) fn tokens(&self) -> f32 {
+    pub(in crate::engine) fn tokens(&self) -> f32 {
         self.tokens
     }
 
     /// The tickets waiting on it.
-    pub(super) fn waiters(&self) -> &Waiters {
+    pub(in crate::engine) fn waiters(&self) -> &Waiters {
         &self.waiters
     }
 
     /// Takes the tickets waiting on an ended job, to settle.
-    pub(super) fn take_tickets(&mut self) -> Tickets {
+    pub(in crate::engine) fn take_tickets(&mut self) -> Tickets {
         self.waiters.take()
     }
 }
@@ -182,7 +182,7 @@ impl Job {
 /// What a batch needs to know of an item joining it. Only `Jobs`, which knows the item,
 /// makes one, so a batch's sums are always its items' own sizes.
 #[derive(Copy, Clone, Debug)]
-pub(super) struct Member {
+pub(in crate::engine) struct Member {
     job: Id<Job>,
     chars: u64,
     tokens: f32,
@@ -192,37 +192,37 @@ pub(super) struct Member {
 
 impl Member {
     /// The item's job.
-    pub(super) fn job(&self) -> Id<Job> {
+    pub(in crate::engine) fn job(&self) -> Id<Job> {
         self.job
     }
 
     /// Its characters.
-    pub(super) fn chars(&self) -> u64 {
+    pub(in crate::engine) fn chars(&self) -> u64 {
         self.chars
     }
 
     /// Its estimated input tokens (0 without a token budget).
-    pub(super) fn tokens(&self) -> f32 {
+    pub(in crate::engine) fn tokens(&self) -> f32 {
         self.tokens
     }
 
     /// Its priority.
-    pub(super) fn priority(&self) -> Priority {
+    pub(in crate::engine) fn priority(&self) -> Priority {
         self.priority
     }
 
     /// Its arrival order.
-    pub(super) fn seq(&self) -> u64 {
+    pub(in crate::engine) fn seq(&self) -> u64 {
         self.seq
     }
 }
 
 /// A waiter withdrew from a job (`Jobs::leave`).
-pub(super) struct Left {
+pub(in crate::engine) struct Left {
     /// The job it waited on.
-    pub(super) job: Id<Job>,
+    pub(in crate::engine) job: Id<Job>,
     /// Whether nobody waits for the job any more.
-    pub(super) last: bool,
+    pub(in crate::engine) last: bool,
 }
 
 /// A new ticket joined a live twin (`Jobs::join_twin`), whose priority may have risen:
@@ -230,7 +230,7 @@ pub(super) struct Left {
 /// line with it, so the batch cannot be left behind its own item.
 #[must_use]
 #[derive(Debug)]
-pub(super) struct Joined {
+pub(in crate::engine) struct Joined {
     ticket: Ticket,
     job: Id<Job>,
     priority: Priority,
@@ -238,17 +238,17 @@ pub(super) struct Joined {
 
 impl Joined {
     /// The twin.
-    pub(super) fn job(&self) -> Id<Job> {
+    pub(in crate::engine) fn job(&self) -> Id<Job> {
         self.job
     }
 
     /// The twin's priority now.
-    pub(super) fn priority(&self) -> Priority {
+    pub(in crate::engine) fn priority(&self) -> Priority {
         self.priority
     }
 
     /// The new ticket.
-    pub(super) fn into_ticket(self) -> Ticket {
+    pub(in crate::engine) fn into_ticket(self) -> Ticket {
         self.ticket
     }
 }
@@ -257,11 +257,11 @@ impl Joined {
 /// until `Batches::sum_tokens` takes this.
 #[must_use]
 #[derive(Debug)]
-pub(super) struct Estimated(());
+pub(in crate::engine) struct Estimated(());
 
 /// The jobs, both key indexes, the ticket counter and the arrival sequence.
 #[derive(Debug)]
-pub(super) struct Jobs {
+pub(in crate::engine) struct Jobs {
     slab: Slab<Job>,
     /// Jobs by the first word of their key; the job's full key confirms a match. An
     /// ended job's entry is left in place (taking it out would cost a cache miss per job
@@ -296,35 +296,35 @@ impl Jobs {
     /// A place in the items' arrival order for work that is not a job (a `pacer.run`),
     /// so that it and the items of equal priority go in the order they came.
     /// The arrival number the next item gets: every item so far has a lower one.
-    pub(super) fn arrivals(&self) -> u64 {
+    pub(in crate::engine) fn arrivals(&self) -> u64 {
         self.next_seq
     }
 
-    pub(super) fn next_seq(&mut self) -> u64 {
+    pub(in crate::engine) fn next_seq(&mut self) -> u64 {
         self.next_seq += 1;
         self.next_seq - 1
     }
 
     /// A ticket that names no job (an item answered at once).
-    pub(super) fn counted_ticket(&mut self) -> Ticket {
+    pub(in crate::engine) fn counted_ticket(&mut self) -> Ticket {
         self.next_counted_ticket += 1;
         self.next_counted_ticket
     }
 
-    pub(super) fn get(&self, job: Id<Job>) -> Option<&Job> {
+    pub(in crate::engine) fn get(&self, job: Id<Job>) -> Option<&Job> {
         self.slab.get(job)
     }
 
     /// Every live job.
     #[cfg(any(test, feature = "check"))]
-    pub(super) fn iter(&self) -> impl Iterator<Item = (Id<Job>, &Job)> {
+    pub(in crate::engine) fn iter(&self) -> impl Iterator<Item = (Id<Job>, &Job)> {
         self.slab.iter()
     }
 
     /// Panics unless the key index leads to every indexed live job and `distinct`
     /// counts them.
     #[cfg(any(test, feature = "check"))]
-    pub(super) fn check(&self) {
+    pub(in crate::engine) fn check(&self) {
         let mut indexed = 0;
         for (job, entry) in self.slab.iter().filter(|(_, entry)| entry.indexed) {
             indexed += 1;
@@ -338,12 +338,12 @@ impl Jobs {
     }
 
     /// The job of a store lookup id (a job's full bits), if it is still live.
-    pub(super) fn id_from_full_bits(&self, bits: u64) -> Option<Id<Job>> {
+    pub(in crate::engine) fn id_from_full_bits(&self, bits: u64) -> Option<Id<Job>> {
         self.slab.id_from_full_bits(bits)
     }
 
     /// How many distinct keys are queued or running (what `maxQueued` bounds).
-    pub(super) fn distinct(&self) -> usize {
+    pub(in crate::engine) fn distinct(&self) -> usize {
         self.indexed
     }
 
@@ -356,7 +356,11 @@ impl Jobs {
 
     /// A new ticket waits on the live job of `key`, if there is one (dedup): the job
     /// takes its priority if higher.
-    pub(super) fn join_twin(&mut self, key: ShortKey, priority: Priority) -> Option<Joined> {
+    pub(in crate::engine) fn join_twin(
+        &mut self,
+        key: ShortKey,
+        priority: Priority,
+    ) -> Option<Joined> {
         let job = self.indexed_job(key.0[0])?;
         let twin = self.slab.get_mut(job).filter(|j| j.key == key)?;
         twin.priority = twin.priority.max(priority);
@@ -373,7 +377,7 @@ impl Jobs {
     }
 
     /// A new job for `text` under `key`: its ticket, and its place in a batch.
-    pub(super) fn add(
+    pub(in crate::engine) fn add(
         &mut self,
         key: ShortKey,
         text: &str,
@@ -412,7 +416,10 @@ impl Jobs {
     }
 
     /// Gives every job without an estimate its estimate; `Some` when any changed.
-    pub(super) fn estimate_tokens(&mut self, estimate: impl Fn(&str) -> f32) -> Option<Estimated> {
+    pub(in crate::engine) fn estimate_tokens(
+        &mut self,
+        estimate: impl Fn(&str) -> f32,
+    ) -> Option<Estimated> {
         let mut changed = false;
         for job in self.slab.values_mut() {
             if job.tokens == 0.0 {
@@ -425,7 +432,7 @@ impl Jobs {
 
     /// The waiter of `ticket` leaves its job (its signal was aborted); `None` when the
     /// ticket waits on no live job.
-    pub(super) fn leave(&mut self, ticket: Ticket) -> Option<Left> {
+    pub(in crate::engine) fn leave(&mut self, ticket: Ticket) -> Option<Left> {
         let job = if ticket & COUNTED_TICKET == 0 {
             let bits = job_bits(ticket)?;
             self.slab.id_from_bits(bits).filter(|k| {
@@ -446,7 +453,7 @@ impl Jobs {
 
     /// Ends `job`, however it ends: it leaves both indexes and is returned with its
     /// tickets, to settle.
-    pub(super) fn end(&mut self, job: Id<Job>) -> Option<(Job, Tickets)> {
+    pub(in crate::engine) fn end(&mut self, job: Id<Job>) -> Option<(Job, Tickets)> {
         let mut ended = self.slab.remove(job)?;
         if ended.indexed {
             self.indexed -= 1;
@@ -474,7 +481,7 @@ impl Jobs {
     }
 
     /// Ends every job (dispose): the jobs, whose tickets are to settle.
-    pub(super) fn end_all(&mut self) -> Vec<Job> {
+    pub(in crate::engine) fn end_all(&mut self) -> Vec<Job> {
         // Fresh tables, their memory given back: nothing is queued after dispose.
         self.by_key = IdIndex::default();
         self.stale_keys = 0;
@@ -484,7 +491,7 @@ impl Jobs {
     }
 
     /// A job's place in a batch: its characters, priority and arrival.
-    pub(super) fn member(&self, job: Id<Job>) -> Option<Member> {
+    pub(in crate::engine) fn member(&self, job: Id<Job>) -> Option<Member> {
         self.slab.get(job).map(|j| Member {
             job,
             chars: utf16_len(&j.text),

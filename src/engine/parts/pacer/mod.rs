@@ -38,7 +38,7 @@ mod snapshot;
 
 /// What a started call was charged, handed back when its answer reports what it cost.
 #[derive(Copy, Clone, Debug, Default)]
-pub(super) struct Charge {
+pub(in crate::engine) struct Charge {
     /// Its estimated cost before and after the provider's scaling (0 without estimates).
     raw_cost: f64,
     cost: f64,
@@ -47,19 +47,19 @@ pub(super) struct Charge {
     /// The provider's 429 episode when the call started.
     episode: u32,
     /// When it started, and whether it was charged to its provider's own limits.
-    pub(super) at: Instant,
-    pub(super) own: bool,
+    pub(in crate::engine) at: Instant,
+    pub(in crate::engine) own: bool,
 }
 
 /// What a 429 changed: the slowed rate if this 429 began a new episode.
 #[derive(Copy, Clone, Debug)]
-pub(super) struct Paused {
-    pub(super) slowed_to: Option<f64>,
+pub(in crate::engine) struct Paused {
+    pub(in crate::engine) slowed_to: Option<f64>,
 }
 
 /// The budgets a call must fit, and the providers' pacing state by provider index.
 #[derive(Debug)]
-pub(super) struct Pacer {
+pub(in crate::engine) struct Pacer {
     bucket: TokenBucket,
     /// The token budget (`tokensPerMinute`), when one is set.
     budget: Option<TokenBudget>,
@@ -86,7 +86,7 @@ pub(super) struct Pacer {
 impl Pacer {
     /// Full buckets under these options at `now`; provider ids are hashed under a secret
     /// derived from `seed`.
-    pub(super) fn new(options: &Options, now: Instant, seed: u64) -> Self {
+    pub(in crate::engine) fn new(options: &Options, now: Instant, seed: u64) -> Self {
         Pacer {
             bucket: TokenBucket::full(options.rate, options.capacity, now),
             budget: TokenBudget::new(options.tokens_per_minute, now),
@@ -102,13 +102,13 @@ impl Pacer {
 
     /// Shares `budget` with the other pacers given it (providers met before keep their
     /// own pacing state).
-    pub(super) fn share(&mut self, budget: SharedBudget) {
+    pub(in crate::engine) fn share(&mut self, budget: SharedBudget) {
         self.shared = Some(budget);
     }
 
     /// Whether items need token estimates (a token budget, a provider that reports its
     /// token window, or a shared budget that counts tokens).
-    pub(super) fn wants_token_estimates(&self) -> bool {
+    pub(in crate::engine) fn wants_token_estimates(&self) -> bool {
         self.budget.is_some()
             || self.token_windows
             || self.own_tokens
@@ -120,7 +120,7 @@ impl Pacer {
 
     /// New options at `now`: rates, burst, adaptive rates and the token budget. Whether
     /// token estimates just became needed (a budget was set).
-    pub(super) fn set_options(&mut self, now: Instant, next: &Options) -> bool {
+    pub(in crate::engine) fn set_options(&mut self, now: Instant, next: &Options) -> bool {
         let had_estimates = self.wants_token_estimates();
         let mut own = Vec::new();
         for (index, provider) in self.providers.iter() {

@@ -32,24 +32,24 @@ pub struct Group {
 
 impl Group {
     /// Its fields, shared with its calls.
-    pub(super) fn info(&self) -> &Rc<CompatInfo> {
+    pub(in crate::engine) fn info(&self) -> &Rc<CompatInfo> {
         &self.fields.info
     }
 
     /// The provider its calls go to.
-    pub(super) fn provider(&self) -> u32 {
+    pub(in crate::engine) fn provider(&self) -> u32 {
         self.provider
     }
 
     /// Whether its items were moved here from their own provider's group.
-    pub(super) fn is_moved(&self) -> bool {
+    pub(in crate::engine) fn is_moved(&self) -> bool {
         self.origin.is_some()
     }
 }
 
 /// The groups, their field index, and the keyer of in-memory item keys.
 #[derive(Debug)]
-pub(super) struct Groups {
+pub(in crate::engine) struct Groups {
     slab: Slab<Group>,
     /// Groups by a keyed hash of their encoded fields; the group's own fields confirm a
     /// match (an id map rather than one keyed by the bytes: its code is in the binary
@@ -103,7 +103,7 @@ struct Fields {
 }
 
 impl Groups {
-    pub(super) fn new(keyer: Keyer) -> Groups {
+    pub(in crate::engine) fn new(keyer: Keyer) -> Groups {
         Groups {
             slab: Slab::default(),
             by_fields: IdIndex::default(),
@@ -118,7 +118,7 @@ impl Groups {
     }
 
     /// Registers a combination of fields; returns its id (never 0).
-    pub(super) fn register(&mut self, compat: &Compat<'_>) -> u32 {
+    pub(in crate::engine) fn register(&mut self, compat: &Compat<'_>) -> u32 {
         let mut encoded = Vec::new();
         compat.encode(&mut encoded);
         let fields_word = self.keyer.fields_word(&encoded);
@@ -128,27 +128,27 @@ impl Groups {
     }
 
     /// The fields registered under `id`.
-    pub(super) fn registered(&self, id: u32) -> Option<&Rc<CompatInfo>> {
+    pub(in crate::engine) fn registered(&self, id: u32) -> Option<&Rc<CompatInfo>> {
         registered_entry(&self.entries, id).map(|fields| &fields.info)
     }
 
     /// Forgets every registered combination (their groups live on while they have jobs).
-    pub(super) fn clear_registered(&mut self) {
+    pub(in crate::engine) fn clear_registered(&mut self) {
         self.entries.clear();
     }
 
-    pub(super) fn get(&self, group: Id<Group>) -> Option<&Group> {
+    pub(in crate::engine) fn get(&self, group: Id<Group>) -> Option<&Group> {
         self.slab.get(group)
     }
 
     /// The providers of the live groups.
-    pub(super) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(in crate::engine) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
         self.slab.iter().map(|(_, g)| g.provider)
     }
 
     /// Every live group, with the count of its jobs.
     #[cfg(any(test, feature = "check"))]
-    pub(super) fn counts(&self) -> impl Iterator<Item = (Id<Group>, u64, bool)> + '_ {
+    pub(in crate::engine) fn counts(&self) -> impl Iterator<Item = (Id<Group>, u64, bool)> + '_ {
         self.slab
             .iter()
             .map(|(key, g)| (key, g.jobs, g.origin.is_some()))
@@ -157,7 +157,7 @@ impl Groups {
     /// The group of these fields (created on first use, its provider's index given by
     /// `provider_of`) and the item key of `text` in it; under a registered combination
     /// (`entry`, whose fields `compat` are) nothing but `text` is hashed.
-    pub(super) fn group_for(
+    pub(in crate::engine) fn group_for(
         &mut self,
         compat: &Compat<'_>,
         entry: Option<u32>,
@@ -231,7 +231,12 @@ impl Groups {
     /// The group of the items of `from` (their own group, or one they were moved to)
     /// moved to provider `to` (index `to_index`): batched only with items moved from the
     /// same own group. Created on first use.
-    pub(super) fn moved(&mut self, from: Id<Group>, to: &str, to_index: u32) -> Option<Id<Group>> {
+    pub(in crate::engine) fn moved(
+        &mut self,
+        from: Id<Group>,
+        to: &str,
+        to_index: u32,
+    ) -> Option<Id<Group>> {
         let from = self.slab.get(from)?;
         let origin = Rc::clone(from.origin.as_ref().unwrap_or(&from.fields));
         for key in &self.moved {
@@ -267,14 +272,14 @@ impl Groups {
     }
 
     /// A job of `group` was made.
-    pub(super) fn job_added(&mut self, group: Id<Group>) {
+    pub(in crate::engine) fn job_added(&mut self, group: Id<Group>) {
         if let Some(g) = self.slab.get_mut(group) {
             g.jobs += 1;
         }
     }
 
     /// A job of `group` ended: the group goes with its last job.
-    pub(super) fn job_ended(&mut self, group: Id<Group>) {
+    pub(in crate::engine) fn job_ended(&mut self, group: Id<Group>) {
         if let Some(g) = self.slab.get_mut(group) {
             g.jobs -= 1;
         }
@@ -282,7 +287,7 @@ impl Groups {
     }
 
     /// Drops `group` if it has no job (an item settled without one).
-    pub(super) fn release_if_idle(&mut self, group: Id<Group>) {
+    pub(in crate::engine) fn release_if_idle(&mut self, group: Id<Group>) {
         let idle = self.slab.get(group).is_some_and(|g| g.jobs == 0);
         if idle {
             if let Some(g) = self.slab.remove(group) {
@@ -298,7 +303,7 @@ impl Groups {
     }
 
     /// Drops every group (dispose).
-    pub(super) fn clear(&mut self) {
+    pub(in crate::engine) fn clear(&mut self) {
         // A fresh slab rather than a drained one: nothing is created after dispose, so no
         // old key can meet a new entry.
         self.slab = Slab::default();

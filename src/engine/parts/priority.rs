@@ -4,11 +4,11 @@ use core::cmp::Ordering;
 
 /// Dispatch priority: higher goes first. Always finite (validated at the boundary).
 #[derive(Copy, Clone, Debug, PartialEq)]
-pub(super) struct Priority(f64);
+pub(in crate::engine) struct Priority(f64);
 
 impl Priority {
     /// A priority from a finite number; -0 is folded into 0 so equal priorities compare equal.
-    pub(super) fn new(value: f64) -> Priority {
+    pub(in crate::engine) fn new(value: f64) -> Priority {
         Priority(value + 0.0)
     }
 }

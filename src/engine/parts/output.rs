@@ -1,5 +1,5 @@
 //! What the engine asks of its driver, one kind per variant, in the order
-//! [`Engine::poll_output`](super::Engine::poll_output) gives them. The order is decided
+//! [`Engine::poll_output`](crate::engine::Engine::poll_output) gives them. The order is decided
 //! there alone: drivers `match` on the variant and never choose which queue to drain.
 
 use crate::call::{Call, CallId};
@@ -7,7 +7,7 @@ use crate::settle::Settled;
 use crate::stats::Event;
 use crate::store::{Lookup, StoreWrite};
 
-use super::Preview;
+use crate::engine::Preview;
 
 /// One output of the engine. `poll_output` gives them in the order of the variants:
 /// - `Cancel` first, so that a call cancelled by a timeout is aborted before its retry

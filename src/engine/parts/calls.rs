@@ -19,7 +19,7 @@ use crate::time::Instant;
 
 /// How a call's reply is read back onto its items.
 #[derive(Debug)]
-pub(super) enum Reading {
+pub(in crate::engine) enum Reading {
     /// Pairs of markers with this tag.
     Markers(String),
     /// Split on this separator; `strip_fence`: a code fence around the reply was added
@@ -34,7 +34,7 @@ pub(super) enum Reading {
 
 /// A call on its way: what its answer needs to be read and charged.
 #[derive(Debug)]
-pub(super) struct Running {
+pub(in crate::engine) struct Running {
     batch: Id<Batch>,
     provider: u32,
     /// What it was charged (its estimated cost, its place among the provider's calls,
@@ -61,7 +61,7 @@ pub(super) struct Running {
 impl Running {
     /// A call of `batch` to `provider` that started at `now`, charged `charge`, out of
     /// time `timeout` later, its reply to read as `reading` says.
-    pub(super) fn new(
+    pub(in crate::engine) fn new(
         batch: Id<Batch>,
         provider: u32,
         charge: Charge,
@@ -85,7 +85,7 @@ impl Running {
     }
 
     /// A call of run `run` (no batch, no texts) to `provider` that started at `now`.
-    pub(super) fn for_run(
+    pub(in crate::engine) fn for_run(
         run: Id<Run>,
         provider: u32,
         charge: Charge,
@@ -99,84 +99,84 @@ impl Running {
     }
 
     /// The `pacer.run` it serves, if it is such a call.
-    pub(super) fn serves_run(&self) -> Option<Id<Run>> {
+    pub(in crate::engine) fn serves_run(&self) -> Option<Id<Run>> {
         self.serves
     }
 
     /// The call, its input estimated at `tokens`, its reply capped at `reply_cap` bytes.
-    pub(super) fn with_bounds(mut self, tokens: f64, reply_cap: usize) -> Self {
+    pub(in crate::engine) fn with_bounds(mut self, tokens: f64, reply_cap: usize) -> Self {
         self.estimated_input = tokens;
         self.reply_cap = reply_cap;
         self
     }
 
     /// The longest reply read, in bytes.
-    pub(super) fn reply_cap(&self) -> usize {
+    pub(in crate::engine) fn reply_cap(&self) -> usize {
         self.reply_cap
     }
 
     /// Its estimated input tokens.
-    pub(super) fn estimated_input(&self) -> f64 {
+    pub(in crate::engine) fn estimated_input(&self) -> f64 {
         self.estimated_input
     }
 
     /// The batch it sends.
-    pub(super) fn batch(&self) -> Id<Batch> {
+    pub(in crate::engine) fn batch(&self) -> Id<Batch> {
         self.batch
     }
 
     /// The provider it calls.
-    pub(super) fn provider(&self) -> u32 {
+    pub(in crate::engine) fn provider(&self) -> u32 {
         self.provider
     }
 
     /// What it was charged.
-    pub(super) fn charge(&self) -> &Charge {
+    pub(in crate::engine) fn charge(&self) -> &Charge {
         &self.charge
     }
 
     /// Its timeouts (made when it started).
-    pub(super) fn timeout(&self) -> CallTimeout {
+    pub(in crate::engine) fn timeout(&self) -> CallTimeout {
         self.timeout
     }
 
     /// When it runs out of time.
-    pub(super) fn deadline(&self) -> Option<Instant> {
+    pub(in crate::engine) fn deadline(&self) -> Option<Instant> {
         self.deadline
     }
 
     /// A value of its stream came at `now`: the wait for the next one starts.
-    pub(super) fn restart_deadline(&mut self, now: Instant) {
+    pub(in crate::engine) fn restart_deadline(&mut self, now: Instant) {
         self.deadline = self.timeout.between_values().map(|t| now + t);
     }
 
     /// How to read its reply.
-    pub(super) fn reading(&self) -> &Reading {
+    pub(in crate::engine) fn reading(&self) -> &Reading {
         &self.reading
     }
 
     /// Its reply so far, once it streams.
-    pub(super) fn stream(&self) -> Option<&Streamed> {
+    pub(in crate::engine) fn stream(&self) -> Option<&Streamed> {
         self.stream.as_deref()
     }
 
     /// Takes its stream state out (to add a value to it, or to read it at the end).
-    pub(super) fn take_stream(&mut self) -> Option<Box<Streamed>> {
+    pub(in crate::engine) fn take_stream(&mut self) -> Option<Box<Streamed>> {
         self.stream.take()
     }
 
     /// Puts its stream state back.
-    pub(super) fn put_stream(&mut self, stream: Box<Streamed>) {
+    pub(in crate::engine) fn put_stream(&mut self, stream: Box<Streamed>) {
         self.stream = Some(stream);
     }
 
     /// What the call's stream reported so far, if it streamed.
-    pub(super) fn stream_report(&self) -> Option<&Report> {
+    pub(in crate::engine) fn stream_report(&self) -> Option<&Report> {
         self.stream().map(Streamed::report)
     }
 
     /// How many items the call's batch still holds.
-    pub(super) fn batch_len(&self, batches: &Batches) -> usize {
+    pub(in crate::engine) fn batch_len(&self, batches: &Batches) -> usize {
         batches.get(self.batch).map_or(0, |b| b.jobs().len())
     }
 }
@@ -189,7 +189,7 @@ impl Running {
 /// call is no longer the one it started under that id: an answer reaches the core only
 /// for a call that is still running.
 #[derive(Debug, Default)]
-pub(super) struct Calls {
+pub(in crate::engine) struct Calls {
     running: Slab<Running>,
     /// How many calls started: the next one's place in the order of starts.
     started: u64,
@@ -205,7 +205,7 @@ impl Calls {
     /// Adds a call that starts now, under an id no running call has: its slot in
     /// `running` (the low 32 bits) and the slot's generation, plus one. No two running
     /// calls share a slot, which the JS side of calls relies on (it keys them by slot).
-    pub(super) fn insert_new(&mut self, mut run: Running) -> CallId {
+    pub(in crate::engine) fn insert_new(&mut self, mut run: Running) -> CallId {
         self.started += 1;
         run.started = self.started;
         let provider = run.provider as usize;
@@ -227,13 +227,13 @@ impl Calls {
     }
 
     /// The soonest deadline of a running call (as of the last `drop_stale`).
-    pub(super) fn next_deadline(&self) -> Option<Instant> {
+    pub(in crate::engine) fn next_deadline(&self) -> Option<Instant> {
         self.deadlines.peek().map(|(at, _, _)| at)
     }
 
     /// Brings the top of the deadlines up to date: entries of calls that ended go, an
     /// entry whose call's stream moved its deadline on goes back in at the new one.
-    pub(super) fn drop_stale(&mut self) {
+    pub(in crate::engine) fn drop_stale(&mut self) {
         while let Some((at, started, id)) = self.deadlines.peek() {
             // The call under the id must be the one that set the deadline: a reused slot
             // gives a later call the same id.
@@ -255,7 +255,7 @@ impl Calls {
     }
 
     /// The next call out of time at `now`, taken out.
-    pub(super) fn expired(&mut self, now: Instant) -> Option<(CallId, Running)> {
+    pub(in crate::engine) fn expired(&mut self, now: Instant) -> Option<(CallId, Running)> {
         self.drop_stale();
         let (_, _, id) = self.deadlines.peek().filter(|(at, _, _)| *at <= now)?;
         self.deadlines.pop();
@@ -263,21 +263,21 @@ impl Calls {
     }
 
     /// Ids and instructions made once for all calls.
-    pub(super) fn strings(&mut self) -> &mut CallStrings {
+    pub(in crate::engine) fn strings(&mut self) -> &mut CallStrings {
         &mut self.strings
     }
 
-    pub(super) fn get(&self, id: CallId) -> Option<&Running> {
+    pub(in crate::engine) fn get(&self, id: CallId) -> Option<&Running> {
         self.running.get(self.slot(id)?)
     }
 
-    pub(super) fn get_mut(&mut self, id: CallId) -> Option<&mut Running> {
+    pub(in crate::engine) fn get_mut(&mut self, id: CallId) -> Option<&mut Running> {
         let slot = self.slot(id)?;
         self.running.get_mut(slot)
     }
 
     /// The call ended (answered, timed out): it is no longer running.
-    pub(super) fn remove(&mut self, id: CallId) -> Option<Running> {
+    pub(in crate::engine) fn remove(&mut self, id: CallId) -> Option<Running> {
         let slot = self.slot(id)?;
         let run = self.running.remove(slot)?;
         if let Some(count) = self.per_provider.get_mut(run.provider as usize) {
@@ -287,29 +287,29 @@ impl Calls {
     }
 
     /// How many calls to `provider` are running.
-    pub(super) fn running_for(&self, provider: u32) -> u64 {
+    pub(in crate::engine) fn running_for(&self, provider: u32) -> u64 {
         self.per_provider
             .get(provider as usize)
             .map_or(0, |n| u64::from(*n))
     }
 
     /// How many calls are running.
-    pub(super) fn len(&self) -> usize {
+    pub(in crate::engine) fn len(&self) -> usize {
         self.running.len()
     }
 
     /// The ids of the running calls.
-    pub(super) fn ids(&self) -> impl Iterator<Item = CallId> + '_ {
+    pub(in crate::engine) fn ids(&self) -> impl Iterator<Item = CallId> + '_ {
         self.running.iter().map(|(slot, _)| slot.to_bits() + 1)
     }
 
     /// The providers of the running calls.
-    pub(super) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(in crate::engine) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
         self.running.iter().map(|(_, run)| run.provider())
     }
 
     /// Ends every running call (dispose).
-    pub(super) fn clear(&mut self) {
+    pub(in crate::engine) fn clear(&mut self) {
         // A fresh slab, its memory given back: no call starts after dispose, so no id
         // is issued again.
         self.running = Slab::default();
@@ -321,7 +321,7 @@ impl Calls {
 /// The strings every call of a size or layout repeats, made once: ids, marker pairs and
 /// instructions.
 #[derive(Debug, Default)]
-pub(super) struct CallStrings {
+pub(in crate::engine) struct CallStrings {
     /// `ids[n]`: the ids of a call of `n` texts.
     ids: Vec<Rc<[String]>>,
     /// The last instructions made, with the tag or separator and the count they are for.
@@ -337,7 +337,7 @@ type PairsBySize = Vec<Rc<[(String, String)]>>;
 
 impl CallStrings {
     /// The ids of a call of `count` texts.
-    pub(super) fn ids(&mut self, count: usize) -> Rc<[String]> {
+    pub(in crate::engine) fn ids(&mut self, count: usize) -> Rc<[String]> {
         while self.ids.len() <= count {
             let n = self.ids.len();
             self.ids.push(markers::ids(n).into());
@@ -347,7 +347,7 @@ impl CallStrings {
 
     /// The instructions for `count` texts laid out with `key` (a tag or a separator),
     /// made by `make` only when the last ones were for another layout.
-    pub(super) fn instructions(
+    pub(in crate::engine) fn instructions(
         &mut self,
         key: &str,
         count: usize,
@@ -365,7 +365,7 @@ impl CallStrings {
 
     /// The `[open, close]` marker pairs of a call of `count` texts under `tag`: every
     /// batch of a page has the same tag and one of a few sizes.
-    pub(super) fn pairs(&mut self, tag: &str, count: usize) -> Rc<[(String, String)]> {
+    pub(in crate::engine) fn pairs(&mut self, tag: &str, count: usize) -> Rc<[(String, String)]> {
         let (_, by_count) = match &mut self.pairs {
             Some(made) if made.0 == tag => made,
             slot => slot.insert((tag.to_owned(), Vec::new())),
@@ -382,7 +382,7 @@ impl CallStrings {
     }
 
     /// A single text's instructions: none.
-    pub(super) fn none(&mut self) -> Rc<str> {
+    pub(in crate::engine) fn none(&mut self) -> Rc<str> {
         self.none.get_or_insert_with(|| Rc::from("")).clone()
     }
 }

@@ -14,7 +14,7 @@ use crate::stats::{Event, ProviderStats, Stats};
 /// The counters the engine's flows count (calls, retries, hits, tokens): every counter
 /// of `Stats` but the item counters, which only settling moves.
 #[derive(Copy, Clone, Debug, PartialEq, Eq)]
-pub(super) enum Counter {
+pub(in crate::engine) enum Counter {
     BatchCalls,
     CacheHits,
     CountMismatches,
@@ -33,7 +33,7 @@ pub(super) enum Counter {
 
 /// The engine's outputs and counters.
 #[derive(Debug)]
-pub(super) struct Outbox<C> {
+pub(in crate::engine) struct Outbox<C> {
     calls: VecDeque<Call>,
     cancels: VecDeque<CallId>,
     settled: VecDeque<Settled<C>>,
@@ -64,29 +64,29 @@ impl<C> Default for Outbox<C> {
 
 impl<C> Outbox<C> {
     /// A call to start.
-    pub(super) fn call(&mut self, call: Call) {
+    pub(in crate::engine) fn call(&mut self, call: Call) {
         self.calls.push_back(call);
     }
 
     /// The next call to start.
-    pub(super) fn next_call(&mut self) -> Option<Call> {
+    pub(in crate::engine) fn next_call(&mut self) -> Option<Call> {
         self.calls.pop_front()
     }
 
     /// Drops the calls not yet started (dispose).
-    pub(super) fn drop_calls(&mut self) {
+    pub(in crate::engine) fn drop_calls(&mut self) {
         // Replaced rather than cleared: `clear` is code of its own per element type.
         self.calls = VecDeque::new();
     }
 
     /// A call whose signal is to abort.
-    pub(super) fn cancel(&mut self, id: CallId) {
+    pub(in crate::engine) fn cancel(&mut self, id: CallId) {
         self.cancels.push_back(id);
     }
 
     /// Call `id` is no longer wanted: taken back if the driver has not started it yet,
     /// else cancelled.
-    pub(super) fn withdraw_call(&mut self, id: CallId) {
+    pub(in crate::engine) fn withdraw_call(&mut self, id: CallId) {
         match self.calls.iter().position(|call| call.id == id) {
             Some(queued) => drop(self.calls.remove(queued)),
             None => self.cancel(id),
@@ -94,28 +94,32 @@ impl<C> Outbox<C> {
     }
 
     /// The next call whose signal is to abort.
-    pub(super) fn next_cancel(&mut self) -> Option<CallId> {
+    pub(in crate::engine) fn next_cancel(&mut self) -> Option<CallId> {
         self.cancels.pop_front()
     }
 
     /// A notable event.
-    pub(super) fn event(&mut self, event: Event) {
+    pub(in crate::engine) fn event(&mut self, event: Event) {
         self.events.push_back(event);
     }
 
     /// The next notable event.
-    pub(super) fn next_event(&mut self) -> Option<Event> {
+    pub(in crate::engine) fn next_event(&mut self) -> Option<Event> {
         self.events.pop_front()
     }
 
     /// The statistics so far.
-    pub(super) fn stats(&self) -> &Stats {
+    pub(in crate::engine) fn stats(&self) -> &Stats {
         &self.stats
     }
 
     /// The counts of provider `id`, whose index is `index` (`stats().byProvider`). An
     /// index given to another provider since (the first was forgotten) starts again.
-    pub(super) fn provider_stats(&mut self, index: u32, id: Rc<str>) -> &mut ProviderStats {
+    pub(in crate::engine) fn provider_stats(
+        &mut self,
+        index: u32,
+        id: Rc<str>,
+    ) -> &mut ProviderStats {
         let slot = self
             .by_provider
             .entry(u64::from(index))
@@ -128,21 +132,21 @@ impl<C> Outbox<C> {
 
     /// Drops the counts of forgotten providers (their indices are free for others): a
     /// pacer that meets ever new ids keeps no count, nor name, of each for good.
-    pub(super) fn forget_provider_stats(&mut self, forgotten: &[u32]) {
+    pub(in crate::engine) fn forget_provider_stats(&mut self, forgotten: &[u32]) {
         for index in forgotten {
             self.by_provider.remove(&u64::from(*index));
         }
     }
 
     /// The counts of each provider that made calls and is remembered.
-    pub(super) fn by_provider(&self) -> impl Iterator<Item = &(Rc<str>, ProviderStats)> {
+    pub(in crate::engine) fn by_provider(&self) -> impl Iterator<Item = &(Rc<str>, ProviderStats)> {
         self.by_provider.values()
     }
 
     /// Counts `n` more of `counter`. The item counters (`items`, `pending` and the
     /// outcomes) are not among them: only `accept`, `unaccept` and `settle` move those, so
     /// `items == succeeded + failed + aborted + disposed + pending` is kept here alone.
-    pub(super) fn count(&mut self, counter: Counter, n: u64) {
+    pub(in crate::engine) fn count(&mut self, counter: Counter, n: u64) {
         let field = match counter {
             Counter::BatchCalls => &mut self.stats.batch_calls,
             Counter::CacheHits => &mut self.stats.cache_hits,
@@ -163,58 +167,62 @@ impl<C> Outbox<C> {
     }
 
     /// Calls name the item of each of their texts from now on.
-    pub(super) fn want_call_items(&mut self) {
+    pub(in crate::engine) fn want_call_items(&mut self) {
         self.call_items = true;
     }
 
     /// Whether calls name the item of each of their texts.
-    pub(super) fn wants_call_items(&self) -> bool {
+    pub(in crate::engine) fn wants_call_items(&self) -> bool {
         self.call_items
     }
 
     /// Previews are wanted from now on.
-    pub(super) fn want_previews(&mut self) {
+    pub(in crate::engine) fn want_previews(&mut self) {
         self.previews.get_or_insert_with(VecDeque::new);
     }
 
     /// Whether previews are wanted.
-    pub(super) fn wants_previews(&self) -> bool {
+    pub(in crate::engine) fn wants_previews(&self) -> bool {
         self.previews.is_some()
     }
 
     /// A preview, if previews are wanted.
-    pub(super) fn preview(&mut self, preview: Preview) {
+    pub(in crate::engine) fn preview(&mut self, preview: Preview) {
         if let Some(previews) = &mut self.previews {
             previews.push_back(preview);
         }
     }
 
     /// The next preview.
-    pub(super) fn next_preview(&mut self) -> Option<Preview> {
+    pub(in crate::engine) fn next_preview(&mut self) -> Option<Preview> {
         self.previews.as_mut()?.pop_front()
     }
 
     /// Drops the previews not yet taken (their items settle now).
-    pub(super) fn clear_previews(&mut self) {
+    pub(in crate::engine) fn clear_previews(&mut self) {
         if let Some(previews) = &mut self.previews {
             previews.clear();
         }
     }
 
     /// A `translate` call was accepted: it counts as an item until it settles.
-    pub(super) fn accept(&mut self) {
+    pub(in crate::engine) fn accept(&mut self) {
         self.stats.items += 1;
         self.stats.pending += 1;
     }
 
     /// An accepted item was given back (`queue_full`): it never counted.
-    pub(super) fn unaccept(&mut self) {
+    pub(in crate::engine) fn unaccept(&mut self) {
         self.stats.items -= 1;
         self.stats.pending -= 1;
     }
 
     /// An accepted item ended; the counter of its outcome goes up.
-    pub(super) fn settle(&mut self, ticket: Ticket, result: Result<String, PacerFailure<C>>) {
+    pub(in crate::engine) fn settle(
+        &mut self,
+        ticket: Ticket,
+        result: Result<String, PacerFailure<C>>,
+    ) {
         self.stats.pending -= 1;
         let counter = match &result {
             Ok(_) => &mut self.stats.succeeded,
@@ -227,7 +235,7 @@ impl<C> Outbox<C> {
     }
 
     /// A call that was never accepted as an item (after `dispose`) ends.
-    pub(super) fn settle_unaccepted(&mut self, ticket: Ticket, error: PacerFailure<C>) {
+    pub(in crate::engine) fn settle_unaccepted(&mut self, ticket: Ticket, error: PacerFailure<C>) {
         self.settled.push_back(Settled {
             ticket,
             result: Err(error),
@@ -235,12 +243,16 @@ impl<C> Outbox<C> {
     }
 
     /// A `pacer.run` ended: not an item, so no item counter moves.
-    pub(super) fn settle_run(&mut self, ticket: Ticket, result: Result<String, PacerFailure<C>>) {
+    pub(in crate::engine) fn settle_run(
+        &mut self,
+        ticket: Ticket,
+        result: Result<String, PacerFailure<C>>,
+    ) {
         self.settled.push_back(Settled { ticket, result });
     }
 
     /// The next item that ended.
-    pub(super) fn next_settled(&mut self) -> Option<Settled<C>> {
+    pub(in crate::engine) fn next_settled(&mut self) -> Option<Settled<C>> {
         self.settled.pop_front()
     }
 }

@@ -26,7 +26,7 @@ use std::collections::BinaryHeap;
 use super::jobs::Job;
 use super::limits::Limits;
 use super::tries::Try;
-use super::Group;
+use crate::engine::Group;
 use crate::output_bound;
 use crate::ready::ReadySet;
 use crate::slab::{Id, Slab};
@@ -39,24 +39,24 @@ mod ready_sets;
 mod regrouping;
 
 use batch::is_running;
-pub(super) use batch::{Batch, State};
+pub(in crate::engine) use batch::{Batch, State};
 use batch_wakeups::Wakeup;
 use ready_sets::ready_key;
-pub(super) use ready_sets::ReadyKey;
+pub(in crate::engine) use ready_sets::ReadyKey;
 
 /// Where a new item goes: its group, the group's provider, and whether it may share a
 /// call at all.
 #[derive(Copy, Clone, Debug)]
-pub(super) struct Home {
-    pub(super) group: Id<Group>,
-    pub(super) provider: u32,
-    pub(super) llm: bool,
+pub(in crate::engine) struct Home {
+    pub(in crate::engine) group: Id<Group>,
+    pub(in crate::engine) provider: u32,
+    pub(in crate::engine) llm: bool,
 }
 
 /// Every batch, the due ones of each provider in dispatch order, and each group's batch
 /// still open to new items.
 #[derive(Debug)]
-pub(super) struct Batches {
+pub(in crate::engine) struct Batches {
     slab: Slab<Batch>,
     /// Due batches, by provider index: exactly the batches whose state is `Ready`.
     ready: Vec<ReadySet<ReadyKey>>,
@@ -84,7 +84,7 @@ pub(super) struct Batches {
 
 impl Batches {
     /// No batch yet, under these limits.
-    pub(super) fn new(limits: Limits) -> Self {
+    pub(in crate::engine) fn new(limits: Limits) -> Self {
         Batches {
             slab: Slab::default(),
             ready: Vec::new(),
@@ -100,7 +100,7 @@ impl Batches {
     }
 
     /// The limits in force for `provider`'s batches: its own, else the pacer's.
-    pub(super) fn limits_for(&self, provider: u32) -> &Limits {
+    pub(in crate::engine) fn limits_for(&self, provider: u32) -> &Limits {
         match self.own.get(provider as usize) {
             Some(Some(own)) => own,
             _ => &self.limits,
@@ -108,7 +108,11 @@ impl Batches {
     }
 
     /// Sets `provider`'s own limits (`None`: the pacer's); whether they changed.
-    pub(super) fn set_own_limits(&mut self, provider: u32, limits: Option<Limits>) -> bool {
+    pub(in crate::engine) fn set_own_limits(
+        &mut self,
+        provider: u32,
+        limits: Option<Limits>,
+    ) -> bool {
         let index = provider as usize;
         if limits.is_none() && self.own.len() <= index {
             return false;
@@ -122,34 +126,34 @@ impl Batches {
     }
 
     /// Sets the limits; whether they changed (the unsent batches are then to regroup).
-    pub(super) fn set_limits(&mut self, limits: Limits) -> bool {
+    pub(in crate::engine) fn set_limits(&mut self, limits: Limits) -> bool {
         let changed = limits != self.limits;
         self.limits = limits;
         changed
     }
 
-    pub(super) fn get(&self, key: Id<Batch>) -> Option<&Batch> {
+    pub(in crate::engine) fn get(&self, key: Id<Batch>) -> Option<&Batch> {
         self.slab.get(key)
     }
 
     /// Every batch.
     #[cfg(any(test, feature = "check"))]
-    pub(super) fn iter(&self) -> impl Iterator<Item = (Id<Batch>, &Batch)> {
+    pub(in crate::engine) fn iter(&self) -> impl Iterator<Item = (Id<Batch>, &Batch)> {
         self.slab.iter()
     }
 
     /// How many items wait in batches whose call is not running.
-    pub(super) fn unsent(&self) -> u64 {
+    pub(in crate::engine) fn unsent(&self) -> u64 {
         self.unsent
     }
 
     /// The providers of every batch.
-    pub(super) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
+    pub(in crate::engine) fn providers(&self) -> impl Iterator<Item = u32> + '_ {
         self.slab.iter().map(|(_, batch)| batch.provider)
     }
 
     /// The batch open to `group`'s new items.
-    pub(super) fn open(&self, group: Id<Group>) -> Option<Id<Batch>> {
+    pub(in crate::engine) fn open(&self, group: Id<Group>) -> Option<Id<Batch>> {
         let open = (*self.open.get(group.slot())?)?;
         self.slab
             .get(open)
@@ -158,7 +162,7 @@ impl Batches {
     }
 
     /// The batch `job` is in (`Id::NONE` while in none: its store lookup is under way).
-    pub(super) fn batch_of(&self, job: Id<Job>) -> Id<Batch> {
+    pub(in crate::engine) fn batch_of(&self, job: Id<Job>) -> Id<Batch> {
         self.of_job.get(job.slot()).copied().unwrap_or(Id::NONE)
     }
 
@@ -173,7 +177,7 @@ impl Batches {
 
     /// The job→batch map's entries: (job slot, batch), for `Engine::check`.
     #[cfg(any(test, feature = "check"))]
-    pub(super) fn job_entries(&self) -> impl Iterator<Item = (usize, Id<Batch>)> + '_ {
+    pub(in crate::engine) fn job_entries(&self) -> impl Iterator<Item = (usize, Id<Batch>)> + '_ {
         let set = self
             .of_job
             .iter()
@@ -223,7 +227,7 @@ impl Batches {
 
     /// Adds `batch` as due (an item that travels alone, or a batch made by dealing, a
     /// split or a fall-back).
-    pub(super) fn insert_due(&mut self, mut batch: Batch) -> Id<Batch> {
+    pub(in crate::engine) fn insert_due(&mut self, mut batch: Batch) -> Id<Batch> {
         batch.state = State::Ready;
         self.insert(batch)
     }
@@ -256,7 +260,7 @@ impl Batches {
     }
 
     /// The batch is due: it waits for a token in its provider's ready set.
-    pub(super) fn make_ready(&mut self, key: Id<Batch>) {
+    pub(in crate::engine) fn make_ready(&mut self, key: Id<Batch>) {
         self.set_state(key, State::Ready);
     }
 
@@ -274,7 +278,7 @@ impl Batches {
 
     /// Call `call` starts with the batch: out of its ready set, sealed, no longer open,
     /// one more attempt counted.
-    pub(super) fn start(&mut self, key: Id<Batch>, call: u64) {
+    pub(in crate::engine) fn start(&mut self, key: Id<Batch>, call: u64) {
         self.set_state(key, State::Running(call));
         let Some(batch) = self.slab.get_mut(key) else {
             return;
@@ -287,7 +291,7 @@ impl Batches {
 
     /// Removes a batch, whatever its state: out of its provider's ready set, and no
     /// longer its group's open batch.
-    pub(super) fn remove(&mut self, key: Id<Batch>) -> Option<Batch> {
+    pub(in crate::engine) fn remove(&mut self, key: Id<Batch>) -> Option<Batch> {
         let batch = self.slab.remove(key)?;
         if batch.state == State::Ready {
             if let Some(set) = self.ready.get_mut(batch.provider as usize) {
@@ -308,7 +312,7 @@ impl Batches {
 
     /// Drops everything (dispose), memory included: a disposed pacer may stay reachable
     /// for a while, and a page of 100,000 items left it tens of megabytes.
-    pub(super) fn clear(&mut self) {
+    pub(in crate::engine) fn clear(&mut self) {
         // A fresh slab rather than a drained one: nothing is created after dispose, so no
         // old key can meet a new entry (and no per-type drain code is needed).
         self.slab = Slab::default();
@@ -322,7 +326,7 @@ impl Batches {
     }
 
     /// Counts one more try of this kind for the batch; the count so far.
-    pub(super) fn count_try(&mut self, key: Id<Batch>, kind: Try) -> Option<u16> {
+    pub(in crate::engine) fn count_try(&mut self, key: Id<Batch>, kind: Try) -> Option<u16> {
         let batch = self.slab.get_mut(key)?;
         let count = match kind {
             Try::Mismatch => &mut batch.mismatches,
@@ -334,7 +338,7 @@ impl Batches {
     }
 
     /// Forgets the batch's transient failures (its items go on to another provider).
-    pub(super) fn forget_errors(&mut self, key: Id<Batch>) {
+    pub(in crate::engine) fn forget_errors(&mut self, key: Id<Batch>) {
         if let Some(batch) = self.slab.get_mut(key) {
             batch.errors = 0;
         }
@@ -342,7 +346,11 @@ impl Batches {
 
     /// A reply with `fingerprint` did not prove every item of batch `key`: whether it
     /// repeats the last such reply to the same texts (a retry cannot help then).
-    pub(super) fn repeats_last_reply(&mut self, key: Id<Batch>, fingerprint: u64) -> bool {
+    pub(in crate::engine) fn repeats_last_reply(
+        &mut self,
+        key: Id<Batch>,
+        fingerprint: u64,
+    ) -> bool {
         let Some(batch) = self.slab.get_mut(key) else {
             return false;
         };
@@ -351,7 +359,7 @@ impl Batches {
     }
 
     /// A reply to batch `key` stopped at its bound: its texts go out with twice the bound.
-    pub(super) fn double_bound(&mut self, key: Id<Batch>) {
+    pub(in crate::engine) fn double_bound(&mut self, key: Id<Batch>) {
         if let Some(batch) = self.slab.get_mut(key) {
             batch.bound_scale = output_bound::doubled(batch.bound_scale);
         }

@@ -9,24 +9,30 @@ use crate::time::Duration;
 
 /// The batch limits in force.
 #[derive(Copy, Clone, Debug, PartialEq)]
-pub(super) struct Limits {
+pub(in crate::engine) struct Limits {
     /// Most items in one LLM batch.
-    pub(super) max_items: usize,
+    pub(in crate::engine) max_items: usize,
     /// Most characters in one LLM batch.
-    pub(super) max_chars: u64,
+    pub(in crate::engine) max_chars: u64,
     /// Collection window from a batch's first item.
-    pub(super) delay: Duration,
+    pub(in crate::engine) delay: Duration,
     /// Most estimated input tokens in one LLM batch (what the token budget can hold);
     /// infinite without a token budget.
-    pub(super) max_tokens: f64,
+    pub(in crate::engine) max_tokens: f64,
     /// Whether `llm: false` items share calls, as arrays (`batch: "array"`).
-    pub(super) array: bool,
+    pub(in crate::engine) array: bool,
 }
 
 impl Limits {
     /// Whether `count` items of `chars` characters and `tokens` tokens leave room for
     /// one more of `more` characters and tokens.
-    pub(super) fn room_for(&self, count: usize, chars: u64, tokens: f64, more: (u64, f32)) -> bool {
+    pub(in crate::engine) fn room_for(
+        &self,
+        count: usize,
+        chars: u64,
+        tokens: f64,
+        more: (u64, f32),
+    ) -> bool {
         count < self.max_items
             && chars.saturating_add(more.0) <= self.max_chars
             && tokens + f64::from(more.1) <= self.max_tokens
@@ -34,7 +40,7 @@ impl Limits {
 }
 
 /// The batch limits the options set.
-pub(super) fn limits_of(options: &Options) -> Limits {
+pub(in crate::engine) fn limits_of(options: &Options) -> Limits {
     let max_tokens = if options.tokens_per_minute > 0.0 {
         quota::max_batch_input(options.tokens_per_minute)
     } else {
@@ -52,7 +58,7 @@ pub(super) fn limits_of(options: &Options) -> Limits {
 /// The batch limits of a provider with its own `settings`: each it sets replaces the
 /// pacer's, and a batch never grows past what its own budgets can ever hold.
 #[cfg_attr(cold_for_size, optimize(size), inline(never))]
-pub(super) fn own_limits_of(options: &Options, settings: &ProviderSettings) -> Limits {
+pub(in crate::engine) fn own_limits_of(options: &Options, settings: &ProviderSettings) -> Limits {
     let mut limits = limits_of(options);
     if let Some(items) = settings.max_items_per_batch {
         limits.max_items = usize::try_from(items).unwrap_or(usize::MAX);
@@ -76,6 +82,11 @@ pub(super) fn own_limits_of(options: &Options, settings: &ProviderSettings) -> L
 /// Whether an item must travel alone: non-LLM items batch only as arrays (`batch:
 /// "array"`), and an item longer than the character limit, or costing more than the token
 /// budget can hold, cannot share.
-pub(super) fn travels_alone(llm: bool, chars: u64, tokens: f32, limits: &Limits) -> bool {
+pub(in crate::engine) fn travels_alone(
+    llm: bool,
+    chars: u64,
+    tokens: f32,
+    limits: &Limits,
+) -> bool {
     (!llm && !limits.array) || chars > limits.max_chars || f64::from(tokens) > limits.max_tokens
 }

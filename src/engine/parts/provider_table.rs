@@ -21,24 +21,24 @@ use crate::key::Keyer;
 use crate::time::{Duration, Instant};
 
 /// How long a provider that holds nothing is remembered after its last use.
-pub(super) const IDLE: Duration = Duration::from_micros(10 * 60 * 1_000_000);
+pub(in crate::engine) const IDLE: Duration = Duration::from_micros(10 * 60 * 1_000_000);
 /// How many providers are remembered before the idle ones are forgotten, however
 /// recently used.
-pub(super) const REMEMBERED: usize = 1024;
+pub(in crate::engine) const REMEMBERED: usize = 1024;
 /// The most time between two sweeps.
 const SWEEP_EVERY: Duration = Duration::from_micros(60 * 1_000_000);
 
 /// A remembered provider: its id, its state, and when it was last used.
 #[derive(Debug)]
-pub(super) struct Entry<P> {
-    pub(super) id: Rc<str>,
-    pub(super) state: P,
+pub(in crate::engine) struct Entry<P> {
+    pub(in crate::engine) id: Rc<str>,
+    pub(in crate::engine) state: P,
     used: Instant,
 }
 
 /// The providers by index.
 #[derive(Debug)]
-pub(super) struct ProviderTable<P> {
+pub(in crate::engine) struct ProviderTable<P> {
     slots: Vec<Option<Entry<P>>>,
     /// Slots of forgotten providers, to reuse.
     free: Vec<u32>,
@@ -57,7 +57,7 @@ pub(super) struct ProviderTable<P> {
 
 impl<P> ProviderTable<P> {
     /// No provider yet; ids are hashed under a secret derived from `seed`.
-    pub(super) fn new(seed: u64, now: Instant) -> Self {
+    pub(in crate::engine) fn new(seed: u64, now: Instant) -> Self {
         ProviderTable {
             slots: Vec::new(),
             free: Vec::new(),
@@ -75,7 +75,7 @@ impl<P> ProviderTable<P> {
     }
 
     /// The index of provider `id`, if remembered.
-    pub(super) fn find(&self, id: &str) -> Option<u32> {
+    pub(in crate::engine) fn find(&self, id: &str) -> Option<u32> {
         let index = look_up(&self.by_id, self.word(id)).map(|i| i as u32);
         if let Some(index) = index.filter(|i| self.get(*i).is_some_and(|e| &*e.id == id)) {
             return Some(index);
@@ -87,7 +87,7 @@ impl<P> ProviderTable<P> {
     }
 
     /// Remembers provider `id` with `state`, used at `now`; its index.
-    pub(super) fn insert(&mut self, id: Rc<str>, state: P, now: Instant) -> u32 {
+    pub(in crate::engine) fn insert(&mut self, id: Rc<str>, state: P, now: Instant) -> u32 {
         let word = self.word(&id);
         let entry = Entry {
             id,
@@ -114,35 +114,35 @@ impl<P> ProviderTable<P> {
     }
 
     /// The provider at `index`.
-    pub(super) fn get(&self, index: u32) -> Option<&Entry<P>> {
+    pub(in crate::engine) fn get(&self, index: u32) -> Option<&Entry<P>> {
         self.slots.get(index as usize)?.as_ref()
     }
 
     /// The provider at `index` was used at `now`.
-    pub(super) fn touch(&mut self, index: u32, now: Instant) {
+    pub(in crate::engine) fn touch(&mut self, index: u32, now: Instant) {
         if let Some(Some(entry)) = self.slots.get_mut(index as usize) {
             entry.used = entry.used.max(now);
         }
     }
 
     /// Every remembered provider with its index.
-    pub(super) fn iter(&self) -> impl Iterator<Item = (u32, &Entry<P>)> {
+    pub(in crate::engine) fn iter(&self) -> impl Iterator<Item = (u32, &Entry<P>)> {
         let slots = self.slots.iter().enumerate();
         slots.filter_map(|(i, e)| Some((i as u32, e.as_ref()?)))
     }
 
     /// One more than the highest index given out.
-    pub(super) fn bound(&self) -> usize {
+    pub(in crate::engine) fn bound(&self) -> usize {
         self.slots.len()
     }
 
     /// How many providers are remembered.
-    pub(super) fn remembered(&self) -> usize {
+    pub(in crate::engine) fn remembered(&self) -> usize {
         self.remembered
     }
 
     /// Whether a sweep is due at `now`.
-    pub(super) fn sweep_due(&self, now: Instant) -> bool {
+    pub(in crate::engine) fn sweep_due(&self, now: Instant) -> bool {
         now >= self.next_sweep || self.remembered >= self.sweep_at
     }
 
@@ -150,7 +150,7 @@ impl<P> ProviderTable<P> {
     /// `holds_nothing`, and that is either unused for [`IDLE`] or beyond the
     /// [`REMEMBERED`] bound; returns their indexes and states (the caller drops what it
     /// keeps of them).
-    pub(super) fn sweep(
+    pub(in crate::engine) fn sweep(
         &mut self,
         now: Instant,
         in_use: &[bool],

@@ -25,7 +25,7 @@ pub struct Preview {
 
 /// A running call's streamed reply.
 #[derive(Debug)]
-pub(super) struct Streamed {
+pub(in crate::engine) struct Streamed {
     text: ReplyText,
     /// The call's texts and their jobs, in call order (the reply's ids).
     texts: Vec<Box<str>>,
@@ -46,24 +46,24 @@ pub(super) struct Streamed {
 
 /// A stream that ended: its whole text and what the call needs to read it.
 #[derive(Debug)]
-pub(super) struct Ended {
-    pub(super) text: String,
+pub(in crate::engine) struct Ended {
+    pub(in crate::engine) text: String,
     /// Cut at its cap, or reported so by the provider.
-    pub(super) truncated: bool,
+    pub(in crate::engine) truncated: bool,
     /// `<think>` reasoning was removed from it.
-    pub(super) reasoned: bool,
-    pub(super) report: Report,
-    pub(super) texts: Vec<Box<str>>,
-    pub(super) jobs: Vec<Id<Job>>,
+    pub(in crate::engine) reasoned: bool,
+    pub(in crate::engine) report: Report,
+    pub(in crate::engine) texts: Vec<Box<str>>,
+    pub(in crate::engine) jobs: Vec<Id<Job>>,
     /// How many items the stream resolved before it ended.
-    pub(super) early: usize,
-    pub(super) provider: u32,
-    pub(super) compat: Rc<CompatInfo>,
+    pub(in crate::engine) early: usize,
+    pub(in crate::engine) provider: u32,
+    pub(in crate::engine) compat: Rc<CompatInfo>,
 }
 
 impl Streamed {
     /// The stream of a call of `texts` (for `jobs`, in call order) to `provider`.
-    pub(super) fn new(
+    pub(in crate::engine) fn new(
         texts: Vec<Box<str>>,
         jobs: Vec<Id<Job>>,
         provider: u32,
@@ -84,23 +84,23 @@ impl Streamed {
     }
 
     /// Adds a piece of the reply; whether the visible text changed.
-    pub(super) fn push(&mut self, piece: &str) -> bool {
+    pub(in crate::engine) fn push(&mut self, piece: &str) -> bool {
         self.text.push(piece)
     }
 
     /// Whether the reply passed its cap (it is read as it stands).
-    pub(super) fn is_truncated(&self) -> bool {
+    pub(in crate::engine) fn is_truncated(&self) -> bool {
         self.text.is_truncated()
     }
 
     /// Whether a closed segment waits for the first characters of the next.
-    pub(super) fn awaits_next(&self) -> bool {
+    pub(in crate::engine) fn awaits_next(&self) -> bool {
         self.awaits_next
     }
 
     /// A `{ usage, limits, truncated }` value: the last of each kind wins. It counts
     /// against the length cap as a value (a stream of reports alone ends too).
-    pub(super) fn add_report(&mut self, report: Report) {
+    pub(in crate::engine) fn add_report(&mut self, report: Report) {
         self.text.count_value(1);
         if report.usage.is_some() {
             self.report.usage = report.usage;
@@ -112,33 +112,37 @@ impl Streamed {
     }
 
     /// What it reported so far.
-    pub(super) fn report(&self) -> &Report {
+    pub(in crate::engine) fn report(&self) -> &Report {
         &self.report
     }
 
     /// Its provider.
-    pub(super) fn provider(&self) -> u32 {
+    pub(in crate::engine) fn provider(&self) -> u32 {
         self.provider
     }
 
     /// Its items' fields.
-    pub(super) fn compat(&self) -> &CompatInfo {
+    pub(in crate::engine) fn compat(&self) -> &CompatInfo {
         &self.compat
     }
 
     /// The call's texts, in call order.
-    pub(super) fn texts(&self) -> &[Box<str>] {
+    pub(in crate::engine) fn texts(&self) -> &[Box<str>] {
         &self.texts
     }
 
     /// The job of the item at `index` in call order.
-    pub(super) fn job(&self, index: usize) -> Option<Id<Job>> {
+    pub(in crate::engine) fn job(&self, index: usize) -> Option<Id<Job>> {
         self.jobs.get(index).copied()
     }
 
     /// The items the markers of the reply so far prove (see `early`) and that were not
     /// resolved yet, now counted as resolved: their index in call order and translation.
-    pub(super) fn newly_proven(&mut self, tag: &str, ratio: Option<f64>) -> Vec<(usize, String)> {
+    pub(in crate::engine) fn newly_proven(
+        &mut self,
+        tag: &str,
+        ratio: Option<f64>,
+    ) -> Vec<(usize, String)> {
         let run = early::leading_pairs(self.text.as_str(), tag);
         let texts: Vec<&str> = self.texts.iter().map(|text| &**text).collect();
         let count = early::proven_count(&texts, &run, ratio).min(run.closed.len());
@@ -159,7 +163,7 @@ impl Streamed {
     /// value), while everything before it in the reply is in order, each new since the
     /// last one given for its item: index in call order and text. `tag`: the markers'
     /// tag, `None` for a reply without markers (a single text's only).
-    pub(super) fn new_previews(&mut self, tag: Option<&str>) -> Vec<(usize, String)> {
+    pub(in crate::engine) fn new_previews(&mut self, tag: Option<&str>) -> Vec<(usize, String)> {
         let mut shown: Vec<(usize, String)> = Vec::new();
         match tag {
             Some(tag) => {
@@ -191,7 +195,7 @@ impl Streamed {
     }
 
     /// The stream ended (or was cut at its cap): its whole text.
-    pub(super) fn end(mut self) -> Ended {
+    pub(in crate::engine) fn end(mut self) -> Ended {
         self.text.finish();
         let truncated = self.text.is_truncated() || self.report.truncated;
         let reasoned = self.text.hid_reasoning();
