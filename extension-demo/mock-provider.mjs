@@ -889,7 +889,7 @@ export async function startMockProvider(options = {}) {
         {
           "Retry-After": String(seconds),
           "retry-after-ms": String(waitMs),
-          "x-ratelimit-limit-requests": String(rpm),
+          "x-ratelimit-limit-requests": String(burst),
           "x-ratelimit-remaining-requests": "0",
           "x-ratelimit-reset-requests": `${(waitMs / 1000).toFixed(3)}s`,
         },
@@ -973,12 +973,16 @@ export async function startMockProvider(options = {}) {
         ...CORS_HEADERS,
         "x-mock-fault": fault,
         // Remaining and its reset together, as OpenAI sends them: a client that is
-        // told "0 remaining" must also learn when that ends.
+        // told "0 remaining" must also learn when that ends. The limit is the bucket's
+        // capacity (`burst`), as OpenAI's limit is the most requests its window permits
+        // before it is exhausted, and the reset the time until the bucket is full again:
+        // a limit of `rpm` beside a bucket of `burst` would tell a client that all but
+        // `burst` of the window had been taken by others.
         ...(windowQuota !== null
           ? windowQuota.headers(now())
           : rpm > 0
           ? {
-              "x-ratelimit-limit-requests": String(rpm),
+              "x-ratelimit-limit-requests": String(burst),
               "x-ratelimit-remaining-requests": String(Math.max(0, Math.floor(quota.tokens))),
               "x-ratelimit-reset-requests": `${(Math.max(0, 1 - quota.tokens) / quota.rate() / 1000).toFixed(3)}s`,
             }
