@@ -6,9 +6,9 @@
 
 import { spawn } from "node:child_process";
 import { accessSync, constants } from "node:fs";
-import { createServer } from "node:net";
 import { homedir } from "node:os";
 import { join } from "node:path";
+import { freePort, sleep } from "./llama-server.mjs";
 
 /** The `litellm` command: LITELLM, else where scripts/litellm-setup.sh installs it. */
 export function litellmCommand(env = process.env) {
@@ -28,20 +28,6 @@ export function litellmMissing(env = process.env) {
   }
 }
 
-/** A TCP port that was free on 127.0.0.1 a moment ago. */
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const probe = createServer();
-    probe.unref();
-    probe.once("error", reject);
-    probe.listen(0, "127.0.0.1", () => {
-      const { port } = probe.address();
-      probe.close(() => resolve(port));
-    });
-  });
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Proxies still running, stopped if this process exits without stopping them. */
 const running = new Set();

@@ -23,7 +23,7 @@ export function llamaMissing(env = process.env) {
 }
 
 /** A TCP port that was free on 127.0.0.1 a moment ago. */
-function freePort() {
+export function freePort() {
   return new Promise((resolve, reject) => {
     const probe = createServer();
     probe.unref();
@@ -35,7 +35,7 @@ function freePort() {
   });
 }
 
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+export const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Child processes still running, stopped if this process exits without stopping them. */
 const running = new Set();
